@@ -1,0 +1,77 @@
+#pragma once
+// One layer of a model as the config describes it, after its own fields are validated.
+// Shapes are per sample (no batch dimension); the layer graph fills in the inferred shapes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ipusim::models {
+
+using Shape = std::vector<std::int64_t>;
+
+enum class LayerType {
+  kInput,
+  kFlatten,
+  kReshape,
+  kDense,
+  kConv2d,
+  kMaxPool2d,
+  kDropout,
+  kRelu,
+  kGelu,
+  kAdd,
+  kConcat,
+  kSoftmaxCrossEntropy,
+  kEmbedding,           // cost-only: token, position and type embeddings with a layer norm
+  kTransformerEncoder,  // cost-only: one BERT-style encoder layer
+};
+
+enum class Activation { kNone, kRelu, kGelu, kTanh };
+
+enum class Padding { kValid, kSame };
+
+// Profiled figures that replace the cost model for a layer, per micro-batch.
+struct CyclesOverride {
+  std::int64_t forward = 0;
+  std::int64_t backward = 0;
+};
+
+// Every type-specific field, with the defaults a config may omit. Only the fields of the
+// layer's type are meaningful.
+struct LayerParams {
+  Shape shape;                                // input (optional), reshape (target)
+  std::int64_t units = 0;                     // dense
+  Activation activation = Activation::kNone;  // dense, conv2d
+  bool bias = true;                           // dense, conv2d
+  std::int64_t filters = 0;                   // conv2d
+  std::int64_t kernel_h = 0;                  // conv2d
+  std::int64_t kernel_w = 0;
+  std::int64_t stride_h = 1;  // conv2d, maxpool2d
+  std::int64_t stride_w = 1;
+  std::int64_t pool_h = 2;  // maxpool2d
+  std::int64_t pool_w = 2;
+  Padding padding = Padding::kValid;  // conv2d, maxpool2d
+  double rate = 0.0;                  // dropout
+  std::int64_t axis = -1;             // concat, over the per-sample dimensions
+  std::int64_t hidden = 0;            // embedding, transformer_encoder
+  std::int64_t heads = 0;             // transformer_encoder
+  std::int64_t sequence_length = 0;   // embedding, transformer_encoder
+  std::int64_t ffn = 0;               // transformer_encoder
+  std::int64_t vocab_size = 0;        // embedding
+  std::int64_t max_positions = 0;     // embedding (default: sequence_length)
+  std::int64_t token_types = 0;       // embedding
+};
+
+struct Layer {
+  std::string id;
+  LayerType type = LayerType::kInput;
+  std::vector<std::string> inputs;  // layer ids; empty means the model input
+  LayerParams params;
+  std::optional<CyclesOverride> cycles;
+  bool checkpoint = false;  // a recomputation checkpoint: stashed when recomputing
+  std::string pointer;      // JSON pointer of the layer in the config, for errors
+};
+
+}  // namespace ipusim::models

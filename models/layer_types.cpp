@@ -1,0 +1,91 @@
+#include "models/layer_types.hpp"
+
+#include <array>
+#include <utility>
+
+namespace ipusim::models {
+namespace {
+
+constexpr std::array<std::pair<LayerType, const char*>, 14> kLayerTypes = {{
+    {LayerType::kInput, "input"},
+    {LayerType::kFlatten, "flatten"},
+    {LayerType::kReshape, "reshape"},
+    {LayerType::kDense, "dense"},
+    {LayerType::kConv2d, "conv2d"},
+    {LayerType::kMaxPool2d, "maxpool2d"},
+    {LayerType::kDropout, "dropout"},
+    {LayerType::kRelu, "relu"},
+    {LayerType::kGelu, "gelu"},
+    {LayerType::kAdd, "add"},
+    {LayerType::kConcat, "concat"},
+    {LayerType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},
+    {LayerType::kEmbedding, "embedding"},
+    {LayerType::kTransformerEncoder, "transformer_encoder"},
+}};
+
+constexpr std::array<std::pair<Activation, const char*>, 4> kActivations = {{
+    {Activation::kNone, "none"},
+    {Activation::kRelu, "relu"},
+    {Activation::kGelu, "gelu"},
+    {Activation::kTanh, "tanh"},
+}};
+
+}  // namespace
+
+const std::vector<std::string>& layer_type_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : kLayerTypes)
+      out.emplace_back(entry.second);
+    return out;
+  }();
+  return names;
+}
+
+std::optional<LayerType> layer_type_from_name(const std::string& name) {
+  for (const auto& [type, text] : kLayerTypes) {
+    if (name == text)
+      return type;
+  }
+  return std::nullopt;
+}
+
+std::string layer_type_name(LayerType type) {
+  for (const auto& [candidate, text] : kLayerTypes) {
+    if (candidate == type)
+      return text;
+  }
+  return "?";
+}
+
+bool is_cost_only(LayerType type) {
+  return type == LayerType::kEmbedding || type == LayerType::kTransformerEncoder;
+}
+
+const std::vector<std::string>& activation_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : kActivations)
+      out.emplace_back(entry.second);
+    return out;
+  }();
+  return names;
+}
+
+std::optional<Activation> activation_from_name(const std::string& name) {
+  for (const auto& [activation, text] : kActivations) {
+    if (name == text)
+      return activation;
+  }
+  return std::nullopt;
+}
+
+std::string activation_name(Activation activation) {
+  for (const auto& [candidate, text] : kActivations) {
+    if (candidate == activation)
+      return text;
+  }
+  return "?";
+}
+
+}  // namespace ipusim::models

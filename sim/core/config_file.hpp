@@ -1,0 +1,46 @@
+#pragma once
+// Loads a config file: parses it (reporting malformed JSON by file, line and column), resolves
+// its "include" list depth-first (included files first, later keys override earlier ones,
+// objects merge and everything else is replaced), then applies command-line overrides.
+// Every value remembers which file or override set it, for error messages.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/config_node.hpp"
+
+namespace ipusim::core {
+
+// One `--set PATH=VALUE`: PATH is a JSON pointer ("/pipeline/x") or dotted ("pipeline.x");
+// VALUE is read as JSON when it parses, otherwise taken as a string.
+struct Override {
+  std::string path;
+  std::string value;
+  std::string label;  // how errors name it, e.g. "--set pipeline.x=3" or "--gac 3"
+};
+
+// Splits "PATH=VALUE" as given to --set; a missing '=' is a ConfigError.
+Override parse_set_argument(const std::string& argument);
+
+class ConfigDocument {
+ public:
+  static ConfigDocument load(const std::string& path, const std::vector<Override>& overrides);
+  static ConfigDocument from_json(const nlohmann::json& value, const std::string& source);
+
+  ConfigNode root() const;
+  const std::string& path() const;
+  const nlohmann::json& json() const;
+
+  // Opaque: the merged JSON and its origins, shared by every ConfigNode taken from it.
+  struct State;
+
+ private:
+  explicit ConfigDocument(std::shared_ptr<const State> state);
+  std::shared_ptr<const State> state_;
+};
+
+// A dotted or pointer path as a JSON pointer string.
+std::string to_json_pointer(const std::string& path);
+
+}  // namespace ipusim::core

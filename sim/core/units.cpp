@@ -1,0 +1,179 @@
+#include "sim/core/units.hpp"
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ipusim::core {
+namespace {
+
+struct Unit {
+  std::string_view suffix;
+  Dimension dimension;
+  double scale;  // base units per one of this unit
+};
+
+// Longest suffixes first so that "GB/s" is not read as "GB".
+constexpr std::array kUnits = {
+    Unit{"TFLOPS", Dimension::kFlopRate, 1e12},
+    Unit{"GFLOPS", Dimension::kFlopRate, 1e9},
+    Unit{"PFLOPS", Dimension::kFlopRate, 1e15},
+    Unit{"MFLOPS", Dimension::kFlopRate, 1e6},
+    Unit{"FLOPS", Dimension::kFlopRate, 1},
+    Unit{"FLOP/s", Dimension::kFlopRate, 1},
+    Unit{"GiB/s", Dimension::kBandwidth, 1073741824.0},
+    Unit{"MiB/s", Dimension::kBandwidth, 1048576.0},
+    Unit{"TB/s", Dimension::kBandwidth, 1e12},
+    Unit{"GB/s", Dimension::kBandwidth, 1e9},
+    Unit{"MB/s", Dimension::kBandwidth, 1e6},
+    Unit{"kB/s", Dimension::kBandwidth, 1e3},
+    Unit{"KB/s", Dimension::kBandwidth, 1e3},
+    Unit{"B/s", Dimension::kBandwidth, 1},
+    Unit{"Tbps", Dimension::kBandwidth, 1e12 / 8},
+    Unit{"Gbps", Dimension::kBandwidth, 1e9 / 8},
+    Unit{"Mbps", Dimension::kBandwidth, 1e6 / 8},
+    Unit{"Gbit/s", Dimension::kBandwidth, 1e9 / 8},
+    Unit{"KiB", Dimension::kBytes, 1024.0},
+    Unit{"MiB", Dimension::kBytes, 1048576.0},
+    Unit{"GiB", Dimension::kBytes, 1073741824.0},
+    Unit{"TiB", Dimension::kBytes, 1099511627776.0},
+    Unit{"PB", Dimension::kBytes, 1e15},
+    Unit{"TB", Dimension::kBytes, 1e12},
+    Unit{"GB", Dimension::kBytes, 1e9},
+    Unit{"MB", Dimension::kBytes, 1e6},
+    Unit{"kB", Dimension::kBytes, 1e3},
+    Unit{"KB", Dimension::kBytes, 1e3},
+    Unit{"B", Dimension::kBytes, 1},
+    Unit{"GHz", Dimension::kFrequency, 1e9},
+    Unit{"MHz", Dimension::kFrequency, 1e6},
+    Unit{"kHz", Dimension::kFrequency, 1e3},
+    Unit{"Hz", Dimension::kFrequency, 1},
+    Unit{"ms", Dimension::kDuration, 1e-3},
+    Unit{"us", Dimension::kDuration, 1e-6},
+    Unit{"\xC2\xB5s", Dimension::kDuration, 1e-6},
+    Unit{"ns", Dimension::kDuration, 1e-9},
+    Unit{"ps", Dimension::kDuration, 1e-12},
+    Unit{"s", Dimension::kDuration, 1},
+};
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+}  // namespace
+
+const char* dimension_name(Dimension dimension) {
+  switch (dimension) {
+    case Dimension::kBytes:
+      return "a size";
+    case Dimension::kBandwidth:
+      return "a bandwidth";
+    case Dimension::kFrequency:
+      return "a frequency";
+    case Dimension::kFlopRate:
+      return "a FLOP rate";
+    case Dimension::kDuration:
+      return "a duration";
+  }
+  return "a quantity";
+}
+
+const char* dimension_example(Dimension dimension) {
+  switch (dimension) {
+    case Dimension::kBytes:
+      return "\"900MB\"";
+    case Dimension::kBandwidth:
+      return "\"32GB/s\"";
+    case Dimension::kFrequency:
+      return "\"1.33GHz\"";
+    case Dimension::kFlopRate:
+      return "\"250TFLOPS\"";
+    case Dimension::kDuration:
+      return "\"15ns\"";
+  }
+  return "";
+}
+
+std::optional<double> parse_quantity(std::string_view text, Dimension dimension, std::string* why) {
+  const std::string_view trimmed = trim(text);
+  double number = 0;
+  const auto [end, error] =
+      std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), number);
+  if (error != std::errc() || !std::isfinite(number)) {
+    *why = "it does not start with a number";
+    return std::nullopt;
+  }
+  const std::string_view suffix = trim(std::string_view(end, trimmed.data() + trimmed.size()));
+  if (suffix.empty()) {
+    *why = "it has no unit";
+    return std::nullopt;
+  }
+  for (const Unit& unit : kUnits) {
+    if (unit.suffix != suffix)
+      continue;
+    if (unit.dimension != dimension) {
+      *why = "'" + std::string(suffix) + "' is the unit of " + dimension_name(unit.dimension);
+      return std::nullopt;
+    }
+    if (number < 0) {
+      *why = "it is negative";
+      return std::nullopt;
+    }
+    return number * unit.scale;
+  }
+  *why = "'" + std::string(suffix) + "' is not a unit ipusim knows";
+  return std::nullopt;
+}
+
+std::string format_quantity(double value, Dimension dimension) {
+  const char* base = "";
+  switch (dimension) {
+    case Dimension::kBytes:
+      base = "B";
+      break;
+    case Dimension::kBandwidth:
+      base = "B/s";
+      break;
+    case Dimension::kFrequency:
+      base = "Hz";
+      break;
+    case Dimension::kFlopRate:
+      base = "FLOPS";
+      break;
+    case Dimension::kDuration:
+      base = "s";
+      break;
+  }
+  if (dimension == Dimension::kDuration) {
+    constexpr std::array<std::pair<double, const char*>, 4> kScales = {
+        {{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}}};
+    for (const auto& [scale, name] : kScales) {
+      if (std::fabs(value) >= scale || scale == 1e-9) {
+        char buffer[64];
+        std::snprintf(buffer, sizeof buffer, "%.3g %s", value / scale, name);
+        return buffer;
+      }
+    }
+  }
+  constexpr std::array<std::pair<double, const char*>, 6> kPrefixes = {
+      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}}};
+  for (const auto& [scale, prefix] : kPrefixes) {
+    if (std::fabs(value) >= scale || scale == 1) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof buffer, "%.3g %s%s", value / scale, prefix, base);
+      return buffer;
+    }
+  }
+  return "";
+}
+
+}  // namespace ipusim::core

@@ -1,0 +1,45 @@
+#include "sim/core/units.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ipusim::core;
+
+namespace {
+double parse(const std::string& text, Dimension dimension) {
+  std::string why;
+  const auto value = parse_quantity(text, dimension, &why);
+  REQUIRE(value.has_value());
+  return *value;
+}
+std::string why_not(const std::string& text, Dimension dimension) {
+  std::string why;
+  CHECK_FALSE(parse_quantity(text, dimension, &why).has_value());
+  return why;
+}
+}  // namespace
+
+TEST_CASE("quantities with decimal and binary prefixes are read in base units") {
+  CHECK(parse("1.33GHz", Dimension::kFrequency) == Approx(1.33e9));
+  CHECK(parse("32GB/s", Dimension::kBandwidth) == 32e9);
+  CHECK(parse("900MB", Dimension::kBytes) == 900e6);
+  CHECK(parse("1KiB", Dimension::kBytes) == 1024);
+  CHECK(parse("250TFLOPS", Dimension::kFlopRate) == 250e12);
+  CHECK(parse("15ns", Dimension::kDuration) == Approx(15e-9));
+  CHECK(parse("512Gbps", Dimension::kBandwidth) == 64e9);
+  CHECK(parse(" 2 GB ", Dimension::kBytes) == 2e9);
+}
+
+TEST_CASE("a quantity with the wrong unit, no unit or no number is refused with the reason") {
+  CHECK(why_not("32GB", Dimension::kBandwidth) == "'GB' is the unit of a size");
+  CHECK(why_not("900", Dimension::kBytes) == "it has no unit");
+  CHECK(why_not("fast", Dimension::kFrequency) == "it does not start with a number");
+  CHECK(why_not("3 parsecs", Dimension::kDuration) == "'parsecs' is not a unit ipusim knows");
+  CHECK(why_not("-1GB", Dimension::kBytes) == "it is negative");
+}
+
+TEST_CASE("reports print quantities with three significant digits and a prefix") {
+  CHECK(format_quantity(897e6, Dimension::kBytes) == "897 MB");
+  CHECK(format_quantity(1536, Dimension::kBytes) == "1.54 kB");
+  CHECK(format_quantity(32e9, Dimension::kBandwidth) == "32 GB/s");
+  CHECK(format_quantity(0.0025, Dimension::kDuration) == "2.5 ms");
+}
