@@ -72,6 +72,7 @@ struct Layer {
   std::optional<CyclesOverride> cycles;
   bool checkpoint = false;  // a recomputation checkpoint: stashed when recomputing
   std::string pointer;      // JSON pointer of the layer in the config, for errors
+  std::string file;         // the config file that set the layer, for errors
 };
 
 }  // namespace ipusim::models

@@ -1,0 +1,116 @@
+#pragma once
+// Training data for numeric runs: Fashion-MNIST from its IDX files, or a seeded synthetic set
+// of any input shape. Both sit behind DataSource, which serves consecutive samples of an
+// endless stream: sample i is sample (i mod size) of epoch (i / size), optionally in a seeded
+// per-epoch shuffled order, so a run can be replayed from any index.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/layer.hpp"
+#include "models/tensor.hpp"
+
+namespace ipusim::models {
+
+// A data or array file that cannot be used: what() is "<path>: <problem>".
+class DataError : public std::runtime_error {
+ public:
+  DataError(std::string path, std::string problem);
+  const std::string& path() const { return path_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string path_;
+  std::string problem_;
+};
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+
+  virtual std::int64_t size() const = 0;
+  virtual const Shape& sample_shape() const = 0;
+  virtual std::int64_t classes() const = 0;
+
+  // From now on, each epoch visits the samples in a permutation keyed by (seed, epoch).
+  void shuffle_each_epoch(std::uint64_t seed);
+
+  // Fills `inputs` (shape [count, sample_shape...]) and `labels` with stream samples
+  // first_index .. first_index + count - 1.
+  void batch(std::int64_t first_index, std::int64_t count, Tensor& inputs,
+             std::vector<int>& labels);
+
+ protected:
+  // Writes sample `index` (< size()) into `values` and returns its label.
+  virtual int read_sample(std::int64_t index, std::span<float> values) = 0;
+
+ private:
+  std::int64_t dataset_index(std::int64_t stream_index);
+
+  std::optional<std::uint64_t> shuffle_seed_;
+  std::int64_t permutation_epoch_ = -1;
+  std::vector<std::int64_t> permutation_;
+};
+
+// The contents of an IDX file of unsigned-byte images (magic 0x00000803).
+struct IdxImages {
+  std::int64_t count = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::vector<std::uint8_t> pixels;  // count x rows x cols, row-major
+};
+
+// Read gzip-compressed (or plain) IDX files; throw DataError naming the file and the problem.
+IdxImages read_idx_images(const std::string& path);
+std::vector<std::uint8_t> read_idx_labels(const std::string& path);
+
+enum class FashionMnistSplit { kTrain, kTest };
+
+// Fashion-MNIST as the Keras tutorials feed it: pixels / 255 as float32, integer labels. The
+// sample shape is the model's input shape (28x28, 28x28x1, 784...): any with 784 elements.
+class FashionMnist final : public DataSource {
+ public:
+  static constexpr const char* kDefaultDirectory = "/usr/share/datasets/fashion-mnist";
+
+  FashionMnist(const std::string& directory, FashionMnistSplit split, Shape sample_shape);
+
+  std::int64_t size() const override { return static_cast<std::int64_t>(labels_.size()); }
+  const Shape& sample_shape() const override { return sample_shape_; }
+  std::int64_t classes() const override { return 10; }
+
+ protected:
+  int read_sample(std::int64_t index, std::span<float> values) override;
+
+ private:
+  IdxImages images_;
+  std::vector<std::uint8_t> labels_;
+  Shape sample_shape_;
+};
+
+// A seeded, learnable synthetic set: every class has a fixed random prototype (standard normal
+// per element) and a sample is its class prototype plus standard normal noise. Sample i depends
+// only on (seed, i).
+class SyntheticSource final : public DataSource {
+ public:
+  SyntheticSource(std::uint64_t seed, std::int64_t size, Shape sample_shape, std::int64_t classes);
+
+  std::int64_t size() const override { return size_; }
+  const Shape& sample_shape() const override { return sample_shape_; }
+  std::int64_t classes() const override { return classes_; }
+
+ protected:
+  int read_sample(std::int64_t index, std::span<float> values) override;
+
+ private:
+  std::uint64_t seed_;
+  std::int64_t size_;
+  Shape sample_shape_;
+  std::int64_t classes_;
+  std::vector<Tensor> prototypes_;
+};
+
+}  // namespace ipusim::models

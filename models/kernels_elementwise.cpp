@@ -1,0 +1,152 @@
+// Element-wise layers: relu, gelu, dropout and add.
+
+#include "models/kernels_internal.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models::detail {
+namespace {
+
+void check_single_input(const std::vector<const Tensor*>& inputs, const Kernel& kernel) {
+  IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == kernel.input_shapes()[0]);
+}
+
+// A standalone activation. relu keeps its output, gelu its input (what each derivative reads).
+class ActivationKernel final : public Kernel {
+ public:
+  ActivationKernel(LayerType type, Activation activation, const std::vector<Shape>& inputs,
+                   DType dtype)
+      : Kernel(type, dtype, inputs, inputs.at(0)), activation_(activation) {
+    IPUSIM_CHECK(inputs.size() == 1);
+  }
+
+  std::int64_t saved_bytes_per_sample() const override {
+    return element_count(output_shape()) * dtype_bytes(dtype());
+  }
+
+  ForwardResult forward(const std::vector<const Tensor*>& inputs,
+                        std::span<const Tensor> /*params*/,
+                        const ForwardContext& /*context*/) const override {
+    check_single_input(inputs, *this);
+    Tensor y = *inputs[0];
+    activate(activation_, y.values());
+    round_to_dtype(y, dtype());
+    SavedState saved;
+    saved.dtype = dtype();
+    saved.tensors.push_back(activation_ == Activation::kGelu ? *inputs[0] : y);
+    return {std::move(y), std::move(saved)};
+  }
+
+  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
+                               std::span<const Tensor> /*params*/,
+                               std::span<GradientAccumulator> /*gradients*/) const override {
+    Tensor dx = output_gradient;
+    activation_backward(activation_, dx.values(), saved.tensors.at(0).values());
+    round_to_dtype(dx, dtype());
+    return {std::move(dx)};
+  }
+
+ private:
+  Activation activation_;
+};
+
+// Inverted dropout: kept elements are scaled by 1 / (1 - rate) so inference needs no rescale.
+// The mask stream is keyed by (layer seed, micro-batch, repeat), never by call order.
+class DropoutKernel final : public Kernel {
+ public:
+  DropoutKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype,
+                std::uint64_t seed)
+      : Kernel(LayerType::kDropout, dtype, inputs, inputs.at(0)),
+        rate_(layer.params.rate),
+        scale_(static_cast<float>(1.0 / (1.0 - layer.params.rate))),
+        seed_(derive_seed(seed, layer.id)) {
+    IPUSIM_CHECK(inputs.size() == 1 && rate_ >= 0.0 && rate_ < 1.0);
+  }
+
+  std::int64_t saved_bytes_per_sample() const override { return element_count(output_shape()); }
+
+  ForwardResult forward(const std::vector<const Tensor*>& inputs,
+                        std::span<const Tensor> /*params*/,
+                        const ForwardContext& context) const override {
+    check_single_input(inputs, *this);
+    Rng rng(derive_seed(derive_seed(seed_, static_cast<std::uint64_t>(context.microbatch)),
+                        static_cast<std::uint64_t>(context.repeat)));
+    Tensor y = *inputs[0];
+    SavedState saved;
+    saved.mask.resize(static_cast<std::size_t>(y.elements()));
+    for (std::int64_t i = 0; i < y.elements(); ++i) {
+      const bool keep = rng.uniform() >= rate_;
+      saved.mask[static_cast<std::size_t>(i)] = keep ? 1 : 0;
+      y[i] = keep ? y[i] * scale_ : 0.0f;
+    }
+    round_to_dtype(y, dtype());
+    return {std::move(y), std::move(saved)};
+  }
+
+  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
+                               std::span<const Tensor> /*params*/,
+                               std::span<GradientAccumulator> /*gradients*/) const override {
+    Tensor dx = output_gradient;
+    for (std::int64_t i = 0; i < dx.elements(); ++i)
+      dx[i] = saved.mask[static_cast<std::size_t>(i)] != 0 ? dx[i] * scale_ : 0.0f;
+    round_to_dtype(dx, dtype());
+    return {std::move(dx)};
+  }
+
+ private:
+  double rate_;
+  float scale_;
+  std::uint64_t seed_;
+};
+
+// The element-wise sum of inputs of one shape, added left to right.
+class AddKernel final : public Kernel {
+ public:
+  AddKernel(const std::vector<Shape>& inputs, DType dtype)
+      : Kernel(LayerType::kAdd, dtype, inputs, inputs.at(0)) {
+    for (const Shape& shape : inputs)
+      IPUSIM_CHECK(shape == inputs[0]);
+  }
+
+  std::int64_t saved_bytes_per_sample() const override { return 0; }
+
+  ForwardResult forward(const std::vector<const Tensor*>& inputs,
+                        std::span<const Tensor> /*params*/,
+                        const ForwardContext& /*context*/) const override {
+    IPUSIM_CHECK(inputs.size() == input_shapes().size());
+    Tensor y = *inputs[0];
+    for (std::size_t k = 1; k < inputs.size(); ++k) {
+      IPUSIM_CHECK(inputs[k]->shape() == y.shape());
+      for (std::int64_t i = 0; i < y.elements(); ++i)
+        y[i] += (*inputs[k])[i];
+    }
+    round_to_dtype(y, dtype());
+    return {std::move(y), SavedState{}};
+  }
+
+  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,
+                               std::span<const Tensor> /*params*/,
+                               std::span<GradientAccumulator> /*gradients*/) const override {
+    return std::vector<Tensor>(input_shapes().size(), output_gradient);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_relu(const std::vector<Shape>& inputs, DType dtype) {
+  return std::make_unique<ActivationKernel>(LayerType::kRelu, Activation::kRelu, inputs, dtype);
+}
+
+std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype) {
+  return std::make_unique<ActivationKernel>(LayerType::kGelu, Activation::kGelu, inputs, dtype);
+}
+
+std::unique_ptr<Kernel> make_dropout(const Layer& layer, const std::vector<Shape>& inputs,
+                                     DType dtype, std::uint64_t seed) {
+  return std::make_unique<DropoutKernel>(layer, inputs, dtype, seed);
+}
+
+std::unique_ptr<Kernel> make_add(const std::vector<Shape>& inputs, DType dtype) {
+  return std::make_unique<AddKernel>(inputs, dtype);
+}
+
+}  // namespace ipusim::models::detail

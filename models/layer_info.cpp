@@ -1,0 +1,184 @@
+#include "models/layer_info.hpp"
+
+#include "models/shape_inference.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+namespace {
+
+// Rough FLOPs per element. GELU (tanh or erf form) and tanh evaluate a transcendental function
+// and a few multiply-adds; the figures only matter when they are not memory-bound.
+double activation_flops(Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return 0;
+    case Activation::kRelu:
+      return 1;
+    case Activation::kTanh:
+      return 4;
+    case Activation::kGelu:
+      return 8;
+  }
+  return 0;
+}
+
+// Mean, variance, normalise, scale and shift, each about two FLOPs per element.
+constexpr double kLayerNormFlops = 8;
+// Per logit: max, subtract, exp, sum and normalise (the log is once per row).
+constexpr double kSoftmaxCrossEntropyFlops = 5;
+
+// The figures that differ by layer type; the rest follows from the shapes.
+struct Cost {
+  std::int64_t params = 0;
+  double forward_flops = 0;
+  double backward_flops = 0;
+  std::int64_t saved_bytes = 0;
+  std::int64_t stateful_bytes = 0;
+};
+
+struct Sizes {
+  std::int64_t in = 0;   // elements of the first input
+  std::int64_t out = 0;  // elements of the output
+  std::int64_t d = 0;    // bytes per element
+};
+
+// Dense and conv2d share the bias, activation and saved-input rules; `products` counts
+// multiply-adds.
+Cost linear_cost(const Layer& layer, const Sizes& size, std::int64_t weights, double products) {
+  const LayerParams& p = layer.params;
+  const double bias_flops = p.bias ? double(size.out) : 0;
+  const double act_flops = activation_flops(p.activation) * double(size.out);
+  Cost cost;
+  cost.params = weights + (p.bias ? (layer.type == LayerType::kDense ? p.units : p.filters) : 0);
+  cost.forward_flops = 2 * products + bias_flops + act_flops;
+  cost.backward_flops = 4 * products + bias_flops + act_flops;
+  cost.saved_bytes = size.in * size.d + (p.activation == Activation::kNone ? 0 : size.out * size.d);
+  return cost;
+}
+
+Cost dense_cost(const Layer& layer, const Shape& input, const Sizes& size) {
+  const std::int64_t in = input.back();
+  const double rows = double(size.in / in);
+  return linear_cost(layer, size, in * layer.params.units,
+                     rows * double(in) * double(layer.params.units));
+}
+
+Cost conv2d_cost(const Layer& layer, const Shape& input, const Sizes& size) {
+  const LayerParams& p = layer.params;
+  const std::int64_t weights = p.kernel_h * p.kernel_w * input[2] * p.filters;
+  return linear_cost(layer, size, weights, double(size.out) * double(weights / p.filters));
+}
+
+Cost elementwise_cost(double flops_per_element, const Sizes& size, std::int64_t saved) {
+  const double flops = flops_per_element * double(size.out);
+  return {0, flops, flops, saved, 0};
+}
+
+Cost maxpool2d_cost(const Layer& layer, const Sizes& size) {
+  const double window = double(layer.params.pool_h * layer.params.pool_w);
+  return {0, window * double(size.out), double(size.out), size.out * 4, 0};
+}
+
+Cost softmax_cross_entropy_cost(const Shape& input, const Sizes& size) {
+  const std::int64_t labels = size.in / input.back();
+  return {0, kSoftmaxCrossEntropyFlops * double(size.in), double(size.in),
+          size.in * size.d + labels * 4, 0};
+}
+
+Cost embedding_cost(const LayerParams& p, const Sizes& size) {
+  Cost cost;
+  const std::int64_t rows = p.vocab_size + p.max_positions + p.token_types;
+  cost.params = rows * p.hidden + 2 * p.hidden;
+  // Two adds sum the token, position and type vectors, then a layer norm.
+  cost.forward_flops = double(size.out) * (2 + kLayerNormFlops);
+  cost.backward_flops = 2 * cost.forward_flops;
+  cost.saved_bytes = 2 * size.out * size.d;
+  return cost;
+}
+
+Cost transformer_encoder_cost(const LayerParams& p, const Sizes& size) {
+  const std::int64_t s = p.sequence_length;
+  const std::int64_t h = p.hidden;
+  const std::int64_t attention = p.heads * s * s;
+  Cost cost;
+  cost.params = 4 * (h * h + h) + 2 * 2 * h + (h * p.ffn + p.ffn) + (p.ffn * h + h);
+  const double sd = double(s);
+  const double hd = double(h);
+  cost.forward_flops = 8 * sd * hd * hd + 4 * sd * hd * double(p.ffn) + 4 * sd * sd * hd;
+  cost.backward_flops = 2 * cost.forward_flops;
+  cost.stateful_bytes = 2 * s * h + attention;
+  cost.saved_bytes = (16 * s * h + 2 * attention) * size.d + cost.stateful_bytes;
+  return cost;
+}
+
+Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes& size) {
+  switch (layer.type) {
+    case LayerType::kDense:
+      return dense_cost(layer, inputs.front(), size);
+    case LayerType::kConv2d:
+      return conv2d_cost(layer, inputs.front(), size);
+    case LayerType::kMaxPool2d:
+      return maxpool2d_cost(layer, size);
+    case LayerType::kDropout:
+      return {0, double(size.out), double(size.out), size.in, size.in};
+    case LayerType::kRelu:
+      return elementwise_cost(activation_flops(Activation::kRelu), size, size.out * size.d);
+    case LayerType::kGelu:
+      return elementwise_cost(activation_flops(Activation::kGelu), size, size.in * size.d);
+    case LayerType::kAdd: {
+      const double sums = double(inputs.size() - 1) * double(size.out);
+      return {0, sums, 0, 0, 0};  // the gradient passes through unchanged
+    }
+    case LayerType::kSoftmaxCrossEntropy:
+      return softmax_cross_entropy_cost(inputs.front(), size);
+    case LayerType::kEmbedding:
+      return embedding_cost(layer.params, size);
+    case LayerType::kTransformerEncoder:
+      return transformer_encoder_cost(layer.params, size);
+    default:  // input, flatten, reshape, concat: copies at most
+      return {};
+  }
+}
+
+// Input, flatten and reshape relabel their input's memory, so they move nothing.
+bool is_view(LayerType type) {
+  return type == LayerType::kInput || type == LayerType::kFlatten || type == LayerType::kReshape;
+}
+
+void fill_traffic(const Layer& layer, const std::vector<Shape>& inputs, LayerInfo& info,
+                  std::int64_t d) {
+  if (is_view(layer.type))
+    return;
+  std::int64_t input_bytes = 0;
+  for (const Shape& input : inputs)
+    input_bytes += element_count(input) * d;
+  info.bytes_moved_forward = input_bytes + info.activation_bytes;
+  // The loss starts backward, so it reads no output gradient; token ids get no gradient.
+  const bool loss = layer.type == LayerType::kSoftmaxCrossEntropy;
+  const bool integer_input = layer.type == LayerType::kEmbedding;
+  info.bytes_moved_backward =
+      (loss ? 0 : info.activation_bytes) + info.saved_bytes + (integer_input ? 0 : input_bytes);
+}
+
+}  // namespace
+
+LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const Shape& output,
+                     DType dtype) {
+  IPUSIM_CHECK(!inputs.empty());
+  const Sizes size = {element_count(inputs.front()), element_count(output), dtype_bytes(dtype)};
+  const Cost cost = type_cost(layer, inputs, size);
+  LayerInfo info;
+  info.output = output;
+  info.params = cost.params;
+  info.weight_elements = cost.params;
+  info.forward_flops = cost.forward_flops;
+  info.backward_flops = cost.backward_flops;
+  info.activation_bytes = size.out * size.d;
+  info.saved_bytes = cost.saved_bytes;
+  info.stateful_bytes = cost.stateful_bytes;
+  info.weight_bytes = cost.params * size.d;
+  fill_traffic(layer, inputs, info, size.d);
+  return info;
+}
+
+}  // namespace ipusim::models

@@ -1,0 +1,52 @@
+#pragma once
+// The cost model's figures for one layer: parameters, FLOPs, and bytes held and moved. All
+// activation figures are per sample (the caller multiplies by the micro-batch size); weights
+// are given apart because they do not scale with the batch.
+//
+// FLOPs count a multiply-add as two. Forward: dense 2·in·units per row (+units for the bias),
+// conv2d 2·Hout·Wout·kh·kw·Cin·Cout (+Hout·Wout·Cout for the bias), a transformer encoder
+// 8·s·h² + 4·s·h·ffn + 4·s²·h (Q, K, V and output projections, the FFN, QKᵀ and the attention-
+// weighted sum: 24·s·h² + 4·s²·h when ffn = 4h, as Narayanan et al. 2021 count it). Backward
+// is the gradient with respect to the input plus that with respect to the weights, so twice
+// the forward products; every layer computes its input gradient, even the first.
+// Elementwise work costs a few FLOPs per element (see activation_flops in the .cpp): these
+// layers are bound by memory traffic, which bytes_moved_* give for a roofline floor.
+//
+// saved_bytes follows the rule the numeric kernels implement (E = element count, d = dtype
+// bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu E(out)·d;
+// gelu E(in)·d; maxpool2d E(out)·4 (int32 argmax); dropout E(in)·1 (uint8 mask);
+// softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of logits);
+// input, flatten, reshape, add and concat nothing. The cost-only layers follow Korthikanti et
+// al. 2022: a transformer encoder keeps (16·s·h + 2·heads·s²)·d plus the dropout masks,
+// 2·s·h + heads·s² bytes (= 34·s·h + 5·heads·s² for fp16); an embedding keeps 2·s·h·d.
+
+#include <cstdint>
+#include <vector>
+
+#include "models/dtype.hpp"
+#include "models/layer.hpp"
+
+namespace ipusim::models {
+
+// What the memory and time models know of one layer.
+struct LayerInfo {
+  Shape output;                          // per sample; [] for the loss
+  std::int64_t params = 0;               // trainable scalars
+  std::int64_t weight_elements = 0;      // same as params
+  double forward_flops = 0;              // per sample
+  double backward_flops = 0;             // per sample: input gradient + weight gradient
+  std::int64_t activation_bytes = 0;     // per sample: E(output)·d
+  std::int64_t saved_bytes = 0;          // per sample: what backward needs, as the kernels keep it
+  std::int64_t stateful_bytes = 0;       // per sample: the part of saved_bytes recomputation cannot
+                                         // recreate (dropout masks)
+  std::int64_t bytes_moved_forward = 0;  // per sample: inputs read + output written
+  std::int64_t bytes_moved_backward = 0;  // per sample: output gradient and saved bytes read,
+                                          // input gradients written
+  std::int64_t weight_bytes = 0;          // params·d, once per layer
+};
+
+// `inputs` are the shapes of the layer's inputs, in order; `output` its inferred shape.
+LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const Shape& output,
+                     DType dtype);
+
+}  // namespace ipusim::models

@@ -1,0 +1,239 @@
+#include "models/layer_parse.hpp"
+
+#include <limits>
+#include <tuple>
+#include <utility>
+
+#include "models/layer_types.hpp"
+#include "sim/core/suggest.hpp"
+
+namespace ipusim::models {
+namespace {
+
+using core::ConfigNode;
+
+std::vector<std::string> keys_of(LayerType type) {
+  switch (type) {
+    case LayerType::kInput:
+    case LayerType::kReshape:
+      return {"shape"};
+    case LayerType::kDense:
+      return {"units", "activation", "bias"};
+    case LayerType::kConv2d:
+      return {"filters", "kernel", "stride", "padding", "activation", "bias"};
+    case LayerType::kMaxPool2d:
+      return {"pool", "stride", "padding"};
+    case LayerType::kDropout:
+      return {"rate"};
+    case LayerType::kConcat:
+      return {"axis"};
+    case LayerType::kEmbedding:
+      return {"vocab_size", "hidden", "sequence_length", "max_positions", "token_types"};
+    case LayerType::kTransformerEncoder:
+      return {"hidden", "heads", "sequence_length", "ffn"};
+    default:
+      return {};
+  }
+}
+
+std::vector<std::string> allowed_keys(LayerType type) {
+  std::vector<std::string> keys = {"id", "type"};
+  // An input layer is where the model input enters, so it cannot take other layers.
+  if (type != LayerType::kInput)
+    keys.push_back("inputs");
+  keys.insert(keys.end(), {"cycles", "checkpoint"});
+  for (auto& key : keys_of(type))
+    keys.push_back(std::move(key));
+  return keys;
+}
+
+LayerType read_type(const ConfigNode& node) {
+  const std::string name = node.as_string();
+  if (const auto type = layer_type_from_name(name))
+    return *type;
+  const std::string hint = core::did_you_mean(name, layer_type_names());
+  node.fail("unknown layer type '" + name + "'" +
+            (hint.empty() ? "; the types are " + core::quoted_list(layer_type_names()) : hint));
+}
+
+std::string read_id(const ConfigNode& node) {
+  const std::string id = node.as_string();
+  if (id.empty())
+    node.fail("a layer id must not be empty");
+  return id;
+}
+
+// "kernel": 3 or [3, 5] -> (height, width).
+std::pair<std::int64_t, std::int64_t> read_pair(const ConfigNode& node) {
+  if (!node.is_array()) {
+    const std::int64_t both = node.as_positive_int();
+    return {both, both};
+  }
+  if (node.size() != 2)
+    node.fail("expected [height, width], found a list of " + std::to_string(node.size()));
+  return {node.at(std::size_t{0}).as_positive_int(), node.at(std::size_t{1}).as_positive_int()};
+}
+
+Shape read_shape(const ConfigNode& node, std::int64_t min) {
+  if (node.size() == 0)
+    node.fail("expected a shape with at least one dimension, found []");
+  return node.as_int_list(min, core::kMaxCount);
+}
+
+Activation read_activation(const ConfigNode& node) {
+  return *activation_from_name(node.get_enum("activation", "none", activation_names()));
+}
+
+Padding read_padding(const ConfigNode& node) {
+  return node.get_enum("padding", "valid", {"valid", "same"}) == "same" ? Padding::kSame
+                                                                        : Padding::kValid;
+}
+
+void read_reshape(const ConfigNode& node, LayerParams& params) {
+  const ConfigNode shape = node.at("shape");
+  params.shape = read_shape(shape, -1);
+  int inferred = 0;
+  for (std::size_t i = 0; i < params.shape.size(); ++i) {
+    if (params.shape[i] == 0)
+      shape.at(i).fail("a reshape dimension must be positive, or -1 to infer it; found 0");
+    inferred += params.shape[i] == -1 ? 1 : 0;
+  }
+  if (inferred > 1)
+    shape.fail("at most one dimension of a reshape may be -1");
+}
+
+void read_dense(const ConfigNode& node, LayerParams& params) {
+  params.units = node.at("units").as_positive_int();
+  params.activation = read_activation(node);
+  params.bias = node.get_bool("bias", true);
+}
+
+void read_conv2d(const ConfigNode& node, LayerParams& params) {
+  params.filters = node.at("filters").as_positive_int();
+  std::tie(params.kernel_h, params.kernel_w) = read_pair(node.at("kernel"));
+  if (const auto stride = node.find("stride"))
+    std::tie(params.stride_h, params.stride_w) = read_pair(*stride);
+  params.padding = read_padding(node);
+  params.activation = read_activation(node);
+  params.bias = node.get_bool("bias", true);
+}
+
+void read_maxpool2d(const ConfigNode& node, LayerParams& params) {
+  if (const auto pool = node.find("pool"))
+    std::tie(params.pool_h, params.pool_w) = read_pair(*pool);
+  // As in Keras, the window steps by its own size unless told otherwise.
+  params.stride_h = params.pool_h;
+  params.stride_w = params.pool_w;
+  if (const auto stride = node.find("stride"))
+    std::tie(params.stride_h, params.stride_w) = read_pair(*stride);
+  params.padding = read_padding(node);
+}
+
+void read_dropout(const ConfigNode& node, LayerParams& params) {
+  const ConfigNode rate = node.at("rate");
+  params.rate = rate.as_number();
+  if (params.rate < 0.0 || params.rate >= 1.0)
+    rate.fail("expected a dropout rate from 0 up to (not including) 1, found " +
+              rate.json().dump());
+}
+
+void read_embedding(const ConfigNode& node, LayerParams& params) {
+  params.vocab_size = node.at("vocab_size").as_positive_int();
+  params.hidden = node.at("hidden").as_positive_int();
+  params.sequence_length = node.at("sequence_length").as_positive_int();
+  params.max_positions = params.sequence_length;
+  if (const auto positions = node.find("max_positions")) {
+    params.max_positions = positions->as_positive_int();
+    if (params.max_positions < params.sequence_length)
+      positions->fail("max_positions (" + std::to_string(params.max_positions) +
+                      ") must be at least sequence_length (" +
+                      std::to_string(params.sequence_length) + ")");
+  }
+  params.token_types = node.get_int("token_types", 0, 0, core::kMaxCount);
+}
+
+void read_transformer_encoder(const ConfigNode& node, LayerParams& params) {
+  params.hidden = node.at("hidden").as_positive_int();
+  const ConfigNode heads = node.at("heads");
+  params.heads = heads.as_positive_int();
+  if (params.hidden % params.heads != 0)
+    heads.fail("heads (" + std::to_string(params.heads) + ") must divide hidden (" +
+               std::to_string(params.hidden) + ")");
+  params.sequence_length = node.at("sequence_length").as_positive_int();
+  params.ffn = node.get_int("ffn", 4 * params.hidden, 1, core::kMaxCount);
+}
+
+void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
+  switch (type) {
+    case LayerType::kInput:
+      if (const auto shape = node.find("shape"))
+        params.shape = read_shape(*shape, 1);
+      return;
+    case LayerType::kReshape:
+      return read_reshape(node, params);
+    case LayerType::kDense:
+      return read_dense(node, params);
+    case LayerType::kConv2d:
+      return read_conv2d(node, params);
+    case LayerType::kMaxPool2d:
+      return read_maxpool2d(node, params);
+    case LayerType::kDropout:
+      return read_dropout(node, params);
+    case LayerType::kConcat:
+      params.axis = node.get_int("axis", -1, std::numeric_limits<std::int32_t>::min(),
+                                 std::numeric_limits<std::int32_t>::max());
+      return;
+    case LayerType::kEmbedding:
+      return read_embedding(node, params);
+    case LayerType::kTransformerEncoder:
+      return read_transformer_encoder(node, params);
+    default:
+      return;
+  }
+}
+
+bool merges_inputs(LayerType type) {
+  return type == LayerType::kAdd || type == LayerType::kConcat;
+}
+
+void read_inputs(const ConfigNode& node, Layer& layer) {
+  const std::string named = "layer '" + layer.id + "' (" + layer_type_name(layer.type) + ")";
+  const auto inputs = node.find("inputs");
+  if (!inputs) {
+    if (merges_inputs(layer.type))
+      node.fail(named + " needs \"inputs\" listing at least two layers");
+    return;
+  }
+  layer.inputs = inputs->as_string_list();
+  const std::size_t count = layer.inputs.size();
+  if (count == 0)
+    inputs->fail("expected at least one layer id, found []");
+  if (merges_inputs(layer.type) && count < 2)
+    inputs->fail(named + " needs at least two inputs, found 1");
+  if (!merges_inputs(layer.type) && count > 1)
+    inputs->fail(named + " takes one input, but \"inputs\" lists " + std::to_string(count));
+}
+
+CyclesOverride read_cycles(const ConfigNode& node) {
+  node.expect_only_keys({"forward", "backward"});
+  return {node.at("forward").as_positive_int(), node.at("backward").as_positive_int()};
+}
+
+}  // namespace
+
+Layer parse_layer(const ConfigNode& node) {
+  Layer layer;
+  layer.pointer = node.pointer();
+  layer.file = node.file();
+  layer.id = read_id(node.at("id"));
+  layer.type = read_type(node.at("type"));
+  node.expect_only_keys(allowed_keys(layer.type));
+  read_params(node, layer.type, layer.params);
+  read_inputs(node, layer);
+  if (const auto cycles = node.find("cycles"))
+    layer.cycles = read_cycles(*cycles);
+  layer.checkpoint = node.get_bool("checkpoint", false);
+  return layer;
+}
+
+}  // namespace ipusim::models

@@ -1,0 +1,149 @@
+#include "models/model.hpp"
+
+#include "models/layer_parse.hpp"
+#include "models/layer_types.hpp"
+#include "models/shape_inference.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+namespace {
+
+using core::ConfigNode;
+
+void read_input(const ConfigNode& node, Model& model) {
+  node.expect_only_keys({"shape", "dtype"});
+  const ConfigNode shape = node.at("shape");
+  if (shape.size() == 0)
+    shape.fail("expected a shape with at least one dimension, found []");
+  model.input_shape = shape.as_int_list(1, core::kMaxCount);
+  model.dtype =
+      node.get_enum("dtype", "fp32", {"fp32", "fp16"}) == "fp16" ? DType::kFp16 : DType::kFp32;
+}
+
+std::vector<Layer> read_layers(const ConfigNode& node) {
+  if (node.size() == 0)
+    node.fail("a model needs at least one layer");
+  std::vector<Layer> layers;
+  for (const ConfigNode& item : node.items()) {
+    Layer layer = parse_layer(item);
+    // Without "inputs" a layer continues from the one before it; the first takes the model input.
+    if (layer.inputs.empty() && !layers.empty() && layer.type != LayerType::kInput)
+      layer.inputs.push_back(layers.back().id);
+    layers.push_back(std::move(layer));
+  }
+  return layers;
+}
+
+[[noreturn]] void fail_at(const Layer& layer, const std::string& message) {
+  throw core::ConfigError(layer.file, layer.pointer, message);
+}
+
+std::string named(const Layer& layer) {
+  return "layer '" + layer.id + "' (" + layer_type_name(layer.type) + ")";
+}
+
+// Checked before the graph, whose "output not used" message would hide what is wrong.
+void check_loss_rules(const std::vector<Layer>& layers) {
+  const Layer* loss = nullptr;
+  for (const Layer& layer : layers) {
+    if (layer.type != LayerType::kSoftmaxCrossEntropy)
+      continue;
+    if (loss != nullptr) {
+      fail_at(layer, "the model has two loss layers, '" + loss->id + "' and '" + layer.id +
+                         "'; a model trains exactly one loss, its last layer");
+    }
+    loss = &layer;
+  }
+  if (loss != nullptr && loss != &layers.back()) {
+    const Layer& next = *(loss + 1);
+    fail_at(*loss, named(*loss) + " is the loss and must be the last layer, but '" + next.id +
+                       "' follows it");
+  }
+}
+
+std::vector<InputShape> input_shapes(const Model& model, int layer) {
+  const auto& producers = model.graph.inputs_of(layer);
+  if (producers.empty())
+    return {{"", true, model.input_shape}};
+  std::vector<InputShape> inputs;
+  for (const int producer : producers) {
+    const bool passes_model_input = model.layers[producer].type == LayerType::kInput;
+    inputs.push_back({model.layers[producer].id, passes_model_input, model.info[producer].output});
+  }
+  return inputs;
+}
+
+void infer_layers(Model& model) {
+  model.info.resize(model.layers.size());
+  for (const int i : model.graph.topological_order()) {
+    const auto inputs = input_shapes(model, i);
+    const Shape output = infer_output_shape(model.layers[i], inputs);
+    std::vector<Shape> shapes;
+    for (const InputShape& input : inputs)
+      shapes.push_back(input.shape);
+    model.info[i] = layer_info(model.layers[i], shapes, output, model.dtype);
+  }
+}
+
+// The loss's logits fix the class count; a "classes" field, when given, must agree.
+void settle_classes(const ConfigNode& node, Model& model) {
+  const auto classes = node.find("classes");
+  model.classes = classes ? classes->as_positive_int() : 0;
+  if (!model.trainable)
+    return;
+  const Layer& loss = model.layers.back();
+  const InputShape logits = input_shapes(model, int(model.layers.size()) - 1).front();
+  if (classes && logits.shape.back() != model.classes) {
+    fail_at(loss, named(loss) + " needs logits for " + std::to_string(model.classes) +
+                      " classes (the model's \"classes\"), but " + input_text(logits));
+  }
+  model.classes = logits.shape.back();
+}
+
+}  // namespace
+
+int Model::index_of(const std::string& id) const {
+  for (int i = 0; i < int(layers.size()); ++i) {
+    if (layers[i].id == id)
+      return i;
+  }
+  return -1;
+}
+
+std::vector<std::string> Model::layer_ids() const {
+  std::vector<std::string> ids;
+  for (const Layer& layer : layers)
+    ids.push_back(layer.id);
+  return ids;
+}
+
+std::int64_t Model::total_params() const {
+  std::int64_t total = 0;
+  for (const LayerInfo& layer : info)
+    total += layer.params;
+  return total;
+}
+
+Model parse_model(const ConfigNode& node) {
+  node.expect_only_keys({"name", "input", "classes", "layers"});
+  Model model;
+  model.name = node.get_string("name", "model");
+  read_input(node.at("input"), model);
+  model.layers = read_layers(node.at("layers"));
+  check_loss_rules(model.layers);
+  model.trainable = model.layers.back().type == LayerType::kSoftmaxCrossEntropy;
+  model.graph = LayerGraph(model.layers);
+  infer_layers(model);
+  settle_classes(node, model);
+  return model;
+}
+
+Model with_compute_dtype(Model model, DType dtype) {
+  if (model.dtype == dtype)
+    return model;
+  model.dtype = dtype;
+  infer_layers(model);
+  return model;
+}
+
+}  // namespace ipusim::models

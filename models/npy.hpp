@@ -1,0 +1,27 @@
+#pragma once
+// .npy files (format 1.0, C order) of float32 ('<f4') and int32 ('<i4') arrays, so that
+// `ipusim train --save/--load` exchanges parameters with numpy.save/numpy.load. Reading also
+// accepts format 2.0; problems throw DataError naming the file.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/data.hpp"
+#include "models/tensor.hpp"
+
+namespace ipusim::models {
+
+struct Int32Array {
+  Shape shape;
+  std::vector<std::int32_t> values;
+};
+
+void write_npy(const std::string& path, const Tensor& tensor);
+void write_npy(const std::string& path, const Shape& shape, std::span<const std::int32_t> values);
+
+Tensor read_npy_f32(const std::string& path);
+Int32Array read_npy_i32(const std::string& path);
+
+}  // namespace ipusim::models

@@ -1,0 +1,218 @@
+#include "models/stage_executor.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "models/init.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+namespace {
+
+std::unique_ptr<Kernel> kernel_of(const Model& model, int layer, std::uint64_t seed) {
+  const Layer& spec = model.layers[static_cast<std::size_t>(layer)];
+  if (spec.type == LayerType::kInput)
+    return nullptr;
+  return make_kernel(spec, input_shapes_of(model, layer), model.dtype, seed);
+}
+
+}  // namespace
+
+bool has_numeric_kernels(const Model& model) {
+  return std::all_of(model.layers.begin(), model.layers.end(), [](const Layer& layer) {
+    return layer.type == LayerType::kInput || has_kernel(layer.type);
+  });
+}
+
+std::vector<int> producers_of(const Model& model, int layer) {
+  const std::vector<int>& inputs = model.graph.inputs_of(layer);
+  return inputs.empty() ? std::vector<int>{kModelInput} : inputs;
+}
+
+std::vector<Shape> input_shapes_of(const Model& model, int layer) {
+  std::vector<Shape> shapes;
+  for (const int producer : producers_of(model, layer)) {
+    shapes.push_back(producer == kModelInput
+                         ? model.input_shape
+                         : model.info[static_cast<std::size_t>(producer)].output);
+  }
+  return shapes;
+}
+
+void add_gradient(TensorMap& gradients, int producer, Tensor gradient, DType dtype) {
+  const auto [at, inserted] = gradients.try_emplace(producer, std::move(gradient));
+  if (inserted)
+    return;
+  Tensor& sum = at->second;
+  IPUSIM_CHECK(sum.shape() == gradient.shape());
+  for (std::int64_t i = 0; i < sum.elements(); ++i)
+    sum[i] += gradient[i];
+  round_to_dtype(sum, dtype);
+}
+
+ParameterStore::ParameterStore(const Model& model, const TrainingOptions& options)
+    : seed_(options.seed),
+      optimizer_(options.optimizer, model.dtype),
+      layers_(model.layers.size()) {
+  for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
+    const auto kernel = kernel_of(model, layer, seed_);
+    if (kernel == nullptr)
+      continue;
+    const std::vector<ParameterSpec> specs = kernel->parameters();
+    LayerState& state = layers_[index(layer)];
+    state.values = initial_parameters(specs, seed_, model.layers[index(layer)].id, model.dtype);
+    for (const ParameterSpec& spec : specs) {
+      state.gradients.emplace_back(spec.shape, options.accumulator_dtype, options.reduction);
+      state.optimizer.push_back(optimizer_.initial_state(spec.shape));
+    }
+  }
+}
+
+void ParameterStore::apply_update(std::span<const int> layers) {
+  for (const int layer : layers) {
+    LayerState& state = layers_.at(index(layer));
+    for (std::size_t i = 0; i < state.values.size(); ++i) {
+      optimizer_.apply(state.values[i], state.gradients[i].result(), state.optimizer[i]);
+      state.gradients[i].reset();
+    }
+  }
+}
+
+void ParameterStore::apply_update() {
+  std::vector<int> all(layers_.size());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    all[i] = static_cast<int>(i);
+  apply_update(all);
+}
+
+std::int64_t Stash::bytes() const {
+  std::int64_t total = 0;
+  for (const auto& [producer, tensor] : inputs)
+    total += tensor.elements() * dtype_bytes(dtype);
+  for (const auto& [layer, state] : saved)
+    total += state.saved_bytes();
+  return total;
+}
+
+StageExecutor::StageExecutor(const Model& model, const std::vector<int>& layers,
+                             std::int64_t micro_batch_size, ParameterStore& parameters,
+                             StashMode mode)
+    : model_(model), parameters_(parameters), micro_batch_size_(micro_batch_size), mode_(mode) {
+  IPUSIM_CHECK(micro_batch_size > 0 && has_numeric_kernels(model));
+  const std::set<int> members(layers.begin(), layers.end());
+  for (const int layer : model.graph.topological_order()) {
+    if (members.count(layer) != 0)
+      layers_.push_back(layer);
+  }
+  IPUSIM_CHECK(layers_.size() == members.size());
+  std::set<int> inputs;
+  const int last = static_cast<int>(model.layers.size()) - 1;
+  for (const int layer : layers_) {
+    for (const int producer : producers_of(model, layer)) {
+      if (members.count(producer) == 0)
+        inputs.insert(producer);
+    }
+    const std::vector<int>& consumers = model.graph.consumers_of(layer);
+    const bool leaves = std::any_of(consumers.begin(), consumers.end(),
+                                    [&](int consumer) { return members.count(consumer) == 0; });
+    if (leaves || layer == last)
+      output_producers_.push_back(layer);
+    kernels_.emplace(layer, kernel_of(model, layer, parameters.seed()));
+  }
+  input_producers_.assign(inputs.begin(), inputs.end());
+}
+
+bool StageExecutor::keeps_state(int layer) const {
+  const Layer& spec = model_.layers[static_cast<std::size_t>(layer)];
+  switch (mode_) {
+    case StashMode::kActivations:
+      return true;
+    case StashMode::kStageInputs:
+      return spec.type == LayerType::kDropout;
+    case StashMode::kCheckpoints:
+      return spec.type == LayerType::kDropout || spec.checkpoint;
+  }
+  return true;
+}
+
+StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContext& context) const {
+  TensorMap entering;
+  for (const int producer : input_producers_) {
+    Tensor tensor = inputs.at(producer);
+    IPUSIM_CHECK(tensor.batch() == micro_batch_size_);
+    if (producer == kModelInput)
+      round_to_dtype(tensor, model_.dtype);
+    entering.emplace(producer, std::move(tensor));
+  }
+  StageForward result = run_forward(entering, context, mode_ == StashMode::kActivations);
+  if (mode_ != StashMode::kActivations)
+    result.stash.inputs = std::move(entering);
+  return result;
+}
+
+Stash StageExecutor::recompute(const Stash& stash) const {
+  IPUSIM_CHECK(mode_ != StashMode::kActivations && !stash.complete);
+  const ForwardContext context{stash.microbatch, stash.repeat, stash.labels};
+  Stash full = run_forward(stash.inputs, context, true).stash;
+  for (const auto& [layer, state] : stash.saved)
+    IPUSIM_CHECK(state.mask == full.saved.at(layer).mask);
+  return full;
+}
+
+StageForward StageExecutor::run_forward(const TensorMap& inputs, const ForwardContext& context,
+                                        bool keep_all) const {
+  StageForward result;
+  Stash& stash = result.stash;
+  stash.microbatch = context.microbatch;
+  stash.repeat = context.repeat;
+  stash.labels.assign(context.labels.begin(), context.labels.end());
+  stash.dtype = model_.dtype;
+  stash.complete = keep_all;
+  TensorMap values = inputs;
+  for (const int layer : layers_) {
+    const std::vector<int> producers = producers_of(model_, layer);
+    const Kernel* kernel = kernels_.at(layer).get();
+    if (kernel == nullptr) {  // an input layer passes the model input on
+      values.emplace(layer, values.at(producers[0]));
+      continue;
+    }
+    std::vector<const Tensor*> arguments;
+    for (const int producer : producers)
+      arguments.push_back(&values.at(producer));
+    ForwardResult output = kernel->forward(arguments, parameters_.parameters(layer), context);
+    if (keep_all || keeps_state(layer))
+      stash.saved.emplace(layer, std::move(output.saved));
+    values.emplace(layer, std::move(output.output));
+  }
+  for (const int producer : output_producers_)
+    result.outputs.emplace(producer, std::move(values.at(producer)));
+  return result;
+}
+
+TensorMap StageExecutor::backward(const TensorMap& output_gradients, const Stash& stash) {
+  IPUSIM_CHECK(stash.complete);
+  TensorMap gradients = output_gradients;
+  const int last = static_cast<int>(model_.layers.size()) - 1;
+  if (model_.trainable && kernels_.count(last) != 0)
+    gradients.try_emplace(last, Shape{1}, 1.0f);
+  for (auto layer = layers_.rbegin(); layer != layers_.rend(); ++layer) {
+    const std::vector<int> producers = producers_of(model_, *layer);
+    const Tensor& gradient = gradients.at(*layer);
+    const Kernel* kernel = kernels_.at(*layer).get();
+    if (kernel == nullptr) {
+      add_gradient(gradients, producers[0], gradient, model_.dtype);
+      continue;
+    }
+    std::vector<Tensor> input_gradients =
+        kernel->backward(gradient, stash.saved.at(*layer), parameters_.parameters(*layer),
+                         parameters_.gradients(*layer));
+    for (std::size_t i = 0; i < producers.size(); ++i)
+      add_gradient(gradients, producers[i], std::move(input_gradients[i]), model_.dtype);
+  }
+  TensorMap result;
+  for (const int producer : input_producers_)
+    result.emplace(producer, std::move(gradients.at(producer)));
+  return result;
+}
+
+}  // namespace ipusim::models

@@ -1,0 +1,149 @@
+#pragma once
+// Numeric execution of one pipeline stage (or sub-stage): the forward and backward passes of a
+// set of a model's layers on real tensors, with the stash a stage keeps between them. The
+// pipeline builds one StageExecutor per stage over its own ParameterStore; the reference builds
+// one executor over all layers over another store from the same seed. Run with the same
+// micro-batches in the same order, both produce bit-identical losses, gradients and weights.
+//
+// Tensors crossing a stage boundary are keyed by the layer that produced them (kModelInput for
+// the model input). A stage's inputs are the tensors its layers read from outside it; its
+// outputs are the tensors its layers produce for layers outside it (or the model's last layer).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "models/kernels.hpp"
+#include "models/model.hpp"
+#include "models/optimizer.hpp"
+
+namespace ipusim::models {
+
+constexpr int kModelInput = -1;
+using TensorMap = std::map<int, Tensor>;
+
+// Whether every layer has a numeric kernel (input layers need none): cost-only layers
+// (embedding, transformer_encoder) cannot run in numeric mode.
+bool has_numeric_kernels(const Model& model);
+
+// The producers of a layer's inputs, in order; kModelInput for a layer fed by the model input.
+std::vector<int> producers_of(const Model& model, int layer);
+
+// The per-sample shapes of a layer's inputs, in order.
+std::vector<Shape> input_shapes_of(const Model& model, int layer);
+
+// Adds `gradient` into the gradient of `producer` (inserting it if it is the first), rounding
+// the sum to `dtype`. When a tensor feeds several later stages, sum their gradients in
+// decreasing stage order before the producing stage's backward, as the reference does.
+void add_gradient(TensorMap& gradients, int producer, Tensor gradient, DType dtype);
+
+struct TrainingOptions {
+  std::uint64_t seed = 0;  // parameter init and dropout masks
+  OptimizerConfig optimizer;
+  DType accumulator_dtype = DType::kFp32;
+  GradientReduction reduction = GradientReduction::kMean;
+};
+
+// The trainable state of a model: for every layer with parameters, the parameter tensors
+// (Keras initialisation keyed by (seed, layer id), in the model's dtype), one gradient
+// accumulator per tensor and the optimizer state.
+class ParameterStore {
+ public:
+  ParameterStore(const Model& model, const TrainingOptions& options);
+
+  std::uint64_t seed() const { return seed_; }
+  std::span<const Tensor> parameters(int layer) const { return layers_.at(index(layer)).values; }
+  std::span<Tensor> mutable_parameters(int layer) { return layers_.at(index(layer)).values; }
+  std::span<GradientAccumulator> gradients(int layer) { return layers_.at(index(layer)).gradients; }
+  std::span<const GradientAccumulator> gradients(int layer) const {
+    return layers_.at(index(layer)).gradients;
+  }
+
+  // Applies the optimizer to the reduced gradients of `layers` (or of every layer), then
+  // clears their accumulators for the next step.
+  void apply_update(std::span<const int> layers);
+  void apply_update();
+
+ private:
+  struct LayerState {
+    std::vector<Tensor> values;
+    std::vector<GradientAccumulator> gradients;
+    std::vector<OptimizerState> optimizer;
+  };
+  static std::size_t index(int layer) { return static_cast<std::size_t>(layer); }
+
+  std::uint64_t seed_;
+  Optimizer optimizer_;
+  std::vector<LayerState> layers_;  // by layer index; empty for layers without parameters
+};
+
+// What a stage stashes per micro-batch (the memory model's stash kinds):
+//   kActivations: every layer's SavedState;
+//   kStageInputs: the stage inputs and the stateful part (dropout masks); recompute() rebuilds
+//     the rest before backward;
+//   kCheckpoints: as kStageInputs plus the SavedState of layers marked "checkpoint".
+enum class StashMode { kActivations, kStageInputs, kCheckpoints };
+
+// One micro-batch's stash. bytes() is what the memory model charges: the saved bytes of the
+// states held, plus the stage inputs at the dtype's size when they are held. The labels travel
+// with the micro-batch to the loss and are not counted.
+struct Stash {
+  std::int64_t microbatch = 0;
+  std::int64_t repeat = 0;
+  std::vector<int> labels;
+  DType dtype = DType::kFp32;
+  TensorMap inputs;                 // recomputation modes only
+  std::map<int, SavedState> saved;  // by layer index
+  bool complete = false;            // holds every layer's state: backward can run on it
+
+  std::int64_t bytes() const;
+};
+
+struct StageForward {
+  TensorMap outputs;
+  Stash stash;
+};
+
+class StageExecutor {
+ public:
+  // `layers` are layer indices of `model`, in any order; `model` and `parameters` must outlive
+  // the executor.
+  StageExecutor(const Model& model, const std::vector<int>& layers, std::int64_t micro_batch_size,
+                ParameterStore& parameters, StashMode mode = StashMode::kActivations);
+
+  const std::vector<int>& layers() const { return layers_; }  // in execution order
+  const std::vector<int>& input_producers() const { return input_producers_; }
+  const std::vector<int>& output_producers() const { return output_producers_; }
+
+  // Runs the stage on `inputs` (one per input producer, batch = micro-batch size). The model
+  // input is rounded to the model's dtype on entry. `context` names the micro-batch (dropout
+  // masks) and holds the labels if the stage has the loss.
+  StageForward forward(const TensorMap& inputs, const ForwardContext& context) const;
+
+  // Rebuilds a complete stash from a recomputation-mode one; dropout masks come out equal to
+  // the stashed ones (checked).
+  Stash recompute(const Stash& stash) const;
+
+  // Returns the gradients of the stage inputs and adds this micro-batch's parameter gradients
+  // to the store. `output_gradients` holds one per output producer; the loss, when the stage
+  // has it, gets 1 unless given.
+  TensorMap backward(const TensorMap& output_gradients, const Stash& stash);
+
+ private:
+  bool keeps_state(int layer) const;
+  StageForward run_forward(const TensorMap& inputs, const ForwardContext& context,
+                           bool keep_all) const;
+
+  const Model& model_;
+  ParameterStore& parameters_;
+  std::int64_t micro_batch_size_;
+  StashMode mode_;
+  std::vector<int> layers_;
+  std::vector<int> input_producers_;
+  std::vector<int> output_producers_;
+  std::map<int, std::unique_ptr<Kernel>> kernels_;
+};
+
+}  // namespace ipusim::models

@@ -1,0 +1,37 @@
+#pragma once
+// Choosing a schedule by name and building it. Every user error in a PipelineShape is found
+// here and thrown as a ScheduleError naming the option at fault, before any task exists.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedules/pipeline_shape.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/schedule_error.hpp"
+
+namespace ipusim::schedules {
+
+// Builds the named schedule (see schedule_catalogue) for `shape`. Throws ScheduleError.
+std::unique_ptr<Schedule> build_schedule(const std::string& name, const PipelineShape& shape);
+
+// One line of `ipusim schedules`.
+struct ScheduleInfo {
+  std::string name;
+  std::string when_to_use;
+};
+const std::vector<ScheduleInfo>& schedule_catalogue();
+
+// The mode a training run uses, as Graphcore resolves it: Auto is recompute_then_backpropagate
+// for grouped and interleaved and recompute_and_backpropagate_interleaved for sequential; the
+// GPU schedules take recompute_and_backpropagate_interleaved to mean activation checkpointing.
+// Throws ScheduleError for an unknown schedule or a mode the schedule does not support.
+RecomputationMode resolve_recomputation(const std::string& schedule, RecomputationMode requested);
+
+// Graphcore's overlap length L for a step-based schedule: the micro-batches one pass of the
+// lanes starts (grouped 2N, interleaved N, sequential 1; N for grouped in inference). M must
+// be a multiple of L and at least L unless relaxed_divisibility is set. 0 for GPU schedules.
+std::int64_t graphcore_lanes(const std::string& schedule, const PipelineShape& shape);
+
+}  // namespace ipusim::schedules

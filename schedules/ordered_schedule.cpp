@@ -1,0 +1,524 @@
+#include "schedules/ordered_schedule.hpp"
+
+#include <algorithm>
+
+#include "sim/core/error.hpp"
+
+namespace ipusim::schedules {
+
+// The unit-time simulation behind the utilisation phases. Each IPU runs its units in order;
+// a unit starts when its IPU is free and its cross-IPU input is ready (F_k(m) waits for
+// F_{k-1}(m), B_k(m) for B_{k+1}(m)). Finish times of the micro-batches in flight live in
+// rings, so memory does not grow with M: a producer that would overwrite an entry its
+// consumers have not read yet waits for them, which only changes the order of evaluation,
+// never the simulated times.
+class OrderedSchedule::Simulation {
+ public:
+  explicit Simulation(OrderedSchedule& schedule) : schedule_(schedule) {
+    const int n = schedule_.layout().stages();
+    std::size_t size = 64;
+    const auto in_flight = static_cast<std::size_t>(
+        4 * (n + schedule_.group_ * schedule_.chunks_) + 64);
+    while (size < in_flight)
+      size *= 2;
+    ring_size_ = size;
+    forward_.resize(n);
+    backward_.resize(n);
+  }
+
+  // First pass: when the phases change. Second pass: which units fall in which phase.
+  void run() {
+    simulate(false);
+    std::int64_t ramp_up_end = 0;
+    std::int64_t ramp_down_begin = -1;
+    std::int64_t makespan = 0;
+    for (const IpuState& ipu : ipus_) {
+      if (ipu.units == 0)
+        continue;
+      ramp_up_end = std::max(ramp_up_end, ipu.first_start);
+      ramp_down_begin =
+          ramp_down_begin < 0 ? ipu.last_finish : std::min(ramp_down_begin, ipu.last_finish);
+      makespan = std::max(makespan, ipu.last_finish);
+    }
+    PhaseCounts& counts = schedule_.counts_;
+    counts = PhaseCounts{};
+    counts.counts_steps = false;
+    counts.makespan = makespan;
+    counts.ramp_up_end = ramp_up_end;
+    counts.ramp_down_begin = std::max(ramp_up_end, ramp_down_begin);
+    simulate(true);
+  }
+
+ private:
+  // Finish times of one direction of one stage, indexed by micro-batch modulo the ring size.
+  struct Ring {
+    std::vector<std::int64_t> microbatch;
+    std::vector<std::int64_t> finish;  // latest over the producer's sub-stages
+    std::vector<int> written;          // producer sub-stages done
+    std::vector<int> unread;           // consumer sub-stages still to read it
+  };
+
+  struct IpuState {
+    Cursor cursor;
+    std::int64_t units = 0;
+    std::int64_t done = 0;
+    std::int64_t free = 0;
+    std::int64_t first_start = 0;
+    std::int64_t last_finish = 0;
+  };
+
+  void reset() {
+    for (auto* rings : {&forward_, &backward_}) {
+      for (Ring& ring : *rings) {
+        ring.microbatch.assign(ring_size_, -1);
+        ring.finish.assign(ring_size_, 0);
+        ring.written.assign(ring_size_, 0);
+        ring.unread.assign(ring_size_, 0);
+      }
+    }
+    ipus_.assign(schedule_.programs_.size(), IpuState{});
+    for (std::size_t ipu = 0; ipu < ipus_.size(); ++ipu)
+      ipus_[ipu].units = schedule_.programs_[ipu].units;
+  }
+
+  void simulate(bool mark) {
+    reset();
+    std::int64_t remaining = 0;
+    for (const IpuState& ipu : ipus_)
+      remaining += ipu.units;
+    // Bursts keep every IPU close to the others, so the rings stay short.
+    constexpr int kBurst = 32;
+    while (remaining > 0) {
+      bool progress = false;
+      for (std::size_t ipu = 0; ipu < ipus_.size(); ++ipu) {
+        for (int burst = 0; burst < kBurst && ipus_[ipu].done < ipus_[ipu].units; ++burst) {
+          if (!step(static_cast<int>(ipu), mark))
+            break;
+          progress = true;
+          --remaining;
+        }
+      }
+      IPUSIM_CHECK(progress);
+    }
+  }
+
+  std::int64_t cost(Unit unit, int stage) const {
+    if (unit != kB)
+      return 1;
+    const std::int64_t backward = schedule_.splits_weight_grad() ? 1 : 2;
+    return backward + (schedule_.recomputes(stage) ? 1 : 0);
+  }
+
+  // Runs the next unit of `ipu` if its input is ready and its output has room.
+  bool step(int ipu, bool mark) {
+    IpuState& state = ipus_[ipu];
+    const Program& program = schedule_.programs_[ipu];
+    const Segment& segment = program.segments[state.cursor.segment];
+    const Unit unit = segment.units[state.cursor.position];
+    const std::int64_t index = segment.first[unit] + state.cursor.rep;
+    const int stage = program.chunk_stages[schedule_.chunk_of(unit, index)];
+    const std::int64_t m = schedule_.microbatch_of(index);
+    const int last = schedule_.layout().stages() - 1;
+    const std::size_t slot = static_cast<std::size_t>(m) & (ring_size_ - 1);
+
+    Ring* input = nullptr;
+    int producer = -1;
+    if (unit == kF && stage > 0)
+      producer = stage - 1, input = &forward_[producer];
+    if (unit == kB && stage < last)
+      producer = stage + 1, input = &backward_[producer];
+    std::int64_t ready = 0;
+    if (input != nullptr) {
+      const int subs = static_cast<int>(schedule_.layout().ipus_of(producer).size());
+      if (input->microbatch[slot] != m || input->written[slot] != subs)
+        return false;
+      ready = input->finish[slot];
+    }
+    Ring* output = nullptr;
+    int consumer = -1;
+    if (unit == kF && stage < last)
+      consumer = stage + 1, output = &forward_[stage];
+    if (unit == kB && stage > 0)
+      consumer = stage - 1, output = &backward_[stage];
+    if (output != nullptr && output->microbatch[slot] != m && output->unread[slot] > 0)
+      return false;
+
+    const std::int64_t start = std::max(state.free, ready);
+    const std::int64_t finish = start + cost(unit, stage);
+    if (input != nullptr)
+      --input->unread[slot];
+    if (output != nullptr)
+      publish(*output, slot, m, finish, consumer);
+    if (mark)
+      count(ipu, segment.code, unit, stage, start);
+    else if (state.done == 0)
+      state.first_start = start;
+    state.last_finish = finish;
+    state.free = finish;
+    ++state.done;
+    advance(program, state.cursor);
+    return true;
+  }
+
+  void publish(Ring& ring, std::size_t slot, std::int64_t m, std::int64_t finish,
+               int consumer) const {
+    if (ring.microbatch[slot] != m) {
+      ring.microbatch[slot] = m;
+      ring.finish[slot] = finish;
+      ring.written[slot] = 1;
+      ring.unread[slot] = static_cast<int>(schedule_.layout().ipus_of(consumer).size());
+      return;
+    }
+    ring.finish[slot] = std::max(ring.finish[slot], finish);
+    ++ring.written[slot];
+  }
+
+  void count(int ipu, CodePhase code, Unit unit, int stage, std::int64_t start) {
+    PhaseCounts& counts = schedule_.counts_;
+    Program& program = schedule_.programs_[ipu];
+    const std::int64_t tasks = unit == kB && schedule_.recomputes(stage) ? 2 : 1;
+    const std::int64_t after = ipus_[ipu].done + 1;
+    if (start < counts.ramp_up_end) {
+      counts.ramp_up += tasks;
+      program.main_unit = after;
+    } else if (start < counts.ramp_down_begin) {
+      counts.main += tasks;
+    } else {
+      counts.ramp_down += tasks;
+    }
+    if (start < counts.ramp_down_begin)
+      program.ramp_down_unit = after;
+    switch (code) {
+      case CodePhase::kRampUp:
+        counts.code_ramp_up += tasks;
+        break;
+      case CodePhase::kRampDown:
+        counts.code_ramp_down += tasks;
+        break;
+      default:
+        counts.code_main += tasks;
+        break;
+    }
+  }
+
+  OrderedSchedule& schedule_;
+  std::size_t ring_size_ = 0;
+  std::vector<Ring> forward_;
+  std::vector<Ring> backward_;
+  std::vector<IpuState> ipus_;
+
+};
+
+OrderedSchedule::OrderedSchedule(OrderKind kind, PipelineShape shape, RecomputationMode resolved)
+    : Schedule(std::move(shape), resolved, false, kind == OrderKind::kZeroBubbleH1),
+      kind_(kind),
+      group_(1),
+      chunks_(1) {
+  if (kind_ == OrderKind::kInterleaved1F1B) {
+    group_ = layout().ipus();
+    chunks_ = layout().stages() / group_;
+  }
+  programs_.resize(layout().ipus());
+  for (int ipu = 0; ipu < layout().ipus(); ++ipu)
+    build_program(ipu);
+  Simulation(*this).run();
+  find_stash_depth();
+}
+
+void OrderedSchedule::advance(const Program& program, Cursor& cursor) {
+  const Segment& segment = program.segments[cursor.segment];
+  if (++cursor.position < segment.length)
+    return;
+  cursor.position = 0;
+  if (++cursor.rep < segment.reps)
+    return;
+  cursor.rep = 0;
+  ++cursor.segment;
+}
+
+std::string OrderedSchedule::name() const {
+  switch (kind_) {
+    case OrderKind::kGPipe:
+      return "gpipe";
+    case OrderKind::kOneFOneB:
+      return "1f1b";
+    case OrderKind::kInterleaved1F1B:
+      return "interleaved_1f1b";
+    case OrderKind::kZeroBubbleH1:
+      return "zero_bubble_h1";
+  }
+  return "";
+}
+
+int OrderedSchedule::chunk_of(Unit unit, std::int64_t index) const {
+  const int position = static_cast<int>((index / group_) % chunks_);
+  return unit == kF ? position : chunks_ - 1 - position;
+}
+
+std::int64_t OrderedSchedule::microbatch_of(std::int64_t index) const {
+  return (index / (group_ * chunks_)) * group_ + index % group_;
+}
+
+std::int64_t OrderedSchedule::index_of(Unit unit, int chunk, std::int64_t microbatch) const {
+  const int position = unit == kF ? chunk : chunks_ - 1 - chunk;
+  return (microbatch / group_) * group_ * chunks_ + position * group_ + microbatch % group_;
+}
+
+const std::vector<Task>& OrderedSchedule::bundle(const Program& program, Unit unit,
+                                                 std::int64_t index) const {
+  return program.bundles[unit][chunk_of(unit, index)];
+}
+
+std::int64_t OrderedSchedule::tasks_in_reps(const Segment& segment, std::int64_t reps) const {
+  const auto period = static_cast<std::int64_t>(segment.rep_prefix.size()) - 1;
+  return (reps / period) * segment.rep_prefix.back() + segment.rep_prefix[reps % period];
+}
+
+std::int64_t OrderedSchedule::warmup(int ipu) const {
+  const std::int64_t m = shape().microbatches;
+  const std::int64_t total = m * chunks_;
+  const int n = layout().stages();
+  if (!shape().training)
+    return total;
+  switch (kind_) {
+    case OrderKind::kGPipe:
+      return total;
+    case OrderKind::kOneFOneB:
+    case OrderKind::kZeroBubbleH1:
+      return std::min<std::int64_t>(n - 1 - programs_[ipu].chunk_stages.front(), m);
+    case OrderKind::kInterleaved1F1B:
+      // Megatron runs every forward first when there are only as many micro-batches as IPUs.
+      if (m == group_)
+        return total;
+      return std::min<std::int64_t>(
+          static_cast<std::int64_t>(group_ - 1 - ipu) * 2 + (chunks_ - 1) * group_, total);
+  }
+  return total;
+}
+
+void OrderedSchedule::add_segment(Program& program, std::vector<Unit> units, std::int64_t reps,
+                                  CodePhase code) const {
+  if (reps <= 0)
+    return;
+  Segment segment;
+  segment.length = static_cast<int>(units.size());
+  std::copy(units.begin(), units.end(), segment.units.begin());
+  segment.reps = reps;
+  for (const Segment& earlier : program.segments) {
+    for (int position = 0; position < earlier.length; ++position)
+      segment.first[earlier.units[position]] += earlier.reps;
+  }
+  segment.unit_begin = program.units;
+  segment.task_begin = program.tasks;
+  segment.code = code;
+  const int period = group_ * chunks_;
+  segment.rep_prefix.assign(period + 1, 0);
+  for (int rep = 0; rep < period; ++rep) {
+    std::int64_t tasks = 0;
+    for (Unit unit : units)
+      tasks += static_cast<std::int64_t>(bundle(program, unit, segment.first[unit] + rep).size());
+    segment.rep_prefix[rep + 1] = segment.rep_prefix[rep] + tasks;
+  }
+  program.units += reps * segment.length;
+  program.tasks += tasks_in_reps(segment, reps);
+  program.segments.push_back(std::move(segment));
+}
+
+void OrderedSchedule::build_program(int ipu) {
+  Program& program = programs_[ipu];
+  const auto& hosted = layout().hosted(ipu);
+  if (hosted.empty())
+    return;
+  const int last = layout().stages() - 1;
+  for (int chunk = 0; chunk < chunks_; ++chunk)
+    program.chunk_stages.push_back(kind_ == OrderKind::kInterleaved1F1B ? chunk * group_ + ipu
+                                                                        : hosted.front().stage);
+  const auto copies = [&](std::vector<Task>& tasks, int stage, int target, CopyKind kind) {
+    if (target < 0 || target > last)
+      return;
+    for (int peer : layout().ipus_of(target)) {
+      if (peer == ipu)
+        continue;
+      Task copy = work(Op::kCopy, stage, ipu, -1);
+      copy.copy = kind;
+      copy.peer_ipu = peer;
+      tasks.push_back(copy);
+    }
+  };
+  for (int stage : program.chunk_stages) {
+    std::vector<Task> forward;
+    if (stage == 0)
+      forward.push_back(work(Op::kInfeed, 0, ipu, -1));
+    forward.push_back(work(Op::kForward, stage, ipu, -1));
+    copies(forward, stage, stage + 1, CopyKind::kActivation);
+    if (stage == last)
+      forward.push_back(work(Op::kOutfeed, last, ipu, -1));
+    std::vector<Task> backward;
+    if (recomputes(stage))
+      backward.push_back(work(Op::kRecompute, stage, ipu, -1));
+    backward.push_back(work(Op::kBackward, stage, ipu, -1));
+    copies(backward, stage, stage - 1, CopyKind::kGradient);
+    program.bundles[kF].push_back(std::move(forward));
+    program.bundles[kB].push_back(std::move(backward));
+    program.bundles[kW].push_back({work(Op::kWeightGrad, stage, ipu, -1)});
+  }
+
+  const std::int64_t total = shape().microbatches * chunks_;
+  const std::int64_t w = warmup(ipu);
+  program.warmup = w;
+  if (!shape().training) {
+    add_segment(program, {kF}, total, CodePhase::kMain);
+    return;
+  }
+  add_segment(program, {kF}, w, CodePhase::kRampUp);
+  if (!splits_weight_grad()) {
+    add_segment(program, {kF, kB}, total - w, CodePhase::kMain);
+    add_segment(program, {kB}, w, CodePhase::kRampDown);
+    return;
+  }
+  // Steady iteration j runs F(w+j), B(j) and, once j reaches the deferral, W(j - deferral).
+  const std::int64_t deferral = program.chunk_stages.front();
+  const std::int64_t steady_without_w = std::min(deferral, total - w);
+  add_segment(program, {kF, kB}, steady_without_w, CodePhase::kMain);
+  add_segment(program, {kF, kB, kW}, total - w - steady_without_w, CodePhase::kMain);
+  const std::int64_t cooldown_without_w = std::clamp(deferral - (total - w), std::int64_t{0}, w);
+  add_segment(program, {kB}, cooldown_without_w, CodePhase::kRampDown);
+  add_segment(program, {kB, kW}, w - cooldown_without_w, CodePhase::kRampDown);
+  add_segment(program, {kW}, std::min(deferral, total), CodePhase::kRampDown);
+}
+
+void OrderedSchedule::tasks_in_step(std::int64_t, int, std::vector<Task>&) const {
+  // Only step-based schedules have steps; asking otherwise is a caller bug.
+  IPUSIM_CHECK(step_based());
+}
+
+Phase OrderedSchedule::step_phase(std::int64_t) const {
+  IPUSIM_CHECK(step_based());
+  return Phase::kMain;
+}
+
+CodePhase OrderedSchedule::step_code_phase(std::int64_t) const {
+  IPUSIM_CHECK(step_based());
+  return CodePhase::kMain;
+}
+
+std::int64_t OrderedSchedule::program_length(int ipu) const {
+  IPUSIM_CHECK(ipu >= 0 && ipu < layout().ipus());
+  return programs_[ipu].tasks;
+}
+
+void OrderedSchedule::stamp(Task& task, const Program& program, const Segment& segment,
+                            std::int64_t unit) const {
+  task.step = -1;
+  task.code_phase = segment.code;
+  if (unit < program.main_unit)
+    task.phase = Phase::kRampUp;
+  else if (unit < program.ramp_down_unit)
+    task.phase = Phase::kMain;
+  else
+    task.phase = Phase::kRampDown;
+}
+
+Task OrderedSchedule::program_task(int ipu, std::int64_t index) const {
+  IPUSIM_CHECK(index >= 0 && index < program_length(ipu));
+  const Program& program = programs_[ipu];
+  const auto segment_it =
+      std::upper_bound(program.segments.begin(), program.segments.end(), index,
+                       [](std::int64_t value, const Segment& s) { return value < s.task_begin; }) -
+      1;
+  const Segment& segment = *segment_it;
+  const auto period = static_cast<std::int64_t>(segment.rep_prefix.size()) - 1;
+  std::int64_t offset = index - segment.task_begin;
+  const std::int64_t cycles = offset / segment.rep_prefix.back();
+  offset -= cycles * segment.rep_prefix.back();
+  const auto rep_in_cycle =
+      std::upper_bound(segment.rep_prefix.begin(), segment.rep_prefix.end(), offset) -
+      segment.rep_prefix.begin() - 1;
+  const std::int64_t rep = cycles * period + rep_in_cycle;
+  offset -= segment.rep_prefix[rep_in_cycle];
+  for (int position = 0; position < segment.length; ++position) {
+    const Unit unit = segment.units[position];
+    const std::int64_t virtual_index = segment.first[unit] + rep;
+    const auto& tasks = bundle(program, unit, virtual_index);
+    if (offset < static_cast<std::int64_t>(tasks.size())) {
+      Task task = tasks[offset];
+      task.microbatch = microbatch_of(virtual_index);
+      stamp(task, program, segment, segment.unit_begin + rep * segment.length + position);
+      return task;
+    }
+    offset -= static_cast<std::int64_t>(tasks.size());
+  }
+  IPUSIM_CHECK(false);
+  return {};
+}
+
+std::int64_t OrderedSchedule::unit_number(const Program& program, Unit unit,
+                                          std::int64_t index, const Segment** found) const {
+  for (const Segment& segment : program.segments) {
+    for (int position = 0; position < segment.length; ++position) {
+      if (segment.units[position] != unit || index < segment.first[unit] ||
+          index >= segment.first[unit] + segment.reps)
+        continue;
+      *found = &segment;
+      return segment.unit_begin + (index - segment.first[unit]) * segment.length + position;
+    }
+  }
+  IPUSIM_CHECK(false);
+  return -1;
+}
+
+void OrderedSchedule::locate(Task& task) const {
+  Unit unit = kF;
+  if (task.op == Op::kBackward || task.op == Op::kRecompute ||
+      (task.op == Op::kCopy && task.copy == CopyKind::kGradient))
+    unit = kB;
+  else if (task.op == Op::kWeightGrad)
+    unit = kW;
+  const Program& program = programs_[task.ipu];
+  const auto chunk_it =
+      std::find(program.chunk_stages.begin(), program.chunk_stages.end(), task.stage);
+  IPUSIM_CHECK(chunk_it != program.chunk_stages.end());
+  const int chunk = static_cast<int>(chunk_it - program.chunk_stages.begin());
+  const Segment* segment = nullptr;
+  const std::int64_t number =
+      unit_number(program, unit, index_of(unit, chunk, task.microbatch), &segment);
+  stamp(task, program, *segment, number);
+}
+
+// The most micro-batches with F done and B pending. It peaks by the end of the warm-up or
+// within the next two periods of the steady part (which repeats every group * chunks
+// repetitions), and only falls during the cool-down, so a prefix of the order suffices.
+void OrderedSchedule::find_stash_depth() {
+  stash_depth_.assign(layout().stages(), 0);
+  if (!shape().training)
+    return;
+  for (const Program& program : programs_) {
+    if (program.units == 0)
+      continue;
+    const std::int64_t horizon =
+        std::min(program.units, program.warmup + 8 * group_ * chunks_ + 16);
+    std::vector<std::int64_t> in_flight(chunks_, 0);
+    Cursor cursor;
+    for (std::int64_t done = 0; done < horizon; ++done) {
+      const Segment& segment = program.segments[cursor.segment];
+      const Unit unit = segment.units[cursor.position];
+      const int chunk = chunk_of(unit, segment.first[unit] + cursor.rep);
+      const int stage = program.chunk_stages[chunk];
+      if (unit == kF)
+        stash_depth_[stage] = std::max(stash_depth_[stage], ++in_flight[chunk]);
+      else if (unit == kB)
+        --in_flight[chunk];
+      advance(program, cursor);
+    }
+  }
+}
+
+std::vector<StashKind> OrderedSchedule::stash_kind() const {
+  const int n = layout().stages();
+  if (!shape().training)
+    return std::vector<StashKind>(n, StashKind::kNone);
+  return std::vector<StashKind>(n, recomputes(0) ? StashKind::kCheckpoints
+                                                 : StashKind::kActivations);
+}
+
+}  // namespace ipusim::schedules

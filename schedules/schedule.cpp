@@ -1,0 +1,150 @@
+#include "schedules/schedule.hpp"
+
+#include "sim/core/error.hpp"
+
+namespace ipusim::schedules {
+
+std::string_view to_string(StashKind kind) {
+  switch (kind) {
+    case StashKind::kNone:
+      return "none";
+    case StashKind::kActivations:
+      return "activations";
+    case StashKind::kStageInputs:
+      return "stage_inputs";
+    case StashKind::kCheckpoints:
+      return "checkpoints";
+  }
+  return "";
+}
+
+Schedule::Schedule(PipelineShape shape, RecomputationMode resolved, bool relaxed,
+                   bool split_weight_grad)
+    : shape_(std::move(shape)),
+      layout_(shape_.device_mapping),
+      recomputation_(resolved),
+      relaxed_(relaxed),
+      split_weight_grad_(split_weight_grad) {
+  IPUSIM_CHECK(resolved != RecomputationMode::kAuto);
+}
+
+Schedule::~Schedule() = default;
+
+bool Schedule::recomputes(int stage) const {
+  if (!shape_.training)
+    return false;
+  switch (recomputation_) {
+    case RecomputationMode::kRecomputeThenBackpropagate:
+      // The last stage is never recomputed: its backward follows its forward directly.
+      return stage < layout_.stages() - 1;
+    case RecomputationMode::kRecomputeAndBackpropagateInterleaved:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Task Schedule::work(Op op, int stage, int ipu, std::int64_t microbatch) const {
+  Task task;
+  task.op = op;
+  task.stage = stage;
+  task.substage = layout_.substage(stage, ipu);
+  task.microbatch = microbatch;
+  task.ipu = ipu;
+  IPUSIM_CHECK(task.substage >= 0);
+  return task;
+}
+
+std::vector<Task> Schedule::weight_update_tasks(int ipu) const {
+  std::vector<Task> tasks;
+  if (!shape_.training || layout_.hosted(ipu).empty())
+    return tasks;
+  Task task;
+  task.ipu = ipu;
+  task.step = step_based() ? steps() : -1;
+  task.phase = Phase::kWeightUpdate;
+  task.code_phase = CodePhase::kWeightUpdate;
+  if (shape_.replicas > 1) {
+    task.op = Op::kAllReduce;
+    tasks.push_back(task);
+  }
+  task.op = Op::kWeightUpdate;
+  tasks.push_back(task);
+  return tasks;
+}
+
+void Schedule::add_inputs(int producer, const Task& consumer, Op producer_op, CopyKind kind,
+                          std::vector<Task>& out) const {
+  const auto& ipus = layout_.ipus_of(producer);
+  for (int sub = 0; sub < static_cast<int>(ipus.size()); ++sub) {
+    if (ipus[sub] == consumer.ipu) {
+      out.push_back(work(producer_op, producer, ipus[sub], consumer.microbatch));
+      continue;
+    }
+    Task copy = work(Op::kCopy, producer, ipus[sub], consumer.microbatch);
+    copy.copy = kind;
+    copy.peer_ipu = consumer.ipu;
+    out.push_back(copy);
+  }
+}
+
+// The weight update waits for the end of the pipeline part: on every IPU for step-based
+// schedules (the ramp-down ends with a global sync), on its own IPU otherwise.
+void Schedule::add_pipeline_ends(int ipu, std::vector<Task>& out) const {
+  for (int other = 0; other < layout_.ipus(); ++other) {
+    if (!step_based() && other != ipu)
+      continue;
+    const std::int64_t length = program_length(other);
+    if (length > 0)
+      out.push_back(program_task(other, length - 1));
+  }
+}
+
+void Schedule::dependencies(const Task& task, std::vector<Task>& out) const {
+  out.clear();
+  const int last = layout_.stages() - 1;
+  const std::int64_t m = task.microbatch;
+  switch (task.op) {
+    case Op::kInfeed:
+      return;
+    case Op::kForward:
+      if (task.stage == 0)
+        out.push_back(work(Op::kInfeed, 0, task.ipu, m));
+      else
+        add_inputs(task.stage - 1, task, Op::kForward, CopyKind::kActivation, out);
+      break;
+    case Op::kCopy:
+      out.push_back(work(task.copy == CopyKind::kActivation ? Op::kForward : Op::kBackward,
+                         task.stage, task.ipu, m));
+      break;
+    case Op::kOutfeed:
+      out.push_back(work(Op::kForward, last, task.ipu, m));
+      break;
+    case Op::kRecompute:
+      out.push_back(work(Op::kForward, task.stage, task.ipu, m));
+      break;
+    case Op::kBackward:
+      out.push_back(work(Op::kForward, task.stage, task.ipu, m));
+      if (recomputes(task.stage))
+        out.push_back(work(Op::kRecompute, task.stage, task.ipu, m));
+      if (task.stage < last)
+        add_inputs(task.stage + 1, task, Op::kBackward, CopyKind::kGradient, out);
+      break;
+    case Op::kWeightGrad:
+      out.push_back(work(Op::kBackward, task.stage, task.ipu, m));
+      break;
+    case Op::kAllReduce:
+      add_pipeline_ends(task.ipu, out);
+      return;
+    case Op::kWeightUpdate:
+      if (shape_.replicas > 1)
+        out.push_back(weight_update_tasks(task.ipu).front());
+      else
+        add_pipeline_ends(task.ipu, out);
+      return;
+  }
+  for (Task& dependency : out)
+    locate(dependency);
+}
+
+}  // namespace ipusim::schedules

@@ -1,0 +1,127 @@
+#pragma once
+// A pipeline schedule: for one repeat of the program, which tasks every IPU runs and in which
+// order, what each task waits for, and how activations are stashed between forward and
+// backward. Schedules are immutable and generate tasks on demand from closed forms, so their
+// memory does not grow with the number of micro-batches M.
+//
+// Two families share this interface:
+//  - step-based (Graphcore grouped / interleaved / sequential): the program is a sequence of
+//    steps, and all IPUs synchronise at every step boundary (BSP);
+//  - dependency-ordered (gpipe, 1f1b, interleaved_1f1b, zero_bubble_h1): each IPU runs its own
+//    program order and waits only for the tasks it depends on; step is -1.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedules/pipeline_shape.hpp"
+#include "schedules/stage_layout.hpp"
+#include "schedules/task.hpp"
+
+namespace ipusim::schedules {
+
+// What a stage keeps in its FIFO (stash) between F_k(m) and the task that consumes it.
+enum class StashKind {
+  kNone,         // nothing is stashed (inference, sequential schedule)
+  kActivations,  // the activations B_k needs
+  kStageInputs,  // only F_k's inputs: R_k recomputes the rest (recompute_then_backpropagate)
+  kCheckpoints,  // only the recomputation checkpoints (recompute_and_backpropagate_interleaved)
+};
+
+// "none", "activations", "stage_inputs", "checkpoints".
+std::string_view to_string(StashKind kind);
+
+// How one repeat divides into phases. Step-based schedules count steps; dependency-ordered
+// schedules have no steps and count compute tasks (F, B, R, W) summed over IPUs instead.
+struct PhaseCounts {
+  bool counts_steps = true;
+  // Code phases: Graphcore's ramp-up / main Repeat / ramp-down; for dependency-ordered
+  // schedules the warm-up / steady / cool-down parts of the per-IPU orders.
+  std::int64_t code_ramp_up = 0;
+  std::int64_t code_main = 0;
+  std::int64_t code_ramp_down = 0;
+  // Utilisation phases: ramp-up until the first full step, main up to the last full step,
+  // ramp-down after it (trailing steps without compute included).
+  std::int64_t ramp_up = 0;
+  std::int64_t main = 0;
+  std::int64_t ramp_down = 0;
+  std::int64_t full = 0;       // step-based: steps in which every IPU runs all its slots
+  std::int64_t idle_tail = 0;  // step-based: trailing steps with no compute (part of ramp_down)
+  // Dependency-ordered: the unit-time simulation that places the phases (time units).
+  std::int64_t makespan = 0;
+  std::int64_t ramp_up_end = 0;      // when the last IPU starts its first compute task
+  std::int64_t ramp_down_begin = 0;  // when the first IPU finishes its last compute task
+};
+
+class Schedule {
+ public:
+  virtual ~Schedule();
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+
+  // "grouped", "interleaved", "sequential", "gpipe", "1f1b", "interleaved_1f1b",
+  // "zero_bubble_h1".
+  virtual std::string name() const = 0;
+  // True for the three Graphcore schedules: all IPUs synchronise at every step boundary.
+  virtual bool step_based() const = 0;
+
+  // The shape the schedule was built for; repeat_count and replicas are read from here, and
+  // the tasks of every repeat are those of the first.
+  const PipelineShape& shape() const { return shape_; }
+  const StageLayout& layout() const { return layout_; }
+  // The recomputation mode in force, Auto already resolved.
+  RecomputationMode recomputation() const { return recomputation_; }
+  // Built with relaxed_divisibility for an M that Graphcore would reject.
+  bool relaxed() const { return relaxed_; }
+  // Whether R_k tasks exist for stage k, and whether W tasks are split off the backward.
+  bool recomputes(int stage) const;
+  bool splits_weight_grad() const { return split_weight_grad_ && shape_.training; }
+
+  // Step-based: steps of one repeat, the weight update excluded. 0 for dependency-ordered.
+  virtual std::int64_t steps() const = 0;
+  // Step-based only: the tasks `ipu` runs in `step`, in program order (infeed, stage programs,
+  // recomputation, copies, outfeed). `out` is cleared first.
+  virtual void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const = 0;
+  // Step-based only: the phases of a step (steps without tasks have phases too).
+  virtual Phase step_phase(std::int64_t step) const = 0;
+  virtual CodePhase step_code_phase(std::int64_t step) const = 0;
+  // Every schedule: the per-IPU program of one repeat without the weight update. Copies are
+  // listed on their source IPU.
+  virtual std::int64_t program_length(int ipu) const = 0;
+  // The index-th task of that program, computed from the rules in O(log M).
+  virtual Task program_task(int ipu, std::int64_t index) const = 0;
+  // After the ramp-down (training only): AllReduce when replicas > 1, then WeightUpdate.
+  // Step-based schedules give them step == steps(); an IPU without stages has none.
+  std::vector<Task> weight_update_tasks(int ipu) const;
+  // What must finish before `task` within the same repeat, with steps and phases filled in.
+  // `out` is cleared first.
+  void dependencies(const Task& task, std::vector<Task>& out) const;
+
+  // FIFO depth per stage (in micro-batches).
+  virtual std::vector<std::int64_t> stash_depth() const = 0;
+  virtual std::vector<StashKind> stash_kind() const = 0;
+  virtual PhaseCounts phase_counts() const = 0;
+
+ protected:
+  // split_weight_grad asks for W tasks; they exist only when training.
+  Schedule(PipelineShape shape, RecomputationMode resolved, bool relaxed, bool split_weight_grad);
+
+  // A task of the given work placed on `ipu`, with the substage the layout gives it.
+  Task work(Op op, int stage, int ipu, std::int64_t microbatch) const;
+  // Fills step, phase and code_phase of a task whose work fields are set.
+  virtual void locate(Task& task) const = 0;
+
+ private:
+  void add_inputs(int producer, const Task& consumer, Op producer_op, CopyKind kind,
+                  std::vector<Task>& out) const;
+  void add_pipeline_ends(int ipu, std::vector<Task>& out) const;
+
+  PipelineShape shape_;
+  StageLayout layout_;
+  RecomputationMode recomputation_;
+  bool relaxed_;
+  bool split_weight_grad_;
+};
+
+}  // namespace ipusim::schedules

@@ -1,0 +1,87 @@
+#pragma once
+// Graphcore's step-based schedules (TF pipeline_visitor), from the closed forms of
+// /work/shared/spec/graphcore-schedules.md. With N stages, S = 2N pipeline slots when training
+// (F_k is slot k, B_k slot 2N-1-k) and S = N in inference, micro-batch m (0-based) runs slot s
+// at step
+//   grouped      T = m + s          M + S steps
+//   interleaved  T = 2m + s         2M + 2N steps (inference: as grouped)
+//   sequential   T = S*m + s        S*M steps
+// Within a step an IPU runs, in this order: the infeed of F_0, its stage programs in
+// descending slot order (B_0 .. B_{N-1}, then F_{N-1} .. F_0, so B_k before F_k), the
+// recomputations R_k (descending k), the inter-IPU copies of those stage programs, and the
+// outfeed of the last stage. Several stages on one IPU run back to back in that order; a
+// concurrent stage runs one sub-task per IPU in the same step.
+//
+// Recomputation: recompute_then_backpropagate puts R_k(m) (k < N-1) at the end of the step
+// before B_k(m); recompute_and_backpropagate_interleaved puts R_k(m) just before B_k(m) for
+// every stage.
+//
+// Phases. Code phases: grouped and interleaved take the first S steps as ramp-up and the last
+// S as ramp-down (when a relaxed M leaves fewer steps, the ramp-up takes what there is first);
+// sequential is all main. Utilisation phases: a step is full when every IPU that hosts a stage
+// has a slot due in that step and every slot due actually runs (no micro-batch is missing).
+// Ramp-up is before the first full step, ramp-down after the last one. Sequential is never
+// full (one IPU at a time) and is all main; so is any relaxed shape without a full step.
+
+#include <cstdint>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+
+namespace ipusim::schedules {
+
+enum class StepKind { kGrouped, kInterleaved, kSequential };
+
+class StepSchedule final : public Schedule {
+ public:
+  StepSchedule(StepKind kind, PipelineShape shape, RecomputationMode resolved, bool relaxed);
+
+  std::string name() const override;
+  bool step_based() const override { return true; }
+  std::int64_t steps() const override { return steps_; }
+  void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const override;
+  Phase step_phase(std::int64_t step) const override;
+  CodePhase step_code_phase(std::int64_t step) const override;
+  std::int64_t program_length(int ipu) const override;
+  Task program_task(int ipu, std::int64_t index) const override;
+  std::vector<std::int64_t> stash_depth() const override;
+  std::vector<StashKind> stash_kind() const override;
+  PhaseCounts phase_counts() const override;
+
+ protected:
+  void locate(Task& task) const override;
+
+ private:
+  // One task of an IPU's step program; it runs for micro-batch m at step offset + period * m.
+  struct Slot {
+    Task work;
+    std::int64_t offset;
+  };
+
+  std::int64_t offset_of(Op op, int stage) const;
+  std::int64_t offset_of(const Task& task) const;
+  // The micro-batch the slot runs in `step`, or -1.
+  std::int64_t microbatch_at(const Slot& slot, std::int64_t step) const;
+  // How many times the slot runs in the steps before `step`.
+  std::int64_t runs_before(const Slot& slot, std::int64_t step) const;
+  std::int64_t tasks_before(int ipu, std::int64_t step) const;
+  Task stamped(const Task& work, std::int64_t microbatch, std::int64_t step) const;
+  void build_slots();
+  void add_copies(int ipu, int stage, CopyKind kind, std::vector<Slot>& slots) const;
+  bool full(std::int64_t step) const;
+  void find_full_steps();
+
+  StepKind kind_;
+  int slots_per_microbatch_;  // S
+  std::int64_t period_;
+  std::int64_t steps_;
+  std::int64_t code_ramp_up_ = 0;
+  std::int64_t code_ramp_down_ = 0;
+  std::vector<std::vector<Slot>> slots_;  // per IPU, in program order within a step
+  std::int64_t first_full_ = -1;
+  std::int64_t last_full_ = -1;
+  std::int64_t full_steps_ = 0;
+  std::int64_t idle_tail_ = 0;
+};
+
+}  // namespace ipusim::schedules

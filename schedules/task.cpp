@@ -1,0 +1,100 @@
+#include "schedules/task.hpp"
+
+#include <functional>
+
+namespace ipusim::schedules {
+
+bool is_compute(Op op) {
+  return op == Op::kForward || op == Op::kBackward || op == Op::kRecompute ||
+         op == Op::kWeightGrad;
+}
+
+bool same_work(const Task& a, const Task& b) {
+  return a.op == b.op && a.stage == b.stage && a.substage == b.substage &&
+         a.microbatch == b.microbatch && a.ipu == b.ipu && a.peer_ipu == b.peer_ipu &&
+         a.copy == b.copy;
+}
+
+std::size_t TaskWorkHash::operator()(const Task& task) const {
+  std::size_t h = std::hash<std::int64_t>{}(task.microbatch);
+  const auto mix = [&h](std::int64_t value) {
+    h ^= std::hash<std::int64_t>{}(value) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  mix(static_cast<int>(task.op));
+  mix(task.stage);
+  mix(task.substage);
+  mix(task.ipu);
+  mix(task.peer_ipu);
+  mix(static_cast<int>(task.copy));
+  return h;
+}
+
+char op_letter(Op op) {
+  switch (op) {
+    case Op::kForward:
+      return 'F';
+    case Op::kBackward:
+      return 'B';
+    case Op::kRecompute:
+      return 'R';
+    case Op::kWeightGrad:
+      return 'W';
+    default:
+      return '?';
+  }
+}
+
+std::string_view to_string(Phase phase) {
+  switch (phase) {
+    case Phase::kRampUp:
+      return "ramp-up";
+    case Phase::kMain:
+      return "main";
+    case Phase::kRampDown:
+      return "ramp-down";
+    case Phase::kWeightUpdate:
+      return "weight-update";
+  }
+  return "";
+}
+
+std::string_view to_string(CodePhase phase) {
+  switch (phase) {
+    case CodePhase::kRampUp:
+      return "ramp-up";
+    case CodePhase::kMain:
+      return "main";
+    case CodePhase::kRampDown:
+      return "ramp-down";
+    case CodePhase::kWeightUpdate:
+      return "weight-update";
+  }
+  return "";
+}
+
+std::string to_string(const Task& task) {
+  const std::string ipu = "IPU" + std::to_string(task.ipu);
+  const std::string m = std::to_string(task.microbatch + 1);
+  const std::string s = std::to_string(task.stage);
+  switch (task.op) {
+    case Op::kForward:
+    case Op::kBackward:
+    case Op::kRecompute:
+    case Op::kWeightGrad:
+      return std::string(1, op_letter(task.op)) + "[s" + s + ",m" + m + "]@" + ipu;
+    case Op::kCopy:
+      return std::string(task.copy == CopyKind::kGradient ? "copy-grad" : "copy-act") + "[s" +
+             s + ",m" + m + "] " + ipu + "->IPU" + std::to_string(task.peer_ipu);
+    case Op::kInfeed:
+      return "infeed[m" + m + "]@" + ipu;
+    case Op::kOutfeed:
+      return "outfeed[m" + m + "]@" + ipu;
+    case Op::kWeightUpdate:
+      return "weight-update@" + ipu;
+    case Op::kAllReduce:
+      return "all-reduce@" + ipu;
+  }
+  return "?";
+}
+
+}  // namespace ipusim::schedules

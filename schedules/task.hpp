@@ -1,0 +1,72 @@
+#pragma once
+// One unit of work of a pipeline schedule, as the replay engine sees it: what runs (op), for
+// which stage and micro-batch, on which IPU, and where it sits in the program (step, phases).
+// Tasks are values generated on demand by a Schedule; none are stored.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ipusim::schedules {
+
+enum class Op {
+  kForward,     // F_k: forward of stage k
+  kBackward,    // B_k: backward of stage k (input and weight gradients unless W is split off)
+  kRecompute,   // R_k: recomputes F_k's activations for B_k
+  kWeightGrad,  // W_k: weight gradient split off B_k (zero-bubble schedules only)
+  kCopy,        // inter-IPU copy of an activation or a gradient
+  kInfeed,      // host -> IPU: the input of F_0
+  kOutfeed,     // IPU -> host: the output (loss) of the last stage's forward
+  kWeightUpdate,
+  kAllReduce,   // cross-replica gradient reduction before the weight update
+};
+
+// Utilisation phases: ramp-up until every IPU has work, main, ramp-down once IPUs run dry.
+enum class Phase { kRampUp, kMain, kRampDown, kWeightUpdate };
+
+// Program sections: Graphcore's ramp-up / Repeat(main) / ramp-down and the resource update;
+// for dependency-ordered schedules the warm-up, steady and cool-down parts of the order.
+enum class CodePhase { kRampUp, kMain, kRampDown, kWeightUpdate };
+
+enum class CopyKind { kNone, kActivation, kGradient };
+
+struct Task {
+  Op op = Op::kForward;
+  int stage = -1;     // copies: the stage that produced the tensor; WU and all-reduce: -1
+  int substage = 0;   // index of `ipu` within a concurrent stage's IPUs (0 otherwise)
+  std::int64_t microbatch = -1;  // 0-based; printed 1-based
+  int ipu = -1;       // copies: the source IPU
+  int peer_ipu = -1;  // copies: the destination IPU
+  CopyKind copy = CopyKind::kNone;
+  std::int64_t step = -1;  // 0-based step within one repeat; -1 for dependency-ordered schedules
+  Phase phase = Phase::kRampUp;
+  CodePhase code_phase = CodePhase::kRampUp;
+
+  friend bool operator==(const Task&, const Task&) = default;
+};
+
+// F, B, R and W occupy an IPU's compute; copies, feeds and the weight update do not count.
+bool is_compute(Op op);
+
+// The same work regardless of where the schedule places it (step and phases ignored).
+bool same_work(const Task& a, const Task& b);
+
+// Hashes the fields that same_work compares.
+struct TaskWorkHash {
+  std::size_t operator()(const Task& task) const;
+};
+struct TaskWorkEqual {
+  bool operator()(const Task& a, const Task& b) const { return same_work(a, b); }
+};
+
+// 'F', 'B', 'R' or 'W' for compute ops.
+char op_letter(Op op);
+
+std::string_view to_string(Phase phase);      // "ramp-up", "main", "ramp-down", "weight-update"
+std::string_view to_string(CodePhase phase);  // same words
+
+// A readable name with 1-based micro-batches: "F[s1,m3]@IPU1", "copy-act[s1,m3] IPU1->IPU2".
+std::string to_string(const Task& task);
+
+}  // namespace ipusim::schedules

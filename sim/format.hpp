@@ -1,0 +1,21 @@
+#pragma once
+// Small text helpers shared by the terminal reports: thousands separators, SI quantities,
+// percentages and left/right aligned table columns.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ipusim::sim {
+
+std::string with_commas(std::int64_t value);            // 244522 -> "244,522"
+std::string si(double value, const std::string& unit);  // 12.8e6, "FLOP" -> "12.8 MFLOP"
+std::string percent(double share);                      // 0.4567 -> "45.7%"
+std::string fixed(double value, int decimals);
+
+// A plain text table: the first row is the header, columns are padded to their widest cell;
+// `right_aligned[i]` right-aligns column i (numbers).
+std::string render_table(const std::vector<std::vector<std::string>>& rows,
+                         const std::vector<bool>& right_aligned);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,65 @@
+#pragma once
+// The hardware a run is simulated on: a preset (gc200, bow, gc2, ideal) with any field
+// overridden by the config. Every default cites its source in ../shared/spec/ipu-hardware.md.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/dtype.hpp"
+#include "sim/core/config_node.hpp"
+
+namespace ipusim::sim {
+
+// How pipeline stages (shards) map onto physical IPUs of the ladder, as TF's SelectionOrder.
+enum class SelectionOrder { kSnake, kHoof, kZigzag };
+
+struct HardwareSpec {
+  std::string preset;
+  int ipus = 0;  // physical IPUs in the device (a power of two)
+  double clock_hz = 0;
+  std::int64_t tiles = 0;
+  std::int64_t memory_per_ipu_bytes = 0;
+  double peak_flops_fp32 = 0;  // FLOP/s per IPU
+  double peak_flops_fp16 = 0;
+  double efficiency = 1.0;      // achieved share of the peak
+  double memory_bandwidth = 0;  // bytes/s of in-processor memory, for the memory-bound floor
+  // IPU-Links on the ladder: a link's bandwidth and how many links join two IPUs.
+  double link_bandwidth = 0;  // bytes/s of one link, after efficiency
+  std::int64_t link_latency_cycles = 0;
+  int links_in_pair = 0;  // the rung: IPUs 2i and 2i+1
+  int links_up_down = 0;  // IPU i and i+2 on the same rail
+  int links_cross = 0;    // IPU i and the other rail's IPU one rung away
+  SelectionOrder selection_order = SelectionOrder::kSnake;
+  double host_link_bandwidth = 0;         // bytes/s per IPU for infeed and outfeed
+  double streaming_memory_bandwidth = 0;  // bytes/s per IPU to remote (streaming) memory
+  std::int64_t host_sync_cycles = 0;      // per host transfer
+  std::int64_t sync_base_cycles = 0;      // global sync: base + per_ipu * IPUs
+  std::int64_t sync_per_ipu_cycles = 0;
+  std::int64_t exchange_overhead_cycles = 0;  // fixed cost of each inter-IPU exchange
+  std::int64_t always_live_bytes = 0;         // code and control per IPU
+
+  double peak_flops(models::DType dtype) const {
+    return dtype == models::DType::kFp16 ? peak_flops_fp16 : peak_flops_fp32;
+  }
+  std::int64_t global_sync_cycles(int participating_ipus) const {
+    return sync_base_cycles + sync_per_ipu_cycles * participating_ipus;
+  }
+  bool ideal() const { return preset == "ideal"; }
+};
+
+const std::vector<std::string>& hardware_preset_names();
+
+// Reads the `hardware` section. `ipus_needed` (stages' IPUs x replicas) gives the default IPU
+// count, rounded up to a power of two; `note` says so when rounding happened.
+HardwareSpec parse_hardware(const core::ConfigNode& hardware, int ipus_needed, std::string* note);
+
+// The physical IPU that pipeline IPU `index` (of `count`) is placed on.
+int physical_ipu(SelectionOrder order, int index, int count);
+
+// Links joining two physical IPUs of the ladder directly (0 when not neighbours).
+int links_between(const HardwareSpec& hardware, int a, int b);
+
+std::string selection_order_name(SelectionOrder order);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,658 @@
+#include "sim/replay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "sim/core/error.hpp"
+#include "sim/core/event_queue.hpp"
+#include "sim/format.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+using core::Cycles;
+using core::EventPriority;
+using schedules::Op;
+using schedules::Task;
+
+std::int64_t transfer_cycles(double bytes, double bandwidth, double clock_hz) {
+  if (bandwidth <= 0 || bytes <= 0)
+    return 0;
+  return static_cast<std::int64_t>(std::ceil(bytes / bandwidth * clock_hz - 1e-9));
+}
+
+// Per-IPU memory: static items, the stash FIFOs and the activations of the running task.
+class MemoryTracker {
+ public:
+  MemoryTracker(const CostModel& cost, const schedules::Schedule& schedule, int ipus,
+                std::int64_t capacity)
+      : items_(cost.static_memory),
+        capacity_(capacity),
+        stash_(ipus, 0),
+        live_(ipus, 0),
+        stats_(ipus) {
+    items_.resize(ipus);
+    static_by_category_.resize(ipus);
+    static_total_.assign(ipus, 0);
+    if (schedule.step_based())
+      add_static_fifos(cost, schedule);
+    for (int ipu = 0; ipu < ipus; ++ipu) {
+      for (const auto& item : items_[ipu]) {
+        static_by_category_[ipu][item.category] += item.bytes;
+        static_total_[ipu] += item.bytes;
+      }
+    }
+  }
+
+  void add_stash(int ipu, std::int64_t bytes) { stash_[ipu] += bytes; }
+  void set_live(int ipu, std::int64_t bytes) { live_[ipu] = bytes; }
+
+  // Records the current totals of `ipu`; returns an overflow the first time one happens.
+  std::optional<OutOfMemory> observe(int ipu, std::int64_t step, Cycles now) {
+    const std::int64_t total = static_total_[ipu] + stash_[ipu] + live_[ipu];
+    auto& stats = stats_[ipu];
+    stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_bytes(ipu));
+    if (total > stats.peak_memory_bytes) {
+      stats.peak_memory_bytes = total;
+      stats.memory_at_peak = static_by_category_[ipu];
+      if (stash_[ipu] > 0)
+        stats.memory_at_peak["stash"] += stash_[ipu];
+      if (live_[ipu] > 0)
+        stats.memory_at_peak["activations"] += live_[ipu];
+    }
+    if (total <= capacity_ || reported_)
+      return std::nullopt;
+    reported_ = true;
+    return overflow(ipu, step, now, total);
+  }
+
+  const std::vector<IpuStats>& stats() const { return stats_; }
+
+ private:
+  // Graphcore allocates every FIFO buffer for the whole program.
+  void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule) {
+    const auto depth = schedule.stash_depth();
+    for (int s = 0; s < int(cost.stages.size()); ++s) {
+      for (const auto& sub : cost.stages[s]) {
+        const std::int64_t bytes = depth[s] * sub.stash_bytes;
+        if (bytes == 0)
+          continue;
+        items_[sub.ipu].push_back({"stash",
+                                   "stash FIFO of stage " + std::to_string(s) + " (" +
+                                       std::to_string(depth[s]) + " x " +
+                                       si(double(sub.stash_bytes), "B") + ")",
+                                   bytes});
+      }
+    }
+  }
+
+  std::int64_t fifo_bytes(int ipu) const {
+    const auto found = static_by_category_[ipu].find("stash");
+    return found == static_by_category_[ipu].end() ? 0 : found->second;
+  }
+
+  OutOfMemory overflow(int ipu, std::int64_t step, Cycles now, std::int64_t total) const {
+    OutOfMemory oom{ipu, step, now.count, total, capacity_, items_[ipu]};
+    if (stash_[ipu] > 0)
+      oom.largest.push_back({"stash", "stashed activations in flight", stash_[ipu]});
+    if (live_[ipu] > 0)
+      oom.largest.push_back({"activations", "activations of the running task", live_[ipu]});
+    std::stable_sort(oom.largest.begin(), oom.largest.end(),
+                     [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
+    if (oom.largest.size() > 5)
+      oom.largest.resize(5);
+    return oom;
+  }
+
+  std::vector<std::vector<MemoryItem>> items_;
+  std::vector<std::map<std::string, std::int64_t>> static_by_category_;
+  std::vector<std::int64_t> static_total_;
+  std::int64_t capacity_;
+  std::vector<std::int64_t> stash_;
+  std::vector<std::int64_t> live_;
+  std::vector<IpuStats> stats_;
+  bool reported_ = false;
+};
+
+// IPU-Links between physical IPUs; a busy link queues later transfers behind earlier ones.
+class Links {
+ public:
+  explicit Links(const HardwareSpec& hardware, int pipeline_ipus) : hardware_(hardware) {
+    int placed = 1;
+    while (placed < pipeline_ipus)
+      placed *= 2;
+    for (int i = 0; i < pipeline_ipus; ++i) {
+      physical_.push_back(physical_ipu(hardware.selection_order, i, std::max(placed, 2)));
+    }
+  }
+
+  // Sends `bytes` from pipeline IPU `from` to `to` no earlier than `start`; returns the end.
+  Cycles send(int from, int to, std::int64_t bytes, Cycles start) {
+    const int a = physical_[from];
+    const int b = physical_[to];
+    const int direct = links_between(hardware_, a, b);
+    // Non-neighbours route over the ladder: a latency per rung and the rail links' bandwidth.
+    const int hops = direct > 0 ? 1 : std::abs(a / 2 - b / 2) + 1;
+    const int width = direct > 0 ? direct : std::max(1, hardware_.links_up_down);
+    const std::int64_t duration =
+        hops * hardware_.link_latency_cycles +
+        transfer_cycles(double(bytes), hardware_.link_bandwidth * width, hardware_.clock_hz);
+    LinkStats& link = link_(a, b);
+    const Cycles begin = std::max(start, Cycles{free_at_[{a, b}]});
+    const Cycles end = begin + Cycles{duration};
+    free_at_[{a, b}] = end.count;
+    link.busy_cycles += duration;
+    link.bytes += bytes;
+    return end;
+  }
+
+  std::vector<LinkStats> stats() const {
+    std::vector<LinkStats> out;
+    for (const auto& [key, stats] : stats_)
+      out.push_back(stats);
+    return out;
+  }
+
+ private:
+  LinkStats& link_(int a, int b) {
+    auto& stats = stats_[{a, b}];
+    stats.from = a;
+    stats.to = b;
+    return stats;
+  }
+
+  const HardwareSpec& hardware_;
+  std::vector<int> physical_;
+  std::map<std::pair<int, int>, std::int64_t> free_at_;
+  std::map<std::pair<int, int>, LinkStats> stats_;
+};
+
+class Replayer {
+ public:
+  Replayer(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
+           const ReplayOptions& options)
+      : spec_(spec),
+        schedule_(schedule),
+        cost_(cost),
+        options_(options),
+        ipus_(spec.pipeline.ipus_per_replica()),
+        memory_(cost, schedule, ipus_, spec.hardware.memory_per_ipu_bytes),
+        links_(spec.hardware, ipus_),
+        busy_(ipus_) {}
+
+  ReplayResult run() {
+    for (int ipu = 0; ipu < ipus_; ++ipu)
+      check_memory(ipu, 1, Cycles{0});
+    const Cycles pipeline_end = schedule_.step_based() ? run_steps() : run_ordered();
+    const Cycles end = run_weight_update(pipeline_end);
+    return finish(end);
+  }
+
+ private:
+  // ---- costs of single tasks ----
+  std::int64_t compute_cycles(const Task& task) const {
+    const auto& sub = cost_.substage(task.stage, task.substage);
+    switch (task.op) {
+      case Op::kForward:
+        return sub.forward_cycles;
+      case Op::kRecompute:
+        return sub.recompute_cycles;
+      case Op::kWeightGrad:
+        return sub.weight_grad_cycles;
+      case Op::kBackward:
+        return schedule_.splits_weight_grad() ? sub.backward_cycles - sub.weight_grad_cycles
+                                              : sub.backward_cycles;
+      default:
+        return 0;
+    }
+  }
+
+  std::int64_t host_cycles(std::int64_t bytes) const {
+    const auto& hw = spec_.hardware;
+    return hw.host_sync_cycles +
+           transfer_cycles(double(bytes), hw.host_link_bandwidth, hw.clock_hz);
+  }
+
+  void check_memory(int ipu, std::int64_t step, Cycles now) {
+    auto oom = memory_.observe(ipu, step, now);
+    if (!oom)
+      return;
+    if (!options_.allow_oom)
+      throw core::SimulationOutcome(oom->message());
+    out_of_memory_ = std::move(oom);
+  }
+
+  // Busy time of a compute span, split over the phase it belongs to.
+  void add_busy(int ipu, std::int64_t cycles, int phase) {
+    busy_[ipu].total += cycles;
+    busy_[ipu].in_phase[phase] += cycles;
+  }
+
+  // ---- BSP (Graphcore) ----
+  Cycles run_steps() {
+    Cycles now{0};
+    std::vector<Task> tasks;
+    std::vector<Task> copies;
+    for (std::int64_t step = 0; step < schedule_.steps(); ++step) {
+      const int phase = step_phase(step, tasks);
+      Cycles compute_end = now;
+      copies.clear();
+      for (int ipu = 0; ipu < ipus_; ++ipu) {
+        compute_end = std::max(compute_end, run_ipu_step(ipu, step, phase, now, tasks, copies));
+      }
+      const Cycles exchanged = exchange(step, compute_end, copies);
+      phase_cycles_[phase] += (exchanged - now).count;
+      now = exchanged;
+    }
+    return now;
+  }
+
+  int step_phase(std::int64_t step, std::vector<Task>& tasks) const {
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      schedule_.tasks_in_step(step, ipu, tasks);
+      for (const auto& task : tasks) {
+        if (schedules::is_compute(task.op))
+          return int(task.phase);
+      }
+    }
+    return kRampDown;  // the trailing steps with nothing but copies
+  }
+
+  Cycles run_ipu_step(int ipu, std::int64_t step, int phase, Cycles start, std::vector<Task>& tasks,
+                      std::vector<Task>& copies) {
+    schedule_.tasks_in_step(step, ipu, tasks);
+    Cycles cursor = start;
+    for (const auto& task : tasks) {
+      ++task_count_;
+      if (task.op == Op::kCopy) {
+        copies.push_back(task);
+      } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
+        const auto cycles =
+            host_cycles(task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes);
+        busy_[ipu].host += cycles;
+        cursor += Cycles{cycles};
+      } else if (schedules::is_compute(task.op)) {
+        const auto cycles = compute_cycles(task);
+        memory_.set_live(ipu, cost_.substage(task.stage, task.substage).live_bytes);
+        check_memory(ipu, step + 1, cursor);
+        memory_.set_live(ipu, 0);
+        add_busy(ipu, cycles, phase);
+        cursor += Cycles{cycles};
+      }
+    }
+    return cursor;
+  }
+
+  // All IPUs sync, then the step's copies cross the links at once; Grouped and Interleaved
+  // copy in every slot of a stage even when its compute is masked (ramp-up, ramp-down).
+  Cycles exchange(std::int64_t step, Cycles compute_end, std::vector<Task>& copies) {
+    if (ipus_ <= 1)
+      return compute_end;
+    const auto& hw = spec_.hardware;
+    const Cycles synced = compute_end + Cycles{hw.global_sync_cycles(ipus_)};
+    if (schedule_.name() != "sequential")
+      slot_copies(step, copies);
+    Cycles end = synced;
+    for (const auto& copy : copies) {
+      const bool gradient = copy.copy == schedules::CopyKind::kGradient;
+      const auto bytes = cost_.copy(copy.stage, copy.ipu, copy.peer_ipu, gradient);
+      end = std::max(end, links_.send(copy.ipu, copy.peer_ipu, bytes, synced));
+    }
+    return copies.empty() ? end : end + Cycles{hw.exchange_overhead_cycles};
+  }
+
+  // The copies of every stage slot in this step, masked or not.
+  void slot_copies(std::int64_t step, std::vector<Task>& copies) const {
+    copies.clear();
+    const int stages = int(cost_.stages.size());
+    const bool every_step = schedule_.name() == "grouped";
+    for (int k = 0; k < stages; ++k) {
+      const bool forward_slot = every_step || (step - k) % 2 == 0;
+      const bool backward_slot = every_step || (step - k) % 2 != 0;
+      for (const auto& sub : cost_.stages[k]) {
+        if (forward_slot && k + 1 < stages)
+          add_copies(k, sub.ipu, cost_.stages[k + 1], false, copies);
+        if (backward_slot && k > 0 && spec_.pipeline.training) {
+          add_copies(k, sub.ipu, cost_.stages[k - 1], true, copies);
+        }
+      }
+    }
+  }
+
+  static void add_copies(int stage, int from, const std::vector<SubstageCost>& to, bool gradient,
+                         std::vector<Task>& copies) {
+    for (const auto& peer : to) {
+      if (peer.ipu == from)
+        continue;
+      Task copy;
+      copy.op = Op::kCopy;
+      copy.stage = stage;
+      copy.ipu = from;
+      copy.peer_ipu = peer.ipu;
+      copy.copy = gradient ? schedules::CopyKind::kGradient : schedules::CopyKind::kActivation;
+      copies.push_back(copy);
+    }
+  }
+
+  // ---- dependency-ordered (GPU-world schedules) ----
+  struct IpuCursor {
+    std::int64_t next = 0;
+    bool busy = false;
+    bool started = false;
+    Cycles running_since{0};
+    std::int64_t running_cycles = 0;
+    std::int64_t running_index = -1;
+    Task running;
+  };
+
+  enum EventKind : std::uint32_t { kComputeDone, kTransferDone, kWake };
+
+  static std::uint64_t work_key(const Task& task) {
+    // op, copy kind, stage, substage and both IPUs identify a stream of in-order completions.
+    return (std::uint64_t(task.op) << 56) ^ (std::uint64_t(task.copy) << 52) ^
+           (std::uint64_t(task.stage & 0xfff) << 40) ^ (std::uint64_t(task.substage & 0xff) << 32) ^
+           (std::uint64_t((task.ipu + 1) & 0xffff) << 16) ^
+           std::uint64_t((task.peer_ipu + 1) & 0xffff);
+  }
+
+  static Task stream_of(const Task& task) {
+    Task key = task;
+    if (schedules::is_compute(task.op))
+      key.peer_ipu = -1;
+    return key;
+  }
+
+  bool done(const Task& task) const {
+    const auto found = completed_.find(work_key(stream_of(task)));
+    return found != completed_.end() && found->second > task.microbatch;
+  }
+
+  void complete(const Task& task) {
+    auto& count = completed_[work_key(stream_of(task))];
+    IPUSIM_CHECK(count == task.microbatch);  // every stream completes in micro-batch order
+    ++count;
+    const auto waiting = waiters_.find(work_key(stream_of(task)));
+    if (waiting == waiters_.end())
+      return;
+    for (int ipu : waiting->second)
+      queue_.schedule({queue_.now(), EventPriority::kStart, kWake, ipu, 0});
+    waiters_.erase(waiting);
+  }
+
+  Cycles run_ordered() {
+    cursors_.assign(ipus_, {});
+    for (int ipu = 0; ipu < ipus_; ++ipu)
+      last_compute_.push_back(last_compute_index(ipu));
+    for (int ipu = 0; ipu < ipus_; ++ipu)
+      queue_.schedule({Cycles{0}, EventPriority::kStart, kWake, ipu, 0});
+    auto handler = [this](const core::Event& event) { handle(event); };
+    queue_.run(handler);
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      if (cursors_[ipu].next < schedule_.program_length(ipu))
+        report_deadlock();
+    }
+    const Cycles end = queue_.now();
+    const Cycles up = std::min(ramp_up_end_, end);
+    const Cycles down = std::max(up, std::min(ramp_down_begin_, end));
+    phase_cycles_[kRampUp] = up.count;
+    phase_cycles_[kMain] = (down - up).count;
+    phase_cycles_[kRampDown] = (end - down).count;
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      auto& b = busy_[ipu];
+      b.in_phase[kRampUp] = b.before_up;
+      b.in_phase[kMain] = b.before_down - b.before_up;
+      b.in_phase[kRampDown] = b.total - b.before_down;
+    }
+    return end;
+  }
+
+  [[noreturn]] void report_deadlock() const {
+    std::string stuck;
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      if (cursors_[ipu].next >= schedule_.program_length(ipu))
+        continue;
+      stuck += " IPU" + std::to_string(ipu) + " waits to run " +
+               schedules::to_string(schedule_.program_task(ipu, cursors_[ipu].next)) + ";";
+    }
+    throw core::InternalError("the schedule deadlocked:" + stuck);
+  }
+
+  void handle(const core::Event& event) {
+    const int ipu = int(event.subject);
+    if (event.kind == kTransferDone) {
+      complete(pending_transfers_[event.detail]);
+      free_transfers_.push_back(event.detail);
+      return;
+    }
+    if (event.kind == kComputeDone)
+      finish_compute(ipu);
+    advance(ipu);
+  }
+
+  void finish_compute(int ipu) {
+    auto& cursor = cursors_[ipu];
+    cursor.busy = false;
+    busy_[ipu].total += cursor.running_cycles;
+    memory_.set_live(ipu, 0);
+    release_stash(ipu, cursor.running);
+    complete(cursor.running);
+    if (cursor.running_index == last_compute_[ipu] && !first_finished_) {
+      first_finished_ = true;
+      ramp_down_begin_ = queue_.now();
+      snapshot(&BusyTotals::before_down);
+    }
+  }
+
+  // Programs end with a few copies at most, so this scans only their tails.
+  std::int64_t last_compute_index(int ipu) const {
+    for (auto i = schedule_.program_length(ipu) - 1; i >= 0; --i) {
+      if (schedules::is_compute(schedule_.program_task(ipu, i).op))
+        return i;
+    }
+    return -1;
+  }
+
+  void advance(int ipu) {
+    auto& cursor = cursors_[ipu];
+    if (cursor.busy)
+      return;
+    const auto length = schedule_.program_length(ipu);
+    while (cursor.next < length) {
+      const Task task = schedule_.program_task(ipu, cursor.next);
+      if (!ready(task, ipu))
+        return;
+      ++cursor.next;
+      ++task_count_;
+      if (schedules::is_compute(task.op)) {
+        start_compute(ipu, task);
+        return;
+      }
+      start_transfer(ipu, task);
+    }
+  }
+
+  bool ready(const Task& task, int ipu) {
+    schedule_.dependencies(task, deps_);
+    for (const auto& dep : deps_) {
+      if (done(dep))
+        continue;
+      waiters_[work_key(stream_of(dep))].push_back(ipu);
+      return false;
+    }
+    return true;
+  }
+
+  void start_compute(int ipu, const Task& task) {
+    auto& cursor = cursors_[ipu];
+    const auto cycles = compute_cycles(task);
+    cursor.busy = true;
+    cursor.running = task;
+    cursor.running_index = cursor.next - 1;
+    cursor.running_since = queue_.now();
+    cursor.running_cycles = cycles;
+    if (!cursor.started)
+      mark_started(ipu);
+    const auto& sub = cost_.substage(task.stage, task.substage);
+    if (task.op == Op::kForward && schedule_.stash_depth()[task.stage] > 0) {
+      memory_.add_stash(ipu, sub.stash_bytes);
+    }
+    memory_.set_live(ipu, sub.live_bytes);
+    check_memory(ipu, 0, queue_.now());
+    queue_.schedule(
+        {queue_.now() + Cycles{cycles}, EventPriority::kComputeDone, kComputeDone, ipu, 0});
+  }
+
+  // A stash entry lives until the last task that reads it: W when the backward is split.
+  void release_stash(int ipu, const Task& task) {
+    const Op last_reader = schedule_.splits_weight_grad() ? Op::kWeightGrad : Op::kBackward;
+    if (task.op != last_reader || schedule_.stash_depth()[task.stage] == 0)
+      return;
+    memory_.add_stash(ipu, -cost_.substage(task.stage, task.substage).stash_bytes);
+  }
+
+  void mark_started(int ipu) {
+    cursors_[ipu].started = true;
+    if (++started_ipus_ < ipus_)
+      return;
+    ramp_up_end_ = queue_.now();
+    snapshot(&BusyTotals::before_up);
+  }
+
+  struct BusyTotals {
+    std::int64_t total = 0;
+    std::array<std::int64_t, 4> in_phase{};
+    std::int64_t host = 0;
+    std::int64_t before_up = 0;
+    std::int64_t before_down = 0;
+  };
+
+  // Busy cycles of every IPU up to now, counting the running part of tasks in progress.
+  void snapshot(std::int64_t BusyTotals::*field) {
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      const auto& cursor = cursors_[ipu];
+      std::int64_t running = 0;
+      if (cursor.busy)
+        running = std::min(cursor.running_cycles, (queue_.now() - cursor.running_since).count);
+      busy_[ipu].*field = busy_[ipu].total + running;
+    }
+  }
+
+  void start_transfer(int ipu, const Task& task) {
+    Cycles end = queue_.now();
+    if (task.op == Op::kCopy) {
+      const bool gradient = task.copy == schedules::CopyKind::kGradient;
+      end = links_.send(task.ipu, task.peer_ipu,
+                        cost_.copy(task.stage, task.ipu, task.peer_ipu, gradient), end);
+    } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
+      const auto cycles =
+          host_cycles(task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes);
+      const Cycles begin = std::max(end, host_free_at_[ipu]);
+      end = begin + Cycles{cycles};
+      host_free_at_[ipu] = end;
+      busy_[ipu].host += cycles;
+    }
+    std::int64_t slot;
+    if (free_transfers_.empty()) {
+      slot = std::int64_t(pending_transfers_.size());
+      pending_transfers_.push_back(task);
+    } else {
+      slot = free_transfers_.back();
+      free_transfers_.pop_back();
+      pending_transfers_[slot] = task;
+    }
+    queue_.schedule({end, EventPriority::kTransferDone, kTransferDone, ipu, slot});
+  }
+
+  // ---- weight update ----
+  Cycles run_weight_update(Cycles start) {
+    if (!spec_.pipeline.training)
+      return start;
+    const auto& hw = spec_.hardware;
+    const int replicas = spec_.pipeline.replication_factor;
+    std::int64_t longest = 0;
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      std::int64_t cycles = 0;
+      if (replicas > 1)
+        cycles += all_reduce_cycles(cost_.gradient_bytes[ipu], replicas);
+      cycles += transfer_cycles(double(cost_.offload_bytes[ipu]), hw.streaming_memory_bandwidth,
+                                hw.clock_hz);
+      cycles += cost_.weight_update_cycles[ipu];
+      add_busy(ipu, cost_.weight_update_cycles[ipu], kWeightUpdate);
+      longest = std::max(longest, cycles);
+    }
+    const std::int64_t sync = ipus_ > 1 ? hw.global_sync_cycles(ipus_ * replicas) : 0;
+    phase_cycles_[kWeightUpdate] = longest + sync;
+    return start + Cycles{longest + sync};
+  }
+
+  // A ring all-reduce over the rails joining the replicas: 2(R-1) steps of 1/R of the data.
+  std::int64_t all_reduce_cycles(std::int64_t bytes, int replicas) const {
+    const auto& hw = spec_.hardware;
+    const double chunk = double(bytes) / replicas;
+    const double bandwidth = hw.link_bandwidth * std::max(1, hw.links_up_down);
+    return 2 * (replicas - 1) *
+           (hw.link_latency_cycles + transfer_cycles(chunk, bandwidth, hw.clock_hz));
+  }
+
+  ReplayResult finish(Cycles end) {
+    ReplayResult result;
+    result.step_cycles = end.count;
+    result.phase_cycles = phase_cycles_;
+    result.ipus = memory_.stats();
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      result.ipus[ipu].busy_cycles = busy_[ipu].total;
+      result.ipus[ipu].busy_in_phase = busy_[ipu].in_phase;
+      result.ipus[ipu].host_busy_cycles = busy_[ipu].host;
+    }
+    result.links = links_.stats();
+    result.tasks = task_count_;
+    result.out_of_memory = out_of_memory_;
+    return result;
+  }
+
+  const RunSpec& spec_;
+  const schedules::Schedule& schedule_;
+  const CostModel& cost_;
+  const ReplayOptions& options_;
+  int ipus_;
+  MemoryTracker memory_;
+  Links links_;
+  std::vector<BusyTotals> busy_;
+  std::array<std::int64_t, 4> phase_cycles_{};
+  std::int64_t task_count_ = 0;
+  std::optional<OutOfMemory> out_of_memory_;
+  // dependency-ordered state
+  core::EventQueue queue_;
+  std::vector<IpuCursor> cursors_;
+  std::vector<std::int64_t> last_compute_;
+  std::unordered_map<std::uint64_t, std::int64_t> completed_;
+  std::unordered_map<std::uint64_t, std::vector<int>> waiters_;
+  std::vector<Task> deps_;
+  std::vector<Task> pending_transfers_;
+  std::vector<std::int64_t> free_transfers_;
+  std::map<int, Cycles> host_free_at_;
+  int started_ipus_ = 0;
+  bool first_finished_ = false;
+  Cycles ramp_up_end_{0};
+  Cycles ramp_down_begin_{0};
+};
+
+}  // namespace
+
+std::string OutOfMemory::message() const {
+  std::string text = "out of memory: IPU" + std::to_string(ipu) + " needs " +
+                     si(double(bytes), "B") + " but has " + si(double(capacity), "B") +
+                     (step > 0 ? " at step " + std::to_string(step) : "") + " (cycle " +
+                     with_commas(cycle) + "). Largest consumers:";
+  for (const auto& item : largest)
+    text += "\n  " + si(double(item.bytes), "B") + "  " + item.name;
+  return text;
+}
+
+ReplayResult replay(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
+                    const ReplayOptions& options) {
+  return Replayer(spec, schedule, cost, options).run();
+}
+
+}  // namespace ipusim::sim

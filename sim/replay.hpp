@@ -1,0 +1,72 @@
+#pragma once
+// Replays one schedule on the hardware model and measures it: how long a weight-update step
+// takes, how busy each IPU, link and host link is in each phase, and how much memory each IPU
+// holds over time, by category. Memory use does not grow with the number of micro-batches:
+// tasks come from the schedule on demand and only running totals are kept.
+//
+// Graphcore's schedules are BSP: in a step every IPU runs its tasks, then all sync and the
+// inter-IPU copies of the step are exchanged; the next step starts when the exchange is over.
+// The other schedules run each IPU's program order as soon as its dependencies are met, on
+// the event queue; copies travel over the links without blocking the sending IPU.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/spec.hpp"
+
+namespace ipusim::sim {
+
+enum PhaseIndex { kRampUp = 0, kMain = 1, kRampDown = 2, kWeightUpdate = 3 };
+inline constexpr std::array<const char*, 4> kPhaseNames = {"ramp_up", "main", "ramp_down",
+                                                           "weight_update"};
+
+struct IpuStats {
+  std::int64_t busy_cycles = 0;  // compute: F, B, R, W and the weight update
+  std::array<std::int64_t, 4> busy_in_phase{};
+  std::int64_t host_busy_cycles = 0;
+  std::int64_t peak_memory_bytes = 0;
+  std::int64_t peak_stash_bytes = 0;
+  std::map<std::string, std::int64_t> memory_at_peak;  // by category
+};
+
+struct LinkStats {
+  int from = 0;  // physical IPUs
+  int to = 0;
+  std::int64_t busy_cycles = 0;
+  std::int64_t bytes = 0;
+};
+
+struct OutOfMemory {
+  int ipu = 0;
+  std::int64_t step = 0;  // 1-based step (BSP) or 0 when not step-based
+  std::int64_t cycle = 0;
+  std::int64_t bytes = 0;
+  std::int64_t capacity = 0;
+  std::vector<MemoryItem> largest;  // the five largest consumers at that moment
+  std::string message() const;
+};
+
+struct ReplayResult {
+  std::int64_t step_cycles = 0;  // one repeat: ramp-up .. weight update
+  std::array<std::int64_t, 4> phase_cycles{};
+  std::vector<IpuStats> ipus;
+  std::vector<LinkStats> links;
+  std::int64_t tasks = 0;  // tasks replayed in one repeat
+  std::optional<OutOfMemory> out_of_memory;
+};
+
+struct ReplayOptions {
+  bool allow_oom = false;  // finish and report instead of stopping at the first overflow
+};
+
+// Throws core::SimulationOutcome on the first overflow unless options.allow_oom.
+ReplayResult replay(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
+                    const ReplayOptions& options);
+
+}  // namespace ipusim::sim

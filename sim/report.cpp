@@ -1,0 +1,253 @@
+#include "sim/report.hpp"
+
+#include "schedules/build.hpp"
+#include "sim/format.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+constexpr std::array<const char*, 4> kPhaseLabels = {"ramp-up", "main", "ramp-down",
+                                                     "weight update"};
+const std::vector<std::string> kMemoryCategories = {
+    "always_live", "weights",     "optimizer_state", "gradient_accumulators",
+    "stash",       "activations", "copy_buffers"};
+
+double share(double part, double whole) {
+  return whole > 0 ? part / whole : 0.0;
+}
+
+std::string cycles_and_time(std::int64_t cycles, double clock_hz) {
+  return with_commas(cycles) + " cycles (" + fixed(double(cycles) / clock_hz * 1e3, 4) + " ms)";
+}
+
+std::string header(const RunReport& r) {
+  const auto& spec = *r.spec;
+  const auto& p = spec.pipeline;
+  std::string out = "ipusim run: " + spec.model.name + " (" + spec.config_path + ")\n";
+  out += r.schedule + " schedule, " + std::to_string(p.stages.size()) + " stage(s) on " +
+         std::to_string(p.ipus_per_replica()) + " IPU(s) x " +
+         std::to_string(p.replication_factor) + " replica(s) of " + spec.hardware.preset + " at " +
+         fixed(spec.hardware.clock_hz / 1e9, 2) + " GHz\n";
+  if (r.relaxed) {
+    out += "relaxed divisibility: Graphcore would reject gradient_accumulation_count " +
+           std::to_string(p.gradient_accumulation_count) + " for this schedule\n";
+  }
+  for (const auto& note : spec.notes)
+    out += "note: " + note + "\n";
+  return out;
+}
+
+std::string timing(const RunReport& r) {
+  const auto& p = r.spec->pipeline;
+  const double clock = r.spec->hardware.clock_hz;
+  std::string out =
+      "\nStep (one weight update): " + cycles_and_time(r.replay.step_cycles, clock) + "\n";
+  out += "Throughput: " + fixed(r.throughput(), 1) + " samples/s (effective batch " +
+         with_commas(p.samples_per_weight_update()) + " = micro-batch " +
+         std::to_string(p.micro_batch_size) + " x gradient accumulation " +
+         std::to_string(p.gradient_accumulation_count) + " x " +
+         std::to_string(p.replication_factor) + " replica(s))\n";
+  if (p.repeat_count > 1) {
+    out += "Repeat count " + std::to_string(p.repeat_count) + ": " +
+           cycles_and_time(r.replay.step_cycles * p.repeat_count, clock) + " per run\n";
+  }
+  std::vector<std::vector<std::string>> rows = {{"Phase", "Cycles", "Time", "Share of step"}};
+  for (int i = 0; i < 4; ++i) {
+    const auto cycles = r.replay.phase_cycles[i];
+    rows.push_back({kPhaseLabels[i], with_commas(cycles),
+                    fixed(double(cycles) / clock * 1e3, 4) + " ms",
+                    percent(share(double(cycles), double(r.replay.step_cycles)))});
+  }
+  out += "\n" + render_table(rows, {false, true, true, true});
+  out += "Ramp overhead: " + percent(r.ramp_overhead()) + " of the step in ramp-up and ramp-down\n";
+  out += "Bubble: " + percent(r.bubble_fraction()) +
+         " of IPU time idle in the pipeline phases (idle/busy " + fixed(r.bubble_ratio(), 4) +
+         ")\n";
+  return out;
+}
+
+std::string utilisation(const RunReport& r) {
+  std::vector<std::vector<std::string>> rows = {{"IPU", "Utilisation", "Ramp-up", "Main",
+                                                 "Ramp-down", "Weight update", "Busy cycles",
+                                                 "Host link"}};
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
+    const auto& ipu = r.replay.ipus[i];
+    std::vector<std::string> row = {
+        std::to_string(i), percent(share(double(ipu.busy_cycles), double(r.replay.step_cycles)))};
+    for (int phase = 0; phase < 4; ++phase) {
+      row.push_back(
+          percent(share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase]))));
+    }
+    row.push_back(with_commas(ipu.busy_cycles));
+    row.push_back(percent(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))));
+    rows.push_back(row);
+  }
+  std::string out = "\nUtilisation per IPU (compute busy / phase length)\n" +
+                    render_table(rows, {true, true, true, true, true, true, true, true});
+  for (const auto& link : r.replay.links) {
+    out += "IPU-Link " + std::to_string(link.from) + " -> " + std::to_string(link.to) + ": " +
+           percent(share(double(link.busy_cycles), double(r.replay.step_cycles))) + " busy, " +
+           si(double(link.bytes), "B") + " per step\n";
+  }
+  return out;
+}
+
+std::string memory(const RunReport& r) {
+  const auto capacity = r.spec->hardware.memory_per_ipu_bytes;
+  std::vector<std::vector<std::string>> rows = {{"IPU", "Peak", "Stash", "Weights", "Optimizer",
+                                                 "Accumulators", "Activations", "Copy buffers",
+                                                 "Always-live", "Fits"}};
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
+    const auto& ipu = r.replay.ipus[i];
+    auto category = [&](const std::string& name) {
+      const auto found = ipu.memory_at_peak.find(name);
+      return si(double(found == ipu.memory_at_peak.end() ? 0 : found->second), "B");
+    };
+    rows.push_back({std::to_string(i), si(double(ipu.peak_memory_bytes), "B"),
+                    si(double(ipu.peak_stash_bytes), "B"), category("weights"),
+                    category("optimizer_state"), category("gradient_accumulators"),
+                    category("activations"), category("copy_buffers"), category("always_live"),
+                    ipu.peak_memory_bytes <= capacity ? "yes" : "NO"});
+  }
+  std::string out =
+      "\nMemory per IPU at its peak (capacity " + si(double(capacity), "B") + ")\n" +
+      render_table(rows, {true, true, true, true, true, true, true, true, true, false});
+  std::string depths;
+  for (std::size_t k = 0; k < r.stash_depth.size(); ++k) {
+    depths += (k ? ", " : "") + std::to_string(r.stash_depth[k]);
+  }
+  out += "Stash FIFO depth per stage (micro-batches): " + depths + "\n";
+  if (r.replay.out_of_memory)
+    out += "\n" + r.replay.out_of_memory->message() + "\n";
+  return out;
+}
+
+nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
+  const auto& ipu = r.replay.ipus[i];
+  nlohmann::json phases = nlohmann::json::object();
+  for (int phase = 0; phase < 4; ++phase) {
+    phases[kPhaseNames[phase]] =
+        share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase]));
+  }
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (const auto& name : kMemoryCategories) {
+    const auto found = ipu.memory_at_peak.find(name);
+    breakdown[name] = found == ipu.memory_at_peak.end() ? 0 : found->second;
+  }
+  return {
+      {"ipu", i},
+      {"utilisation", share(double(ipu.busy_cycles), double(r.replay.step_cycles))},
+      {"utilisation_by_phase", phases},
+      {"busy_cycles", ipu.busy_cycles},
+      {"host_link_utilisation", share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))},
+      {"peak_memory_bytes", ipu.peak_memory_bytes},
+      {"peak_stash_bytes", ipu.peak_stash_bytes},
+      {"memory_breakdown", breakdown},
+      {"fits_in_memory", ipu.peak_memory_bytes <= r.spec->hardware.memory_per_ipu_bytes}};
+}
+
+}  // namespace
+
+double RunReport::step_seconds() const {
+  return double(replay.step_cycles) / spec->hardware.clock_hz;
+}
+
+double RunReport::throughput() const {
+  return share(double(spec->pipeline.samples_per_weight_update()), step_seconds());
+}
+
+std::int64_t RunReport::pipeline_cycles() const {
+  return replay.phase_cycles[kRampUp] + replay.phase_cycles[kMain] + replay.phase_cycles[kRampDown];
+}
+
+double RunReport::ramp_overhead() const {
+  return share(double(replay.phase_cycles[kRampUp] + replay.phase_cycles[kRampDown]),
+               double(replay.step_cycles));
+}
+
+namespace {
+std::pair<double, double> pipeline_busy_and_capacity(const RunReport& r) {
+  double busy = 0;
+  for (const auto& ipu : r.replay.ipus) {
+    busy += double(ipu.busy_in_phase[kRampUp] + ipu.busy_in_phase[kMain] +
+                   ipu.busy_in_phase[kRampDown]);
+  }
+  return {busy, double(r.pipeline_cycles()) * double(r.replay.ipus.size())};
+}
+}  // namespace
+
+double RunReport::bubble_fraction() const {
+  const auto [busy, capacity] = pipeline_busy_and_capacity(*this);
+  return share(capacity - busy, capacity);
+}
+
+double RunReport::bubble_ratio() const {
+  const auto [busy, capacity] = pipeline_busy_and_capacity(*this);
+  return share(capacity - busy, busy);
+}
+
+RunReport simulate(const RunSpec& spec, const ReplayOptions& options) {
+  const auto schedule = schedules::build_schedule(spec.pipeline.schedule, spec.pipeline_shape());
+  const auto cost = build_cost_model(spec, *schedule);
+  RunReport report;
+  report.spec = &spec;
+  report.schedule = schedule->name();
+  report.relaxed = schedule->relaxed();
+  report.stash_depth = schedule->stash_depth();
+  report.replay = replay(spec, *schedule, cost, options);
+  return report;
+}
+
+std::string render_text(const RunReport& report) {
+  return header(report) + timing(report) + utilisation(report) + memory(report);
+}
+
+nlohmann::json to_json(const RunReport& r) {
+  const double clock = r.spec->hardware.clock_hz;
+  nlohmann::json phases = nlohmann::json::object();
+  for (int i = 0; i < 4; ++i) {
+    phases[kPhaseNames[i]] = {{"cycles", r.replay.phase_cycles[i]},
+                              {"seconds", double(r.replay.phase_cycles[i]) / clock}};
+  }
+  nlohmann::json ipus = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i)
+    ipus.push_back(ipu_json(r, i));
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& link : r.replay.links) {
+    links.push_back(
+        {{"from", link.from},
+         {"to", link.to},
+         {"bytes", link.bytes},
+         {"utilisation", share(double(link.busy_cycles), double(r.replay.step_cycles))}});
+  }
+  const auto& p = r.spec->pipeline;
+  return {
+      {"config", r.spec->config_path},
+      {"model", r.spec->model.name},
+      {"schedule", r.schedule},
+      {"relaxed_divisibility", r.relaxed},
+      {"stages", p.stages.size()},
+      {"gradient_accumulation_count", p.gradient_accumulation_count},
+      {"micro_batch_size", p.micro_batch_size},
+      {"replication_factor", p.replication_factor},
+      {"repeat_count", p.repeat_count},
+      {"effective_batch", p.samples_per_weight_update()},
+      {"clock_hz", clock},
+      {"step_cycles", r.replay.step_cycles},
+      {"step_seconds", r.step_seconds()},
+      {"run_cycles", r.replay.step_cycles * p.repeat_count},
+      {"throughput_samples_per_second", r.throughput()},
+      {"phases", phases},
+      {"ramp_overhead", r.ramp_overhead()},
+      {"bubble_fraction", r.bubble_fraction()},
+      {"bubble_ratio", r.bubble_ratio()},
+      {"stash_depth", r.stash_depth},
+      {"ipus", ipus},
+      {"links", links},
+      {"fits_in_memory", r.fits_in_memory()},
+      {"out_of_memory", r.replay.out_of_memory ? nlohmann::json(r.replay.out_of_memory->message())
+                                               : nlohmann::json(nullptr)},
+      {"notes", r.spec->notes}};
+}
+
+}  // namespace ipusim::sim

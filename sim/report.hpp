@@ -1,0 +1,37 @@
+#pragma once
+// The figures users read after a run, derived from the replay result alone: step time,
+// throughput, phases, ramp overhead, bubble share, utilisation per IPU and phase, link use and
+// memory. Written as a terminal report or as JSON (keys documented in the README).
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/replay.hpp"
+#include "sim/spec.hpp"
+
+namespace ipusim::sim {
+
+struct RunReport {
+  const RunSpec* spec = nullptr;
+  std::string schedule;
+  bool relaxed = false;
+  ReplayResult replay;
+  std::vector<std::int64_t> stash_depth;
+
+  double step_seconds() const;
+  double throughput() const;             // samples per second
+  std::int64_t pipeline_cycles() const;  // ramp-up + main + ramp-down
+  double ramp_overhead() const;          // share of the step in ramp-up and ramp-down
+  double bubble_fraction() const;        // idle share of IPU time in the pipeline phases
+  double bubble_ratio() const;           // idle over busy IPU time in the pipeline phases
+  bool fits_in_memory() const { return !replay.out_of_memory.has_value(); }
+};
+
+// Builds the schedule and cost model of `spec`, replays it and returns the report.
+RunReport simulate(const RunSpec& spec, const ReplayOptions& options);
+
+std::string render_text(const RunReport& report);
+nlohmann::json to_json(const RunReport& report);
+
+}  // namespace ipusim::sim

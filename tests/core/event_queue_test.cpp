@@ -1,0 +1,53 @@
+#include "sim/core/event_queue.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ipusim::core;
+
+namespace {
+struct Recorder {
+  std::vector<std::int64_t> subjects;
+  std::vector<std::int64_t> times;
+  void operator()(const Event& event) {
+    subjects.push_back(event.subject);
+    times.push_back(event.time.count);
+  }
+};
+}  // namespace
+
+TEST_CASE("events run in time order, then by priority, then in insertion order") {
+  EventQueue queue;
+  queue.schedule({Cycles{10}, EventPriority::kStart, 0, 1});
+  queue.schedule({Cycles{10}, EventPriority::kComputeDone, 0, 2});
+  queue.schedule({Cycles{5}, EventPriority::kStart, 0, 3});
+  queue.schedule({Cycles{10}, EventPriority::kComputeDone, 0, 4});
+  queue.schedule({Cycles{10}, EventPriority::kTransferDone, 0, 5});
+  Recorder recorder;
+  queue.run(recorder);
+  CHECK(recorder.subjects == std::vector<std::int64_t>{3, 5, 2, 4, 1});
+  CHECK(recorder.times == std::vector<std::int64_t>{5, 10, 10, 10, 10});
+  CHECK(queue.now() == Cycles{10});
+  CHECK(queue.processed() == 5);
+}
+
+TEST_CASE("step advances one event at a time") {
+  EventQueue queue;
+  queue.schedule({Cycles{3}, EventPriority::kStart, 0, 7});
+  queue.schedule({Cycles{4}, EventPriority::kStart, 0, 8});
+  Recorder recorder;
+  CHECK(queue.step(recorder));
+  CHECK(queue.now() == Cycles{3});
+  CHECK(recorder.subjects == std::vector<std::int64_t>{7});
+  CHECK(queue.step(recorder));
+  CHECK_FALSE(queue.step(recorder));
+}
+
+TEST_CASE("scheduling an event before the current time is an internal error") {
+  EventQueue queue;
+  queue.schedule({Cycles{10}, EventPriority::kStart, 0, 1});
+  Recorder recorder;
+  queue.step(recorder);
+  CHECK_THROWS_WITH(queue.schedule({Cycles{9}, EventPriority::kStart, 0, 2}),
+                    "internal error (this is a bug in ipusim): an event was scheduled at cycle 9, "
+                    "before the current cycle 10");
+}

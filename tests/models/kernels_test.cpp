@@ -1,0 +1,368 @@
+#include "models/kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "models/layer_info.hpp"
+#include "models/layer_types.hpp"
+#include "tests/models/kernels_test_support.hpp"
+
+using namespace ipusim::models;
+using namespace ipusim::models::testing;
+
+namespace {
+
+// Central differences of fp32 forwards: with h = 1e-2 the rounding noise of the objective
+// (~1e-6) gives ~5e-5 and the truncation error h^2 f'''/6 stays below ~2e-5, so an analytic
+// gradient within 1e-3 + 1e-3 |numeric| is right; a wrong one is off by O(1). Inputs stay
+// further than h from the kinks of relu and max pooling.
+constexpr double kStep = 1e-2;
+constexpr double kTolerance = 1e-3;
+
+// The objective sum(output * probe), whose gradient with respect to the output is `probe`.
+double objective(const Kernel& kernel, const std::vector<Tensor>& inputs,
+                 const std::vector<Tensor>& params, const Tensor& probe,
+                 const ForwardContext& context) {
+  const Tensor output = kernel.forward(pointers(inputs), params, context).output;
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < output.elements(); ++i)
+    sum += static_cast<double>(output[i]) * probe[i];
+  return sum;
+}
+
+// Compares d(objective)/d(values[i]) by central differences with `analytic` for every i.
+template <typename Objective>
+void check_against_differences(Tensor& values, const Tensor& analytic, Objective evaluate,
+                               const std::string& what) {
+  REQUIRE(analytic.shape() == values.shape());
+  for (std::int64_t i = 0; i < values.elements(); ++i) {
+    const float original = values[i];
+    values[i] = static_cast<float>(original + kStep);
+    const double plus = evaluate();
+    values[i] = static_cast<float>(original - kStep);
+    const double minus = evaluate();
+    values[i] = original;
+    const double numeric = (plus - minus) / (2 * kStep);
+    INFO(what << " element " << i);
+    CHECK(std::abs(analytic[i] - numeric) <= kTolerance + kTolerance * std::abs(numeric));
+  }
+}
+
+// Checks every input gradient and every parameter gradient of `layer` (parameters random, bias
+// included) against central differences.
+void check_gradients(const Layer& layer, std::vector<Tensor> inputs,
+                     const std::vector<int>& labels = {}) {
+  std::vector<Shape> shapes;
+  for (const Tensor& input : inputs)
+    shapes.push_back(input.sample_shape());
+  const auto kernel = make_kernel(layer, shapes, DType::kFp32, 7);
+  std::vector<Tensor> params;
+  for (const ParameterSpec& spec : kernel->parameters())
+    params.push_back(random_tensor(spec.shape, 100 + params.size()));
+  const ForwardContext context{0, 0, labels};
+  const ForwardResult forward = kernel->forward(pointers(inputs), params, context);
+  const Tensor probe = random_tensor(forward.output.shape(), 99);
+  auto accumulators = sum_accumulators(*kernel);
+  const std::vector<Tensor> gradients =
+      kernel->backward(probe, forward.saved, params, accumulators);
+  REQUIRE(gradients.size() == inputs.size());
+  const auto evaluate = [&] { return objective(*kernel, inputs, params, probe, context); };
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    check_against_differences(inputs[k], gradients[k], evaluate, "input " + std::to_string(k));
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    check_against_differences(params[p], accumulators[p].sum(), evaluate,
+                              "parameter " + std::to_string(p));
+  }
+}
+
+// Distinct values 0.05 apart, shuffled, so no two pixels of a pooling window are within 2h.
+Tensor spread_tensor(Shape shape, std::uint64_t seed) {
+  Tensor tensor(std::move(shape));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(tensor.elements()));
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<std::int64_t>(i);
+  Rng rng(seed);
+  for (std::size_t i = order.size() - 1; i > 0; --i)
+    std::swap(order[i], order[rng.below(i + 1)]);
+  for (std::int64_t i = 0; i < tensor.elements(); ++i)
+    tensor[i] =
+        0.05f * static_cast<float>(order[static_cast<std::size_t>(i)] - tensor.elements() / 2) +
+        0.025f;
+  return tensor;
+}
+
+std::unique_ptr<Kernel> kernel_for(const Layer& layer, const std::vector<Shape>& shapes,
+                                   DType dtype = DType::kFp32) {
+  return make_kernel(layer, shapes, dtype, 7);
+}
+
+}  // namespace
+
+TEST_CASE("dense gradients match central differences for every activation") {
+  for (const Activation activation :
+       {Activation::kNone, Activation::kRelu, Activation::kGelu, Activation::kTanh}) {
+    INFO("activation " << activation_name(activation));
+    check_gradients(dense(4, activation), {random_tensor({2, 3}, 1)});
+  }
+}
+
+TEST_CASE("dense applies to the last axis of a rank-3 input") {
+  const auto kernel = kernel_for(dense(4), {{5, 3}});
+  CHECK(kernel->output_shape() == Shape{5, 4});
+  check_gradients(dense(4, Activation::kTanh), {random_tensor({2, 5, 3}, 2)});
+}
+
+TEST_CASE("dense without a bias has a weight and no bias parameter") {
+  const auto kernel = kernel_for(dense(4, Activation::kNone, false), {{3}});
+  REQUIRE(kernel->parameters().size() == 1);
+  CHECK(kernel->parameters()[0].shape == Shape{3, 4});
+  check_gradients(dense(4, Activation::kNone, false), {random_tensor({2, 3}, 3)});
+}
+
+TEST_CASE("conv2d gradients match central differences with valid and same padding") {
+  SECTION("valid, stride 1, relu") {
+    check_gradients(conv2d(3, 3, 1, Padding::kValid, Activation::kRelu),
+                    {random_tensor({2, 5, 5, 2}, 4)});
+  }
+  SECTION("same, stride 2, gelu") {
+    check_gradients(conv2d(2, 3, 2, Padding::kSame, Activation::kGelu),
+                    {random_tensor({2, 6, 5, 2}, 5)});
+  }
+}
+
+TEST_CASE("maxpool2d gradients match central differences") {
+  check_gradients(maxpool2d(2, 2, Padding::kValid), {spread_tensor({2, 4, 4, 2}, 6)});
+  check_gradients(maxpool2d(3, 2, Padding::kSame), {spread_tensor({2, 5, 5, 2}, 7)});
+}
+
+TEST_CASE("relu, gelu and dropout gradients match central differences") {
+  check_gradients(make_layer(LayerType::kRelu), {spread_tensor({2, 7}, 8)});
+  check_gradients(make_layer(LayerType::kGelu), {random_tensor({2, 7}, 9)});
+  check_gradients(dropout(0.5), {random_tensor({2, 7}, 10)});
+}
+
+TEST_CASE("add, concat, flatten and reshape gradients match central differences") {
+  check_gradients(
+      make_layer(LayerType::kAdd),
+      {random_tensor({2, 3}, 11), random_tensor({2, 3}, 12), random_tensor({2, 3}, 13)});
+  check_gradients(concat(-1), {random_tensor({2, 2, 3}, 14), random_tensor({2, 2, 1}, 15)});
+  check_gradients(concat(0), {random_tensor({2, 2, 3}, 16), random_tensor({2, 1, 3}, 17)});
+  check_gradients(make_layer(LayerType::kFlatten), {random_tensor({2, 2, 3}, 18)});
+  check_gradients(reshape({3, -1}), {random_tensor({2, 6}, 19)});
+}
+
+TEST_CASE("softmax cross-entropy gradients match central differences") {
+  check_gradients(make_layer(LayerType::kSoftmaxCrossEntropy), {random_tensor({3, 4}, 20)},
+                  {2, 0, 3});
+  check_gradients(make_layer(LayerType::kSoftmaxCrossEntropy), {random_tensor({2, 2, 3}, 21)},
+                  {0, 2, 1, 1});
+}
+
+TEST_CASE("softmax cross-entropy of uniform logits over 10 classes is ln(10)") {
+  const auto kernel = kernel_for(make_layer(LayerType::kSoftmaxCrossEntropy), {{10}});
+  const Tensor logits({4, 10}, 0.0f);
+  const std::vector<int> labels{0, 3, 9, 3};
+  const ForwardResult result = kernel->forward({&logits}, {}, {0, 0, labels});
+  CHECK(result.output.shape() == Shape{1});
+  CHECK(result.output[0] == 2.30258512f);
+  std::vector<GradientAccumulator> none;
+  const Tensor gradient = kernel->backward(Tensor({1}, 1.0f), result.saved, {}, none)[0];
+  CHECK(gradient[0 * 10 + 0] == -0.225f);  // (0.1 - 1) / 4
+  CHECK(gradient[0 * 10 + 1] == 0.025f);   // 0.1 / 4
+}
+
+TEST_CASE("a dense layer computes x W + b") {
+  const auto kernel = kernel_for(dense(3), {{2}});
+  const Tensor x({1, 2}, std::vector<float>{1, 2});
+  const std::vector<Tensor> params{Tensor({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6}),
+                                   Tensor({3}, std::vector<float>{0.5f, -0.5f, 1})};
+  const Tensor y = kernel->forward({&x}, params, {}).output;
+  CHECK(y.shape() == Shape{1, 3});
+  CHECK(std::vector<float>(y.values().begin(), y.values().end()) ==
+        std::vector<float>{9.5f, 11.5f, 16.0f});
+}
+
+TEST_CASE("conv2d of a 3x3 image with a 2x2 kernel of ones sums each window") {
+  const auto kernel = kernel_for(conv2d(1, 2, 1, Padding::kValid), {{3, 3, 1}});
+  CHECK(kernel->output_shape() == Shape{2, 2, 1});
+  const Tensor x({1, 3, 3, 1}, std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const std::vector<Tensor> params{Tensor({2, 2, 1, 1}, 1.0f), Tensor({1}, 0.0f)};
+  const Tensor y = kernel->forward({&x}, params, {}).output;
+  CHECK(std::vector<float>(y.values().begin(), y.values().end()) ==
+        std::vector<float>{12, 16, 24, 28});
+}
+
+TEST_CASE("same padding follows TensorFlow: ceil(in / stride) outputs, extra padding at the end") {
+  CHECK(kernel_for(conv2d(1, 3, 2, Padding::kSame), {{28, 28, 1}})->output_shape() ==
+        Shape{14, 14, 1});
+  CHECK(kernel_for(conv2d(8, 3, 1, Padding::kValid), {{28, 28, 1}})->output_shape() ==
+        Shape{26, 26, 8});
+  // A 2x2 pool with stride 2 over 3 columns pads one column on the right only, so the last
+  // window sees the last column alone.
+  const auto pool = kernel_for(maxpool2d(2, 2, Padding::kSame), {{1, 3, 1}});
+  CHECK(pool->output_shape() == Shape{1, 2, 1});
+  const Tensor x({1, 1, 3, 1}, std::vector<float>{-3, -1, -2});
+  const ForwardResult result = pool->forward({&x}, {}, {});
+  CHECK(result.output[0] == -1.0f);
+  CHECK(result.output[1] == -2.0f);
+  CHECK(result.saved.indices == std::vector<std::int32_t>{1, 2});
+}
+
+TEST_CASE("gelu is the exact erf form, not the tanh approximation") {
+  const auto kernel = kernel_for(make_layer(LayerType::kGelu), {{2}});
+  const Tensor x({1, 2}, std::vector<float>{1.0f, -1.0f});
+  const Tensor y = kernel->forward({&x}, {}, {}).output;
+  CHECK(y[0] == 0.841344774f);  // the tanh form gives 0.841192
+  CHECK(y[1] == -0.158655256f);
+}
+
+TEST_CASE("saved bytes follow the stash rule for every kernel") {
+  struct Case {
+    Layer layer;
+    std::vector<Shape> inputs;
+    std::int64_t per_sample;
+  };
+  const std::vector<Case> cases = {
+      {dense(128), {{784}}, 784 * 4},
+      {dense(128, Activation::kRelu), {{784}}, 784 * 4 + 128 * 4},
+      {dense(128, Activation::kTanh), {{784}}, 784 * 4 + 128 * 4},
+      {dense(128, Activation::kGelu), {{784}}, 784 * 4 + 128 * 4},
+      {conv2d(32, 3, 1, Padding::kValid, Activation::kRelu),
+       {{28, 28, 1}},
+       784 * 4 + 26 * 26 * 32 * 4},
+      {conv2d(8, 3, 1, Padding::kSame), {{28, 28, 1}}, 784 * 4},
+      {make_layer(LayerType::kRelu), {{100}}, 400},
+      {make_layer(LayerType::kGelu), {{100}}, 400},
+      {maxpool2d(2, 2, Padding::kValid), {{26, 26, 32}}, 13 * 13 * 32 * 4},
+      {dropout(0.5), {{1600}}, 1600},
+      {make_layer(LayerType::kSoftmaxCrossEntropy), {{10}}, 10 * 4 + 4},
+      {make_layer(LayerType::kFlatten), {{5, 5, 64}}, 0},
+      {reshape({25, 64}), {{5, 5, 64}}, 0},
+      {make_layer(LayerType::kAdd), {{7}, {7}}, 0},
+      {concat(-1), {{7}, {3}}, 0},
+  };
+  constexpr std::int64_t kBatch = 3;
+  for (const Case& c : cases) {
+    INFO(layer_type_name(c.layer.type));
+    const auto kernel = kernel_for(c.layer, c.inputs);
+    CHECK(kernel->saved_bytes_per_sample() == c.per_sample);
+    std::vector<Tensor> inputs;
+    for (const Shape& shape : c.inputs) {
+      Shape batched{kBatch};
+      batched.insert(batched.end(), shape.begin(), shape.end());
+      inputs.push_back(random_tensor(batched, 1));
+    }
+    std::vector<Tensor> params;
+    for (const ParameterSpec& spec : kernel->parameters())
+      params.emplace_back(spec.shape);
+    const std::vector<int> labels(kBatch, 1);
+    const ForwardResult result = kernel->forward(pointers(inputs), params, {0, 0, labels});
+    CHECK(result.saved.saved_bytes() == kBatch * c.per_sample);
+  }
+}
+
+TEST_CASE("every kernel's saved bytes equal what the memory model charges, in fp32 and fp16") {
+  const std::vector<std::pair<Layer, std::vector<Shape>>> cases = {
+      {dense(16, Activation::kGelu), {{4, 8}}},
+      {dense(16), {{8}}},
+      {conv2d(4, 3, 2, Padding::kSame, Activation::kRelu), {{9, 9, 3}}},
+      {maxpool2d(2, 2, Padding::kValid), {{8, 8, 4}}},
+      {make_layer(LayerType::kRelu), {{12}}},
+      {make_layer(LayerType::kGelu), {{12}}},
+      {dropout(0.1), {{12}}},
+      {make_layer(LayerType::kAdd), {{12}, {12}}},
+      {concat(0), {{2, 3}, {4, 3}}},
+      {make_layer(LayerType::kFlatten), {{2, 3}}},
+      {reshape({3, 2}), {{2, 3}}},
+      {make_layer(LayerType::kSoftmaxCrossEntropy), {{10}}},
+      {make_layer(LayerType::kSoftmaxCrossEntropy), {{6, 10}}},
+  };
+  for (const DType dtype : {DType::kFp32, DType::kFp16}) {
+    for (const auto& [layer, inputs] : cases) {
+      INFO(layer_type_name(layer.type) << " " << dtype_name(dtype));
+      const auto kernel = kernel_for(layer, inputs, dtype);
+      CHECK(kernel->saved_bytes_per_sample() ==
+            layer_info(layer, inputs, kernel->output_shape(), dtype).saved_bytes);
+    }
+  }
+}
+
+TEST_CASE("a dropout mask depends only on the layer, the micro-batch and the repeat") {
+  const Tensor x({4, 64}, 1.0f);
+  const auto mask = [&](const std::string& id, std::int64_t microbatch, std::int64_t repeat,
+                        std::uint64_t seed = 7) {
+    return make_kernel(dropout(0.5, id), {{64}}, DType::kFp32, seed)
+        ->forward({&x}, {}, {microbatch, repeat, {}})
+        .saved.mask;
+  };
+  CHECK(mask("drop", 3, 1) == mask("drop", 3, 1));
+  CHECK(mask("drop", 3, 1) != mask("drop", 4, 1));
+  CHECK(mask("drop", 3, 1) != mask("drop", 3, 2));
+  CHECK(mask("drop", 3, 1) != mask("other", 3, 1));
+  CHECK(mask("drop", 3, 1) != mask("drop", 3, 1, 8));
+}
+
+TEST_CASE("dropout zeroes about rate of the elements and scales the rest by 1 / (1 - rate)") {
+  const auto kernel = kernel_for(dropout(0.25), {{1000}});
+  const Tensor x({4, 1000}, 3.0f);
+  const ForwardResult result = kernel->forward({&x}, {}, {});
+  const auto kept = std::count(result.saved.mask.begin(), result.saved.mask.end(), 1);
+  CHECK(kept > 2900);
+  CHECK(kept < 3100);
+  for (std::int64_t i = 0; i < x.elements(); ++i)
+    CHECK(result.output[i] == (result.saved.mask[static_cast<std::size_t>(i)] ? 4.0f : 0.0f));
+}
+
+TEST_CASE("the same inputs give bit-identical outputs and gradients in fresh allocations") {
+  const Layer layer = conv2d(16, 3, 1, Padding::kSame, Activation::kGelu);
+  const auto kernel = kernel_for(layer, {{12, 12, 8}});
+  const auto run = [&] {
+    const Tensor x = random_tensor({5, 12, 12, 8}, 30);
+    std::vector<Tensor> params;
+    for (const ParameterSpec& spec : kernel->parameters())
+      params.push_back(random_tensor(spec.shape, 31));
+    const ForwardResult result = kernel->forward({&x}, params, {});
+    auto accumulators = sum_accumulators(*kernel);
+    const Tensor dx = kernel->backward(random_tensor(result.output.shape(), 32), result.saved,
+                                       params, accumulators)[0];
+    return std::vector<Tensor>{result.output, dx, accumulators[0].sum(), accumulators[1].sum()};
+  };
+  const std::vector<Tensor> first = run();
+  const std::vector<Tensor> padding(17, Tensor({3}));  // shifts later allocations
+  const std::vector<Tensor> second = run();
+  for (std::size_t i = 0; i < first.size(); ++i)
+    CHECK(bit_identical(first[i], second[i]));
+}
+
+TEST_CASE("fp16 kernels round outputs and gradients to binary16 values") {
+  const auto kernel = kernel_for(dense(8, Activation::kGelu), {{16}}, DType::kFp16);
+  const Tensor x = random_tensor({4, 16}, 40);
+  std::vector<Tensor> params{random_tensor({16, 8}, 41), random_tensor({8}, 42)};
+  const ForwardResult result = kernel->forward({&x}, params, {});
+  auto accumulators = sum_accumulators(*kernel);
+  const Tensor dx =
+      kernel->backward(random_tensor({4, 8}, 43), result.saved, params, accumulators)[0];
+  const auto all_fp16 = [](const Tensor& tensor) {
+    return std::all_of(tensor.values().begin(), tensor.values().end(),
+                       [](float v) { return round_to_fp16(v) == v; });
+  };
+  CHECK(all_fp16(result.output));
+  CHECK(all_fp16(result.saved.tensors[1]));
+  CHECK(all_fp16(dx));
+  CHECK(all_fp16(accumulators[0].sum()));
+  CHECK(all_fp16(accumulators[1].sum()));
+  CHECK_FALSE(all_fp16(random_tensor({4, 16}, 40)));
+}
+
+TEST_CASE("input and the cost-only layers have no kernel") {
+  CHECK_FALSE(has_kernel(LayerType::kInput));
+  CHECK_FALSE(has_kernel(LayerType::kEmbedding));
+  CHECK_FALSE(has_kernel(LayerType::kTransformerEncoder));
+  for (const std::string& name : layer_type_names()) {
+    const LayerType type = *layer_type_from_name(name);
+    CHECK(has_kernel(type) == !(is_cost_only(type) || type == LayerType::kInput));
+  }
+}

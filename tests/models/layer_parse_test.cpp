@@ -1,0 +1,183 @@
+#include "models/layer_parse.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "model_test_support.hpp"
+
+using namespace ipusim::models;
+using ipusim::models::testing::model_error;
+using ipusim::models::testing::with_layers;
+
+namespace {
+
+Layer layer_from(const std::string& layer_json) {
+  const auto json = nlohmann::json{{"layers", {nlohmann::json::parse(layer_json)}}};
+  const auto document = ipusim::core::ConfigDocument::from_json(json, "model.json");
+  return parse_layer(document.root().at("layers").at(std::size_t{0}));
+}
+
+// The error a one-layer model on a [28, 28, 1] input raises for `layer_json`.
+std::string layer_error(const std::string& layer_json) {
+  return model_error(with_layers("[28, 28, 1]", "[" + layer_json + "]"));
+}
+
+}  // namespace
+
+TEST_CASE("a conv2d layer reads single numbers as square kernels and strides") {
+  const Layer layer = layer_from(
+      R"({"id": "c", "type": "conv2d", "filters": 8, "kernel": 3, "stride": [2, 1],
+          "padding": "same", "activation": "gelu", "bias": false, "checkpoint": true})");
+  CHECK(layer.type == LayerType::kConv2d);
+  CHECK(layer.params.filters == 8);
+  CHECK(layer.params.kernel_h == 3);
+  CHECK(layer.params.kernel_w == 3);
+  CHECK(layer.params.stride_h == 2);
+  CHECK(layer.params.stride_w == 1);
+  CHECK(layer.params.padding == Padding::kSame);
+  CHECK(layer.params.activation == Activation::kGelu);
+  CHECK_FALSE(layer.params.bias);
+  CHECK(layer.checkpoint);
+  CHECK(layer.inputs.empty());
+  CHECK(layer.pointer == "/layers/0");
+  CHECK(layer.file == "model.json");
+}
+
+TEST_CASE("a max pool steps by its window unless a stride is given") {
+  const Layer square = layer_from(R"({"id": "p", "type": "maxpool2d", "pool": [3, 2]})");
+  CHECK(square.params.stride_h == 3);
+  CHECK(square.params.stride_w == 2);
+  const Layer strided = layer_from(R"({"id": "p", "type": "maxpool2d", "stride": 1})");
+  CHECK(strided.params.pool_h == 2);
+  CHECK(strided.params.stride_h == 1);
+  CHECK(strided.params.stride_w == 1);
+}
+
+TEST_CASE("embedding and encoder fields default as BERT's do") {
+  const Layer embedding = layer_from(
+      R"({"id": "e", "type": "embedding", "vocab_size": 100, "hidden": 16,
+          "sequence_length": 8})");
+  CHECK(embedding.params.max_positions == 8);
+  CHECK(embedding.params.token_types == 0);
+  const Layer encoder = layer_from(
+      R"({"id": "t", "type": "transformer_encoder", "hidden": 16, "heads": 4,
+          "sequence_length": 8})");
+  CHECK(encoder.params.ffn == 64);
+}
+
+TEST_CASE("profiled cycles replace the cost model for a layer") {
+  const Layer layer = layer_from(
+      R"({"id": "x", "type": "dense", "units": 8, "cycles": {"forward": 1000, "backward": 2000},
+          "inputs": ["a"]})");
+  REQUIRE(layer.cycles.has_value());
+  CHECK(layer.cycles->forward == 1000);
+  CHECK(layer.cycles->backward == 2000);
+  CHECK(layer.inputs == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("a misspelt layer type suggests the closest type") {
+  CHECK(layer_error(R"({"id": "d", "type": "dens", "units": 8})") ==
+        "model.json: at /model/layers/0/type: unknown layer type 'dens'; did you mean 'dense'?");
+}
+
+TEST_CASE("a layer type unlike any known type lists the types") {
+  CHECK(layer_error(R"({"id": "l", "type": "lstm"})") ==
+        "model.json: at /model/layers/0/type: unknown layer type 'lstm'; the types are "
+        "'input', 'flatten', 'reshape', 'dense', 'conv2d', 'maxpool2d', 'dropout', 'relu', "
+        "'gelu', 'add', 'concat', 'softmax_cross_entropy', 'embedding' or "
+        "'transformer_encoder'");
+}
+
+TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {
+  CHECK(layer_error(R"({"id": "d", "type": "dense", "units": 8, "unit": 3})") ==
+        "model.json: at /model/layers/0/unit: unknown key 'unit'; did you mean 'units'?");
+  CHECK(layer_error(R"({"id": "d", "type": "flatten", "filters": 3})") ==
+        "model.json: at /model/layers/0/filters: unknown key 'filters'; the keys allowed here "
+        "are 'id', 'type', 'inputs', 'cycles' or 'checkpoint'");
+}
+
+TEST_CASE("an input layer cannot take inputs") {
+  CHECK(layer_error(R"({"id": "in", "type": "input", "inputs": ["x"]})") ==
+        "model.json: at /model/layers/0/inputs: unknown key 'inputs'; the keys allowed here are "
+        "'id', 'type', 'cycles', 'checkpoint' or 'shape'");
+}
+
+TEST_CASE("a missing required field is named") {
+  CHECK(layer_error(R"({"id": "d", "type": "dense"})") ==
+        "model.json: at /model/layers/0: missing required field 'units'");
+  CHECK(layer_error(R"({"type": "dense", "units": 3})") ==
+        "model.json: at /model/layers/0: missing required field 'id'");
+}
+
+TEST_CASE("a zero or three-sided kernel is refused") {
+  CHECK(layer_error(R"({"id": "c", "type": "conv2d", "filters": 4, "kernel": 0})") ==
+        "model.json: at /model/layers/0/kernel: expected an integer from 1 to 1099511627776, "
+        "found 0");
+  CHECK(layer_error(R"({"id": "c", "type": "conv2d", "filters": 4, "kernel": [3, 3, 3]})") ==
+        "model.json: at /model/layers/0/kernel: expected [height, width], found a list of 3");
+  CHECK(layer_error(R"({"id": "c", "type": "conv2d", "filters": 4, "kernel": [3, -1]})") ==
+        "model.json: at /model/layers/0/kernel/1: expected an integer from 1 to "
+        "1099511627776, found -1");
+}
+
+TEST_CASE("an unknown activation or padding suggests the closest name") {
+  CHECK(layer_error(R"({"id": "d", "type": "dense", "units": 8, "activation": "rlu"})") ==
+        "model.json: at /model/layers/0/activation: unknown value 'rlu'; did you mean 'relu'?");
+  CHECK(layer_error(
+            R"({"id": "c", "type": "conv2d", "filters": 4, "kernel": 3, "padding": "sme"})") ==
+        "model.json: at /model/layers/0/padding: unknown value 'sme'; did you mean 'same'?");
+}
+
+TEST_CASE("a dropout rate must lie in [0, 1)") {
+  CHECK(layer_error(R"({"id": "d", "type": "dropout", "rate": 1})") ==
+        "model.json: at /model/layers/0/rate: expected a dropout rate from 0 up to (not "
+        "including) 1, found 1");
+  CHECK(layer_error(R"({"id": "d", "type": "dropout", "rate": -0.5})") ==
+        "model.json: at /model/layers/0/rate: expected a dropout rate from 0 up to (not "
+        "including) 1, found -0.5");
+}
+
+TEST_CASE("a reshape may infer one dimension, and only one") {
+  CHECK(layer_error(R"({"id": "r", "type": "reshape", "shape": [-1, 4, -1]})") ==
+        "model.json: at /model/layers/0/shape: at most one dimension of a reshape may be -1");
+  CHECK(layer_error(R"({"id": "r", "type": "reshape", "shape": [0, 4]})") ==
+        "model.json: at /model/layers/0/shape/0: a reshape dimension must be positive, or -1 to "
+        "infer it; found 0");
+  CHECK(layer_error(R"({"id": "r", "type": "reshape", "shape": []})") ==
+        "model.json: at /model/layers/0/shape: expected a shape with at least one dimension, "
+        "found []");
+}
+
+TEST_CASE("attention heads must divide the hidden size") {
+  CHECK(layer_error(R"({"id": "t", "type": "transformer_encoder", "hidden": 100, "heads": 16,
+                        "sequence_length": 8})") ==
+        "model.json: at /model/layers/0/heads: heads (16) must divide hidden (100)");
+}
+
+TEST_CASE("an embedding needs a position for every token") {
+  CHECK(layer_error(R"({"id": "e", "type": "embedding", "vocab_size": 10, "hidden": 4,
+                        "sequence_length": 128, "max_positions": 64})") ==
+        "model.json: at /model/layers/0/max_positions: max_positions (64) must be at least "
+        "sequence_length (128)");
+}
+
+TEST_CASE("add and concat need two inputs and other layers take one") {
+  CHECK(layer_error(R"({"id": "s", "type": "add"})") ==
+        "model.json: at /model/layers/0: layer 's' (add) needs \"inputs\" listing at least two "
+        "layers");
+  CHECK(layer_error(R"({"id": "s", "type": "concat", "inputs": ["a"]})") ==
+        "model.json: at /model/layers/0/inputs: layer 's' (concat) needs at least two inputs, "
+        "found 1");
+  CHECK(layer_error(R"({"id": "d", "type": "dense", "units": 2, "inputs": ["a", "b"]})") ==
+        "model.json: at /model/layers/0/inputs: layer 'd' (dense) takes one input, but "
+        "\"inputs\" lists 2");
+  CHECK(layer_error(R"({"id": "d", "type": "dense", "units": 2, "inputs": []})") ==
+        "model.json: at /model/layers/0/inputs: expected at least one layer id, found []");
+}
+
+TEST_CASE("profiled cycles need both directions as positive integers") {
+  CHECK(layer_error(R"({"id": "d", "type": "flatten", "cycles": {"forward": 10}})") ==
+        "model.json: at /model/layers/0/cycles: missing required field 'backward'");
+  CHECK(layer_error(R"({"id": "d", "type": "flatten", "cycles": {"forward": 10, "backwrd": 3}})") ==
+        "model.json: at /model/layers/0/cycles/backwrd: unknown key 'backwrd'; did you mean "
+        "'backward'?");
+}

@@ -1,0 +1,111 @@
+#include "models/optimizer.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ipusim::models;
+
+namespace {
+
+using Kind = OptimizerConfig::Kind;
+
+// One parameter tensor [1, -2] with gradient [0.5, 0.25], stepped `steps` times.
+Tensor step(const OptimizerConfig& config, int steps) {
+  const Optimizer optimizer(config);
+  Tensor weights({2}, std::vector<float>{1.0f, -2.0f});
+  const Tensor gradient({2}, std::vector<float>{0.5f, 0.25f});
+  OptimizerState state = optimizer.initial_state(weights.shape());
+  for (int i = 0; i < steps; ++i)
+    optimizer.apply(weights, gradient, state);
+  return weights;
+}
+
+}  // namespace
+
+TEST_CASE("optimizers keep 0, 1 and 2 state tensors per parameter") {
+  CHECK(state_elements_per_parameter(Kind::kSgd) == 0);
+  CHECK(state_elements_per_parameter(Kind::kMomentum) == 1);
+  CHECK(state_elements_per_parameter(Kind::kAdam) == 2);
+  const Optimizer adam({.kind = Kind::kAdam, .learning_rate = 0.001});
+  CHECK(adam.initial_state({3, 4}).slots.size() == 2);
+  CHECK(adam.initial_state({3, 4}).slots[1].shape() == Shape{3, 4});
+}
+
+TEST_CASE("one SGD step subtracts the learning rate times the gradient") {
+  const Tensor w = step({.kind = Kind::kSgd, .learning_rate = 0.1}, 1);
+  CHECK(w[0] == 0.95f);
+  CHECK(w[1] == -2.025f);
+}
+
+TEST_CASE("momentum follows Keras: v = momentum v - lr g, w += v") {
+  const OptimizerConfig config{.kind = Kind::kMomentum, .learning_rate = 0.1, .momentum = 0.9};
+  const Tensor once = step(config, 1);
+  CHECK(once[0] == 0.95f);
+  CHECK(once[1] == -2.025f);
+  const Tensor twice = step(config, 2);
+  CHECK(twice[0] == 0.855f);  // v = -0.095
+  CHECK(twice[1] == -2.0725f);
+}
+
+TEST_CASE("one Adam step moves each weight by about the learning rate, as Keras does") {
+  SECTION("with bias correction") {
+    const Tensor w = step({.kind = Kind::kAdam, .learning_rate = 0.001}, 1);
+    CHECK(w[0] == 0.99900001f);
+    CHECK(w[1] == -2.001f);
+  }
+  SECTION("without bias correction the step is lr m / (sqrt(v) + epsilon)") {
+    const Tensor w =
+        step({.kind = Kind::kAdam, .learning_rate = 0.001, .bias_correction = false}, 1);
+    CHECK(w[0] == 0.99683774f);
+    CHECK(w[1] == -2.00316215f);
+  }
+}
+
+TEST_CASE("Adam keeps the moments and the step count in its state") {
+  const Optimizer optimizer({.kind = Kind::kAdam, .learning_rate = 0.001});
+  Tensor w({1}, 1.0f);
+  OptimizerState state = optimizer.initial_state(w.shape());
+  optimizer.apply(w, Tensor({1}, 0.5f), state);
+  CHECK(state.steps == 1);
+  CHECK(state.slots[0][0] == 0.05f);     // m = (1 - beta1) g
+  CHECK(state.slots[1][0] == 0.00025f);  // v = (1 - beta2) g^2
+}
+
+TEST_CASE("fp16 weights are rounded after the update") {
+  const Optimizer optimizer({.kind = Kind::kSgd, .learning_rate = 0.1}, DType::kFp16);
+  Tensor w({1}, 1.0f);
+  OptimizerState state = optimizer.initial_state(w.shape());
+  optimizer.apply(w, Tensor({1}, 0.001f), state);  // 0.9999 is not a half
+  CHECK(w[0] == 1.0f);
+}
+
+TEST_CASE("a mean accumulator divides the sum of the micro-batch gradients by their count") {
+  GradientAccumulator mean({2}, DType::kFp32, GradientReduction::kMean);
+  GradientAccumulator sum({2}, DType::kFp32, GradientReduction::kSum);
+  for (const float g : {1.0f, 2.0f, 4.5f}) {
+    const std::vector<float> gradient{g, -g};
+    mean.add(gradient);
+    sum.add(gradient);
+  }
+  CHECK(mean.count() == 3);
+  CHECK(mean.result()[0] == 2.5f);
+  CHECK(mean.result()[1] == -2.5f);
+  CHECK(sum.result()[0] == 7.5f);
+  mean.reset();
+  CHECK(mean.count() == 0);
+  CHECK(mean.sum()[0] == 0.0f);
+}
+
+TEST_CASE("an fp16 accumulator rounds after every add, so small gradients can vanish") {
+  GradientAccumulator fp16({1}, DType::kFp16, GradientReduction::kSum);
+  GradientAccumulator fp32({1}, DType::kFp32, GradientReduction::kSum);
+  const std::vector<float> one{1.0f};
+  const std::vector<float> tiny{0x1.0p-11f};  // half an fp16 ulp at 1
+  fp16.add(one);
+  fp32.add(one);
+  for (int i = 0; i < 4; ++i) {
+    fp16.add(tiny);
+    fp32.add(tiny);
+  }
+  CHECK(fp16.result()[0] == 1.0f);
+  CHECK(fp32.result()[0] == 1.001953125f);
+}

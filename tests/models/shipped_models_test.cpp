@@ -1,0 +1,128 @@
+#include <catch2/catch.hpp>
+
+#include "model_test_support.hpp"
+#include "models/shape_inference.hpp"
+
+using namespace ipusim::models;
+using ipusim::models::testing::model_from;
+
+namespace {
+
+std::vector<std::string> shapes_of(const Model& model) {
+  std::vector<std::string> shapes;
+  for (const LayerInfo& info : model.info)
+    shapes.push_back(shape_text(info.output));
+  return shapes;
+}
+
+std::vector<std::int64_t> params_of(const Model& model) {
+  std::vector<std::int64_t> params;
+  for (const LayerInfo& info : model.info)
+    params.push_back(info.params);
+  return params;
+}
+
+const char* const kKerasCnn = R"({
+  "name": "keras_cnn", "input": {"shape": [28, 28, 1]}, "classes": 10,
+  "layers": [
+    {"id": "conv2d", "type": "conv2d", "filters": 32, "kernel": [3, 3], "activation": "relu"},
+    {"id": "max_pooling2d", "type": "maxpool2d", "pool": 2},
+    {"id": "conv2d_1", "type": "conv2d", "filters": 64, "kernel": 3, "activation": "relu"},
+    {"id": "max_pooling2d_1", "type": "maxpool2d", "pool": [2, 2]},
+    {"id": "flatten", "type": "flatten"},
+    {"id": "dropout", "type": "dropout", "rate": 0.5},
+    {"id": "dense", "type": "dense", "units": 10},
+    {"id": "loss", "type": "softmax_cross_entropy"}
+  ]})";
+
+std::string bert_large() {
+  std::string layers = R"({"id": "embeddings", "type": "embedding", "vocab_size": 30522,
+      "hidden": 1024, "sequence_length": 128, "max_positions": 512, "token_types": 2})";
+  for (int i = 1; i <= 24; ++i) {
+    layers += R"(, {"id": "encoder)" + std::to_string(i) +
+              R"(", "type": "transformer_encoder", "hidden": 1024, "heads": 16,
+                 "sequence_length": 128, "ffn": 4096})";
+  }
+  layers += R"(, {"id": "pooler", "type": "dense", "units": 1024, "activation": "tanh"})";
+  return R"({"name": "bert_large", "input": {"shape": [128], "dtype": "fp16"}, "layers": [)" +
+         layers + "]}";
+}
+
+Model shipped_config(const std::string& path) {
+  const auto document =
+      ipusim::core::ConfigDocument::load(std::string(IPUSIM_SOURCE_DIR) + "/configs/" + path, {});
+  return parse_model(document.root().at("model"));
+}
+
+}  // namespace
+
+TEST_CASE("the Keras CNN has the shapes and parameter counts Keras prints") {
+  const Model model = model_from(kKerasCnn);
+  CHECK(shapes_of(model) == std::vector<std::string>{"[26, 26, 32]", "[13, 13, 32]", "[11, 11, 64]",
+                                                     "[5, 5, 64]", "[1600]", "[1600]", "[10]",
+                                                     "[]"});
+  CHECK(params_of(model) == std::vector<std::int64_t>{320, 0, 18496, 0, 0, 0, 16010, 0});
+  CHECK(model.total_params() == 34826);
+  CHECK(model.trainable);
+  CHECK(model.classes == 10);
+}
+
+TEST_CASE("the TF1 MNIST MLP has 244,522 parameters") {
+  const Model model = model_from(R"({
+    "name": "tf1_mnist", "input": {"shape": [28, 28], "dtype": "fp32"}, "classes": 10,
+    "layers": [
+      {"id": "flatten", "type": "flatten"},
+      {"id": "dense256", "type": "dense", "units": 256, "activation": "relu"},
+      {"id": "dense128", "type": "dense", "units": 128, "activation": "relu"},
+      {"id": "dense64", "type": "dense", "units": 64, "activation": "relu"},
+      {"id": "dense32", "type": "dense", "units": 32, "activation": "relu"},
+      {"id": "logits", "type": "dense", "units": 10},
+      {"id": "cel", "type": "softmax_cross_entropy"}
+    ]})");
+  CHECK(params_of(model) == std::vector<std::int64_t>{0, 200960, 32896, 8256, 2080, 330, 0});
+  CHECK(model.total_params() == 244522);
+}
+
+TEST_CASE("the popxl MNIST model has 932,362 parameters") {
+  const Model model = model_from(R"({
+    "name": "popxl_mnist", "input": {"shape": [784]},
+    "layers": [
+      {"id": "fc1", "type": "dense", "units": 512, "activation": "gelu"},
+      {"id": "fc2", "type": "dense", "units": 512, "activation": "gelu"},
+      {"id": "fc3", "type": "dense", "units": 512, "activation": "gelu"},
+      {"id": "fc4", "type": "dense", "units": 10},
+      {"id": "loss", "type": "softmax_cross_entropy"}
+    ]})");
+  CHECK(model.total_params() == 932362);
+  CHECK(model.classes == 10);
+}
+
+TEST_CASE("BERT-Large has the 335,141,888 parameters HuggingFace reports for BertModel") {
+  const Model model = model_from(bert_large());
+  CHECK(model.total_params() == 335141888);
+  CHECK(model.info[0].params == 31782912);
+  CHECK(model.info[1].params == 12596224);
+  CHECK(model.info[25].params == 1049600);
+  CHECK(shape_text(model.info[25].output) == "[128, 1024]");
+  CHECK_FALSE(model.trainable);
+  CHECK(model.classes == 0);
+}
+
+TEST_CASE("a BERT-Large encoder costs 24·s·h² + 4·s²·h FLOPs and keeps 34·s·h + 5·a·s² bytes") {
+  const Model model = model_from(bert_large());
+  const LayerInfo& encoder = model.info[1];
+  CHECK(encoder.forward_flops == 24.0 * 128 * 1024 * 1024 + 4.0 * 128 * 128 * 1024);
+  CHECK(encoder.backward_flops == 2 * encoder.forward_flops);
+  CHECK(encoder.saved_bytes == 34 * 128 * 1024 + 5 * 16 * 128 * 128);
+  CHECK(encoder.stateful_bytes == 2 * 128 * 1024 + 16 * 128 * 128);
+  CHECK(encoder.weight_bytes == 12596224 * 2);
+  CHECK(model.info[0].saved_bytes == 128 * 1024 * 2 * 2);
+}
+
+TEST_CASE("the models shipped in configs/ parse with their published parameter counts") {
+  CHECK(shipped_config("models/tf1_mnist_mlp.json").total_params() == 244522);
+  CHECK(shipped_config("keras_cnn_2stage.json").total_params() == 34826);
+  CHECK(shipped_config("popxl_mnist_3stage.json").total_params() == 932362);
+  // BertModel plus the two-way next-sentence head.
+  CHECK(shipped_config("bert_large_4ipu.json").total_params() == 335141888 + 1024 * 2 + 2);
+}

@@ -1,0 +1,16 @@
+#pragma once
+// Checks every invariant a schedule must keep, for the property tests: each piece of work runs
+// exactly once on the right IPU, dependencies come first in program and step order (and never
+// form a cycle), stashes are read in the order they were written, located tasks match the
+// programs, phase labels add up to phase_counts(), and stash depths match the program orders.
+
+#include <string>
+
+#include "schedules/schedule.hpp"
+
+namespace ipusim::schedules::testing {
+
+// The first broken invariant, described, or "" when all hold.
+std::string audit(const Schedule& schedule);
+
+}  // namespace ipusim::schedules::testing

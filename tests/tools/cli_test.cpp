@@ -1,0 +1,153 @@
+#include "tools/ipusim/cli.hpp"
+
+#include <catch2/catch.hpp>
+#include <sstream>
+
+namespace {
+
+struct Result {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+Result run_ipusim(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = ipusim::cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+const std::string kBase = "tests/tools/data/base.json";
+
+// Runs `validate` on the base config with one override and returns the error text.
+std::string override_error(const std::string& set) {
+  const auto result = run_ipusim({"validate", kBase, "--set", set});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  return result.err;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped config validates") {
+  for (const char* config : {"configs/tf1_mnist_2ipu.json", "configs/popxl_mnist_3stage.json",
+                             "configs/keras_cnn_2stage.json", "configs/bert_large_4ipu.json"}) {
+    const auto result = run_ipusim({"validate", config});
+    INFO(config << ": " << result.err);
+    CHECK(result.code == 0);
+    CHECK(result.out.rfind("ok: ", 0) == 0);
+  }
+}
+
+TEST_CASE("validate prints ok and a one-line summary of the run") {
+  const auto result = run_ipusim({"validate", "configs/tf1_mnist_2ipu.json"});
+  CHECK(result.out ==
+        "ok: tf1_mnist: 7 layers, 244,522 parameters, 2 stage(s) on 2 IPU(s) x 1 replica(s) of "
+        "gc200, grouped schedule, gradient accumulation 16, micro-batch 32, repeat count 10\n");
+}
+
+TEST_CASE("the short what-if options override the config like --set") {
+  const auto result =
+      run_ipusim({"validate", "configs/tf1_mnist_2ipu.json", "--schedule", "interleaved", "--gac",
+                  "8", "--micro-batch", "4", "--splits", "dense128,dense64,dense32"});
+  CHECK(result.err.empty());
+  CHECK(result.out ==
+        "ok: tf1_mnist: 7 layers, 244,522 parameters, 4 stage(s) on 4 IPU(s) x 1 replica(s) of "
+        "gc200, interleaved schedule, gradient accumulation 8, micro-batch 4, repeat count 10\n");
+}
+
+TEST_CASE("an IPU count that is not a power of two is rounded up and the output notes it") {
+  const auto result = run_ipusim(
+      {"validate", "configs/tf1_mnist_2ipu.json", "--splits", "dense128,dense32", "--gac", "12"});
+  CHECK(result.out.find("note: the pipeline uses 3 IPUs; the device has 4 because multi-IPU "
+                        "devices come in powers of two\n") != std::string::npos);
+}
+
+TEST_CASE("a misspelt key in an override is named with the override and a suggestion") {
+  CHECK(override_error("pipeline.gradient_acumulation_count=8") ==
+        "error: --set pipeline.gradient_acumulation_count=8: at "
+        "/pipeline/gradient_acumulation_count: unknown key 'gradient_acumulation_count'; did you "
+        "mean 'gradient_accumulation_count'?\n");
+}
+
+TEST_CASE("a value of the wrong type is refused") {
+  CHECK(override_error("pipeline.micro_batch_size=\"eight\"") ==
+        "error: --set pipeline.micro_batch_size=\"eight\": at /pipeline/micro_batch_size: "
+        "expected an integer from 1 to 16777216, found a string \"eight\"\n");
+}
+
+TEST_CASE("a non-positive count is refused") {
+  CHECK(override_error("pipeline.gradient_accumulation_count=0") ==
+        "error: --set pipeline.gradient_accumulation_count=0: at "
+        "/pipeline/gradient_accumulation_count: expected an integer from 1 to 1099511627776, "
+        "found 0\n");
+}
+
+TEST_CASE("an overflowing count is refused") {
+  CHECK(override_error("pipeline.repeat_count=99999999999999999999") ==
+        "error: --set pipeline.repeat_count=99999999999999999999: at /pipeline/repeat_count: "
+        "expected an integer from 1 to 1099511627776, found 1e+20\n");
+}
+
+TEST_CASE("a memory beyond 1 PB per IPU is refused as implausible") {
+  CHECK(override_error("hardware.memory_per_ipu=2PB") ==
+        "error: --set hardware.memory_per_ipu=2PB: at /hardware/memory_per_ipu: a memory of "
+        "more than 1 PB per IPU is not plausible\n");
+}
+
+TEST_CASE("an unparsable unit is refused with the expected form") {
+  CHECK(override_error("hardware.clock=1.33GB/s") ==
+        "error: --set hardware.clock=1.33GB/s: at /hardware/clock: cannot read \"1.33GB/s\" as a "
+        "frequency: 'GB/s' is the unit of a bandwidth (write it like \"1.33GHz\")\n");
+}
+
+TEST_CASE("a missing required field is named") {
+  CHECK(override_error("model.input={\"dtype\": \"fp32\"}") ==
+        "error: --set model.input={\"dtype\": \"fp32\"}: at /model/input: missing required field "
+        "'shape'\n");
+}
+
+TEST_CASE("a split naming no layer suggests the closest layer id") {
+  CHECK(override_error("pipeline.splits=[\"fc3\"]") ==
+        "error: --set pipeline.splits=[\"fc3\"]: at /pipeline/splits/0: no layer has the id "
+        "'fc3'; did you mean 'fc1'?\n");
+}
+
+TEST_CASE("an unknown schedule suggests the closest schedule") {
+  CHECK(override_error("pipeline.pipeline_schedule=groupd") ==
+        "error: --set pipeline.pipeline_schedule=groupd: at /pipeline/pipeline_schedule: unknown "
+        "value 'groupd'; did you mean 'grouped'?\n");
+}
+
+TEST_CASE("an unknown layer type names the file and the layer and suggests a type") {
+  const auto result = run_ipusim({"validate", "tests/tools/data/unknown_type.json"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: tests/tools/data/unknown_type.json: at /model/layers/2/type: "
+        "unknown layer type 'softmax_crossentropy'; did you mean "
+        "'softmax_cross_entropy'?\n");
+}
+
+TEST_CASE("a missing config file is a config error, not a crash") {
+  const auto result = run_ipusim({"model", "tests/tools/data/absent.json"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: tests/tools/data/absent.json: cannot open config file "
+        "'tests/tools/data/absent.json'\n");
+}
+
+TEST_CASE("a bad command line is a usage error with its own exit code") {
+  const auto result = run_ipusim({"validate"});
+  CHECK(result.code == 1);
+  CHECK(result.err == "error: config is required\n");
+}
+
+TEST_CASE("every command has help with an example, and --version prints the version") {
+  for (const char* command : {"validate", "model", "schedule"}) {
+    const auto help = run_ipusim({command, "--help"});
+    CHECK(help.code == 0);
+    CHECK(help.out.find("Example:\n  ipusim " + std::string(command)) != std::string::npos);
+  }
+  CHECK(run_ipusim({"--version"}).out == "ipusim 0.1.0\n");
+}
