@@ -28,6 +28,7 @@ class DataError : public std::runtime_error {
   std::string problem_;
 };
 
+// An endless stream of labelled samples of one shape (see the top of this file).
 class DataSource {
  public:
   virtual ~DataSource() = default;

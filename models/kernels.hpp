@@ -49,6 +49,7 @@ struct ForwardContext {
   std::span<const int> labels;  // one per row of logits (per sample), read by the loss
 };
 
+// A forward pass's output and what its backward pass will need.
 struct ForwardResult {
   Tensor output;
   SavedState saved;

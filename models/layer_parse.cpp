@@ -214,9 +214,11 @@ void read_inputs(const ConfigNode& node, Layer& layer) {
     inputs->fail(named + " takes one input, but \"inputs\" lists " + std::to_string(count));
 }
 
+// Zero is allowed: a profiled layer can be free (a loss folded into the previous op).
 CyclesOverride read_cycles(const ConfigNode& node) {
   node.expect_only_keys({"forward", "backward"});
-  return {node.at("forward").as_positive_int(), node.at("backward").as_positive_int()};
+  return {node.at("forward").as_int(0, core::kMaxCount),
+          node.at("backward").as_int(0, core::kMaxCount)};
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 namespace ipusim::models {
 
+// An int32 array as read from a '<i4' .npy file.
 struct Int32Array {
   Shape shape;
   std::vector<std::int32_t> values;

@@ -12,6 +12,7 @@
 
 namespace ipusim::models {
 
+// Which update rule and its hyper-parameters, with Keras' defaults.
 struct OptimizerConfig {
   enum class Kind { kSgd, kMomentum, kAdam };
   Kind kind = Kind::kSgd;

@@ -39,6 +39,8 @@ std::vector<Shape> input_shapes_of(const Model& model, int layer);
 // decreasing stage order before the producing stage's backward, as the reference does.
 void add_gradient(TensorMap& gradients, int producer, Tensor gradient, DType dtype);
 
+// How a model trains numerically: the seed of its random streams, the optimizer and how
+// micro-batch gradients are accumulated.
 struct TrainingOptions {
   std::uint64_t seed = 0;  // parameter init and dropout masks
   OptimizerConfig optimizer;
@@ -101,11 +103,14 @@ struct Stash {
   std::int64_t bytes() const;
 };
 
+// A stage's forward pass: the tensors it hands on and its stash for this micro-batch.
 struct StageForward {
   TensorMap outputs;
   Stash stash;
 };
 
+// Runs one stage's layers numerically (see the top of this file). Holds its layers' kernels;
+// parameters and gradient accumulators live in the ParameterStore it references.
 class StageExecutor {
  public:
   // `layers` are layer indices of `model`, in any order; `model` and `parameters` must outlive

@@ -24,6 +24,7 @@ namespace ipusim::models {
 
 using TensorStorage = std::vector<float, Eigen::aligned_allocator<float>>;
 
+// A value-semantic fp32 array with its shape (see the top of this file).
 class Tensor {
  public:
   Tensor() = default;

@@ -207,7 +207,6 @@ class Auditor {
     return "";
   }
 
-  template <typename Count>
   static std::string compare(const char* what, std::int64_t expected, std::int64_t actual) {
     if (expected == actual)
       return "";
@@ -236,13 +235,13 @@ class Auditor {
       ++idle;
     }
     for (const std::string& failure :
-         {compare<int>("ramp_up", phase[0], counts.ramp_up),
-          compare<int>("main", phase[1], counts.main),
-          compare<int>("ramp_down", phase[2], counts.ramp_down),
-          compare<int>("code_ramp_up", code[0], counts.code_ramp_up),
-          compare<int>("code_main", code[1], counts.code_main),
-          compare<int>("code_ramp_down", code[2], counts.code_ramp_down),
-          compare<int>("idle_tail", idle, counts.idle_tail)}) {
+         {compare("ramp_up", phase[0], counts.ramp_up),
+          compare("main", phase[1], counts.main),
+          compare("ramp_down", phase[2], counts.ramp_down),
+          compare("code_ramp_up", code[0], counts.code_ramp_up),
+          compare("code_main", code[1], counts.code_main),
+          compare("code_ramp_down", code[2], counts.code_ramp_down),
+          compare("idle_tail", idle, counts.idle_tail)}) {
       if (!failure.empty())
         return failure;
     }
@@ -268,12 +267,12 @@ class Auditor {
       }
     }
     for (const std::string& failure :
-         {compare<int>("ramp_up", phase[0], counts.ramp_up),
-          compare<int>("main", phase[1], counts.main),
-          compare<int>("ramp_down", phase[2], counts.ramp_down),
-          compare<int>("code_ramp_up", code[0], counts.code_ramp_up),
-          compare<int>("code_main", code[1], counts.code_main),
-          compare<int>("code_ramp_down", code[2], counts.code_ramp_down)}) {
+         {compare("ramp_up", phase[0], counts.ramp_up),
+          compare("main", phase[1], counts.main),
+          compare("ramp_down", phase[2], counts.ramp_down),
+          compare("code_ramp_up", code[0], counts.code_ramp_up),
+          compare("code_main", code[1], counts.code_main),
+          compare("code_ramp_down", code[2], counts.code_ramp_down)}) {
       if (!failure.empty())
         return failure;
     }

@@ -1,0 +1,280 @@
+#include "models/stage_executor.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "models/data.hpp"
+#include "sim/core/config_file.hpp"
+
+using namespace ipusim::models;
+
+namespace {
+
+Model parse(const std::string& model_json) {
+  const auto json = nlohmann::json{{"model", nlohmann::json::parse(model_json)}};
+  const auto document = ipusim::core::ConfigDocument::from_json(json, "model.json");
+  return parse_model(document.root().at("model"));
+}
+
+// A small CNN whose dropout output feeds both a dense layer and a residual add, so split as
+// {conv..dropout} {dense2} {add..loss} a tensor crosses two stage boundaries.
+Model residual_cnn(const std::string& dtype, bool checkpoint = false) {
+  return parse(R"({"name": "residual", "input": {"shape": [6, 6, 1], "dtype": ")" + dtype +
+               R"("}, "layers": [
+      {"id": "conv", "type": "conv2d", "filters": 4, "kernel": 3, "padding": "same",
+       "activation": "relu"},
+      {"id": "pool", "type": "maxpool2d", "pool": 2},
+      {"id": "flatten", "type": "flatten"},
+      {"id": "dense1", "type": "dense", "units": 16, "activation": "gelu", "checkpoint": )" +
+               (checkpoint ? "true" : "false") + R"(},
+      {"id": "drop", "type": "dropout", "rate": 0.25},
+      {"id": "dense2", "type": "dense", "units": 16, "activation": "tanh"},
+      {"id": "sum", "type": "add", "inputs": ["drop", "dense2"]},
+      {"id": "logits", "type": "dense", "units": 5},
+      {"id": "loss", "type": "softmax_cross_entropy"}]})");
+}
+
+const std::vector<std::vector<int>> kStages = {{0, 1, 2, 3, 4}, {5}, {6, 7, 8}};
+constexpr std::int64_t kMicroBatch = 4;
+constexpr std::int64_t kMicroBatches = 3;
+
+TrainingOptions adam(DType accumulator_dtype = DType::kFp32) {
+  return {.seed = 11,
+          .optimizer = {.kind = OptimizerConfig::Kind::kAdam, .learning_rate = 0.01},
+          .accumulator_dtype = accumulator_dtype};
+}
+
+struct MicroBatch {
+  Tensor inputs;
+  std::vector<int> labels;
+};
+
+std::vector<MicroBatch> micro_batches(const Model& model, std::int64_t repeat) {
+  SyntheticSource data(5, 1000, model.input_shape, model.classes);
+  std::vector<MicroBatch> batches(kMicroBatches);
+  for (std::int64_t m = 0; m < kMicroBatches; ++m) {
+    data.batch((repeat * kMicroBatches + m) * kMicroBatch, kMicroBatch, batches[m].inputs,
+               batches[m].labels);
+  }
+  return batches;
+}
+
+ForwardContext context(std::int64_t m, std::int64_t repeat, const MicroBatch& batch) {
+  return {m, repeat, batch.labels};
+}
+
+// One training step over all micro-batches on the whole model as one stage.
+std::vector<float> reference_step(const Model& model, ParameterStore& store, std::int64_t repeat) {
+  std::vector<int> all(model.layers.size());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    all[i] = static_cast<int>(i);
+  StageExecutor whole(model, all, kMicroBatch, store);
+  std::vector<float> losses;
+  const std::vector<MicroBatch> batches = micro_batches(model, repeat);
+  for (std::int64_t m = 0; m < kMicroBatches; ++m) {
+    const MicroBatch& batch = batches[static_cast<std::size_t>(m)];
+    StageForward forward = whole.forward({{kModelInput, batch.inputs}}, context(m, repeat, batch));
+    losses.push_back(forward.outputs.at(8)[0]);
+    whole.backward({}, forward.stash);
+  }
+  store.apply_update();
+  return losses;
+}
+
+// The same step as a GPipe-like pipeline of three stages: every forward, then every backward
+// (last stage first), with gradients of shared tensors summed in decreasing stage order.
+std::vector<float> pipelined_step(const Model& model, ParameterStore& store, std::int64_t repeat,
+                                  StashMode mode = StashMode::kActivations) {
+  std::vector<StageExecutor> stages;
+  for (const auto& layers : kStages)
+    stages.emplace_back(model, layers, kMicroBatch, store, mode);
+  const std::vector<MicroBatch> batches = micro_batches(model, repeat);
+  std::vector<std::vector<Stash>> stashes(stages.size());
+  std::vector<float> losses;
+  for (std::int64_t m = 0; m < kMicroBatches; ++m) {
+    const MicroBatch& batch = batches[static_cast<std::size_t>(m)];
+    TensorMap live{{kModelInput, batch.inputs}};
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      TensorMap inputs;
+      for (const int producer : stages[s].input_producers())
+        inputs.emplace(producer, live.at(producer));
+      StageForward forward = stages[s].forward(inputs, context(m, repeat, batch));
+      live.merge(forward.outputs);
+      stashes[s].push_back(std::move(forward.stash));
+    }
+    losses.push_back(live.at(8)[0]);
+  }
+  for (std::int64_t m = 0; m < kMicroBatches; ++m) {
+    TensorMap gradients;
+    for (std::size_t s = stages.size(); s-- > 0;) {
+      Stash stash = stashes[s][static_cast<std::size_t>(m)];
+      if (mode != StashMode::kActivations)
+        stash = stages[s].recompute(stash);
+      TensorMap outputs;
+      for (const int producer : stages[s].output_producers()) {
+        if (gradients.count(producer) != 0)
+          outputs.emplace(producer, gradients.at(producer));
+      }
+      for (auto& [producer, gradient] : stages[s].backward(outputs, stash))
+        add_gradient(gradients, producer, std::move(gradient), model.dtype);
+    }
+  }
+  store.apply_update();
+  return losses;
+}
+
+bool same_parameters(const Model& model, const ParameterStore& a, const ParameterStore& b) {
+  for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
+    const auto pa = a.parameters(layer);
+    const auto pb = b.parameters(layer);
+    if (pa.size() != pb.size())
+      return false;
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+      if (!bit_identical(pa[i], pb[i]))
+        return false;
+    }
+  }
+  return true;
+}
+
+void check_pipeline_matches_reference(const Model& model, const TrainingOptions& options,
+                                      StashMode mode) {
+  ParameterStore reference(model, options);
+  ParameterStore pipeline(model, options);
+  REQUIRE(same_parameters(model, reference, pipeline));
+  for (std::int64_t repeat = 0; repeat < 2; ++repeat) {
+    const std::vector<float> expected = reference_step(model, reference, repeat);
+    CHECK(pipelined_step(model, pipeline, repeat, mode) == expected);
+    CHECK(same_parameters(model, reference, pipeline));
+  }
+  ParameterStore untrained(model, options);
+  CHECK_FALSE(same_parameters(model, reference, untrained));
+}
+
+std::int64_t tensor_bytes(const Model& model, int producer) {
+  return producer == kModelInput ? element_count(model.input_shape) * dtype_bytes(model.dtype)
+                                 : model.info[static_cast<std::size_t>(producer)].activation_bytes;
+}
+
+}  // namespace
+
+TEST_CASE("a stage knows which tensors enter and leave it") {
+  const Model model = residual_cnn("fp32");
+  ParameterStore store(model, adam());
+  const StageExecutor first(model, kStages[0], kMicroBatch, store);
+  const StageExecutor middle(model, kStages[1], kMicroBatch, store);
+  const StageExecutor last(model, kStages[2], kMicroBatch, store);
+  CHECK(first.input_producers() == std::vector<int>{kModelInput});
+  CHECK(first.output_producers() == std::vector<int>{4});
+  CHECK(middle.input_producers() == std::vector<int>{4});
+  CHECK(middle.output_producers() == std::vector<int>{5});
+  CHECK(last.input_producers() == std::vector<int>{4, 5});
+  CHECK(last.output_producers() == std::vector<int>{8});
+}
+
+TEST_CASE("a pipelined fp32 run matches the one-stage reference bit for bit") {
+  check_pipeline_matches_reference(residual_cnn("fp32"), adam(), StashMode::kActivations);
+}
+
+TEST_CASE("a pipelined fp16 run with fp16 accumulators matches the reference bit for bit") {
+  check_pipeline_matches_reference(residual_cnn("fp16"), adam(DType::kFp16),
+                                   StashMode::kActivations);
+}
+
+TEST_CASE("recomputing from stage inputs or checkpoints matches the reference bit for bit") {
+  check_pipeline_matches_reference(residual_cnn("fp32"), adam(), StashMode::kStageInputs);
+  check_pipeline_matches_reference(residual_cnn("fp32", true), adam(), StashMode::kCheckpoints);
+}
+
+TEST_CASE("a stash holds exactly the bytes the memory model charges") {
+  const Model model = residual_cnn("fp16", true);
+  ParameterStore store(model, adam());
+  const MicroBatch batch = micro_batches(model, 0)[0];
+  const TensorMap model_input{{kModelInput, batch.inputs}};
+  for (const StashMode mode :
+       {StashMode::kActivations, StashMode::kStageInputs, StashMode::kCheckpoints}) {
+    const StageExecutor stage(model, kStages[0], kMicroBatch, store, mode);
+    const Stash stash = stage.forward(model_input, context(0, 0, batch)).stash;
+    std::int64_t per_sample = 0;
+    for (const int layer : kStages[0]) {
+      const LayerInfo& info = model.info[static_cast<std::size_t>(layer)];
+      if (mode == StashMode::kActivations)
+        per_sample += info.saved_bytes;
+      else
+        per_sample +=
+            info.stateful_bytes + (model.layers[layer].checkpoint && mode == StashMode::kCheckpoints
+                                       ? info.saved_bytes
+                                       : 0);
+    }
+    if (mode != StashMode::kActivations)
+      per_sample += tensor_bytes(model, kModelInput);
+    INFO("mode " << static_cast<int>(mode));
+    CHECK(stash.bytes() == kMicroBatch * per_sample);
+  }
+  // conv relu: (36 + 144) x 2, pool 36 x 4, dense1 gelu (36 + 16) x 2, dropout 16 x 1.
+  const StageExecutor stage(model, kStages[0], kMicroBatch, store);
+  CHECK(stage.forward(model_input, context(0, 0, batch)).stash.bytes() == kMicroBatch * 624);
+}
+
+TEST_CASE("recomputation rebuilds the activations stash bit for bit") {
+  const Model model = residual_cnn("fp32");
+  ParameterStore store(model, adam());
+  const MicroBatch batch = micro_batches(model, 0)[1];
+  const StageExecutor full(model, kStages[0], kMicroBatch, store, StashMode::kActivations);
+  const StageExecutor lean(model, kStages[0], kMicroBatch, store, StashMode::kStageInputs);
+  const Stash expected = full.forward({{kModelInput, batch.inputs}}, context(1, 0, batch)).stash;
+  const Stash stashed = lean.forward({{kModelInput, batch.inputs}}, context(1, 0, batch)).stash;
+  CHECK_FALSE(stashed.complete);
+  CHECK(stashed.saved.size() == 1);  // the dropout mask
+  const Stash rebuilt = lean.recompute(stashed);
+  CHECK(rebuilt.complete);
+  CHECK(rebuilt.bytes() == expected.bytes());
+  REQUIRE(rebuilt.saved.size() == expected.saved.size());
+  for (const auto& [layer, state] : expected.saved) {
+    const SavedState& other = rebuilt.saved.at(layer);
+    CHECK(other.indices == state.indices);
+    CHECK(other.mask == state.mask);
+    REQUIRE(other.tensors.size() == state.tensors.size());
+    for (std::size_t i = 0; i < state.tensors.size(); ++i)
+      CHECK(bit_identical(other.tensors[i], state.tensors[i]));
+  }
+}
+
+TEST_CASE("training an MLP on synthetic data lowers the loss") {
+  const Model model = parse(R"({"name": "mlp", "input": {"shape": [8, 8]}, "classes": 4,
+      "layers": [{"id": "flatten", "type": "flatten"},
+                 {"id": "hidden", "type": "dense", "units": 32, "activation": "relu"},
+                 {"id": "logits", "type": "dense", "units": 4},
+                 {"id": "loss", "type": "softmax_cross_entropy"}]})");
+  ParameterStore store(
+      model,
+      {.seed = 1, .optimizer = {.kind = OptimizerConfig::Kind::kSgd, .learning_rate = 0.05}});
+  StageExecutor executor(model, {0, 1, 2, 3}, 16, store);
+  SyntheticSource data(2, 512, model.input_shape, 4);
+  const auto loss_at = [&](std::int64_t step) {
+    Tensor inputs;
+    std::vector<int> labels;
+    data.batch(step * 16, 16, inputs, labels);
+    StageForward forward = executor.forward({{kModelInput, inputs}}, {step, 0, labels});
+    executor.backward({}, forward.stash);
+    store.apply_update();
+    return forward.outputs.at(3)[0];
+  };
+  const float first = loss_at(0);
+  for (std::int64_t step = 1; step < 60; ++step)
+    loss_at(step);
+  float last = 0.0f;
+  for (std::int64_t step = 60; step < 64; ++step)
+    last += loss_at(step) / 4;
+  INFO("loss " << first << " -> " << last);
+  CHECK(first > 0.5f);
+  CHECK(last < 0.1f * first);
+}
+
+TEST_CASE("models with cost-only layers cannot run numerically") {
+  const Model model = parse(R"({"name": "bert", "input": {"shape": [8]}, "layers": [
+      {"id": "embed", "type": "embedding", "vocab_size": 10, "hidden": 4, "sequence_length": 8},
+      {"id": "encoder", "type": "transformer_encoder", "hidden": 4, "heads": 2,
+       "sequence_length": 8, "ffn": 16}]})");
+  CHECK_FALSE(has_numeric_kernels(model));
+  CHECK(has_numeric_kernels(residual_cnn("fp32")));
+}

@@ -1,0 +1,161 @@
+#include "sim/replay.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "sim/core/config_file.hpp"
+#include "sim/report.hpp"
+
+using namespace ipusim;
+
+namespace {
+
+// N equal stages of one dense layer each with profiled cycles, on the ideal hardware, so that
+// step times follow the schedules' closed forms exactly.
+nlohmann::json equal_stages(int stages, std::int64_t microbatches, const std::string& schedule,
+                            std::int64_t forward, std::int64_t backward) {
+  nlohmann::json layers = nlohmann::json::array();
+  nlohmann::json splits = nlohmann::json::array();
+  for (int k = 0; k < stages; ++k) {
+    const std::string id = "d" + std::to_string(k);
+    layers.push_back({{"id", id},
+                      {"type", "dense"},
+                      {"units", 4},
+                      {"cycles", {{"forward", forward}, {"backward", backward}}}});
+    if (k > 0)
+      splits.push_back(id);
+  }
+  layers.push_back({{"id", "loss"},
+                    {"type", "softmax_cross_entropy"},
+                    {"cycles", {{"forward", 0}, {"backward", 0}}}});
+  return {{"model", {{"name", "equal"}, {"input", {{"shape", {4}}}}, {"layers", layers}}},
+          {"pipeline",
+           {{"splits", splits},
+            {"pipeline_schedule", schedule},
+            {"gradient_accumulation_count", microbatches},
+            {"relaxed_divisibility", true}}},
+          {"hardware", {{"preset", "ideal"}}}};
+}
+
+sim::RunReport simulate(const nlohmann::json& config, sim::RunSpec& spec) {
+  spec = sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  return sim::simulate(spec, {});
+}
+
+// Graphcore's step schedules: each step costs the largest work of any IPU in it.
+std::int64_t bsp_closed_form(int n, std::int64_t m, std::int64_t f, std::int64_t b, int slope) {
+  const std::int64_t steps = slope * m + 2 * n;
+  std::int64_t total = 0;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    std::int64_t longest = 0;
+    for (int k = 0; k < n; ++k) {
+      auto runs = [&](std::int64_t s) {
+        const std::int64_t offset = t - s;
+        return offset >= 0 && offset % slope == 0 && offset / slope < m;
+      };
+      longest = std::max(longest, (runs(k) ? f : 0) + (runs(2 * n - 1 - k) ? b : 0));
+    }
+    total += longest;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("grouped and interleaved pipeline times equal the step-by-step closed forms") {
+  for (int n : {1, 2, 3, 4, 6}) {
+    for (std::int64_t m : {1, 2, 7, 8, 16, 33}) {
+      sim::RunSpec spec;
+      const auto grouped = simulate(equal_stages(n, m, "grouped", 100, 230), spec);
+      CHECK(grouped.pipeline_cycles() == bsp_closed_form(n, m, 100, 230, 1));
+      const auto interleaved = simulate(equal_stages(n, m, "interleaved", 100, 230), spec);
+      CHECK(interleaved.pipeline_cycles() == bsp_closed_form(n, m, 100, 230, 2));
+    }
+  }
+}
+
+TEST_CASE("the N=2 M=8 grouped step with backward twice forward takes 2700 cycles") {
+  sim::RunSpec spec;
+  const auto report = simulate(equal_stages(2, 8, "grouped", 100, 200), spec);
+  CHECK(report.pipeline_cycles() == 2700);
+  CHECK(report.replay.phase_cycles[sim::kRampUp] == 500);  // steps 1-3: F, F F, F | B F
+  CHECK(report.replay.phase_cycles[sim::kMain] == 1500);
+  CHECK(report.replay.phase_cycles[sim::kRampDown] == 700);
+}
+
+TEST_CASE("sequential runs one IPU at a time: utilisation 1/N like sharding") {
+  for (int n : {2, 3, 4}) {
+    sim::RunSpec spec;
+    const auto report = simulate(equal_stages(n, 6, "sequential", 100, 200), spec);
+    CHECK(report.pipeline_cycles() == 6 * n * 300);
+    for (const auto& ipu : report.replay.ipus) {
+      CHECK(double(ipu.busy_in_phase[sim::kMain]) / double(report.pipeline_cycles()) ==
+            Approx(1.0 / n));
+    }
+  }
+}
+
+TEST_CASE("gpipe and 1f1b bubbles are (p-1)/(m+p-1) for equal stages") {
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    for (int p : {2, 3, 4, 8}) {
+      for (std::int64_t m : {1, 4, 8, 32}) {
+        sim::RunSpec spec;
+        const auto report = simulate(equal_stages(p, m, schedule, 100, 100), spec);
+        INFO(schedule << " p=" << p << " m=" << m);
+        CHECK(report.pipeline_cycles() == (m + p - 1) * 200);
+        CHECK(report.bubble_fraction() == Approx(double(p - 1) / double(m + p - 1)));
+      }
+    }
+  }
+}
+
+TEST_CASE("interleaved 1f1b's bubble over busy time is (p-1)/(v m)") {
+  for (int p : {2, 4}) {
+    for (int v : {2, 3}) {
+      for (std::int64_t m : {4, 8, 16}) {
+        auto config = equal_stages(p * v, m, "interleaved_1f1b", 100, 100);
+        nlohmann::json mapping = nlohmann::json::array();
+        for (int k = 0; k < p * v; ++k)
+          mapping.push_back(k % p);
+        config["pipeline"]["device_mapping"] = mapping;
+        sim::RunSpec spec;
+        const auto report = simulate(config, spec);
+        INFO("p=" << p << " v=" << v << " m=" << m);
+        CHECK(report.bubble_ratio() == Approx(double(p - 1) / double(v * m)));
+      }
+    }
+  }
+}
+
+TEST_CASE("peak stash per IPU follows the FIFO depths 2(N-1-k) grouped and N-1-k interleaved") {
+  // A dense layer of 4 units on 4 inputs keeps its 4 inputs: 16 bytes per sample.
+  for (const auto& [schedule, multiplier] :
+       std::vector<std::pair<std::string, int>>{{"grouped", 2}, {"interleaved", 1}}) {
+    sim::RunSpec spec;
+    const auto report = simulate(equal_stages(4, 8, schedule, 10, 20), spec);
+    for (int k = 0; k < 4; ++k) {
+      INFO(schedule << " IPU" << k);
+      CHECK(report.replay.ipus[k].peak_stash_bytes == multiplier * (3 - k) * 16);
+    }
+  }
+}
+
+TEST_CASE("sequential keeps no stash") {
+  sim::RunSpec spec;
+  const auto report = simulate(equal_stages(4, 8, "sequential", 10, 20), spec);
+  for (const auto& ipu : report.replay.ipus)
+    CHECK(ipu.peak_stash_bytes == 0);
+}
+
+TEST_CASE("an IPU without enough memory is a simulation outcome naming the IPU and consumers") {
+  auto config = equal_stages(2, 8, "grouped", 10, 20);
+  config["hardware"]["memory_per_ipu"] = "100B";
+  sim::RunSpec spec;
+  CHECK_THROWS_WITH(
+      simulate(config, spec),
+      // 20 parameters of 4 bytes, as weights and accumulators; copy buffers of 4 activations and
+      // a label out and 4 gradients in; two stash entries of 4 inputs.
+      "out of memory: IPU0 needs 228 B but has 100 B at step 1 (cycle 0). Largest "
+      "consumers:\n  80 B  weights of d0\n  80 B  gradient accumulators of d0\n  36 B  "
+      "inter-IPU copy buffers\n  32 B  stash FIFO of stage 0 (2 x 16 B)");
+}
