@@ -1,6 +1,9 @@
 #include "tools/ipusim/cli.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace {
@@ -150,4 +153,47 @@ TEST_CASE("every command has help with an example, and --version prints the vers
     CHECK(help.out.find("Example:\n  ipusim " + std::string(command)) != std::string::npos);
   }
   CHECK(run_ipusim({"--version"}).out == "ipusim 0.1.0\n");
+}
+
+TEST_CASE("an IPU out of memory exits with the simulation-outcome code and writes no report") {
+  const std::string json = std::string(IPUSIM_BINARY_DIR) + "/oom_report.json";
+  std::remove(json.c_str());
+  const auto result = run_ipusim({"run", "configs/bert_large_4ipu.json", "--set",
+                                  "pipeline.recomputation_mode=none", "--json", json});
+  CHECK(result.code == 3);
+  CHECK(result.err.rfind("out of memory: IPU0 needs 1.38 GB but has 941 MB at step 1", 0) == 0);
+  CHECK(result.err.find("856 MB  stash FIFO of stage 0 (6 x 143 MB)") != std::string::npos);
+  CHECK_FALSE(std::ifstream(json).good());
+}
+
+TEST_CASE("--allow-oom finishes the run and reports the overflow") {
+  const std::string json = std::string(IPUSIM_BINARY_DIR) + "/allow_oom_report.json";
+  const auto result =
+      run_ipusim({"run", "configs/bert_large_4ipu.json", "--set",
+                  "pipeline.recomputation_mode=none", "--allow-oom", "--quiet", "--json", json});
+  CHECK(result.code == 0);
+  CHECK(result.out.empty());
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  CHECK(report["fits_in_memory"] == false);
+  CHECK(report["ipus"][0]["fits_in_memory"] == false);
+  CHECK(report["ipus"][0]["peak_stash_bytes"] == 6 * 142606336);
+}
+
+TEST_CASE("run writes the documented JSON keys") {
+  const std::string json = std::string(IPUSIM_BINARY_DIR) + "/run_report.json";
+  const auto result = run_ipusim({"run", "configs/tf1_mnist_2ipu.json", "--quiet", "--json", json});
+  CHECK(result.code == 0);
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  for (const char* key : {"step_cycles", "step_seconds", "throughput_samples_per_second", "phases",
+                          "ramp_overhead", "bubble_fraction", "ipus", "fits_in_memory"}) {
+    CHECK(report.contains(key));
+  }
+  for (const char* phase : {"ramp_up", "main", "ramp_down", "weight_update"}) {
+    CHECK(report["phases"][phase].contains("cycles"));
+  }
+  for (const char* key : {"utilisation", "busy_cycles", "peak_memory_bytes", "peak_stash_bytes",
+                          "memory_breakdown"}) {
+    CHECK(report["ipus"][0].contains(key));
+  }
+  CHECK(report["effective_batch"] == 512);
 }

@@ -1,0 +1,74 @@
+// Replay speed and memory with the cost model only: tasks replayed per second and the peak
+// resident set for growing pipeline depth N and gradient accumulation M. Memory must stay
+// flat as M grows (schedules are generated on demand; the replay keeps running totals).
+//
+//   build/tools/bench/replay_bench [max_M]
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "sim/core/config_file.hpp"
+#include "sim/report.hpp"
+
+namespace {
+
+using namespace ipusim;
+
+nlohmann::json equal_stages(int stages, std::int64_t microbatches, const std::string& schedule) {
+  nlohmann::json layers = nlohmann::json::array();
+  nlohmann::json splits = nlohmann::json::array();
+  for (int k = 0; k < stages; ++k) {
+    const std::string id = "d" + std::to_string(k);
+    layers.push_back({{"id", id},
+                      {"type", "dense"},
+                      {"units", 16},
+                      {"cycles", {{"forward", 1000}, {"backward", 2000}}}});
+    if (k > 0)
+      splits.push_back(id);
+  }
+  layers.push_back({{"id", "loss"}, {"type", "softmax_cross_entropy"}});
+  return {{"model", {{"name", "bench"}, {"input", {{"shape", {16}}}}, {"layers", layers}}},
+          {"pipeline",
+           {{"splits", splits},
+            {"pipeline_schedule", schedule},
+            {"gradient_accumulation_count", microbatches},
+            {"relaxed_divisibility", true},
+            {"micro_batch_size", 8}}},
+          {"hardware", {{"preset", "gc200"}, {"ipus", 64}}}};
+}
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+void measure(int stages, std::int64_t microbatches, const std::string& schedule) {
+  const auto spec = sim::build_run_spec(
+      core::ConfigDocument::from_json(equal_stages(stages, microbatches, schedule), "bench"));
+  const auto start = std::chrono::steady_clock::now();
+  const auto report = sim::simulate(spec, {});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%-12s N=%-3d M=%-8lld tasks=%-11lld %8.3f s  %7.2f M tasks/s  peak RSS %ld KiB\n",
+              schedule.c_str(), stages, static_cast<long long>(microbatches),
+              static_cast<long long>(report.replay.tasks), seconds,
+              double(report.replay.tasks) / seconds / 1e6, peak_rss_kib());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::int64_t max_m = argc > 1 ? std::atoll(argv[1]) : 1000000;
+  for (const char* schedule : {"grouped", "interleaved", "1f1b"}) {
+    for (int stages : {4, 16, 64}) {
+      for (std::int64_t m = 1000; m <= max_m; m *= 10)
+        measure(stages, m, schedule);
+    }
+  }
+  return 0;
+}
