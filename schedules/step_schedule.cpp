@@ -140,6 +140,17 @@ void StepSchedule::build_slots() {
     if (!hosted.empty() && hosted.back().stage == last)
       add(Op::kOutfeed, last);
   }
+  slot_offsets_.assign(slots_.size(), {0, 0});
+  for (std::size_t ipu = 0; ipu < slots_.size(); ++ipu) {
+    if (slots_[ipu].empty())
+      continue;
+    auto& [low, high] = slot_offsets_[ipu];
+    low = high = slots_[ipu].front().offset;
+    for (const Slot& slot : slots_[ipu]) {
+      low = std::min(low, slot.offset);
+      high = std::max(high, slot.offset);
+    }
+  }
 }
 
 std::int64_t StepSchedule::microbatch_at(const Slot& slot, std::int64_t step) const {
@@ -204,9 +215,14 @@ std::int64_t StepSchedule::program_length(int ipu) const {
 
 Task StepSchedule::program_task(int ipu, std::int64_t index) const {
   IPUSIM_CHECK(index >= 0 && index < program_length(ipu));
-  // The last step whose earlier steps hold at most `index` tasks is the step of the task.
-  std::int64_t lo = 0;
-  std::int64_t hi = steps_ - 1;
+  // The task's step is the last one whose earlier steps hold at most `index` tasks. Each slot
+  // runs once per period, so after index / slots periods the step is at most one period and
+  // the spread of slot offsets away: search only there.
+  const auto& slots = slots_[ipu];
+  const std::int64_t periods = index / static_cast<std::int64_t>(slots.size());
+  std::int64_t lo = std::max<std::int64_t>(0, slot_offsets_[ipu].first + period_ * (periods - 1));
+  std::int64_t hi =
+      std::min(steps_ - 1, slot_offsets_[ipu].second + period_ * (periods + 1));
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo + 1) / 2;
     if (tasks_before(ipu, mid) <= index)
@@ -215,7 +231,7 @@ Task StepSchedule::program_task(int ipu, std::int64_t index) const {
       hi = mid - 1;
   }
   std::int64_t rank = index - tasks_before(ipu, lo);
-  for (const Slot& slot : slots_[ipu]) {
+  for (const Slot& slot : slots) {
     const std::int64_t m = microbatch_at(slot, lo);
     if (m >= 0 && rank-- == 0)
       return stamped(slot.work, m, lo);

@@ -24,6 +24,7 @@
 // full (one IPU at a time) and is all main; so is any relaxed shape without a full step.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "schedules/schedule.hpp"
@@ -78,6 +79,7 @@ class StepSchedule final : public Schedule {
   std::int64_t code_ramp_up_ = 0;
   std::int64_t code_ramp_down_ = 0;
   std::vector<std::vector<Slot>> slots_;  // per IPU, in program order within a step
+  std::vector<std::pair<std::int64_t, std::int64_t>> slot_offsets_;  // per IPU: lowest, highest
   std::int64_t first_full_ = -1;
   std::int64_t last_full_ = -1;
   std::int64_t full_steps_ = 0;

@@ -166,7 +166,7 @@ TEST_CASE("an IPU out of memory exits with the simulation-outcome code and write
   CHECK_FALSE(std::ifstream(json).good());
 }
 
-TEST_CASE("--allow-oom finishes the run and reports the overflow") {
+TEST_CASE("with --allow-oom the run finishes and reports the overflow") {
   const std::string json = std::string(IPUSIM_BINARY_DIR) + "/allow_oom_report.json";
   const auto result =
       run_ipusim({"run", "configs/bert_large_4ipu.json", "--set",
