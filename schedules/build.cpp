@@ -55,12 +55,12 @@ void check_mapping(const PipelineShape& shape) {
 
 void check_counts(const PipelineShape& shape) {
   if (shape.repeat_count < 1)
-    throw ScheduleError(ScheduleOption::kRepeatCount,
-                        "repeat_count must be at least 1, but it is " +
-                            std::to_string(shape.repeat_count));
+    throw ScheduleError(
+        ScheduleOption::kRepeatCount,
+        "repeat_count must be at least 1, but it is " + std::to_string(shape.repeat_count));
   if (shape.replicas < 1)
-    throw ScheduleError(ScheduleOption::kReplicas, "replicas must be at least 1, but it is " +
-                                                       std::to_string(shape.replicas));
+    throw ScheduleError(ScheduleOption::kReplicas,
+                        "replicas must be at least 1, but it is " + std::to_string(shape.replicas));
 }
 
 // The first two stages that share an IPU, as "stages 0 and 2 are both on IPU 0", or "".
@@ -98,10 +98,9 @@ void check_interleaved_1f1b(const PipelineShape& shape) {
   for (int stage = 0; stage < n; ++stage) {
     if (shape.device_mapping[stage].front() != stage % ipus)
       fail(ScheduleOption::kDeviceMapping,
-           "the interleaved_1f1b schedule places stage k on IPU k mod " +
-               std::to_string(ipus) + " (Megatron-LM's virtual stages), but stage " +
-               std::to_string(stage) + " is on IPU " +
-               std::to_string(shape.device_mapping[stage].front()));
+           "the interleaved_1f1b schedule places stage k on IPU k mod " + std::to_string(ipus) +
+               " (Megatron-LM's virtual stages), but stage " + std::to_string(stage) +
+               " is on IPU " + std::to_string(shape.device_mapping[stage].front()));
   }
   if (shape.microbatches % ipus != 0)
     fail(ScheduleOption::kGradientAccumulationCount,
@@ -150,8 +149,8 @@ void check_divisibility(const std::string& name, const PipelineShape& shape) {
       plural(lanes, "micro-batch") + " at once" + (shape.training ? "" : " in inference") +
       " (set pipeline.relaxed_divisibility to explore it anyway)";
   if (m % lanes != 0)
-    fail("The number of iterations of the pipeline must be a multiple of " +
-         std::to_string(lanes) + ", but it is " + std::to_string(m) + why);
+    fail("The number of iterations of the pipeline must be a multiple of " + std::to_string(lanes) +
+         ", but it is " + std::to_string(m) + why);
   if (m < lanes)
     fail("The number of iterations of the pipeline must be at least " + std::to_string(lanes) +
          ", but it is " + std::to_string(m) + why);
@@ -189,8 +188,7 @@ const std::vector<ScheduleInfo>& schedule_catalogue() {
       {"sequential",
        "Graphcore's debug mode: one stage at a time, like a sharded model. No overlap, no "
        "stash, any M."},
-      {"gpipe",
-       "GPU: all forwards, then all backwards. Simplest; stashes all M micro-batches."},
+      {"gpipe", "GPU: all forwards, then all backwards. Simplest; stashes all M micro-batches."},
       {"1f1b",
        "GPU, PipeDream-flush / Megatron-LM: a warm-up of forwards, then one forward one "
        "backward. Gpipe's bubble with at most N-k micro-batches stashed on stage k."},
@@ -212,8 +210,8 @@ RecomputationMode resolve_recomputation(const std::string& schedule, Recomputati
                ? RecomputationMode::kRecomputeThenBackpropagate
                : RecomputationMode::kRecomputeAndBackpropagateInterleaved;
   }
-  if (requested == RecomputationMode::kRecomputeThenBackpropagate &&
-      schedule != "grouped" && schedule != "interleaved")
+  if (requested == RecomputationMode::kRecomputeThenBackpropagate && schedule != "grouped" &&
+      schedule != "interleaved")
     throw ScheduleError(ScheduleOption::kRecomputationMode,
                         std::string("recomputation mode ") + kThenBackpropagate +
                             " is supported only by the grouped and interleaved schedules, not "
@@ -244,9 +242,8 @@ std::unique_ptr<Schedule> build_schedule(const std::string& name, const Pipeline
   check_mapping(shape);
   check_counts(shape);
   // Inference has no backward, so nothing to recompute.
-  const RecomputationMode mode = shape.training
-                                     ? resolve_recomputation(name, shape.recomputation)
-                                     : RecomputationMode::kNone;
+  const RecomputationMode mode =
+      shape.training ? resolve_recomputation(name, shape.recomputation) : RecomputationMode::kNone;
   check_placement(name, shape);
   bool relaxed = false;
   if (is_graphcore(name)) {

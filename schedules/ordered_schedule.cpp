@@ -17,8 +17,8 @@ class OrderedSchedule::Simulation {
   explicit Simulation(OrderedSchedule& schedule) : schedule_(schedule) {
     const int n = schedule_.layout().stages();
     std::size_t size = 64;
-    const auto in_flight = static_cast<std::size_t>(
-        4 * (n + schedule_.group_ * schedule_.chunks_) + 64);
+    const auto in_flight =
+        static_cast<std::size_t>(4 * (n + schedule_.group_ * schedule_.chunks_) + 64);
     while (size < in_flight)
       size *= 2;
     ring_size_ = size;
@@ -121,12 +121,13 @@ class OrderedSchedule::Simulation {
     const int last = schedule_.layout().stages() - 1;
     const std::size_t slot = static_cast<std::size_t>(m) & (ring_size_ - 1);
 
-    Ring* input = nullptr;
-    int producer = -1;
-    if (unit == kF && stage > 0)
-      producer = stage - 1, input = &forward_[producer];
-    if (unit == kB && stage < last)
-      producer = stage + 1, input = &backward_[producer];
+    // F_k(m) reads F_{k-1}(m) and feeds F_{k+1}(m); B_k(m) reads B_{k+1}(m), feeds B_{k-1}(m).
+    const int direction = unit == kF ? -1 : 1;
+    const int producer = stage + direction;
+    const int consumer = stage - direction;
+    auto& rings = unit == kF ? forward_ : backward_;
+    Ring* input = unit != kW && producer >= 0 && producer <= last ? &rings[producer] : nullptr;
+    Ring* output = unit != kW && consumer >= 0 && consumer <= last ? &rings[stage] : nullptr;
     std::int64_t ready = 0;
     if (input != nullptr) {
       const int subs = static_cast<int>(schedule_.layout().ipus_of(producer).size());
@@ -134,12 +135,6 @@ class OrderedSchedule::Simulation {
         return false;
       ready = input->finish[slot];
     }
-    Ring* output = nullptr;
-    int consumer = -1;
-    if (unit == kF && stage < last)
-      consumer = stage + 1, output = &forward_[stage];
-    if (unit == kB && stage > 0)
-      consumer = stage - 1, output = &backward_[stage];
     if (output != nullptr && output->microbatch[slot] != m && output->unread[slot] > 0)
       return false;
 
@@ -206,7 +201,6 @@ class OrderedSchedule::Simulation {
   std::vector<Ring> forward_;
   std::vector<Ring> backward_;
   std::vector<IpuState> ipus_;
-
 };
 
 OrderedSchedule::OrderedSchedule(OrderKind kind, PipelineShape shape, RecomputationMode resolved)
@@ -452,8 +446,8 @@ Task OrderedSchedule::program_task(int ipu, std::int64_t index) const {
   return {};
 }
 
-std::int64_t OrderedSchedule::unit_number(const Program& program, Unit unit,
-                                          std::int64_t index, const Segment** found) const {
+std::int64_t OrderedSchedule::unit_number(const Program& program, Unit unit, std::int64_t index,
+                                          const Segment** found) const {
   for (const Segment& segment : program.segments) {
     for (int position = 0; position < segment.length; ++position) {
       if (segment.units[position] != unit || index < segment.first[unit] ||
@@ -517,8 +511,8 @@ std::vector<StashKind> OrderedSchedule::stash_kind() const {
   const int n = layout().stages();
   if (!shape().training)
     return std::vector<StashKind>(n, StashKind::kNone);
-  return std::vector<StashKind>(n, recomputes(0) ? StashKind::kCheckpoints
-                                                 : StashKind::kActivations);
+  return std::vector<StashKind>(n,
+                                recomputes(0) ? StashKind::kCheckpoints : StashKind::kActivations);
 }
 
 }  // namespace ipusim::schedules

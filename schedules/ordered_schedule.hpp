@@ -34,8 +34,11 @@
 
 namespace ipusim::schedules {
 
+// The dependency-ordered schedules described above.
 enum class OrderKind { kGPipe, kOneFOneB, kInterleaved1F1B, kZeroBubbleH1 };
 
+// A dependency-ordered schedule: per IPU, a few segments of repeating unit patterns, from which
+// every task is computed; memory depends on N, not on M.
 class OrderedSchedule final : public Schedule {
  public:
   OrderedSchedule(OrderKind kind, PipelineShape shape, RecomputationMode resolved);
@@ -102,8 +105,7 @@ class OrderedSchedule final : public Schedule {
   std::int64_t tasks_in_reps(const Segment& segment, std::int64_t reps) const;
   std::int64_t unit_number(const Program& program, Unit unit, std::int64_t index,
                            const Segment** found) const;
-  void stamp(Task& task, const Program& program, const Segment& segment,
-             std::int64_t unit) const;
+  void stamp(Task& task, const Program& program, const Segment& segment, std::int64_t unit) const;
   std::int64_t warmup(int ipu) const;
   void build_program(int ipu);
   void add_segment(Program& program, std::vector<Unit> units, std::int64_t reps,

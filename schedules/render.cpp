@@ -99,8 +99,8 @@ void render_summary(const Schedule& schedule, std::ostream& out) {
   if (schedule.relaxed()) {
     const PipelineShape& shape = schedule.shape();
     out << "relaxed divisibility: Graphcore would reject M=" << shape.microbatches << " (the "
-        << schedule.name() << " schedule with " << shape.stages()
-        << " stages needs a multiple of " << graphcore_lanes(schedule.name(), shape) << ")\n";
+        << schedule.name() << " schedule with " << shape.stages() << " stages needs a multiple of "
+        << graphcore_lanes(schedule.name(), shape) << ")\n";
   }
 }
 
@@ -120,7 +120,8 @@ nlohmann::json task_json(const Schedule& schedule, const Task& task, bool with_p
 nlohmann::json phases_json(const PhaseCounts& c) {
   nlohmann::json phases = {
       {"counts", c.counts_steps ? "steps" : "compute_tasks"},
-      {"code", {{"ramp_up", c.code_ramp_up}, {"main", c.code_main}, {"ramp_down", c.code_ramp_down}}},
+      {"code",
+       {{"ramp_up", c.code_ramp_up}, {"main", c.code_main}, {"ramp_down", c.code_ramp_down}}},
       {"utilisation", {{"ramp_up", c.ramp_up}, {"main", c.main}, {"ramp_down", c.ramp_down}}}};
   if (c.counts_steps) {
     phases["full"] = c.full;
@@ -169,12 +170,9 @@ std::string render_step_table(const Schedule& schedule) {
 
 nlohmann::json schedule_to_json(const Schedule& schedule) {
   const PipelineShape& shape = schedule.shape();
-  nlohmann::json json = {{"schedule", schedule.name()},
-                         {"N", shape.stages()},
-                         {"M", shape.microbatches},
-                         {"relaxed", schedule.relaxed()},
-                         {"training", shape.training},
-                         {"ipus", schedule.layout().ipus()}};
+  nlohmann::json json = {{"schedule", schedule.name()}, {"N", shape.stages()},
+                         {"M", shape.microbatches},     {"relaxed", schedule.relaxed()},
+                         {"training", shape.training},  {"ipus", schedule.layout().ipus()}};
   if (schedule.step_based()) {
     json["steps"] = steps_json(schedule);
   } else {

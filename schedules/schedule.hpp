@@ -54,6 +54,7 @@ struct PhaseCounts {
   std::int64_t ramp_down_begin = 0;  // when the first IPU finishes its last compute task
 };
 
+// The interface shared by every builder; see the top of this file.
 class Schedule {
  public:
   virtual ~Schedule();
@@ -89,7 +90,8 @@ class Schedule {
   // Every schedule: the per-IPU program of one repeat without the weight update. Copies are
   // listed on their source IPU.
   virtual std::int64_t program_length(int ipu) const = 0;
-  // The index-th task of that program, computed from the rules in O(log M).
+  // The index-th task of that program, computed from the rules (no stored list) in
+  // logarithmic time.
   virtual Task program_task(int ipu, std::int64_t index) const = 0;
   // After the ramp-down (training only): AllReduce when replicas > 1, then WeightUpdate.
   // Step-based schedules give them step == steps(); an IPU without stages has none.

@@ -9,6 +9,7 @@
 
 namespace ipusim::schedules {
 
+// The pipeline options a schedule can reject.
 enum class ScheduleOption {
   kGradientAccumulationCount,
   kDeviceMapping,
@@ -21,6 +22,7 @@ enum class ScheduleOption {
 // The config key of an option: "gradient_accumulation_count", "device_mapping", ...
 std::string_view option_key(ScheduleOption option);
 
+// what() is the message for the user, without the option's path.
 class ScheduleError : public std::runtime_error {
  public:
   ScheduleError(ScheduleOption option, const std::string& message);

@@ -64,9 +64,8 @@ std::int64_t StepSchedule::offset_of(Op op, int stage) const {
       return backward;
     case Op::kRecompute:
       // recompute_then_backpropagate runs R_k(m) one step before B_k(m).
-      return recomputation() == RecomputationMode::kRecomputeThenBackpropagate
-                 ? backward - 1
-                 : backward;
+      return recomputation() == RecomputationMode::kRecomputeThenBackpropagate ? backward - 1
+                                                                               : backward;
     default:
       break;
   }
@@ -106,8 +105,7 @@ void StepSchedule::add_copies(int ipu, int stage, CopyKind kind, std::vector<Slo
 void StepSchedule::build_slots() {
   const int last = layout().stages() - 1;
   const bool training = shape().training;
-  const bool then_backpropagate =
-      recomputation() == RecomputationMode::kRecomputeThenBackpropagate;
+  const bool then_backpropagate = recomputation() == RecomputationMode::kRecomputeThenBackpropagate;
   slots_.resize(layout().ipus());
   for (int ipu = 0; ipu < layout().ipus(); ++ipu) {
     const auto& hosted = layout().hosted(ipu);  // ascending stage
@@ -221,8 +219,7 @@ Task StepSchedule::program_task(int ipu, std::int64_t index) const {
   const auto& slots = slots_[ipu];
   const std::int64_t periods = index / static_cast<std::int64_t>(slots.size());
   std::int64_t lo = std::max<std::int64_t>(0, slot_offsets_[ipu].first + period_ * (periods - 1));
-  std::int64_t hi =
-      std::min(steps_ - 1, slot_offsets_[ipu].second + period_ * (periods + 1));
+  std::int64_t hi = std::min(steps_ - 1, slot_offsets_[ipu].second + period_ * (periods + 1));
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo + 1) / 2;
     if (tasks_before(ipu, mid) <= index)
@@ -274,8 +271,7 @@ void StepSchedule::find_full_steps() {
       if (!is_compute(slot.work.op))
         continue;
       max_offset = std::max(max_offset, slot.offset);
-      last_compute =
-          std::max(last_compute, slot.offset + period_ * (shape().microbatches - 1));
+      last_compute = std::max(last_compute, slot.offset + period_ * (shape().microbatches - 1));
     }
   }
   idle_tail_ = steps_ - 1 - last_compute;

@@ -9,8 +9,9 @@
 // Within a step an IPU runs, in this order: the infeed of F_0, its stage programs in
 // descending slot order (B_0 .. B_{N-1}, then F_{N-1} .. F_0, so B_k before F_k), the
 // recomputations R_k (descending k), the inter-IPU copies of those stage programs, and the
-// outfeed of the last stage. Several stages on one IPU run back to back in that order; a
-// concurrent stage runs one sub-task per IPU in the same step.
+// outfeed of the last stage. Graphcore also runs the copies of masked (empty) slots; they carry
+// no micro-batch and are not tasks here. Several stages on one IPU run back to back in that order;
+// a concurrent stage runs one sub-task per IPU in the same step.
 //
 // Recomputation: recompute_then_backpropagate puts R_k(m) (k < N-1) at the end of the step
 // before B_k(m); recompute_and_backpropagate_interleaved puts R_k(m) just before B_k(m) for
@@ -31,8 +32,10 @@
 
 namespace ipusim::schedules {
 
+// Graphcore's three pipeline schedules (TF PipelineSchedule).
 enum class StepKind { kGrouped, kInterleaved, kSequential };
 
+// A step-based schedule; every task comes from a closed form, nothing is stored per micro-batch.
 class StepSchedule final : public Schedule {
  public:
   StepSchedule(StepKind kind, PipelineShape shape, RecomputationMode resolved, bool relaxed);

@@ -5,8 +5,7 @@
 namespace ipusim::schedules {
 
 bool is_compute(Op op) {
-  return op == Op::kForward || op == Op::kBackward || op == Op::kRecompute ||
-         op == Op::kWeightGrad;
+  return op == Op::kForward || op == Op::kBackward || op == Op::kRecompute || op == Op::kWeightGrad;
 }
 
 bool same_work(const Task& a, const Task& b) {
@@ -83,8 +82,8 @@ std::string to_string(const Task& task) {
     case Op::kWeightGrad:
       return std::string(1, op_letter(task.op)) + "[s" + s + ",m" + m + "]@" + ipu;
     case Op::kCopy:
-      return std::string(task.copy == CopyKind::kGradient ? "copy-grad" : "copy-act") + "[s" +
-             s + ",m" + m + "] " + ipu + "->IPU" + std::to_string(task.peer_ipu);
+      return std::string(task.copy == CopyKind::kGradient ? "copy-grad" : "copy-act") + "[s" + s +
+             ",m" + m + "] " + ipu + "->IPU" + std::to_string(task.peer_ipu);
     case Op::kInfeed:
       return "infeed[m" + m + "]@" + ipu;
     case Op::kOutfeed:

@@ -11,33 +11,36 @@
 namespace ipusim::schedules {
 
 enum class Op {
-  kForward,     // F_k: forward of stage k
-  kBackward,    // B_k: backward of stage k (input and weight gradients unless W is split off)
-  kRecompute,   // R_k: recomputes F_k's activations for B_k
-  kWeightGrad,  // W_k: weight gradient split off B_k (zero-bubble schedules only)
-  kCopy,        // inter-IPU copy of an activation or a gradient
-  kInfeed,      // host -> IPU: the input of F_0
-  kOutfeed,     // IPU -> host: the output (loss) of the last stage's forward
-  kWeightUpdate,
-  kAllReduce,   // cross-replica gradient reduction before the weight update
+  kForward,       // F_k: forward of stage k
+  kBackward,      // B_k: backward of stage k (input and weight gradients unless W is split off)
+  kRecompute,     // R_k: recomputes F_k's activations for B_k
+  kWeightGrad,    // W_k: weight gradient split off B_k (zero-bubble schedules only)
+  kCopy,          // inter-IPU copy of an activation or a gradient
+  kInfeed,        // host -> IPU: the input of F_0
+  kOutfeed,       // IPU -> host: the output (loss) of the last stage's forward
+  kWeightUpdate,  // applies the accumulated gradients once the pipeline has drained
+  kAllReduce,     // cross-replica gradient reduction before the weight update
 };
 
-// Utilisation phases: ramp-up until every IPU has work, main, ramp-down once IPUs run dry.
+// Utilisation phases: ramp-up while the pipeline fills, main while it is full, ramp-down while
+// it drains (each schedule family documents its exact rule), then the weight update.
 enum class Phase { kRampUp, kMain, kRampDown, kWeightUpdate };
 
 // Program sections: Graphcore's ramp-up / Repeat(main) / ramp-down and the resource update;
 // for dependency-ordered schedules the warm-up, steady and cool-down parts of the order.
 enum class CodePhase { kRampUp, kMain, kRampDown, kWeightUpdate };
 
+// What an inter-IPU copy carries: F_k's output forward, or B_k's input gradient backward.
 enum class CopyKind { kNone, kActivation, kGradient };
 
+// A task is a value: schedules generate it, the replay consumes it, nothing stores it.
 struct Task {
   Op op = Op::kForward;
-  int stage = -1;     // copies: the stage that produced the tensor; WU and all-reduce: -1
-  int substage = 0;   // index of `ipu` within a concurrent stage's IPUs (0 otherwise)
+  int stage = -1;    // copies: the stage that produced the tensor; WU and all-reduce: -1
+  int substage = 0;  // index of `ipu` within a concurrent stage's IPUs (0 otherwise)
   std::int64_t microbatch = -1;  // 0-based; printed 1-based
-  int ipu = -1;       // copies: the source IPU
-  int peer_ipu = -1;  // copies: the destination IPU
+  int ipu = -1;                  // copies: the source IPU
+  int peer_ipu = -1;             // copies: the destination IPU
   CopyKind copy = CopyKind::kNone;
   std::int64_t step = -1;  // 0-based step within one repeat; -1 for dependency-ordered schedules
   Phase phase = Phase::kRampUp;

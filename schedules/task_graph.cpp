@@ -50,8 +50,12 @@ TaskGraph::TaskGraph(TaskGraph&&) noexcept = default;
 TaskGraph& TaskGraph::operator=(TaskGraph&&) noexcept = default;
 TaskGraph::~TaskGraph() = default;
 
-std::size_t TaskGraph::task_count() const { return impl_->tasks.size(); }
-std::size_t TaskGraph::edge_count() const { return impl_->edges; }
+std::size_t TaskGraph::task_count() const {
+  return impl_->tasks.size();
+}
+std::size_t TaskGraph::edge_count() const {
+  return impl_->edges;
+}
 
 void TaskGraph::validate() const {
   if (!impl_->problems.empty())

@@ -21,10 +21,10 @@ class Auditor {
 
   std::string run() {
     using Check = std::string (Auditor::*)();
-    for (Check check : {&Auditor::collect, &Auditor::steps_match_programs,
-                        &Auditor::work_runs_once, &Auditor::dependencies_come_first,
-                        &Auditor::no_cycle, &Auditor::stashes_are_fifo,
-                        &Auditor::phases_add_up, &Auditor::stash_depth_matches}) {
+    for (Check check :
+         {&Auditor::collect, &Auditor::steps_match_programs, &Auditor::work_runs_once,
+          &Auditor::dependencies_come_first, &Auditor::no_cycle, &Auditor::stashes_are_fifo,
+          &Auditor::phases_add_up, &Auditor::stash_depth_matches}) {
       std::string failure = (this->*check)();
       if (!failure.empty())
         return s_.name() + ": " + failure;
@@ -129,8 +129,8 @@ class Auditor {
         return to_string(task) + " never runs";
     }
     if (expected.size() != position_.size())
-      return std::to_string(position_.size()) + " tasks run, " +
-             std::to_string(expected.size()) + " expected";
+      return std::to_string(position_.size()) + " tasks run, " + std::to_string(expected.size()) +
+             " expected";
     return "";
   }
 
@@ -145,11 +145,11 @@ class Auditor {
     if (index < 0)
       return "";  // a weight-update task: it follows the whole program
     const bool same_ipu_earlier = dependency.ipu == task.ipu && it->second.index < index;
-    const bool ordered = s_.step_based()
-                             ? dependency.step < task.step ||
-                                   (dependency.step == task.step && same_ipu_earlier)
-                             : dependency.ipu != task.ipu || same_ipu_earlier;
-    return ordered ? "" : to_string(task) + " may run before its dependency " + to_string(dependency);
+    const bool ordered = s_.step_based() ? dependency.step < task.step ||
+                                               (dependency.step == task.step && same_ipu_earlier)
+                                         : dependency.ipu != task.ipu || same_ipu_earlier;
+    return ordered ? ""
+                   : to_string(task) + " may run before its dependency " + to_string(dependency);
   }
 
   std::string dependencies_come_first() {
@@ -235,8 +235,7 @@ class Auditor {
       ++idle;
     }
     for (const std::string& failure :
-         {compare("ramp_up", phase[0], counts.ramp_up),
-          compare("main", phase[1], counts.main),
+         {compare("ramp_up", phase[0], counts.ramp_up), compare("main", phase[1], counts.main),
           compare("ramp_down", phase[2], counts.ramp_down),
           compare("code_ramp_up", code[0], counts.code_ramp_up),
           compare("code_main", code[1], counts.code_main),
@@ -267,8 +266,7 @@ class Auditor {
       }
     }
     for (const std::string& failure :
-         {compare("ramp_up", phase[0], counts.ramp_up),
-          compare("main", phase[1], counts.main),
+         {compare("ramp_up", phase[0], counts.ramp_up), compare("main", phase[1], counts.main),
           compare("ramp_down", phase[2], counts.ramp_down),
           compare("code_ramp_up", code[0], counts.code_ramp_up),
           compare("code_main", code[1], counts.code_main),
@@ -347,6 +345,8 @@ class Auditor {
 
 }  // namespace
 
-std::string audit(const Schedule& schedule) { return Auditor(schedule).run(); }
+std::string audit(const Schedule& schedule) {
+  return Auditor(schedule).run();
+}
 
 }  // namespace ipusim::schedules::testing

@@ -27,8 +27,8 @@ std::string divisibility_message(const std::string& name, int n, std::int64_t m,
   return "The number of iterations of the pipeline must be " + std::string(rule) +
          std::to_string(lanes) + ", but it is " + std::to_string(m) +
          ". This number is gradient_accumulation_count; the " + name + " schedule with " +
-         std::to_string(n) + (n == 1 ? " stage" : " stages") + " runs " +
-         std::to_string(lanes) + (lanes == 1 ? " micro-batch" : " micro-batches") +
+         std::to_string(n) + (n == 1 ? " stage" : " stages") + " runs " + std::to_string(lanes) +
+         (lanes == 1 ? " micro-batch" : " micro-batches") +
          " at once (set pipeline.relaxed_divisibility to explore it anyway)";
 }
 
@@ -67,9 +67,8 @@ TEST_CASE("inference pipelines need M to be a multiple of the number of stages")
 TEST_CASE("every illegal M up to 64 is rejected and every legal one accepted") {
   for (int n = 1; n <= 8; ++n) {
     for (int m = 0; m <= 64; ++m) {
-      for (const auto& [name, lanes] : {std::pair<std::string, int>{"grouped", 2 * n},
-                                        {"interleaved", n},
-                                        {"sequential", 1}}) {
+      for (const auto& [name, lanes] :
+           {std::pair<std::string, int>{"grouped", 2 * n}, {"interleaved", n}, {"sequential", 1}}) {
         INFO(name << " N=" << n << " M=" << m);
         if (m % lanes == 0 && m >= lanes) {
           CHECK_FALSE(build_schedule(name, one_per_ipu(n, m))->relaxed());

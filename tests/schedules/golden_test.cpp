@@ -190,8 +190,8 @@ std::int64_t drawn_column(const Schedule& schedule) {
       schedule.tasks_in_step(step, ipu, tasks);
       for (const Task& task : tasks) {
         any_backward = any_backward || task.op == Op::kBackward;
-        first_ends = first_ends || (task.op == Op::kBackward && task.stage == 0 &&
-                                    task.microbatch == 0);
+        first_ends =
+            first_ends || (task.op == Op::kBackward && task.stage == 0 && task.microbatch == 0);
       }
     }
     if (first_ends)

@@ -56,8 +56,8 @@ TEST_CASE("recomputation, inference, replicas and odd mappings keep the invarian
     for (auto mode : {RecomputationMode::kRecomputeThenBackpropagate,
                       RecomputationMode::kRecomputeAndBackpropagateInterleaved}) {
       shape.recomputation = mode;
-      for (const std::string name : {"grouped", "interleaved", "sequential", "gpipe", "1f1b",
-                                     "zero_bubble_h1"}) {
+      for (const std::string name :
+           {"grouped", "interleaved", "sequential", "gpipe", "1f1b", "zero_bubble_h1"}) {
         const bool valid = mode == RecomputationMode::kRecomputeThenBackpropagate
                                ? name == "grouped" || name == "interleaved"
                                : name != "interleaved";
@@ -67,8 +67,8 @@ TEST_CASE("recomputation, inference, replicas and odd mappings keep the invarian
     }
     PipelineShape inference = relaxed(one_per_ipu(3, m));
     inference.training = false;
-    for (const std::string name : {"grouped", "interleaved", "sequential", "gpipe", "1f1b",
-                                   "zero_bubble_h1"})
+    for (const std::string name :
+         {"grouped", "interleaved", "sequential", "gpipe", "1f1b", "zero_bubble_h1"})
       check_audit(name, inference);
     PipelineShape concurrent = relaxed(one_per_ipu(3, m));
     concurrent.device_mapping = {{0}, {1, 2}, {2, 3}, {0}};

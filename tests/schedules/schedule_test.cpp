@@ -14,7 +14,8 @@ using namespace ipusim::schedules::testing;
 namespace {
 
 std::string row(const Schedule& schedule, int step) {
-  const std::string table = lines_starting(render_step_table(schedule), "| " + std::to_string(step) + " |");
+  const std::string table =
+      lines_starting(render_step_table(schedule), "| " + std::to_string(step) + " |");
   return table.substr(0, table.size() - 1);
 }
 
@@ -121,9 +122,8 @@ TEST_CASE("grouped runs stages that share an IPU back to back in descending slot
   const auto schedule = build_schedule("grouped", shape);
   CHECK(row(*schedule, 6) == "| 6 | U | B1@0 B3@2 F4@2 F6@0 | B2 F5 |");
   CHECK(step_tasks(*schedule, 5, 0) ==
-        Names{"infeed[m6]@IPU0", "B[s0,m1]@IPU0", "B[s2,m3]@IPU0", "F[s2,m4]@IPU0",
-              "F[s0,m6]@IPU0", "copy-grad[s2,m3] IPU0->IPU1", "copy-act[s0,m6] IPU0->IPU1",
-              "outfeed[m4]@IPU0"});
+        Names{"infeed[m6]@IPU0", "B[s0,m1]@IPU0", "B[s2,m3]@IPU0", "F[s2,m4]@IPU0", "F[s0,m6]@IPU0",
+              "copy-grad[s2,m3] IPU0->IPU1", "copy-act[s0,m6] IPU0->IPU1", "outfeed[m4]@IPU0"});
 }
 
 TEST_CASE("fifo depths follow TF's multipliers and the gpu orders") {
@@ -160,8 +160,7 @@ TEST_CASE("phase counts follow the spec's formulas for every legal M") {
                         interleaved.code_ramp_down} == std::vector{2 * n, 2 * m - 2 * n, 2 * n});
       CHECK(std::vector{interleaved.ramp_up, interleaved.main, interleaved.ramp_down,
                         interleaved.full, interleaved.idle_tail} ==
-            std::vector{2 * n - 2, 2 * m - 2 * n + 2, 2 * n, 2 * m - 2 * n + 2,
-                        std::int64_t{2}});
+            std::vector{2 * n - 2, 2 * m - 2 * n + 2, 2 * n, 2 * m - 2 * n + 2, std::int64_t{2}});
       const PhaseCounts sequential =
           build_schedule("sequential", one_per_ipu(static_cast<int>(n), m))->phase_counts();
       CHECK(std::vector{sequential.code_ramp_up, sequential.code_main, sequential.ramp_up,
@@ -204,7 +203,8 @@ TEST_CASE("the weight update follows the ramp-down and waits for every IPU") {
 TEST_CASE("inference runs only forwards, grouped and interleaved alike") {
   PipelineShape shape = one_per_ipu(3, 6);
   shape.training = false;
-  const std::string grouped = lines_starting(render_step_table(*build_schedule("grouped", shape)), "|");
+  const std::string grouped =
+      lines_starting(render_step_table(*build_schedule("grouped", shape)), "|");
   const std::string interleaved =
       lines_starting(render_step_table(*build_schedule("interleaved", shape)), "|");
   CHECK(grouped == interleaved);
@@ -259,8 +259,8 @@ TEST_CASE("the catalogue names every schedule build_schedule accepts") {
     CHECK(build_schedule(info.name, one_per_ipu(2, 4))->name() == info.name);
     CHECK_FALSE(info.when_to_use.empty());
   }
-  CHECK(listed == std::vector<std::string>{"grouped", "interleaved", "sequential", "gpipe",
-                                           "1f1b", "interleaved_1f1b", "zero_bubble_h1"});
+  CHECK(listed == std::vector<std::string>{"grouped", "interleaved", "sequential", "gpipe", "1f1b",
+                                           "interleaved_1f1b", "zero_bubble_h1"});
   CHECK(build_schedule("grouped", one_per_ipu(2, 4))->step_based());
   CHECK_FALSE(build_schedule("gpipe", one_per_ipu(2, 4))->step_based());
 }

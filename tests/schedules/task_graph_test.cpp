@@ -87,8 +87,7 @@ TEST_CASE("a dependency that no IPU runs is reported") {
 
 TEST_CASE("a task listed twice is reported") {
   const HandWritten schedule(
-      {{H::make(Op::kInfeed, 0, 0), H::make(Op::kForward, 0, 0), H::make(Op::kForward, 0, 0)},
-       {}});
+      {{H::make(Op::kInfeed, 0, 0), H::make(Op::kForward, 0, 0), H::make(Op::kForward, 0, 0)}, {}});
   CHECK(validation_error(schedule) ==
         "internal error (this is a bug in ipusim): schedule is inconsistent: F[s0,m1]@IPU0 runs "
         "twice");
@@ -119,7 +118,8 @@ TEST_CASE("the unit-cost critical path of a gpu schedule is its simulated makesp
 }
 
 TEST_CASE("a critical path runs from the first infeed to the last backward") {
-  const TaskGraph::Path path = materialise(*build_schedule("1f1b", one_per_ipu(4, 8))).critical_path();
+  const TaskGraph::Path path =
+      materialise(*build_schedule("1f1b", one_per_ipu(4, 8))).critical_path();
   CHECK(path.length == 33);
   CHECK(to_string(path.tasks.front()) == "infeed[m1]@IPU0");
   CHECK(to_string(path.tasks.back()) == "weight-update@IPU0");
