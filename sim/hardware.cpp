@@ -38,10 +38,8 @@ HardwareSpec gc200() {
   hw.links_cross = 1;                    // 2 cross links per IPU: one per diagonal neighbour
   hw.host_link_bandwidth = 12.5e9;       // §2: host path is 100 GbE RoCE per IPU-Machine
   hw.streaming_memory_bandwidth = 16e9;  // §2: PCIe Gen4 x8 to the Gateway, an upper bound
-  hw.host_sync_cycles = static_cast<std::int64_t>(5e-6 * hw.clock_hz);  // §3: uncalibrated guess
-  set_sync_from_ipumodel_formula(hw);                                   // §3: IPUModel formula
-  hw.exchange_overhead_cycles = 100;   // §3: poplibs CTCLossPlan cost model
-  hw.always_live_bytes = 100'000'000;  // assumed: code and control, configurable
+  hw.exchange_overhead_cycles = 100;     // §3: poplibs CTCLossPlan cost model
+  hw.always_live_bytes = 100'000'000;    // assumed: code and control, configurable
   return hw;
 }
 
@@ -52,8 +50,6 @@ HardwareSpec bow() {
   hw.peak_flops_fp16 = 350e12;  // §1: convergedigest
   hw.peak_flops_fp32 = 87e12;   // §1: derived, 62.4 x 1.85 / 1.33
   hw.memory_bandwidth = 66e12;  // §1: derived
-  hw.host_sync_cycles = static_cast<std::int64_t>(5e-6 * hw.clock_hz);
-  set_sync_from_ipumodel_formula(hw);
   return hw;
 }
 
@@ -71,8 +67,6 @@ HardwareSpec gc2() {
   hw.links_up_down = 2;                       // §1: 128 GB/s card to card
   hw.host_link_bandwidth = 16e9;              // §1: PCIe card
   hw.streaming_memory_bandwidth = 16e9;
-  hw.host_sync_cycles = static_cast<std::int64_t>(5e-6 * hw.clock_hz);
-  set_sync_from_ipumodel_formula(hw);
   return hw;
 }
 
@@ -92,14 +86,22 @@ HardwareSpec ideal() {
   return hw;
 }
 
-HardwareSpec preset(const std::string& name) {
+HardwareSpec clocked_preset(const std::string& name) {
   if (name == "bow")
     return bow();
   if (name == "gc2")
     return gc2();
+  return gc200();
+}
+
+// The sources give syncs in time, so their cycle counts follow each preset's clock.
+HardwareSpec preset(const std::string& name) {
   if (name == "ideal")
     return ideal();
-  return gc200();
+  HardwareSpec hw = clocked_preset(name);
+  hw.host_sync_cycles = static_cast<std::int64_t>(5e-6 * hw.clock_hz);  // §3: uncalibrated guess
+  set_sync_from_ipumodel_formula(hw);                                   // §3: IPUModel formula
+  return hw;
 }
 
 int round_up_to_power_of_two(int count) {

@@ -235,7 +235,7 @@ class Replayer {
     std::vector<Task> tasks;
     std::vector<Task> copies;
     for (std::int64_t step = 0; step < schedule_.steps(); ++step) {
-      const int phase = step_phase(step, tasks);
+      const int phase = int(schedule_.step_phase(step));
       Cycles compute_end = now;
       copies.clear();
       for (int ipu = 0; ipu < ipus_; ++ipu) {
@@ -246,17 +246,6 @@ class Replayer {
       now = exchanged;
     }
     return now;
-  }
-
-  int step_phase(std::int64_t step, std::vector<Task>& tasks) const {
-    for (int ipu = 0; ipu < ipus_; ++ipu) {
-      schedule_.tasks_in_step(step, ipu, tasks);
-      for (const auto& task : tasks) {
-        if (schedules::is_compute(task.op))
-          return int(task.phase);
-      }
-    }
-    return kRampDown;  // the trailing steps with nothing but copies
   }
 
   Cycles run_ipu_step(int ipu, std::int64_t step, int phase, Cycles start, std::vector<Task>& tasks,

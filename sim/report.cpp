@@ -1,5 +1,7 @@
 #include "sim/report.hpp"
 
+#include <cmath>
+
 #include "schedules/build.hpp"
 #include "sim/format.hpp"
 
@@ -42,9 +44,9 @@ std::string timing(const RunReport& r) {
   const double clock = r.spec->hardware.clock_hz;
   std::string out =
       "\nStep (one weight update): " + cycles_and_time(r.replay.step_cycles, clock) + "\n";
-  out += "Throughput: " + fixed(r.throughput(), 1) + " samples/s (effective batch " +
-         with_commas(p.samples_per_weight_update()) + " = micro-batch " +
-         std::to_string(p.micro_batch_size) + " x gradient accumulation " +
+  out += "Throughput: " + with_commas(std::llround(r.throughput())) +
+         " samples/s (effective batch " + with_commas(p.samples_per_weight_update()) +
+         " = micro-batch " + std::to_string(p.micro_batch_size) + " x gradient accumulation " +
          std::to_string(p.gradient_accumulation_count) + " x " +
          std::to_string(p.replication_factor) + " replica(s))\n";
   if (p.repeat_count > 1) {
@@ -187,7 +189,7 @@ double RunReport::bubble_ratio() const {
 }
 
 RunReport simulate(const RunSpec& spec, const ReplayOptions& options) {
-  const auto schedule = schedules::build_schedule(spec.pipeline.schedule, spec.pipeline_shape());
+  const auto& schedule = spec.schedule;
   const auto cost = build_cost_model(spec, *schedule);
   RunReport report;
   report.spec = &spec;

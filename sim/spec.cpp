@@ -329,9 +329,10 @@ DataSpec read_data(const std::optional<ConfigNode>& node) {
 
 // The schedule builder knows Graphcore's rules; its refusal becomes a config error at the
 // option that caused it.
-void check_schedule(const RunSpec& spec, const ConfigNode& root) {
+std::shared_ptr<const schedules::Schedule> build_schedule(const RunSpec& spec,
+                                                          const ConfigNode& root) {
   try {
-    schedules::build_schedule(spec.pipeline.schedule, spec.pipeline_shape());
+    return schedules::build_schedule(spec.pipeline.schedule, spec.pipeline_shape());
   } catch (const schedules::ScheduleError& error) {
     const std::string key(schedules::option_key(error.option()));
     const auto pipeline = root.at("pipeline");
@@ -415,7 +416,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
   if (!note.empty())
     spec.notes.push_back(note);
   spec.data = read_data(root.find("data"));
-  check_schedule(spec, root);
+  spec.schedule = build_schedule(spec, root);
   return spec;
 }
 

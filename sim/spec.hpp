@@ -4,6 +4,7 @@
 // the first simulated event; later stages of the data flow can trust it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "models/model.hpp"
 #include "models/optimizer.hpp"
 #include "schedules/pipeline_shape.hpp"
+#include "schedules/schedule.hpp"
 #include "sim/core/config_file.hpp"
 #include "sim/hardware.hpp"
 
@@ -64,6 +66,9 @@ struct RunSpec {
   HardwareSpec hardware;
   DataSpec data;
   std::vector<std::string> notes;  // facts the output should mention (e.g. IPU rounding)
+  // Built while validating (its rules are part of validation) and kept: the GPU-world
+  // builders simulate their order once, which is costly for large M.
+  std::shared_ptr<const schedules::Schedule> schedule;
 
   schedules::PipelineShape pipeline_shape() const;
 };

@@ -148,7 +148,7 @@ void add_schedule(CLI::App& app, Options& o, std::ostream& out) {
       "Example:\n  ipusim schedule configs/tf1_mnist_2ipu.json --schedule interleaved --gac 8");
   command->callback([&] {
     const auto spec = load(o.config);
-    const auto schedule = schedules::build_schedule(spec.pipeline.schedule, spec.pipeline_shape());
+    const auto& schedule = spec.schedule;
     if (o.format == "json") {
       out << schedules::schedule_to_json(*schedule).dump(2) << "\n";
     } else {
