@@ -68,6 +68,10 @@ class MemoryTracker {
   }
 
   const std::vector<IpuStats>& stats() const { return stats_; }
+  const std::vector<std::map<std::string, std::int64_t>>& static_memory() const {
+    return static_by_category_;
+  }
+  MemorySample sample(int ipu, Cycles now) const { return {ipu, now, stash_[ipu], live_[ipu]}; }
 
  private:
   // Graphcore allocates every FIFO buffer for the whole program.
@@ -115,6 +119,14 @@ class MemoryTracker {
   bool reported_ = false;
 };
 
+// When a transfer occupied which link (physical IPUs).
+struct LinkUse {
+  int from = 0;
+  int to = 0;
+  Cycles begin;
+  Cycles end;
+};
+
 // IPU-Links between physical IPUs; a busy link queues later transfers behind earlier ones.
 class Links {
  public:
@@ -127,8 +139,10 @@ class Links {
     }
   }
 
-  // Sends `bytes` from pipeline IPU `from` to `to` no earlier than `start`; returns the end.
-  Cycles send(int from, int to, std::int64_t bytes, Cycles start) {
+  const std::vector<int>& physical() const { return physical_; }
+
+  // Sends `bytes` from pipeline IPU `from` to `to` no earlier than `start`.
+  LinkUse send(int from, int to, std::int64_t bytes, Cycles start) {
     const int a = physical_[from];
     const int b = physical_[to];
     const int direct = links_between(hardware_, a, b);
@@ -144,7 +158,7 @@ class Links {
     free_at_[{a, b}] = end.count;
     link.busy_cycles += duration;
     link.bytes += bytes;
-    return end;
+    return {a, b, begin, end};
   }
 
   std::vector<LinkStats> stats() const {
@@ -182,14 +196,79 @@ class Replayer {
         busy_(ipus_) {}
 
   ReplayResult run() {
+    notify([this](ReplayObserver& o) { o.on_begin(layout()); });
     for (int ipu = 0; ipu < ipus_; ++ipu)
       check_memory(ipu, 1, Cycles{0});
     const Cycles pipeline_end = schedule_.step_based() ? run_steps() : run_ordered();
     const Cycles end = run_weight_update(pipeline_end);
+    notify([end](ReplayObserver& o) { o.on_end(end); });
     return finish(end);
   }
 
  private:
+  // ---- observers ----
+  template <typename Call>
+  void notify(const Call& call) const {
+    for (auto* observer : options_.observers)
+      call(*observer);
+  }
+  bool observed() const { return !options_.observers.empty(); }
+
+  ReplayLayout layout() const {
+    ReplayLayout layout;
+    layout.ipus = ipus_;
+    layout.physical = links_.physical();
+    layout.replicas = spec_.pipeline.replication_factor;
+    layout.clock_hz = spec_.hardware.clock_hz;
+    layout.memory_capacity = spec_.hardware.memory_per_ipu_bytes;
+    layout.step_based = schedule_.step_based();
+    layout.static_memory = memory_.static_memory();
+    return layout;
+  }
+
+  void notify_task(const Task& task, Cycles start, std::int64_t cycles, int phase,
+                   std::int64_t bytes) const {
+    if (!observed())
+      return;
+    TaskSpan span{task, start, start + Cycles{cycles}, phase, task_flops(task), bytes};
+    notify([&span](ReplayObserver& o) { o.on_task(span); });
+  }
+
+  void notify_transfer(const Task& task, std::int64_t bytes, const LinkUse& use) const {
+    if (!observed())
+      return;
+    TransferSpan span{task, use.from, use.to, bytes, use.begin, use.end};
+    notify([&span](ReplayObserver& o) { o.on_transfer(span); });
+  }
+
+  void notify_memory(int ipu, Cycles now) const {
+    if (!observed())
+      return;
+    const auto sample = memory_.sample(ipu, now);
+    notify([&sample](ReplayObserver& o) { o.on_memory(sample); });
+  }
+
+  void notify_phase(int phase, Cycles start) const {
+    notify([phase, start](ReplayObserver& o) { o.on_phase(phase, start); });
+  }
+
+  // FLOPs of one task; a split-off W gets the backward's FLOPs in proportion to its cycles.
+  double task_flops(const Task& task) const {
+    const auto& sub = cost_.substage(task.stage, task.substage);
+    switch (task.op) {
+      case Op::kForward:
+      case Op::kRecompute:
+        return sub.forward_flops;
+      case Op::kBackward:
+      case Op::kWeightGrad:
+        return sub.backward_cycles > 0
+                   ? sub.backward_flops * double(compute_cycles(task)) / double(sub.backward_cycles)
+                   : 0.0;
+      default:
+        return 0.0;
+    }
+  }
+
   // ---- costs of single tasks ----
   std::int64_t compute_cycles(const Task& task) const {
     const auto& sub = cost_.substage(task.stage, task.substage);
@@ -234,8 +313,12 @@ class Replayer {
     Cycles now{0};
     std::vector<Task> tasks;
     std::vector<Task> copies;
+    int last_phase = -1;
     for (std::int64_t step = 0; step < schedule_.steps(); ++step) {
       const int phase = int(schedule_.step_phase(step));
+      if (phase != last_phase)
+        notify_phase(phase, now);
+      last_phase = phase;
       Cycles compute_end = now;
       copies.clear();
       for (int ipu = 0; ipu < ipus_; ++ipu) {
@@ -257,17 +340,22 @@ class Replayer {
       if (task.op == Op::kCopy) {
         copies.push_back(task);
       } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
-        const auto cycles =
-            host_cycles(task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes);
+        const auto bytes = task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes;
+        const auto cycles = host_cycles(bytes);
         busy_[ipu].host += cycles;
+        notify_task(task, cursor, cycles, phase, bytes);
         cursor += Cycles{cycles};
       } else if (schedules::is_compute(task.op)) {
         const auto cycles = compute_cycles(task);
-        memory_.set_live(ipu, cost_.substage(task.stage, task.substage).live_bytes);
+        const auto live = cost_.substage(task.stage, task.substage).live_bytes;
+        memory_.set_live(ipu, live);
         check_memory(ipu, step + 1, cursor);
+        notify_task(task, cursor, cycles, phase, live);
+        notify_memory(ipu, cursor);
         memory_.set_live(ipu, 0);
         add_busy(ipu, cycles, phase);
         cursor += Cycles{cycles};
+        notify_memory(ipu, cursor);
       }
     }
     return cursor;
@@ -280,15 +368,27 @@ class Replayer {
       return compute_end;
     const auto& hw = spec_.hardware;
     const Cycles synced = compute_end + Cycles{hw.global_sync_cycles(ipus_)};
+    notify_barrier(BarrierSpan::Kind::kSync, step, compute_end, synced);
     if (schedule_.name() != "sequential")
       slot_copies(step, copies);
     Cycles end = synced;
     for (const auto& copy : copies) {
       const bool gradient = copy.copy == schedules::CopyKind::kGradient;
       const auto bytes = cost_.copy(copy.stage, copy.ipu, copy.peer_ipu, gradient);
-      end = std::max(end, links_.send(copy.ipu, copy.peer_ipu, bytes, synced));
+      const auto use = links_.send(copy.ipu, copy.peer_ipu, bytes, synced);
+      notify_transfer(copy, bytes, use);
+      end = std::max(end, use.end);
     }
-    return copies.empty() ? end : end + Cycles{hw.exchange_overhead_cycles};
+    if (copies.empty())
+      return end;
+    end += Cycles{hw.exchange_overhead_cycles};
+    notify_barrier(BarrierSpan::Kind::kExchange, step, synced, end);
+    return end;
+  }
+
+  void notify_barrier(BarrierSpan::Kind kind, std::int64_t step, Cycles start, Cycles end) const {
+    const BarrierSpan span{kind, step, start, end};
+    notify([&span](ReplayObserver& o) { o.on_barrier(span); });
   }
 
   // The copies of every stage slot in this step, masked or not.
@@ -375,6 +475,7 @@ class Replayer {
       last_compute_.push_back(last_compute_index(ipu));
     for (int ipu = 0; ipu < ipus_; ++ipu)
       queue_.schedule({Cycles{0}, EventPriority::kStart, kWake, ipu, 0});
+    notify_phase(kRampUp, Cycles{0});
     auto handler = [this](const core::Event& event) { handle(event); };
     queue_.run(handler);
     for (int ipu = 0; ipu < ipus_; ++ipu) {
@@ -425,11 +526,13 @@ class Replayer {
     busy_[ipu].total += cursor.running_cycles;
     memory_.set_live(ipu, 0);
     release_stash(ipu, cursor.running);
+    notify_memory(ipu, queue_.now());
     complete(cursor.running);
     if (cursor.running_index == last_compute_[ipu] && !first_finished_) {
       first_finished_ = true;
       ramp_down_begin_ = queue_.now();
       snapshot(&BusyTotals::before_down);
+      notify_phase(kRampDown, ramp_down_begin_);
     }
   }
 
@@ -488,6 +591,8 @@ class Replayer {
     }
     memory_.set_live(ipu, sub.live_bytes);
     check_memory(ipu, 0, queue_.now());
+    notify_task(task, queue_.now(), cycles, phase_now(), sub.live_bytes);
+    notify_memory(ipu, queue_.now());
     queue_.schedule(
         {queue_.now() + Cycles{cycles}, EventPriority::kComputeDone, kComputeDone, ipu, 0});
   }
@@ -506,6 +611,14 @@ class Replayer {
       return;
     ramp_up_end_ = queue_.now();
     snapshot(&BusyTotals::before_up);
+    notify_phase(kMain, ramp_up_end_);
+  }
+
+  // The phase of the dependency-ordered replay at this moment.
+  int phase_now() const {
+    if (first_finished_)
+      return kRampDown;
+    return started_ipus_ == ipus_ ? kMain : kRampUp;
   }
 
   struct BusyTotals {
@@ -531,15 +644,18 @@ class Replayer {
     Cycles end = queue_.now();
     if (task.op == Op::kCopy) {
       const bool gradient = task.copy == schedules::CopyKind::kGradient;
-      end = links_.send(task.ipu, task.peer_ipu,
-                        cost_.copy(task.stage, task.ipu, task.peer_ipu, gradient), end);
+      const auto bytes = cost_.copy(task.stage, task.ipu, task.peer_ipu, gradient);
+      const auto use = links_.send(task.ipu, task.peer_ipu, bytes, end);
+      notify_transfer(task, bytes, use);
+      end = use.end;
     } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
-      const auto cycles =
-          host_cycles(task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes);
+      const auto bytes = task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes;
+      const auto cycles = host_cycles(bytes);
       const Cycles begin = std::max(end, host_free_at_[ipu]);
       end = begin + Cycles{cycles};
       host_free_at_[ipu] = end;
       busy_[ipu].host += cycles;
+      notify_task(task, begin, cycles, phase_now(), bytes);
     }
     std::int64_t slot;
     if (free_transfers_.empty()) {
@@ -559,16 +675,19 @@ class Replayer {
       return start;
     const auto& hw = spec_.hardware;
     const int replicas = spec_.pipeline.replication_factor;
+    notify_phase(kWeightUpdate, start);
     std::int64_t longest = 0;
     for (int ipu = 0; ipu < ipus_; ++ipu) {
-      std::int64_t cycles = 0;
+      WeightUpdateSpan span{ipu, start, start, start, start};
       if (replicas > 1)
-        cycles += all_reduce_cycles(cost_.gradient_bytes[ipu], replicas);
-      cycles += transfer_cycles(double(cost_.offload_bytes[ipu]), hw.streaming_memory_bandwidth,
-                                hw.clock_hz);
-      cycles += cost_.weight_update_cycles[ipu];
+        span.all_reduce_end += Cycles{all_reduce_cycles(cost_.gradient_bytes[ipu], replicas)};
+      span.offload_end =
+          span.all_reduce_end + Cycles{transfer_cycles(double(cost_.offload_bytes[ipu]),
+                                                       hw.streaming_memory_bandwidth, hw.clock_hz)};
+      span.end = span.offload_end + Cycles{cost_.weight_update_cycles[ipu]};
       add_busy(ipu, cost_.weight_update_cycles[ipu], kWeightUpdate);
-      longest = std::max(longest, cycles);
+      notify([&span](ReplayObserver& o) { o.on_weight_update(span); });
+      longest = std::max(longest, (span.end - start).count);
     }
     const std::int64_t sync = ipus_ > 1 ? hw.global_sync_cycles(ipus_ * replicas) : 0;
     phase_cycles_[kWeightUpdate] = longest + sync;

@@ -18,6 +18,7 @@
 
 #include "schedules/schedule.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/replay_observer.hpp"
 #include "sim/spec.hpp"
 
 namespace ipusim::sim {
@@ -63,6 +64,7 @@ struct ReplayResult {
 
 struct ReplayOptions {
   bool allow_oom = false;  // finish and report instead of stopping at the first overflow
+  std::vector<ReplayObserver*> observers;  // told of every event, in order; not owned
 };
 
 // Throws core::SimulationOutcome on the first overflow unless options.allow_oom.

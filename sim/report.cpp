@@ -188,7 +188,7 @@ double RunReport::bubble_ratio() const {
   return share(capacity - busy, busy);
 }
 
-RunReport simulate(const RunSpec& spec, const ReplayOptions& options) {
+RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
   const auto& schedule = spec.schedule;
   const auto cost = build_cost_model(spec, *schedule);
   RunReport report;
@@ -196,7 +196,10 @@ RunReport simulate(const RunSpec& spec, const ReplayOptions& options) {
   report.schedule = schedule->name();
   report.relaxed = schedule->relaxed();
   report.stash_depth = schedule->stash_depth();
-  report.replay = replay(spec, *schedule, cost, options);
+  ReplayOptions replay_options;
+  replay_options.allow_oom = options.allow_oom;
+  replay_options.observers = options.observers;
+  report.replay = replay(spec, *schedule, cost, replay_options);
   return report;
 }
 

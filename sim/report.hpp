@@ -28,8 +28,17 @@ struct RunReport {
   bool fits_in_memory() const { return !replay.out_of_memory.has_value(); }
 };
 
-// Builds the schedule and cost model of `spec`, replays it and returns the report.
-RunReport simulate(const RunSpec& spec, const ReplayOptions& options);
+// Whether the replay runs the real kernels: kAuto when every layer has one.
+enum class NumericMode { kAuto, kOn, kOff };
+
+struct SimulateOptions {
+  bool allow_oom = false;
+  NumericMode numeric = NumericMode::kOff;
+  std::vector<ReplayObserver*> observers;  // told of the first repeat's events; not owned
+};
+
+// Builds the cost model of `spec`, replays its schedule and returns the report.
+RunReport simulate(const RunSpec& spec, const SimulateOptions& options);
 
 std::string render_text(const RunReport& report);
 nlohmann::json to_json(const RunReport& report);

@@ -1,0 +1,96 @@
+#pragma once
+// What the replay tells its listeners while it runs: every task with its start and end, every
+// transfer on a link, the BSP sync and exchange spans, the phase boundaries, memory changes and
+// the weight update. The numeric pipeline, the trace and the HTML report listen to it; with no
+// observer the replay pays nothing for them.
+//
+// Tasks are reported when they start, in an order that respects their dependencies: in a BSP
+// step IPU by IPU in program order, otherwise in simulated time. A listener that runs real
+// kernels can therefore run each task when it is told of it.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "schedules/task.hpp"
+#include "sim/core/time.hpp"
+
+namespace ipusim::sim {
+
+// The machine one replica runs on, told before the first event.
+struct ReplayLayout {
+  int ipus = 0;               // pipeline IPUs of one replica
+  std::vector<int> physical;  // physical IPU of each pipeline IPU
+  int replicas = 1;
+  double clock_hz = 0;
+  std::int64_t memory_capacity = 0;  // bytes per IPU
+  bool step_based = false;           // BSP steps (Graphcore schedules)
+  // Memory that does not change during the step, per IPU by category; FIFOs are here when the
+  // schedule allocates them for the whole program (Graphcore schedules).
+  std::vector<std::map<std::string, std::int64_t>> static_memory;
+};
+
+// A compute task (F, B, R, W) or a host transfer (infeed, outfeed) on one IPU.
+struct TaskSpan {
+  schedules::Task task;
+  core::Cycles start;
+  core::Cycles end;
+  int phase = 0;  // PhaseIndex the time counts towards
+  double flops = 0;
+  std::int64_t bytes = 0;  // host transfers: bytes moved; compute: live activation bytes
+};
+
+// An inter-IPU copy on one link (physical IPUs).
+struct TransferSpan {
+  schedules::Task task;
+  int from_physical = 0;
+  int to_physical = 0;
+  std::int64_t bytes = 0;
+  core::Cycles start;
+  core::Cycles end;
+};
+
+// A span every pipeline IPU spends together: the BSP sync and the exchange after it.
+struct BarrierSpan {
+  enum class Kind { kSync, kExchange };
+  Kind kind = Kind::kSync;
+  std::int64_t step = 0;  // 0-based
+  core::Cycles start;
+  core::Cycles end;
+};
+
+// One IPU's weight update: the cross-replica all-reduce, streaming the offloaded optimizer
+// state in and out, then the on-chip update, back to back.
+struct WeightUpdateSpan {
+  int ipu = 0;
+  core::Cycles start;
+  core::Cycles all_reduce_end;
+  core::Cycles offload_end;
+  core::Cycles end;
+};
+
+// Memory of one IPU that changes during the step: stash entries in flight (dynamic FIFOs)
+// and the activations of the running task.
+struct MemorySample {
+  int ipu = 0;
+  core::Cycles at;
+  std::int64_t stash_bytes = 0;
+  std::int64_t live_bytes = 0;
+};
+
+class ReplayObserver {
+ public:
+  virtual ~ReplayObserver() = default;
+  virtual void on_begin(const ReplayLayout&) {}
+  virtual void on_task(const TaskSpan&) {}
+  virtual void on_transfer(const TransferSpan&) {}
+  virtual void on_barrier(const BarrierSpan&) {}
+  virtual void on_phase(int /*phase*/, core::Cycles /*start*/) {}
+  virtual void on_memory(const MemorySample&) {}
+  virtual void on_weight_update(const WeightUpdateSpan&) {}
+  virtual void on_end(core::Cycles /*end*/) {}
+};
+
+}  // namespace ipusim::sim

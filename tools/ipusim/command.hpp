@@ -1,0 +1,43 @@
+#pragma once
+// What every ipusim command shares: the config argument with its what-if overrides, loading
+// the validated spec, and writing output files so that a failed run never leaves a partial one.
+// Each command lives in its own file and registers itself with add_*_command.
+
+#include <CLI/CLI.hpp>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "sim/core/config_file.hpp"
+#include "sim/spec.hpp"
+
+namespace ipusim::cli {
+
+// The config file and the what-if overrides every command accepts.
+struct ConfigArgs {
+  std::string path;
+  std::vector<std::string> sets;
+  std::string schedule;
+  std::int64_t gac = 0;
+  std::vector<std::string> splits;
+  std::int64_t micro_batch = 0;
+  std::int64_t replicas = 0;
+
+  std::vector<core::Override> overrides() const;
+};
+
+// Adds the what-if options; with `with_path` also the positional config file.
+void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path = true);
+
+sim::RunSpec load(const ConfigArgs& args);
+
+// Writes next to the target and renames; throws core::ConfigError naming `path` on failure.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+void add_run_command(CLI::App& app, std::ostream& out);
+void add_validate_command(CLI::App& app, std::ostream& out);
+void add_model_command(CLI::App& app, std::ostream& out);
+void add_schedule_command(CLI::App& app, std::ostream& out);
+void add_schedules_command(CLI::App& app, std::ostream& out);
+
+}  // namespace ipusim::cli

@@ -1,0 +1,73 @@
+// The commands that inspect a config without replaying it.
+
+#include <memory>
+#include <ostream>
+
+#include "schedules/build.hpp"
+#include "schedules/render.hpp"
+#include "sim/model_summary.hpp"
+#include "tools/ipusim/command.hpp"
+
+namespace ipusim::cli {
+
+void add_validate_command(CLI::App& app, std::ostream& out) {
+  auto config = std::make_shared<ConfigArgs>();
+  auto* command = app.add_subcommand("validate", "Check a config and print a one-line summary");
+  add_config_options(command, *config);
+  command->footer("Example:\n  ipusim validate configs/tf1_mnist_2ipu.json --gac 32");
+  command->callback([config, &out] {
+    const auto spec = load(*config);
+    out << "ok: " << sim::one_line_summary(spec) << "\n";
+    for (const auto& note : spec.notes)
+      out << "note: " << note << "\n";
+  });
+}
+
+void add_model_command(CLI::App& app, std::ostream& out) {
+  auto config = std::make_shared<ConfigArgs>();
+  auto* command = app.add_subcommand(
+      "model", "Print the layers (shapes, parameters, FLOPs, activations) and the stages");
+  add_config_options(command, *config);
+  command->footer("Example:\n  ipusim model configs/tf1_mnist_2ipu.json --splits dense128,dense64");
+  command->callback([config, &out] { out << sim::render_model_summary(load(*config)); });
+}
+
+void add_schedule_command(CLI::App& app, std::ostream& out) {
+  struct Options {
+    ConfigArgs config;
+    std::string format = "text";
+  };
+  auto o = std::make_shared<Options>();
+  auto* command = app.add_subcommand(
+      "schedule", "Print the pipeline schedule: the step table (or order per IPU), phases, stash");
+  add_config_options(command, o->config);
+  command->add_option("--format", o->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  command->footer(
+      "Example:\n  ipusim schedule configs/tf1_mnist_2ipu.json --schedule interleaved --gac 8");
+  command->callback([o, &out] {
+    const auto spec = load(o->config);
+    if (o->format == "json") {
+      out << schedules::schedule_to_json(*spec.schedule).dump(2) << "\n";
+    } else {
+      out << schedules::render_step_table(*spec.schedule);
+    }
+  });
+}
+
+void add_schedules_command(CLI::App& app, std::ostream& out) {
+  auto* command =
+      app.add_subcommand("schedules", "List the schedule builders and when to use each");
+  command->footer("Example:\n  ipusim schedules");
+  command->callback([&out] {
+    std::size_t width = 0;
+    for (const auto& info : schedules::schedule_catalogue())
+      width = std::max(width, info.name.size());
+    for (const auto& info : schedules::schedule_catalogue()) {
+      out << info.name << std::string(width + 2 - info.name.size(), ' ') << info.when_to_use
+          << "\n";
+    }
+  });
+}
+
+}  // namespace ipusim::cli
