@@ -386,6 +386,11 @@ void OrderedSchedule::tasks_in_step(std::int64_t, int, std::vector<Task>&) const
   IPUSIM_CHECK(step_based());
 }
 
+std::int64_t OrderedSchedule::next_busy_step(int, std::int64_t) const {
+  IPUSIM_CHECK(step_based());
+  return 0;
+}
+
 Phase OrderedSchedule::step_phase(std::int64_t) const {
   IPUSIM_CHECK(step_based());
   return Phase::kMain;

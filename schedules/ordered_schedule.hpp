@@ -47,6 +47,7 @@ class OrderedSchedule final : public Schedule {
   bool step_based() const override { return false; }
   std::int64_t steps() const override { return 0; }
   void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const override;
+  std::int64_t next_busy_step(int ipu, std::int64_t from) const override;
   Phase step_phase(std::int64_t step) const override;
   CodePhase step_code_phase(std::int64_t step) const override;
   std::int64_t program_length(int ipu) const override;

@@ -100,7 +100,7 @@ void Schedule::add_pipeline_ends(int ipu, std::vector<Task>& out) const {
   }
 }
 
-void Schedule::dependencies(const Task& task, std::vector<Task>& out) const {
+void Schedule::dependencies(const Task& task, std::vector<Task>& out, bool locate) const {
   out.clear();
   const int last = layout_.stages() - 1;
   const std::int64_t m = task.microbatch;
@@ -143,8 +143,10 @@ void Schedule::dependencies(const Task& task, std::vector<Task>& out) const {
         add_pipeline_ends(task.ipu, out);
       return;
   }
+  if (!locate)
+    return;
   for (Task& dependency : out)
-    locate(dependency);
+    this->locate(dependency);
 }
 
 }  // namespace ipusim::schedules

@@ -84,6 +84,9 @@ class Schedule {
   // Step-based only: the tasks `ipu` runs in `step`, in program order (infeed, stage programs,
   // recomputation, copies, outfeed). `out` is cleared first.
   virtual void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const = 0;
+  // Step-based only: the first step from `from` on in which `ipu` has a task, steps() if none;
+  // lets the replay skip idle IPUs (Sequential keeps all but one idle in every step).
+  virtual std::int64_t next_busy_step(int ipu, std::int64_t from) const = 0;
   // Step-based only: the phases of a step (steps without tasks have phases too).
   virtual Phase step_phase(std::int64_t step) const = 0;
   virtual CodePhase step_code_phase(std::int64_t step) const = 0;
@@ -96,9 +99,9 @@ class Schedule {
   // After the ramp-down (training only): AllReduce when replicas > 1, then WeightUpdate.
   // Step-based schedules give them step == steps(); an IPU without stages has none.
   std::vector<Task> weight_update_tasks(int ipu) const;
-  // What must finish before `task` within the same repeat, with steps and phases filled in.
-  // `out` is cleared first.
-  void dependencies(const Task& task, std::vector<Task>& out) const;
+  // What must finish before `task` within the same repeat, with steps and phases filled in
+  // unless `locate` is false (the replay needs only the work fields). `out` is cleared first.
+  void dependencies(const Task& task, std::vector<Task>& out, bool locate = true) const;
 
   // FIFO depth per stage (in micro-batches).
   virtual std::vector<std::int64_t> stash_depth() const = 0;

@@ -206,6 +206,18 @@ void StepSchedule::tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& 
   }
 }
 
+std::int64_t StepSchedule::next_busy_step(int ipu, std::int64_t from) const {
+  IPUSIM_CHECK(ipu >= 0 && ipu < layout().ipus());
+  std::int64_t next = steps_;
+  for (const Slot& slot : slots_[ipu]) {
+    const std::int64_t since = std::max<std::int64_t>(0, from - slot.offset);
+    const std::int64_t m = (since + period_ - 1) / period_;
+    if (m < shape().microbatches)
+      next = std::min(next, slot.offset + m * period_);
+  }
+  return next;
+}
+
 std::int64_t StepSchedule::program_length(int ipu) const {
   IPUSIM_CHECK(ipu >= 0 && ipu < layout().ipus());
   return static_cast<std::int64_t>(slots_[ipu].size()) * shape().microbatches;

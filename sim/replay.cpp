@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <queue>
 
 #include "sim/core/error.hpp"
 #include "sim/core/event_queue.hpp"
@@ -37,10 +37,13 @@ class MemoryTracker {
     static_total_.assign(ipus, 0);
     if (schedule.step_based())
       add_static_fifos(cost, schedule);
+    fifo_total_.assign(ipus, 0);
     for (int ipu = 0; ipu < ipus; ++ipu) {
       for (const auto& item : items_[ipu]) {
         static_by_category_[ipu][item.category] += item.bytes;
         static_total_[ipu] += item.bytes;
+        if (item.category == "stash")
+          fifo_total_[ipu] += item.bytes;
       }
     }
   }
@@ -52,7 +55,7 @@ class MemoryTracker {
   std::optional<OutOfMemory> observe(int ipu, std::int64_t step, Cycles now) {
     const std::int64_t total = static_total_[ipu] + stash_[ipu] + live_[ipu];
     auto& stats = stats_[ipu];
-    stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_bytes(ipu));
+    stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_total_[ipu]);
     if (total > stats.peak_memory_bytes) {
       stats.peak_memory_bytes = total;
       stats.memory_at_peak = static_by_category_[ipu];
@@ -91,11 +94,6 @@ class MemoryTracker {
     }
   }
 
-  std::int64_t fifo_bytes(int ipu) const {
-    const auto found = static_by_category_[ipu].find("stash");
-    return found == static_by_category_[ipu].end() ? 0 : found->second;
-  }
-
   OutOfMemory overflow(int ipu, std::int64_t step, Cycles now, std::int64_t total) const {
     OutOfMemory oom{ipu, step, now.count, total, capacity_, items_[ipu]};
     if (stash_[ipu] > 0)
@@ -112,6 +110,7 @@ class MemoryTracker {
   std::vector<std::vector<MemoryItem>> items_;
   std::vector<std::map<std::string, std::int64_t>> static_by_category_;
   std::vector<std::int64_t> static_total_;
+  std::vector<std::int64_t> fifo_total_;  // static FIFOs, part of static_total_
   std::int64_t capacity_;
   std::vector<std::int64_t> stash_;
   std::vector<std::int64_t> live_;
@@ -137,6 +136,10 @@ class Links {
     for (int i = 0; i < pipeline_ipus; ++i) {
       physical_.push_back(physical_ipu(hardware.selection_order, i, std::max(placed, 2)));
     }
+    width_ = std::max(placed, 2);
+    for (int p : physical_)
+      width_ = std::max(width_, p + 1);
+    routes_.resize(std::size_t(width_) * width_);
   }
 
   const std::vector<int>& physical() const { return physical_; }
@@ -152,34 +155,106 @@ class Links {
     const std::int64_t duration =
         hops * hardware_.link_latency_cycles +
         transfer_cycles(double(bytes), hardware_.link_bandwidth * width, hardware_.clock_hz);
-    LinkStats& link = link_(a, b);
-    const Cycles begin = std::max(start, Cycles{free_at_[{a, b}]});
+    Route& route = routes_[std::size_t(a) * width_ + b];
+    route.used = true;
+    const Cycles begin = std::max(start, route.free_at);
     const Cycles end = begin + Cycles{duration};
-    free_at_[{a, b}] = end.count;
-    link.busy_cycles += duration;
-    link.bytes += bytes;
+    route.free_at = end;
+    route.stats.busy_cycles += duration;
+    route.stats.bytes += bytes;
     return {a, b, begin, end};
   }
 
+  // The links used, ordered by (from, to).
   std::vector<LinkStats> stats() const {
     std::vector<LinkStats> out;
-    for (const auto& [key, stats] : stats_)
+    for (std::size_t i = 0; i < routes_.size(); ++i) {
+      if (!routes_[i].used)
+        continue;
+      LinkStats stats = routes_[i].stats;
+      stats.from = int(i / width_);
+      stats.to = int(i % width_);
       out.push_back(stats);
+    }
     return out;
   }
 
  private:
-  LinkStats& link_(int a, int b) {
-    auto& stats = stats_[{a, b}];
-    stats.from = a;
-    stats.to = b;
-    return stats;
-  }
+  struct Route {
+    bool used = false;
+    Cycles free_at{0};
+    LinkStats stats;
+  };
 
   const HardwareSpec& hardware_;
   std::vector<int> physical_;
-  std::map<std::pair<int, int>, std::int64_t> free_at_;
-  std::map<std::pair<int, int>, LinkStats> stats_;
+  int width_ = 0;
+  std::vector<Route> routes_;  // by from * width_ + to
+};
+
+// Dense ids for the streams of in-order completions the dependency-ordered replay waits on:
+// each compute op of each sub-stage, each IPU's infeed and outfeed, each copy route. Also
+// holds the bytes of every copy route, so a copy costs one short scan, not a map lookup.
+class StreamIndex {
+ public:
+  StreamIndex(const CostModel& cost, int ipus) : ipus_(ipus) {
+    int substages = 0;
+    for (const auto& stage : cost.stages) {
+      substage_base_.push_back(substages);
+      substages += int(stage.size());
+    }
+    substages_ = substages;
+    feed_base_ = 4 * substages;
+    size_ = feed_base_ + 2 * ipus;
+    routes_.resize(cost.stages.size());
+    for (const auto& [key, bytes] : cost.copy_bytes) {
+      const auto& [stage, ipu, peer, gradient] = key;
+      routes_[stage].push_back({ipu, peer, gradient, bytes, size_++});
+    }
+  }
+
+  int size() const { return size_; }
+
+  int id(const Task& task) {
+    if (schedules::is_compute(task.op))
+      return int(task.op) * substages_ + substage_base_[task.stage] + task.substage;
+    if (task.op == Op::kInfeed)
+      return feed_base_ + task.ipu;
+    if (task.op == Op::kOutfeed)
+      return feed_base_ + ipus_ + task.ipu;
+    IPUSIM_CHECK(task.op == Op::kCopy);
+    return route(task).id;
+  }
+
+  std::int64_t copy_bytes(const Task& task) { return route(task).bytes; }
+
+ private:
+  struct Route {
+    int ipu = 0;
+    int peer = 0;
+    bool gradient = false;
+    std::int64_t bytes = 0;
+    int id = 0;
+  };
+
+  // A route the cost model has no bytes for carries nothing but is still waited on.
+  Route& route(const Task& task) {
+    const bool gradient = task.copy == schedules::CopyKind::kGradient;
+    auto& routes = routes_[task.stage];
+    for (auto& r : routes) {
+      if (r.ipu == task.ipu && r.peer == task.peer_ipu && r.gradient == gradient)
+        return r;
+    }
+    routes.push_back({task.ipu, task.peer_ipu, gradient, 0, size_++});
+    return routes.back();
+  }
+
+  int ipus_;
+  int substages_ = 0;
+  std::vector<int> substage_base_;
+  int feed_base_ = 0;
+  int size_ = 0;
+  std::vector<std::vector<Route>> routes_;  // by stage
 };
 
 class Replayer {
@@ -193,6 +268,8 @@ class Replayer {
         ipus_(spec.pipeline.ipus_per_replica()),
         memory_(cost, schedule, ipus_, spec.hardware.memory_per_ipu_bytes),
         links_(spec.hardware, ipus_),
+        streams_(cost, ipus_),
+        copy_slots_(copy_slots(schedule)),
         busy_(ipus_) {}
 
   ReplayResult run() {
@@ -309,11 +386,29 @@ class Replayer {
   }
 
   // ---- BSP (Graphcore) ----
+  // Which copies a BSP step exchanges: Grouped runs every stage's forward and backward copy
+  // program in every step, Interleaved each in alternate steps; Sequential only the copies of
+  // the stage that ran.
+  enum class CopySlots { kAsScheduled, kEveryStep, kAlternateSteps };
+
+  static CopySlots copy_slots(const schedules::Schedule& schedule) {
+    const auto name = schedule.name();
+    if (name == "grouped")
+      return CopySlots::kEveryStep;
+    return name == "interleaved" ? CopySlots::kAlternateSteps : CopySlots::kAsScheduled;
+  }
+
   Cycles run_steps() {
     Cycles now{0};
     std::vector<Task> tasks;
     std::vector<Task> copies;
     int last_phase = -1;
+    // (next busy step, IPU), earliest first: IPUs run in index order within a step, and the
+    // idle ones of Sequential's long steps cost nothing.
+    using Wake = std::pair<std::int64_t, int>;
+    std::priority_queue<Wake, std::vector<Wake>, std::greater<>> next_busy;
+    for (int ipu = 0; ipu < ipus_; ++ipu)
+      next_busy.push({schedule_.next_busy_step(ipu, 0), ipu});
     for (std::int64_t step = 0; step < schedule_.steps(); ++step) {
       const int phase = int(schedule_.step_phase(step));
       if (phase != last_phase)
@@ -321,8 +416,11 @@ class Replayer {
       last_phase = phase;
       Cycles compute_end = now;
       copies.clear();
-      for (int ipu = 0; ipu < ipus_; ++ipu) {
+      while (next_busy.top().first == step) {
+        const int ipu = next_busy.top().second;
+        next_busy.pop();
         compute_end = std::max(compute_end, run_ipu_step(ipu, step, phase, now, tasks, copies));
+        next_busy.push({schedule_.next_busy_step(ipu, step + 1), ipu});
       }
       const Cycles exchanged = exchange(step, compute_end, copies);
       phase_cycles_[phase] += (exchanged - now).count;
@@ -369,12 +467,11 @@ class Replayer {
     const auto& hw = spec_.hardware;
     const Cycles synced = compute_end + Cycles{hw.global_sync_cycles(ipus_)};
     notify_barrier(BarrierSpan::Kind::kSync, step, compute_end, synced);
-    if (schedule_.name() != "sequential")
+    if (copy_slots_ != CopySlots::kAsScheduled)
       slot_copies(step, copies);
     Cycles end = synced;
     for (const auto& copy : copies) {
-      const bool gradient = copy.copy == schedules::CopyKind::kGradient;
-      const auto bytes = cost_.copy(copy.stage, copy.ipu, copy.peer_ipu, gradient);
+      const auto bytes = streams_.copy_bytes(copy);
       const auto use = links_.send(copy.ipu, copy.peer_ipu, bytes, synced);
       notify_transfer(copy, bytes, use);
       end = std::max(end, use.end);
@@ -395,7 +492,7 @@ class Replayer {
   void slot_copies(std::int64_t step, std::vector<Task>& copies) const {
     copies.clear();
     const int stages = int(cost_.stages.size());
-    const bool every_step = schedule_.name() == "grouped";
+    const bool every_step = copy_slots_ == CopySlots::kEveryStep;
     for (int k = 0; k < stages; ++k) {
       const bool forward_slot = every_step || (step - k) % 2 == 0;
       const bool backward_slot = every_step || (step - k) % 2 != 0;
@@ -437,36 +534,23 @@ class Replayer {
 
   enum EventKind : std::uint32_t { kComputeDone, kTransferDone, kWake };
 
-  static std::uint64_t work_key(const Task& task) {
-    // op, copy kind, stage, substage and both IPUs identify a stream of in-order completions.
-    return (std::uint64_t(task.op) << 56) ^ (std::uint64_t(task.copy) << 52) ^
-           (std::uint64_t(task.stage & 0xfff) << 40) ^ (std::uint64_t(task.substage & 0xff) << 32) ^
-           (std::uint64_t((task.ipu + 1) & 0xffff) << 16) ^
-           std::uint64_t((task.peer_ipu + 1) & 0xffff);
-  }
-
-  static Task stream_of(const Task& task) {
-    Task key = task;
-    if (schedules::is_compute(task.op))
-      key.peer_ipu = -1;
-    return key;
-  }
-
-  bool done(const Task& task) const {
-    const auto found = completed_.find(work_key(stream_of(task)));
-    return found != completed_.end() && found->second > task.microbatch;
+  // Streams are created on first use (a copy route the cost model does not list).
+  int stream(const Task& task) {
+    const int id = streams_.id(task);
+    if (id >= int(completed_.size())) {
+      completed_.resize(std::max(id + 1, streams_.size()), 0);
+      waiters_.resize(completed_.size());
+    }
+    return id;
   }
 
   void complete(const Task& task) {
-    auto& count = completed_[work_key(stream_of(task))];
-    IPUSIM_CHECK(count == task.microbatch);  // every stream completes in micro-batch order
-    ++count;
-    const auto waiting = waiters_.find(work_key(stream_of(task)));
-    if (waiting == waiters_.end())
-      return;
-    for (int ipu : waiting->second)
+    const int id = stream(task);
+    IPUSIM_CHECK(completed_[id] == task.microbatch);  // streams complete in micro-batch order
+    ++completed_[id];
+    for (int ipu : waiters_[id])
       queue_.schedule({queue_.now(), EventPriority::kStart, kWake, ipu, 0});
-    waiters_.erase(waiting);
+    waiters_[id].clear();
   }
 
   Cycles run_ordered() {
@@ -565,11 +649,12 @@ class Replayer {
   }
 
   bool ready(const Task& task, int ipu) {
-    schedule_.dependencies(task, deps_);
+    schedule_.dependencies(task, deps_, false);
     for (const auto& dep : deps_) {
-      if (done(dep))
+      const int id = stream(dep);
+      if (completed_[id] > dep.microbatch)
         continue;
-      waiters_[work_key(stream_of(dep))].push_back(ipu);
+      waiters_[id].push_back(ipu);
       return false;
     }
     return true;
@@ -643,8 +728,7 @@ class Replayer {
   void start_transfer(int ipu, const Task& task) {
     Cycles end = queue_.now();
     if (task.op == Op::kCopy) {
-      const bool gradient = task.copy == schedules::CopyKind::kGradient;
-      const auto bytes = cost_.copy(task.stage, task.ipu, task.peer_ipu, gradient);
+      const auto bytes = streams_.copy_bytes(task);
       const auto use = links_.send(task.ipu, task.peer_ipu, bytes, end);
       notify_transfer(task, bytes, use);
       end = use.end;
@@ -726,6 +810,8 @@ class Replayer {
   int ipus_;
   MemoryTracker memory_;
   Links links_;
+  StreamIndex streams_;
+  CopySlots copy_slots_;
   std::vector<BusyTotals> busy_;
   std::array<std::int64_t, 4> phase_cycles_{};
   std::int64_t task_count_ = 0;
@@ -734,8 +820,8 @@ class Replayer {
   core::EventQueue queue_;
   std::vector<IpuCursor> cursors_;
   std::vector<std::int64_t> last_compute_;
-  std::unordered_map<std::uint64_t, std::int64_t> completed_;
-  std::unordered_map<std::uint64_t, std::vector<int>> waiters_;
+  std::vector<std::int64_t> completed_;  // by stream: micro-batches done
+  std::vector<std::vector<int>> waiters_;
   std::vector<Task> deps_;
   std::vector<Task> pending_transfers_;
   std::vector<std::int64_t> free_transfers_;

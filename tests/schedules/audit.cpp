@@ -54,8 +54,18 @@ class Auditor {
     std::vector<Task> step_tasks;
     for (int ipu = 0; ipu < s_.layout().ipus(); ++ipu) {
       std::size_t next = 0;
+      std::int64_t busy_from = 0;  // steps before it must come out idle
       for (std::int64_t step = 0; step < s_.steps(); ++step) {
         s_.tasks_in_step(step, ipu, step_tasks);
+        if (step >= busy_from) {
+          busy_from = s_.next_busy_step(ipu, step);
+          if ((busy_from == step) == step_tasks.empty())
+            return "next_busy_step of IPU" + std::to_string(ipu) + " is wrong at step " +
+                   std::to_string(step);
+        } else if (!step_tasks.empty()) {
+          return "next_busy_step of IPU" + std::to_string(ipu) + " skips step " +
+                 std::to_string(step);
+        }
         for (const Task& task : step_tasks) {
           if (next >= programs_[ipu].size() || !(programs_[ipu][next] == task))
             return "step " + std::to_string(step) + " of IPU" + std::to_string(ipu) +

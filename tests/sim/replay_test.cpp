@@ -246,3 +246,137 @@ TEST_CASE("the same config gives a byte-identical JSON report") {
   const auto second = sim::to_json(run_shipped("configs/bert_large_4ipu.json", {}, spec)).dump(2);
   CHECK(first == second);
 }
+
+namespace {
+
+// Dense stages of 400 units (160,400 parameters each) on a 1 GHz clock with 1 GB/s per link
+// and 100 cycles of latency, so that every transfer's cycles equal its bytes plus latency.
+nlohmann::json linked_stages(int stages, std::int64_t microbatches, const std::string& schedule) {
+  auto config = equal_stages(stages, microbatches, schedule, 1000, 2000);
+  for (auto& layer : config["model"]["layers"]) {
+    if (layer["type"] == "dense")
+      layer["units"] = 400;
+  }
+  config["model"]["input"]["shape"] = {400};
+  config["hardware"] = {{"preset", "ideal"},
+                        {"ipus", 8},
+                        {"clock", "1 GHz"},
+                        {"ipu_link", {{"bandwidth", "1 GB/s"}, {"latency_cycles", 100}}}};
+  return config;
+}
+
+// The busy cycles of each link used, keyed "from->to" in physical IPUs.
+std::map<std::string, std::int64_t> link_busy(const sim::RunReport& report) {
+  std::map<std::string, std::int64_t> busy;
+  for (const auto& link : report.replay.links)
+    busy[std::to_string(link.from) + "->" + std::to_string(link.to)] = link.busy_cycles;
+  return busy;
+}
+
+// Records the copies the replay sends, to check when they crossed each link.
+struct TransferLog : sim::ReplayObserver {
+  std::vector<sim::TransferSpan> transfers;
+  void on_transfer(const sim::TransferSpan& span) override { transfers.push_back(span); }
+};
+
+}  // namespace
+
+// An activation copy carries 400 floats and a label (1,604 B), a gradient 1,600 B. A copy
+// costs 100 cycles of latency plus its bytes over the links joining the two IPUs: 4 in a
+// pair, 2 up or down a rail, 1 across.
+TEST_CASE("copies cross the ladder links that the selection order puts between stages") {
+  const std::map<std::string, std::map<std::string, std::int64_t>> expected = {
+      // physical IPUs 0,1,3,2: pair, rail, pair
+      {"snake",
+       {{"0->1", 4 * 501},
+        {"1->0", 4 * 500},
+        {"1->3", 4 * 902},
+        {"3->1", 4 * 900},
+        {"3->2", 4 * 501},
+        {"2->3", 4 * 500}}},
+      // 0,2,3,1: rail, pair, rail
+      {"hoof",
+       {{"0->2", 4 * 902},
+        {"2->0", 4 * 900},
+        {"2->3", 4 * 501},
+        {"3->2", 4 * 500},
+        {"3->1", 4 * 902},
+        {"1->3", 4 * 900}}},
+      // 0,1,2,3: pair, the single cross link, pair
+      {"zigzag",
+       {{"0->1", 4 * 501},
+        {"1->0", 4 * 500},
+        {"1->2", 4 * 1704},
+        {"2->1", 4 * 1700},
+        {"2->3", 4 * 501},
+        {"3->2", 4 * 500}}},
+  };
+  for (const auto& [order, busy] : expected) {
+    auto config = linked_stages(4, 4, "1f1b");
+    config["hardware"]["selection_order"] = order;
+    sim::RunSpec spec;
+    INFO(order);
+    CHECK(link_busy(simulate(config, spec)) == busy);
+  }
+}
+
+TEST_CASE("a copy between IPUs that are not neighbours is routed over the rungs between them") {
+  auto config = linked_stages(2, 4, "1f1b");
+  config["pipeline"]["device_mapping"] = {0, 5};
+  config["hardware"]["selection_order"] = "zigzag";
+  sim::RunSpec spec;
+  // Rungs 0 to 2: three hops of latency over the rails' 2 links.
+  CHECK(link_busy(simulate(config, spec)) ==
+        std::map<std::string, std::int64_t>{{"0->5", 4 * (300 + 802)}, {"5->0", 4 * 1100}});
+}
+
+TEST_CASE("copies that meet on a busy link wait for it: transfers share a link in turn") {
+  // Forwards of 1,000 cycles feed copies of 16,004 B over the pair's 4 links, 100 + 4,001
+  // cycles each: from the second copy on, each waits for the one before.
+  auto config = linked_stages(2, 4, "gpipe");
+  config["model"]["layers"][0]["units"] = 4000;
+  sim::RunSpec spec;
+  spec = sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  TransferLog log;
+  sim::SimulateOptions options;
+  options.observers = {&log};
+  sim::simulate(spec, options);
+  std::vector<std::int64_t> activation_ends;
+  for (const auto& transfer : log.transfers) {
+    if (transfer.task.copy == schedules::CopyKind::kActivation)
+      activation_ends.push_back(transfer.end.count);
+  }
+  CHECK(activation_ends == std::vector<std::int64_t>{5101, 9202, 13303, 17404});
+}
+
+TEST_CASE("offloaded optimizer state streams in and out during the weight update") {
+  auto config = linked_stages(2, 4, "grouped");
+  config["pipeline"]["optimizer"] = {{"type", "adam"}, {"learning_rate", 0.001}};
+  config["hardware"]["streaming_memory_bandwidth"] = "1 GB/s";
+  sim::RunSpec spec;
+  const auto on_chip = simulate(config, spec);
+  config["pipeline"]["offload_weight_update_variables"] = true;
+  const auto offloaded = simulate(config, spec);
+  // Adam's two fp32 moments of 160,400 parameters, read and written back: 2,566,400 B.
+  CHECK(offloaded.replay.phase_cycles[sim::kWeightUpdate] -
+            on_chip.replay.phase_cycles[sim::kWeightUpdate] ==
+        2'566'400);
+  CHECK(on_chip.replay.ipus[0].memory_at_peak.at("optimizer_state") == 1'283'200);
+  CHECK(offloaded.replay.ipus[0].memory_at_peak.count("optimizer_state") == 0);
+  CHECK(offloaded.replay.ipus[0].peak_memory_bytes ==
+        on_chip.replay.ipus[0].peak_memory_bytes - 1'283'200);
+}
+
+TEST_CASE("replicas all-reduce their gradients in a ring over the rail links") {
+  // 641,600 B of fp32 gradients per IPU in 2(R-1) steps of 1/R of them over 2 links.
+  const std::map<int, std::int64_t> all_reduce = {
+      {1, 0}, {2, 2 * (100 + 160'400)}, {4, 6 * (100 + 80'200)}};
+  sim::RunSpec spec;
+  auto config = linked_stages(2, 4, "grouped");
+  const auto alone = simulate(config, spec).replay.phase_cycles[sim::kWeightUpdate];
+  for (const auto& [replicas, cycles] : all_reduce) {
+    config["pipeline"]["replication_factor"] = replicas;
+    INFO(replicas << " replicas");
+    CHECK(simulate(config, spec).replay.phase_cycles[sim::kWeightUpdate] - alone == cycles);
+  }
+}

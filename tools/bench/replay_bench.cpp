@@ -2,7 +2,7 @@
 // resident set for growing pipeline depth N and gradient accumulation M. Memory must stay
 // flat as M grows (schedules are generated on demand; the replay keeps running totals).
 //
-//   build/tools/bench/replay_bench [max_M]
+//   build/tools/bench/replay_bench [max_M [schedule]]
 
 #include <sys/resource.h>
 
@@ -64,7 +64,11 @@ void measure(int stages, std::int64_t microbatches, const std::string& schedule)
 
 int main(int argc, char** argv) {
   const std::int64_t max_m = argc > 1 ? std::atoll(argv[1]) : 1000000;
-  for (const char* schedule : {"grouped", "interleaved", "1f1b"}) {
+  const std::string only = argc > 2 ? argv[2] : "";
+  for (const char* schedule :
+       {"grouped", "interleaved", "sequential", "gpipe", "1f1b", "zero_bubble_h1"}) {
+    if (!only.empty() && only != schedule)
+      continue;
     for (int stages : {4, 16, 64}) {
       for (std::int64_t m = 1000; m <= max_m; m *= 10)
         measure(stages, m, schedule);
