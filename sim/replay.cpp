@@ -6,6 +6,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/event_queue.hpp"
+#include "sim/core/resource.hpp"
 #include "sim/format.hpp"
 
 namespace ipusim::sim {
@@ -156,34 +157,27 @@ class Links {
         hops * hardware_.link_latency_cycles +
         transfer_cycles(double(bytes), hardware_.link_bandwidth * width, hardware_.clock_hz);
     Route& route = routes_[std::size_t(a) * width_ + b];
-    route.used = true;
-    const Cycles begin = std::max(start, route.free_at);
-    const Cycles end = begin + Cycles{duration};
-    route.free_at = end;
-    route.stats.busy_cycles += duration;
-    route.stats.bytes += bytes;
-    return {a, b, begin, end};
+    const auto held = route.link.occupy(start, duration);
+    route.bytes += bytes;
+    return {a, b, held.begin, held.end};
   }
 
   // The links used, ordered by (from, to).
   std::vector<LinkStats> stats() const {
     std::vector<LinkStats> out;
     for (std::size_t i = 0; i < routes_.size(); ++i) {
-      if (!routes_[i].used)
+      const auto& route = routes_[i];
+      if (route.link.uses() == 0)
         continue;
-      LinkStats stats = routes_[i].stats;
-      stats.from = int(i / width_);
-      stats.to = int(i % width_);
-      out.push_back(stats);
+      out.push_back({int(i / width_), int(i % width_), route.link.busy_cycles(), route.bytes});
     }
     return out;
   }
 
  private:
   struct Route {
-    bool used = false;
-    Cycles free_at{0};
-    LinkStats stats;
+    core::Resource link;
+    std::int64_t bytes = 0;
   };
 
   const HardwareSpec& hardware_;
@@ -555,6 +549,7 @@ class Replayer {
 
   Cycles run_ordered() {
     cursors_.assign(ipus_, {});
+    host_links_.assign(ipus_, {});
     for (int ipu = 0; ipu < ipus_; ++ipu)
       last_compute_.push_back(last_compute_index(ipu));
     for (int ipu = 0; ipu < ipus_; ++ipu)
@@ -735,11 +730,10 @@ class Replayer {
     } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
       const auto bytes = task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes;
       const auto cycles = host_cycles(bytes);
-      const Cycles begin = std::max(end, host_free_at_[ipu]);
-      end = begin + Cycles{cycles};
-      host_free_at_[ipu] = end;
+      const auto held = host_links_[ipu].occupy(end, cycles);
+      end = held.end;
       busy_[ipu].host += cycles;
-      notify_task(task, begin, cycles, phase_now(), bytes);
+      notify_task(task, held.begin, cycles, phase_now(), bytes);
     }
     std::int64_t slot;
     if (free_transfers_.empty()) {
@@ -825,7 +819,7 @@ class Replayer {
   std::vector<Task> deps_;
   std::vector<Task> pending_transfers_;
   std::vector<std::int64_t> free_transfers_;
-  std::map<int, Cycles> host_free_at_;
+  std::vector<core::Resource> host_links_;
   int started_ipus_ = 0;
   bool first_finished_ = false;
   Cycles ramp_up_end_{0};

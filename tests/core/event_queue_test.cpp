@@ -1,4 +1,5 @@
 #include "sim/core/event_queue.hpp"
+#include "sim/core/resource.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -50,4 +51,18 @@ TEST_CASE("scheduling an event before the current time is an internal error") {
   CHECK_THROWS_WITH(queue.schedule({Cycles{9}, EventPriority::kStart, 0, 2}),
                     "internal error (this is a bug in ipusim): an event was scheduled at cycle 9, "
                     "before the current cycle 10");
+}
+
+TEST_CASE("a resource serves requests one at a time in arrival order") {
+  ipusim::core::Resource link;
+  const auto first = link.occupy(ipusim::core::Cycles{0}, 10);
+  const auto queued = link.occupy(ipusim::core::Cycles{5}, 3);
+  const auto later = link.occupy(ipusim::core::Cycles{20}, 1);
+  CHECK(first.begin.count == 0);
+  CHECK(first.end.count == 10);
+  CHECK(queued.begin.count == 10);  // waits for the first request
+  CHECK(queued.end.count == 13);
+  CHECK(later.begin.count == 20);  // idle in between
+  CHECK(link.busy_cycles() == 14);
+  CHECK(link.uses() == 3);
 }
