@@ -32,6 +32,7 @@ class MemoryTracker {
         capacity_(capacity),
         stash_(ipus, 0),
         live_(ipus, 0),
+        at_peak_(ipus, {0, 0}),
         stats_(ipus) {
     items_.resize(ipus);
     static_by_category_.resize(ipus);
@@ -59,11 +60,7 @@ class MemoryTracker {
     stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_total_[ipu]);
     if (total > stats.peak_memory_bytes) {
       stats.peak_memory_bytes = total;
-      stats.memory_at_peak = static_by_category_[ipu];
-      if (stash_[ipu] > 0)
-        stats.memory_at_peak["stash"] += stash_[ipu];
-      if (live_[ipu] > 0)
-        stats.memory_at_peak["activations"] += live_[ipu];
+      at_peak_[ipu] = {stash_[ipu], live_[ipu]};
     }
     if (total <= capacity_ || reported_)
       return std::nullopt;
@@ -71,7 +68,19 @@ class MemoryTracker {
     return overflow(ipu, step, now, total);
   }
 
-  const std::vector<IpuStats>& stats() const { return stats_; }
+  // The peaks, with what each IPU held at its peak by category.
+  std::vector<IpuStats> stats() const {
+    auto stats = stats_;
+    for (std::size_t ipu = 0; ipu < stats.size(); ++ipu) {
+      auto& breakdown = stats[ipu].memory_at_peak;
+      breakdown = static_by_category_[ipu];
+      if (at_peak_[ipu].first > 0)
+        breakdown["stash"] += at_peak_[ipu].first;
+      if (at_peak_[ipu].second > 0)
+        breakdown["activations"] += at_peak_[ipu].second;
+    }
+    return stats;
+  }
   const std::vector<std::map<std::string, std::int64_t>>& static_memory() const {
     return static_by_category_;
   }
@@ -115,6 +124,7 @@ class MemoryTracker {
   std::int64_t capacity_;
   std::vector<std::int64_t> stash_;
   std::vector<std::int64_t> live_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> at_peak_;  // (stash, live) at the peak
   std::vector<IpuStats> stats_;
   bool reported_ = false;
 };
@@ -524,6 +534,9 @@ class Replayer {
     std::int64_t running_cycles = 0;
     std::int64_t running_index = -1;
     Task running;
+    // The task at `next`, kept while it waits: computing it again on every wake is costly.
+    std::int64_t waiting_index = -1;
+    Task waiting;
   };
 
   enum EventKind : std::uint32_t { kComputeDone, kTransferDone, kWake };
@@ -630,7 +643,11 @@ class Replayer {
       return;
     const auto length = schedule_.program_length(ipu);
     while (cursor.next < length) {
-      const Task task = schedule_.program_task(ipu, cursor.next);
+      if (cursor.waiting_index != cursor.next) {
+        cursor.waiting = schedule_.program_task(ipu, cursor.next);
+        cursor.waiting_index = cursor.next;
+      }
+      const Task task = cursor.waiting;
       if (!ready(task, ipu))
         return;
       ++cursor.next;
