@@ -1,9 +1,14 @@
 #include "sim/report.hpp"
 
+#include <bit>
 #include <cmath>
+#include <cstdio>
 
 #include "schedules/build.hpp"
+#include "sim/core/error.hpp"
 #include "sim/format.hpp"
+#include "sim/numeric.hpp"
+#include "sim/training.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -188,6 +193,143 @@ double RunReport::bubble_ratio() const {
   return share(capacity - busy, busy);
 }
 
+std::vector<double> NumericReport::mean_loss_per_update() const {
+  std::vector<double> means;
+  for (const auto& update : losses) {
+    double sum = 0;
+    for (const float loss : update)
+      sum += loss;
+    means.push_back(update.empty() ? 0.0 : sum / double(update.size()));
+  }
+  return means;
+}
+
+namespace {
+
+// Whether numeric mode runs; kOn on an unsupported spec is the user's error.
+bool numeric_wanted(const RunSpec& spec, NumericMode mode, std::string& skipped) {
+  if (mode == NumericMode::kOff)
+    return false;
+  const NumericSupport support = numeric_support(spec);
+  if (support.supported)
+    return true;
+  if (mode == NumericMode::kOn)
+    throw_unsupported(support);
+  if (models::has_numeric_kernels(spec.model))
+    skipped = support.reason;
+  return false;
+}
+
+bool same_bits(float a, float b) {
+  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+// Runs the reference over the micro-batches the pipeline consumed and compares.
+NumericReport check_against_reference(const RunSpec& spec, const NumericPipeline& pipeline,
+                                      const models::ParameterStore& pipelined,
+                                      models::DataSource& data) {
+  NumericReport report;
+  report.data = data_description(spec.data);
+  report.losses = pipeline.losses();
+  models::ParameterStore reference(spec.model, training_options(spec));
+  report.reference_losses = run_reference(spec, reference, data, 0, pipeline.steps());
+  IPUSIM_CHECK(report.losses.size() == report.reference_losses.size());
+  bool identical = true;
+  for (std::size_t s = 0; s < report.losses.size(); ++s) {
+    const auto& mine = report.losses[s];
+    const auto& theirs = report.reference_losses[s];
+    IPUSIM_CHECK(mine.size() == theirs.size());
+    for (std::size_t m = 0; m < mine.size(); ++m) {
+      identical = identical && same_bits(mine[m], theirs[m]);
+      report.max_abs_diff_loss =
+          std::max(report.max_abs_diff_loss, std::abs(double(mine[m]) - double(theirs[m])));
+    }
+  }
+  const ParameterDifference weights = compare_parameters(spec.model, pipelined, reference);
+  report.max_abs_diff_weights = weights.max_abs;
+  report.bit_identical = identical && weights.bit_identical;
+  return report;
+}
+
+// Replays once per repeat with the kernels running; user observers hear the first repeat.
+ReplayResult replay_numeric(const RunSpec& spec, const CostModel& cost,
+                            const SimulateOptions& options, RunReport& report) {
+  auto data = training_data(spec);
+  models::ParameterStore parameters(spec.model, training_options(spec));
+  NumericPipeline pipeline(spec, parameters, *data);
+  ReplayOptions first{options.allow_oom, options.observers};
+  first.observers.push_back(&pipeline);
+  ReplayResult result = replay(spec, *spec.schedule, cost, first);
+  const ReplayOptions again{options.allow_oom, {&pipeline}};
+  for (std::int64_t r = 1; r < spec.pipeline.repeat_count; ++r)
+    replay(spec, *spec.schedule, cost, again);
+  report.numeric = check_against_reference(spec, pipeline, parameters, *data);
+  return result;
+}
+
+std::string loss_row(const std::vector<float>& losses) {
+  std::string row;
+  for (const float loss : losses)
+    row += " " + fixed(loss, 4);
+  return row;
+}
+
+// 0 exactly, otherwise three significant digits: differences are tiny or not at all.
+std::string difference_text(double value) {
+  if (value == 0)
+    return "0";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+constexpr std::size_t kShownUpdates = 5;  // at each end of a long run
+
+std::string numeric_text(const RunReport& r) {
+  if (!r.numeric) {
+    return r.numeric_skipped.empty() ? ""
+                                     : "\nNumeric check: skipped (" + r.numeric_skipped + ")\n";
+  }
+  const NumericReport& n = *r.numeric;
+  const auto& p = r.spec->pipeline;
+  std::string out = "\nNumeric check: pipelined run against a one-device reference on " + n.data +
+                    ", " + std::to_string(n.losses.size()) + " weight update(s) x " +
+                    std::to_string(p.gradient_accumulation_count) + " micro-batch(es) of " +
+                    std::to_string(p.micro_batch_size) + " samples\n";
+  out += "Loss per micro-batch (nats, mean over its samples):\n";
+  const std::vector<double> means = n.mean_loss_per_update();
+  const std::size_t updates = n.losses.size();
+  for (std::size_t s = 0; s < updates; ++s) {
+    if (updates > 2 * kShownUpdates && s >= kShownUpdates && s < updates - kShownUpdates) {
+      if (s == kShownUpdates)
+        out += "  ... " + std::to_string(updates - 2 * kShownUpdates) + " more update(s)\n";
+      continue;
+    }
+    out += "  update " + std::to_string(s + 1) + " (mean " + fixed(means[s], 4) +
+           " nats):" + loss_row(n.losses[s]) + "\n";
+  }
+  out += std::string(n.bit_identical ? "Bit-identical to the reference"
+                                     : "DIFFERS from the reference") +
+         ": largest |pipelined - reference| " + difference_text(n.max_abs_diff_loss) +
+         " nats in losses, " + difference_text(n.max_abs_diff_weights) + " in weights\n";
+  return out;
+}
+
+nlohmann::json numeric_json(const RunReport& r) {
+  if (!r.numeric)
+    return nullptr;
+  const NumericReport& n = *r.numeric;
+  return {{"bit_identical", n.bit_identical},
+          {"max_abs_diff_loss", n.max_abs_diff_loss},
+          {"max_abs_diff_weights", n.max_abs_diff_weights},
+          {"data", n.data},
+          {"losses", n.losses},
+          {"reference_losses", n.reference_losses},
+          {"mean_loss_per_update", n.mean_loss_per_update()}};
+}
+
+}  // namespace
+
 RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
   const auto& schedule = spec.schedule;
   const auto cost = build_cost_model(spec, *schedule);
@@ -196,6 +338,10 @@ RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
   report.schedule = schedule->name();
   report.relaxed = schedule->relaxed();
   report.stash_depth = schedule->stash_depth();
+  if (numeric_wanted(spec, options.numeric, report.numeric_skipped)) {
+    report.replay = replay_numeric(spec, cost, options, report);
+    return report;
+  }
   ReplayOptions replay_options;
   replay_options.allow_oom = options.allow_oom;
   replay_options.observers = options.observers;
@@ -204,7 +350,8 @@ RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
 }
 
 std::string render_text(const RunReport& report) {
-  return header(report) + timing(report) + utilisation(report) + memory(report);
+  return header(report) + timing(report) + utilisation(report) + memory(report) +
+         numeric_text(report);
 }
 
 nlohmann::json to_json(const RunReport& r) {
@@ -252,7 +399,8 @@ nlohmann::json to_json(const RunReport& r) {
       {"fits_in_memory", r.fits_in_memory()},
       {"out_of_memory", r.replay.out_of_memory ? nlohmann::json(r.replay.out_of_memory->message())
                                                : nlohmann::json(nullptr)},
-      {"notes", r.spec->notes}};
+      {"notes", r.spec->notes},
+      {"numeric", numeric_json(r)}};
 }
 
 }  // namespace ipusim::sim

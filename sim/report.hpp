@@ -3,6 +3,7 @@
 // throughput, phases, ramp overhead, bubble share, utilisation per IPU and phase, link use and
 // memory. Written as a terminal report or as JSON (keys documented in the README).
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,12 +13,28 @@
 
 namespace ipusim::sim {
 
+// The numeric check: the pipelined run against the one-device reference on the same
+// micro-batches. Losses are the softmax cross-entropy in nats, each the mean over its
+// micro-batch's samples, by weight update then micro-batch.
+struct NumericReport {
+  std::string data;  // data_description() of the source
+  std::vector<std::vector<float>> losses;
+  std::vector<std::vector<float>> reference_losses;
+  double max_abs_diff_loss = 0;
+  double max_abs_diff_weights = 0;
+  bool bit_identical = false;
+
+  std::vector<double> mean_loss_per_update() const;
+};
+
 struct RunReport {
   const RunSpec* spec = nullptr;
   std::string schedule;
   bool relaxed = false;
   ReplayResult replay;
   std::vector<std::int64_t> stash_depth;
+  std::optional<NumericReport> numeric;  // when numeric mode ran
+  std::string numeric_skipped;           // why the automatic numeric mode did not run
 
   double step_seconds() const;
   double throughput() const;             // samples per second
@@ -37,7 +54,9 @@ struct SimulateOptions {
   std::vector<ReplayObserver*> observers;  // told of the first repeat's events; not owned
 };
 
-// Builds the cost model of `spec`, replays its schedule and returns the report.
+// Builds the cost model of `spec`, replays its schedule and returns the report. In numeric
+// mode the replay runs the kernels (sim/numeric.hpp) once per repeat, then the reference; kOn
+// on a spec numeric mode cannot run is a core::ConfigError naming the entry that prevents it.
 RunReport simulate(const RunSpec& spec, const SimulateOptions& options);
 
 std::string render_text(const RunReport& report);

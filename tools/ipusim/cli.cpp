@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "sim/core/error.hpp"
+#include "sim/numeric.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
@@ -29,6 +30,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_model_command(app, out);
   add_schedule_command(app, out);
   add_schedules_command(app, out);
+  add_compare_command(app, out);
+  add_sweep_command(app, out, err);
+  add_merge_command(app, out, err);
+  add_train_command(app, out);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -49,6 +54,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   } catch (const core::SimulationOutcome& outcome) {
     err << outcome.what() << "\n";
     return int(ExitCode::kSimulationOutcome);
+  } catch (const sim::NumericMismatch& mismatch) {
+    err << mismatch.what() << "\n";
+    return int(ExitCode::kNumericMismatch);
   } catch (const core::InternalError& error) {
     err << error.what() << "\n";
     return int(ExitCode::kInternalError);

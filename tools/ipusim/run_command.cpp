@@ -1,7 +1,11 @@
 #include <memory>
 #include <ostream>
 
+#include "sim/html_report.hpp"
+#include "sim/numeric.hpp"
 #include "sim/report.hpp"
+#include "sim/timeline.hpp"
+#include "sim/trace.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
@@ -10,9 +14,26 @@ namespace {
 struct RunOptions {
   ConfigArgs config;
   std::string json_path;
+  std::string trace_path;
+  std::string html_path;
   bool quiet = false;
   bool allow_oom = false;
+  bool numeric = false;
+  bool no_numeric = false;
+
+  sim::NumericMode numeric_mode() const {
+    if (numeric)
+      return sim::NumericMode::kOn;
+    return no_numeric ? sim::NumericMode::kOff : sim::NumericMode::kAuto;
+  }
 };
+
+// A numeric check that failed fails the run, after the report is written.
+void check_numeric(const sim::RunReport& report) {
+  if (!report.numeric || report.numeric->bit_identical)
+    return;
+  throw sim::NumericMismatch("numeric check failed: the pipelined run differs from the reference");
+}
 
 }  // namespace
 
@@ -22,19 +43,42 @@ void add_run_command(CLI::App& app, std::ostream& out) {
       "run", "Simulate one config: step time, throughput, utilisation per phase, memory");
   add_config_options(command, o->config);
   command->add_option("--json", o->json_path, "Also write the report as JSON to this file");
+  command->add_option("--trace", o->trace_path,
+                      "Write a Chrome trace-event JSON of the step (open in ui.perfetto.dev)");
+  command->add_option("--html", o->html_path,
+                      "Write a self-contained HTML report: pipeline chart, utilisation, memory");
   command->add_flag("--quiet", o->quiet, "Print only errors");
   command->add_flag("--allow-oom", o->allow_oom,
                     "Finish the run when an IPU runs out of memory and report the overflow");
-  command->footer("Example:\n  ipusim run configs/tf1_mnist_2ipu.json --gac 64 --json report.json");
+  auto* numeric = command->add_flag(
+      "--numeric", o->numeric,
+      "Run the kernels in the replay and check them against a one-device reference (default "
+      "when every layer has a kernel)");
+  command->add_flag("--no-numeric", o->no_numeric, "Time and memory only; no kernels run")
+      ->excludes(numeric);
+  command->footer(
+      "Example:\n  ipusim run configs/tf1_mnist_2ipu.json --gac 64 --json report.json "
+      "--trace trace.json --html report.html");
   command->callback([o, &out] {
     const auto spec = load(o->config);
     sim::SimulateOptions options;
     options.allow_oom = o->allow_oom;
+    options.numeric = o->numeric_mode();
+    sim::TimelineRecorder recorder;
+    if (!o->trace_path.empty() || !o->html_path.empty())
+      options.observers.push_back(&recorder);
     const auto report = sim::simulate(spec, options);
     if (!o->json_path.empty())
       write_file_atomically(o->json_path, sim::to_json(report).dump(2) + "\n");
+    if (!o->trace_path.empty()) {
+      write_file_atomically(o->trace_path,
+                            sim::chrome_trace(report, recorder.timeline()).dump() + "\n");
+    }
+    if (!o->html_path.empty())
+      write_file_atomically(o->html_path, sim::html_report(report, recorder.timeline()));
     if (!o->quiet)
       out << sim::render_text(report);
+    check_numeric(report);
   });
 }
 

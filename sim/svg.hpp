@@ -1,0 +1,74 @@
+#pragma once
+// Small pieces the HTML reports draw with: escaping, locale-independent number text, an SVG
+// element writer, "nice" axis ticks and a line chart. Everything is deterministic: the same
+// input gives the same bytes.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ipusim::sim::svg {
+
+// Escapes &, <, >, " and ' for HTML text and attribute values.
+std::string escape(std::string_view text);
+
+// A coordinate or size with at most `decimals` decimals, trailing zeros dropped: 12.50 -> "12.5".
+std::string num(double value, int decimals = 2);
+
+// Round tick values covering [0, max]: 0, 2e5, 4e5, ... with about `count` steps.
+std::vector<double> ticks(double max, int count);
+// A tick value as text with thousands separators or a short decimal: 200000 -> "200,000".
+std::string tick_label(double value);
+
+// Appends SVG elements to a string. Text content and attributes are escaped.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  // <svg> scaled to the width of its container, `height` in the same units as `width`.
+  void open(const std::string& id, double width, double height, const std::string& label);
+  void close() { out_ += "</svg>\n"; }
+  void open_group(const std::string& attributes) { out_ += "<g " + attributes + ">"; }
+  void close_group() { out_ += "</g>\n"; }
+
+  void rect(double x, double y, double w, double h, const std::string& css_class,
+            const std::string& title = "");
+  void rect_fill(double x, double y, double w, double h, const std::string& fill,
+                 double opacity = 1.0);
+  void line(double x1, double y1, double x2, double y2, const std::string& css_class);
+  // anchor: "start", "middle" or "end".
+  void text(double x, double y, const std::string& content, const std::string& css_class,
+            const char* anchor = "start");
+  void polygon(const std::vector<std::pair<double, double>>& points, const std::string& fill);
+  void polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke);
+  void circle(double x, double y, double r, const std::string& fill, const std::string& title);
+
+ private:
+  std::string& out_;
+};
+
+// One series of a line chart; points need not be sorted.
+struct Series {
+  std::string label;
+  std::vector<std::pair<double, double>> points;
+};
+
+// A line chart with axes. `categories` non-empty makes x categorical (x = index); `log_x`
+// spaces x by log2.
+struct LineChart {
+  std::string id;
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  std::vector<std::string> categories;
+  bool log_x = false;
+  std::vector<Series> series;
+};
+
+// The chart as inline SVG followed by its legend.
+std::string line_chart(const LineChart& chart);
+
+// Colours of the line chart's series, in order.
+const std::vector<std::string>& series_colours();
+
+}  // namespace ipusim::sim::svg

@@ -1,0 +1,22 @@
+#pragma once
+// The run as a Chrome trace-event JSON document, for Perfetto (ui.perfetto.dev) and
+// chrome://tracing. Tracks, as processes and threads:
+//   "IPUs"        one thread per pipeline IPU: F/B/R/W tasks ("F3 s1"), then the weight update
+//   "IPU-Links"   one thread per directed link ("link IPU0->IPU1"): activation/gradient copies
+//   "Host links"  one thread per IPU ("host link IPU0"): infeed and outfeed
+//   "BSP"         "sync / exchange" slices of every step, and a "phases" thread with one slice
+//                 per phase plus a global instant marker where each phase begins
+//   "Memory"      a counter per IPU with one series per memory category (bytes)
+// Times are microseconds (cycles / clock * 1e6). The document is a pure function of its
+// inputs, so two runs of the same config produce the same bytes.
+
+#include <nlohmann/json.hpp>
+
+#include "sim/report.hpp"
+#include "sim/timeline.hpp"
+
+namespace ipusim::sim {
+
+nlohmann::json chrome_trace(const RunReport& report, const Timeline& timeline);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,143 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tools/ipusim/cli.hpp"
+
+namespace {
+
+struct Result {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+Result run_ipusim(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = ipusim::cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string output(const std::string& name) {
+  const auto dir = std::filesystem::path(IPUSIM_BINARY_DIR) / "compare_test";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+// The line with each run of spaces made one space.
+std::string squeeze(const std::string& line) {
+  std::string out;
+  for (char c : line) {
+    if (c != ' ' || out.empty() || out.back() != ' ')
+      out += c;
+  }
+  return out;
+}
+
+const std::string kConfig = "configs/tf1_mnist_2ipu.json";
+const std::string kGac2Error =
+    "--gac 2: at /pipeline/gradient_accumulation_count: The number of iterations of the "
+    "pipeline must be a multiple of 4, but it is 2. This number is gradient_accumulation_count; "
+    "the grouped schedule with 2 stages runs 4 micro-batches at once (set "
+    "pipeline.relaxed_divisibility to explore it anyway)";
+
+}  // namespace
+
+TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
+  const auto result = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved"});
+  CHECK(result.code == 0);
+  CHECK(result.err.empty());
+  CHECK(result.out ==
+        "                              tf1_mnist grouped  tf1_mnist interleaved\n"
+        "Step                             323,929 cycles         405,500 cycles\n"
+        "Step time                             0.2436 ms              0.3049 ms\n"
+        "Throughput                  2,102,189 samples/s    1,679,309 samples/s\n"
+        "Utilisation (mean of IPUs)                 5.0%                   4.0%\n"
+        "Ramp-up                           55,401 cycles          25,186 cycles\n"
+        "Main                             257,218 cycles         377,790 cycles\n"
+        "Ramp-down                         11,168 cycles           2,382 cycles\n"
+        "Weight update                        142 cycles             142 cycles\n"
+        "Ramp overhead                             20.6%                   6.8%\n"
+        "Bubble                                    95.1%                  96.0%\n"
+        "IPU 0 peak memory                     102.52 MB              102.32 MB\n"
+        "IPU 0 peak stash                        0.41 MB                0.21 MB\n"
+        "IPU 1 peak memory                     100.04 MB              100.04 MB\n"
+        "IPU 1 peak stash                        0.00 MB                0.00 MB\n"
+        "Fits in memory                              yes                    yes\n"
+        "fastest: tf1_mnist grouped (1.25x the throughput of tf1_mnist interleaved)\n");
+}
+
+TEST_CASE("with three or more runs compare names the next fastest and the slowest") {
+  const auto result =
+      run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved,sequential,1f1b"});
+  CHECK(result.code == 0);
+  CHECK(result.out.substr(result.out.rfind("fastest:")) ==
+        "fastest: tf1_mnist 1f1b (1.03x the throughput of tf1_mnist grouped, the next fastest; "
+        "1.38x the throughput of tf1_mnist sequential, the slowest)\n");
+}
+
+TEST_CASE("variants given with --with are columns labelled by their overrides") {
+  const auto result =
+      run_ipusim({"compare", kConfig, "--with", "pipeline.gradient_accumulation_count=32", "--with",
+                  "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16"});
+  CHECK(result.code == 0);
+  CHECK(result.out.substr(0, result.out.find('\n')) ==
+        "                            tf1_mnist pipeline.gradient_accumulation_count=32  "
+        "tf1_mnist pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16");
+  const auto step = result.out.find("\nStep ");
+  CHECK(squeeze(result.out.substr(step + 1, result.out.find('\n', step + 1) - step - 1)) ==
+        "Step 640,505 cycles 861,993 cycles");
+}
+
+TEST_CASE("a run invalid for its schedule is listed under the table and the others still run") {
+  const auto result =
+      run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved", "--gac", "2"});
+  CHECK(result.code == 0);
+  CHECK(result.out.substr(0, result.out.find('\n')) ==
+        "                            tf1_mnist interleaved");
+  CHECK(result.out.find("\ninvalid: tf1_mnist grouped: " + kGac2Error + "\n") != std::string::npos);
+  CHECK(result.out.find("fastest") == std::string::npos);
+}
+
+TEST_CASE("when no run is valid compare fails with the first run's config error") {
+  const auto result = run_ipusim({"compare", kConfig, "--gac", "2"});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: " + kGac2Error + "\n");
+}
+
+TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON report per run") {
+  const auto csv = output("compare.csv");
+  const auto json = output("compare.json");
+  const auto result = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved",
+                                  "--quiet", "--csv", csv, "--json", json});
+  CHECK(result.code == 0);
+  CHECK(result.out.empty());
+  std::ifstream in(csv);
+  std::string header;
+  std::string first;
+  std::getline(in, header);
+  std::getline(in, first);
+  CHECK(header ==
+        "label,config,schedule,with,step_cycles,step_seconds,throughput_samples_per_second,"
+        "ramp_up_cycles,main_cycles,ramp_down_cycles,weight_update_cycles,ramp_overhead,"
+        "bubble_fraction,utilisation_mean,utilisation_min,peak_memory_bytes_max,"
+        "peak_stash_bytes_max,fits_in_memory,error");
+  CHECK(first ==
+        "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,323929,0.000243555639,"
+        "2102189.060,55401,257218,11168,142,0.205505,0.950511,0.049596,0.001139,102524800,"
+        "413696,true,");
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  REQUIRE(report["runs"].size() == 2);
+  CHECK(report["runs"][1]["label"] == "tf1_mnist interleaved");
+  CHECK(report["runs"][1]["report"]["step_cycles"] == 405500);
+}
+
+TEST_CASE("compare has help with an example") {
+  const auto help = run_ipusim({"compare", "--help"});
+  CHECK(help.code == 0);
+  CHECK(help.out.find("Example:\n  ipusim compare") != std::string::npos);
+}

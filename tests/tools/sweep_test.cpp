@@ -1,0 +1,300 @@
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "sim/spec.hpp"
+#include "sim/sweep.hpp"
+#include "tools/ipusim/cli.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace ipusim;
+
+struct Result {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+Result run_ipusim(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// An output path of the test's own, absent at the start.
+std::string output(const std::string& name) {
+  const auto dir = std::filesystem::path(IPUSIM_BINARY_DIR) / "sweep_test";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::filesystem::remove(path);
+  return path.string();
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::size_t lines(const std::string& path) {
+  const auto text = read(path);
+  return std::size_t(std::count(text.begin(), text.end(), '\n'));
+}
+
+const std::string kConfig = "configs/tf1_mnist_2ipu.json";
+const std::string kGacs = "pipeline.gradient_accumulation_count=4,8,16,32,64,128";
+const std::string kSchedules = "pipeline.pipeline_schedule=grouped,interleaved,sequential,1f1b";
+
+std::vector<std::string> gac_sweep(const std::string& csv) {
+  return {"sweep", kConfig, "--vary", kGacs, "--vary", kSchedules, "-o", csv, "--quiet"};
+}
+
+std::string cell(const sim::SweepTable& table, std::size_t row, const std::string& column) {
+  return table.rows.at(row).at(*table.column(column));
+}
+
+// "1,2,...,n"
+std::string counts(int n) {
+  std::string out;
+  for (int i = 1; i <= n; ++i)
+    out += (i > 1 ? "," : "") + std::to_string(i);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ramp overhead falls monotonically with gradient accumulation for every schedule") {
+  std::string schedules;
+  for (const auto& name : sim::schedule_names())
+    schedules += (schedules.empty() ? "" : ",") + name;
+  const auto csv = output("gac.csv");
+  REQUIRE(run_ipusim({"sweep", kConfig, "--vary", kGacs, "--vary",
+                      "pipeline.pipeline_schedule=" + schedules, "-o", csv, "--quiet"})
+              .code == 0);
+  const auto table = sim::read_sweep_csv(csv).table;
+  REQUIRE(table.rows.size() == 6 * sim::schedule_names().size());
+  std::map<std::string, std::vector<double>> overhead;  // by schedule, in GAC order
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    CHECK(cell(table, r, "error").empty());
+    overhead[cell(table, r, "pipeline.pipeline_schedule")].push_back(
+        std::stod(cell(table, r, "ramp_overhead")));
+  }
+  CHECK(overhead.size() == sim::schedule_names().size());
+  for (const auto& [schedule, shares] : overhead) {
+    INFO(schedule);
+    REQUIRE(shares.size() == 6);
+    for (std::size_t i = 1; i < shares.size(); ++i) {
+      if (schedule == "sequential") {
+        CHECK(shares[i] == 0.0);  // no pipeline, no ramp
+      } else {
+        CHECK(shares[i] < shares[i - 1]);
+      }
+    }
+  }
+  const auto grouped_gac16 = 2 * sim::schedule_names().size();
+  CHECK(cell(table, grouped_gac16, "ramp_overhead") == "0.205505");  // as `ipusim run` prints
+}
+
+TEST_CASE("the sweep CSV has one column per varied path and per metric") {
+  const auto csv = output("columns.csv");
+  REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
+  const auto text = read(csv);
+  CHECK(text.substr(0, text.find('\n') + 1) ==
+        "run,pipeline.gradient_accumulation_count,pipeline.pipeline_schedule,step_cycles,"
+        "step_seconds,throughput_samples_per_second,ramp_up_cycles,main_cycles,ramp_down_cycles,"
+        "weight_update_cycles,ramp_overhead,bubble_fraction,utilisation_mean,utilisation_min,"
+        "peak_memory_bytes_max,peak_stash_bytes_max,fits_in_memory,error\n");
+  CHECK(text.find("\n8,16,grouped,323929,0.000243555639,2102189.060,55401,257218,11168,142,"
+                  "0.205505,0.950511,0.049596,0.001139,102524800,413696,true,\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("an illegal gradient accumulation count is a row with its error, not a failure") {
+  const auto csv = output("illegal.csv");
+  const auto result =
+      run_ipusim({"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=2,4", "-o", csv,
+                  "--jobs", "1"});
+  CHECK(result.code == 0);
+  CHECK(read(csv).find(
+            "\n0,2,,,,,,,,,,,,,,,\"--vary pipeline.gradient_accumulation_count=2: at "
+            "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline "
+            "must be a multiple of 4, but it is 2. This number is gradient_accumulation_count; the "
+            "grouped schedule with 2 stages runs 4 micro-batches at once (set "
+            "pipeline.relaxed_divisibility to explore it anyway)\"\n1,4,") != std::string::npos);
+  CHECK(result.out ==
+        "ipusim sweep: configs/tf1_mnist_2ipu.json, 2 runs\n"
+        "2 simulated, 0 already in " +
+            csv +
+            "; 1 invalid (see the error column), 0 out of memory\n"
+            "fastest: pipeline.gradient_accumulation_count=4: 1,968,161 samples/s, step 86,497 "
+            "cycles (0.0650 ms), ramp overhead 77.0%\n"
+            "wrote " +
+            csv + " (one row per run, sorted by run)\n");
+}
+
+TEST_CASE("a run out of memory is a row with fits_in_memory false") {
+  const auto csv = output("oom.csv");
+  REQUIRE(run_ipusim({"sweep", "configs/bert_large_4ipu.json", "--vary",
+                      "pipeline.recomputation_mode=none,auto", "-o", csv, "--quiet"})
+              .code == 0);
+  const auto table = sim::read_sweep_csv(csv).table;
+  REQUIRE(table.rows.size() == 2);
+  CHECK(cell(table, 0, "fits_in_memory") == "false");
+  CHECK(cell(table, 0, "peak_stash_bytes_max") == "1291845632");
+  CHECK(cell(table, 0, "error").empty());
+  CHECK(cell(table, 1, "fits_in_memory") == "true");
+}
+
+TEST_CASE("a misspelt --vary path is refused before anything runs, with a suggestion") {
+  const auto csv = output("misspelt.csv");
+  const auto result = run_ipusim(
+      {"sweep", kConfig, "--vary", "pipeline.gradient_acumulation_count=8,16", "-o", csv});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: --vary pipeline.gradient_acumulation_count=8,16: at "
+        "/pipeline/gradient_acumulation_count: unknown key 'gradient_acumulation_count'; did you "
+        "mean 'gradient_accumulation_count'?\n");
+  CHECK_FALSE(std::filesystem::exists(csv));
+}
+
+TEST_CASE("a rerun skips the runs already written and drops a trailing partial line") {
+  const auto full = output("resume-full.csv");
+  const auto cut = output("resume-cut.csv");
+  REQUIRE(run_ipusim(gac_sweep(full)).code == 0);
+  const auto text = read(full);
+  const auto fifth_row = text.find("\n5,");
+  std::ofstream(cut, std::ios::binary) << text.substr(0, fifth_row + 8);  // row 5 cut short
+  auto args = gac_sweep(cut);
+  args.pop_back();  // not quiet
+  const auto result = run_ipusim(args);
+  CHECK(result.code == 0);
+  CHECK(result.out.find("\n19 simulated, 5 already in " + cut + ";") != std::string::npos);
+  CHECK(read(cut) == text);
+}
+
+TEST_CASE("a sweep killed halfway and rerun ends with exactly one row per run") {
+  const int runs = 2000;
+  const auto reference = output("kill-reference.csv");
+  const auto killed = output("kill.csv");
+  const std::vector<std::string> sweep = {
+      "sweep",  kConfig, "--gac", "1024", "--vary", "pipeline.repeat_count=" + counts(runs),
+      "--quiet"};
+  auto args = sweep;
+  args.insert(args.end(), {"-o", killed, "--jobs", "1"});
+  const std::string binary = IPUSIM_BINARY_DIR "/tools/ipusim/ipusim";
+  std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
+  for (auto& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  REQUIRE(posix_spawn(&child, binary.c_str(), nullptr, nullptr, argv.data(), environ) == 0);
+  int status = 0;
+  while (lines(killed) < runs / 2 + 1) {
+    REQUIRE(::waitpid(child, &status, WNOHANG) == 0);  // still running
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(lines(killed) < runs + 1);  // killed before the end
+
+  auto rerun = sweep;
+  rerun.insert(rerun.end(), {"-o", killed});
+  REQUIRE(run_ipusim(rerun).code == 0);
+  auto whole = sweep;
+  whole.insert(whole.end(), {"-o", reference});
+  REQUIRE(run_ipusim(whole).code == 0);
+  const auto table = sim::read_sweep_csv(killed).table;
+  REQUIRE(table.rows.size() == runs);
+  for (std::size_t r = 0; r < table.rows.size(); ++r)
+    REQUIRE(sim::run_index(table.rows[r]) == r);
+  CHECK(read(killed) == read(reference));
+}
+
+TEST_CASE("two shards merged equal the unsharded sweep byte for byte") {
+  const auto whole = output("shard-whole.csv");
+  const auto first = output("shard-1.csv");
+  const auto second = output("shard-2.csv");
+  const auto merged = output("shard-merged.csv");
+  REQUIRE(run_ipusim(gac_sweep(whole)).code == 0);
+  auto shard = [&](const std::string& csv, const std::string& which) {
+    auto args = gac_sweep(csv);
+    args.insert(args.end(), {"--shard", which});
+    REQUIRE(run_ipusim(args).code == 0);
+  };
+  shard(first, "1/2");
+  shard(second, "2/2");
+  CHECK(lines(first) == 13);
+  const auto result = run_ipusim({"merge", "-o", merged, second, first});
+  CHECK(result.code == 0);
+  CHECK(result.out == "merged 2 file(s): 24 runs into " + merged + "\n");
+  CHECK(result.err.empty());
+  CHECK(read(merged) == read(whole));
+}
+
+TEST_CASE("merging one shard alone warns about the runs it lacks") {
+  const auto first = output("lone-1.csv");
+  const auto merged = output("lone-merged.csv");
+  auto args = gac_sweep(first);
+  args.insert(args.end(), {"--shard", "1/8"});
+  REQUIRE(run_ipusim(args).code == 0);
+  const auto result = run_ipusim({"merge", "-o", merged, first});
+  CHECK(result.code == 0);
+  CHECK(result.err ==
+        "warning: 14 run(s) missing below the last one present (a shard not merged, or not "
+        "finished): 1 2 3 4 5 6 7 9 10 11 ...\n");
+}
+
+TEST_CASE("a finished sweep is byte-identical from one run to the next, whatever the jobs") {
+  const auto one = output("jobs-1.csv");
+  const auto two = output("jobs-2.csv");
+  auto args = gac_sweep(one);
+  args.insert(args.end(), {"--jobs", "1"});
+  REQUIRE(run_ipusim(args).code == 0);
+  args = gac_sweep(two);
+  args.insert(args.end(), {"--jobs", "2"});
+  REQUIRE(run_ipusim(args).code == 0);
+  CHECK(read(one) == read(two));
+}
+
+TEST_CASE("a sweep into the file of another sweep is refused") {
+  const auto csv = output("other.csv");
+  REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
+  const auto result = run_ipusim(
+      {"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=8,16", "-o", csv});
+  CHECK(result.code == 2);
+  CHECK(result.err == "error: " + csv +
+                          ": the file holds another sweep (its columns differ from this "
+                          "sweep's); write to another file or delete it\n");
+  const auto reordered = run_ipusim({"sweep", kConfig, "--vary",
+                                     "pipeline.gradient_accumulation_count=8,4,16,32,64,128",
+                                     "--vary", kSchedules, "-o", csv});
+  CHECK(reordered.code == 2);
+  CHECK(reordered.err ==
+        "error: " + csv +
+            ": run 0 has other values than this sweep's run 0 "
+            "(pipeline.gradient_accumulation_count=8 pipeline.pipeline_schedule=grouped); write "
+            "to another file or delete it\n");
+}
+
+TEST_CASE("sweep and merge have help with an example") {
+  for (const char* command : {"sweep", "merge"}) {
+    const auto help = run_ipusim({command, "--help"});
+    CHECK(help.code == 0);
+    CHECK(help.out.find("Example:\n  ipusim " + std::string(command)) != std::string::npos);
+  }
+}

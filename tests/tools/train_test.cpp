@@ -1,0 +1,182 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "models/npy.hpp"
+#include "tools/ipusim/cli.hpp"
+
+namespace {
+
+struct Result {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+Result run_ipusim(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = ipusim::cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+const std::string kConfig = "configs/tf1_mnist_2ipu.json";
+
+// A fresh directory under the build tree.
+std::string scratch(const std::string& name) {
+  const std::string path = std::string(IPUSIM_BINARY_DIR) + "/train_test/" + name;
+  std::filesystem::remove_all(path);
+  return path;
+}
+
+// The output without its last line, the wall time, which varies from run to run.
+std::string without_wall_time(const std::string& out) {
+  const auto last = out.rfind("Wall time: ");
+  REQUIRE(last != std::string::npos);
+  return out.substr(0, last);
+}
+
+}  // namespace
+
+TEST_CASE("train prints progress, test accuracy and simulated time beside wall time") {
+  const auto result =
+      run_ipusim({"train", kConfig, "--steps", "5", "--gac", "4", "--micro-batch", "8"});
+  CHECK(result.err.empty());
+  CHECK(result.code == 0);
+  CHECK(without_wall_time(result.out) ==
+        "ipusim train: tf1_mnist (configs/tf1_mnist_2ipu.json) on fashion-mnist "
+        "(/usr/share/datasets/fashion-mnist)\n"
+        "grouped schedule, 2 stage(s) on 2 IPU(s); 32 samples per step (micro-batch 8 x "
+        "gradient accumulation 4)\n"
+        "Training 5 step(s) of 1,875 per epoch, 160 samples\n"
+        "[######                        ]  20%  step 1/5  loss 2.3291 nats\n"
+        "[############                  ]  40%  step 2/5  loss 2.2557 nats\n"
+        "[##################            ]  60%  step 3/5  loss 2.3641 nats\n"
+        "[########################      ]  80%  step 4/5  loss 2.3326 nats\n"
+        "[##############################] 100%  step 5/5  loss 2.3018 nats\n"
+        "Test accuracy: 19.8% (1,975 of 10,000 test samples)\n"
+        "Simulated time: 0.0363 ms per step (48,239 cycles), 882,274 samples/s; 0.181 ms for 5 "
+        "step(s)\n");
+  CHECK(result.out.substr(result.out.rfind("Wall time: ")).find(" samples/s)\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("progress is printed at every tenth of a long run with the loss since the last line") {
+  const auto result = run_ipusim({"train", kConfig, "--steps", "23", "--gac", "4", "--micro-batch",
+                                  "2", "--set", "data.source=\"synthetic\""});
+  REQUIRE(result.code == 0);
+  std::istringstream lines(result.out);
+  std::vector<std::string> steps;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("[", 0) == 0)
+      steps.push_back(line.substr(line.find("step "), line.find("  loss") - line.find("step ")));
+  }
+  CHECK(steps == std::vector<std::string>{"step 3/23", "step 5/23", "step 7/23", "step 10/23",
+                                          "step 12/23", "step 14/23", "step 17/23", "step 19/23",
+                                          "step 21/23", "step 23/23"});
+}
+
+TEST_CASE("train --epochs trains whole epochs and --steps caps them") {
+  const auto result = run_ipusim({"train", kConfig, "--epochs", "2", "--steps", "3", "--gac", "4",
+                                  "--micro-batch", "2", "--set", "data.source=\"synthetic\""});
+  CHECK(result.out.find("Training 3 step(s) of 7,500 per epoch, 24 samples\n") !=
+        std::string::npos);
+}
+
+TEST_CASE(
+    "train --save writes parameters, first gradients, losses, inputs and labels; --load reads") {
+  const std::string first = scratch("first");
+  const auto saved = run_ipusim({"train", kConfig, "--steps", "2", "--gac", "4", "--micro-batch",
+                                 "8", "--set", "data.source=\"synthetic\"", "--save", first});
+  REQUIRE(saved.code == 0);
+  CHECK(saved.out.find("Saved parameters, first gradients, losses, inputs and labels to " + first +
+                       "\n") != std::string::npos);
+  std::vector<std::string> files;
+  for (const auto& file : std::filesystem::directory_iterator(first))
+    files.push_back(file.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files.size() == 3 + 5 * 2 * 3);
+  CHECK(files[0] == "dense128.bias.final.npy");
+  CHECK(std::count(files.begin(), files.end(), "logits.kernel.gradient.npy") == 1);
+  CHECK(ipusim::models::read_npy_f32(first + "/losses.npy").shape() == ipusim::models::Shape{2, 4});
+  CHECK(ipusim::models::read_npy_f32(first + "/inputs.npy").shape() ==
+        ipusim::models::Shape{64, 28, 28});
+  CHECK(ipusim::models::read_npy_i32(first + "/labels.npy").values.size() == 64);
+  CHECK(ipusim::models::read_npy_f32(first + "/dense32.kernel.gradient.npy").shape() ==
+        ipusim::models::Shape{64, 32});
+
+  const std::string second = scratch("second");
+  const auto loaded =
+      run_ipusim({"train", kConfig, "--steps", "1", "--gac", "4", "--micro-batch", "8", "--set",
+                  "data.source=\"synthetic\"", "--load", first, "--save", second});
+  REQUIRE(loaded.code == 0);
+  for (const char* name : {"dense256.kernel", "logits.bias"}) {
+    INFO(name);
+    CHECK(ipusim::models::bit_identical(
+        ipusim::models::read_npy_f32(second + "/" + name + ".initial.npy"),
+        ipusim::models::read_npy_f32(first + "/" + name + ".final.npy")));
+  }
+}
+
+TEST_CASE("train --load names the file and the shape it expected") {
+  const std::string directory = scratch("narrow");
+  REQUIRE(run_ipusim({"train", kConfig, "--steps", "1", "--gac", "4", "--micro-batch", "2", "--set",
+                      "data.source=\"synthetic\"", "--save", directory})
+              .code == 0);
+  const auto wrong = run_ipusim({"train", kConfig, "--steps", "1", "--set",
+                                 "/model/layers/1/units=200", "--load", directory});
+  CHECK(wrong.code == 2);
+  CHECK(wrong.err == "error: " + directory +
+                         "/dense256.kernel.final.npy: holds an array of shape [784, 256], "
+                         "expected [784, 200], the kernel of dense256\n");
+  const std::string empty = scratch("empty");
+  std::filesystem::create_directories(empty);
+  const auto missing = run_ipusim({"train", kConfig, "--steps", "1", "--load", empty});
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "error: " + empty +
+                           "/dense256.kernel.final.npy: file not found (nor "
+                           "dense256.kernel.initial.npy); expected a float32 array of shape [784, "
+                           "256], the kernel of dense256\n");
+}
+
+TEST_CASE("train refuses a model without kernels, naming the layer") {
+  const auto result = run_ipusim({"train", "configs/bert_large_4ipu.json", "--steps", "1"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: configs/bert_large_4ipu.json: at /model/layers/0: layer 'embeddings' "
+        "(embedding) models cost only: it has no numeric kernel, so the kernels cannot run\n");
+}
+
+TEST_CASE("run checks the numbers by default and --no-numeric skips the check") {
+  const std::vector<std::string> small = {"--gac",         "4",
+                                          "--micro-batch", "2",
+                                          "--set",         "pipeline.repeat_count=1",
+                                          "--set",         "data.source=\"synthetic\""};
+  std::vector<std::string> args = {"run", kConfig};
+  args.insert(args.end(), small.begin(), small.end());
+  const auto checked = run_ipusim(args);
+  CHECK(checked.code == 0);
+  CHECK(checked.out.find("\nBit-identical to the reference: largest |pipelined - reference| 0 "
+                         "nats in losses, 0 in weights\n") != std::string::npos);
+  args.push_back("--no-numeric");
+  const auto skipped = run_ipusim(args);
+  CHECK(skipped.code == 0);
+  CHECK(skipped.out.find("Numeric check") == std::string::npos);
+  args.push_back("--numeric");
+  CHECK(run_ipusim(args).code == 1);
+}
+
+TEST_CASE("run --json adds the numeric object") {
+  const std::string json = std::string(IPUSIM_BINARY_DIR) + "/numeric_report.json";
+  const auto result = run_ipusim({"run", kConfig, "--gac", "4", "--micro-batch", "2", "--set",
+                                  "data.source=\"synthetic\"", "--quiet", "--json", json});
+  CHECK(result.code == 0);
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  CHECK(report["numeric"]["bit_identical"] == true);
+  CHECK(report["numeric"]["max_abs_diff_loss"] == 0.0);
+  CHECK(report["numeric"]["max_abs_diff_weights"] == 0.0);
+  CHECK(report["numeric"]["losses"].size() == 10);  // repeat_count 10
+  CHECK(report["numeric"]["losses"][9].size() == 4);
+}
