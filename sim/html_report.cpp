@@ -758,7 +758,7 @@ struct SweepPlot {
   bool as_percent;
 };
 
-std::string sweep_plots(const SweepTable& table, std::size_t varied_index) {
+std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
   const std::size_t columns = table.varied.size();
   std::vector<std::string> categories;
   bool numeric = true;
@@ -827,7 +827,7 @@ std::string sweep_plots(const SweepTable& table, std::size_t varied_index) {
   return out;
 }
 
-std::string sweep_rows(const SweepTable& table) {
+std::string sweep_rows(const SweepPlotTable& table) {
   std::vector<std::string> header = table.varied;
   header.insert(header.end(), table.metrics.begin(), table.metrics.end());
   std::string out = "<div style=\"overflow-x:auto\"><table>" + header_row(header);
@@ -842,7 +842,7 @@ std::string sweep_rows(const SweepTable& table) {
 
 }  // namespace
 
-std::string sweep_html(const SweepTable& table) {
+std::string sweep_html(const SweepPlotTable& table) {
   for (const auto& row : table.rows)
     IPUSIM_CHECK(row.size() == table.varied.size() + table.metrics.size());
   std::string body = "<header><h1>ipusim sweep</h1><p class=\"sub\">" +

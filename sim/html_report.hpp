@@ -28,13 +28,13 @@ std::string compare_html(const std::vector<const RunReport*>& reports,
                          const std::vector<std::string>& labels);
 
 // A sweep as its CSV holds it: each row has the varied values, then the metric values, as text.
-struct SweepTable {
+struct SweepPlotTable {
   std::vector<std::string> varied;   // config paths, e.g. "pipeline.gradient_accumulation_count"
   std::vector<std::string> metrics;  // e.g. "ramp_overhead", "throughput_samples_per_second"
   std::vector<std::vector<std::string>> rows;
 };
 
-std::string sweep_html(const SweepTable& table);
+std::string sweep_html(const SweepPlotTable& table);
 
 // The numeric check as an HTML section, from the run JSON's "numeric" object
 // (to_json(report)["numeric"]); empty when it is absent or null.

@@ -202,7 +202,7 @@ TEST_CASE("a comparison stacks the runs' Gantt charts in one chart with a table"
 }
 
 TEST_CASE("a sweep plots ramp overhead and throughput with one line per schedule") {
-  sim::SweepTable table;
+  sim::SweepPlotTable table;
   table.varied = {"pipeline.gradient_accumulation_count", "pipeline.pipeline_schedule"};
   table.metrics = {"step_cycles", "ramp_overhead", "throughput_samples_per_second"};
   for (const int ramp : {8, 2}) {

@@ -141,3 +141,17 @@ TEST_CASE("compare has help with an example") {
   CHECK(help.code == 0);
   CHECK(help.out.find("Example:\n  ipusim compare") != std::string::npos);
 }
+
+TEST_CASE("compare --html stacks every run's pipeline chart on one time axis") {
+  const auto html = output("compare.html");
+  const auto result = run_ipusim(
+      {"compare", kConfig, "--schedules", "grouped,interleaved,1f1b", "--html", html, "--quiet"});
+  REQUIRE(result.code == 0);
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(page.find("<svg id=\"gantt\"") != std::string::npos);
+  CHECK(page.find("<svg id=\"gantt\"", page.find("<svg id=\"gantt\"") + 1) == std::string::npos);
+  for (const char* label : {"tf1_mnist grouped", "tf1_mnist interleaved", "tf1_mnist 1f1b"})
+    CHECK(page.find(label) != std::string::npos);
+  CHECK(page.find("src=\"http") == std::string::npos);
+}

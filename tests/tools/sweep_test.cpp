@@ -298,3 +298,17 @@ TEST_CASE("sweep and merge have help with an example") {
     CHECK(help.out.find("Example:\n  ipusim " + std::string(command)) != std::string::npos);
   }
 }
+
+TEST_CASE("sweep --html plots ramp overhead and throughput against each varied value") {
+  const auto csv = output("plots.csv");
+  const auto html = output("plots.html");
+  auto args = gac_sweep(csv);
+  args.insert(args.end(), {"--html", html});
+  REQUIRE(run_ipusim(args).code == 0);
+  const auto page = read(html);
+  for (const char* title : {"Ramp overhead against pipeline.gradient_accumulation_count",
+                            "Throughput against pipeline.gradient_accumulation_count"})
+    CHECK(page.find(title) != std::string::npos);
+  for (const char* schedule : {"grouped", "interleaved", "sequential", "1f1b"})
+    CHECK(page.find(">" + std::string(schedule) + "<") != std::string::npos);
+}

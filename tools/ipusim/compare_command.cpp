@@ -13,7 +13,9 @@
 
 #include "sim/core/error.hpp"
 #include "sim/format.hpp"
+#include "sim/html_report.hpp"
 #include "sim/sweep.hpp"
+#include "sim/timeline.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
@@ -26,6 +28,7 @@ struct CompareArgs {
   std::vector<std::string> withs;
   std::string json_path;
   std::string csv_path;
+  std::string html_path;
   bool quiet = false;
 };
 
@@ -36,6 +39,7 @@ struct CompareRun {
   std::string with;      // as given to --with, or empty
   std::string label;
   std::unique_ptr<sim::RunSpec> spec;
+  std::unique_ptr<sim::TimelineRecorder> recorder;  // with --html only
   std::optional<sim::RunReport> report;
   std::string error;
   std::exception_ptr failure;  // why the run did not simulate
@@ -57,6 +61,21 @@ std::vector<core::Override> with_overrides(const std::string& text) {
   return out;
 }
 
+// The runs that simulated, their charts stacked on one time axis.
+std::string to_html(const std::vector<CompareRun>& runs) {
+  std::vector<const sim::RunReport*> reports;
+  std::vector<const sim::Timeline*> timelines;
+  std::vector<std::string> labels;
+  for (const auto& run : runs) {
+    if (!run.report)
+      continue;
+    reports.push_back(&*run.report);
+    timelines.push_back(&run.recorder->timeline());
+    labels.push_back(run.label);
+  }
+  return sim::compare_html(reports, timelines, labels);
+}
+
 void simulate_run(CompareRun& run, const CompareArgs& a) {
   auto overrides = a.what_if.overrides();
   if (!run.schedule.empty()) {
@@ -72,6 +91,10 @@ void simulate_run(CompareRun& run, const CompareArgs& a) {
     sim::SimulateOptions options;
     options.allow_oom = true;
     options.numeric = sim::NumericMode::kOff;
+    if (!a.html_path.empty()) {
+      run.recorder = std::make_unique<sim::TimelineRecorder>();
+      options.observers.push_back(run.recorder.get());
+    }
     run.report = sim::simulate(*run.spec, options);
   } catch (const core::ConfigError& error) {
     run.error = error.what();
@@ -300,6 +323,8 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
       ->allow_extra_args(false);
   command->add_option("--json", a->json_path, "Also write every run's report as JSON");
   command->add_option("--csv", a->csv_path, "Also write one CSV row per run (sweep's columns)");
+  command->add_option("--html", a->html_path,
+                      "Also write an HTML page: the runs' pipeline charts on one time axis");
   command->add_flag("--quiet", a->quiet, "Print only errors");
   command->footer(
       "Example:\n  ipusim compare configs/tf1_mnist_2ipu.json "
@@ -317,6 +342,8 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
       write_file_atomically(a->json_path, to_json(runs).dump(2) + "\n");
     if (!a->csv_path.empty())
       write_file_atomically(a->csv_path, to_csv(runs));
+    if (!a->html_path.empty())
+      write_file_atomically(a->html_path, to_html(runs));
     if (!a->quiet)
       out << render(runs);
   });

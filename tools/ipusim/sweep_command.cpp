@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "sim/format.hpp"
+#include "sim/html_report.hpp"
 #include "sim/sweep.hpp"
 #include "tools/ipusim/command.hpp"
 
@@ -21,8 +22,20 @@ struct SweepArgs {
   std::string output;
   int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   std::string shard = "1/1";
+  std::string html_path;
   bool quiet = false;
 };
+
+// The CSV's varied and metric columns, without the run index and the error text.
+sim::SweepPlotTable plot_table(const sim::SweepTable& table, std::size_t varied) {
+  sim::SweepPlotTable plot;
+  const auto& columns = table.columns;
+  plot.varied.assign(columns.begin() + 1, columns.begin() + 1 + std::ptrdiff_t(varied));
+  plot.metrics.assign(columns.begin() + 1 + std::ptrdiff_t(varied), columns.end() - 1);
+  for (const auto& row : table.rows)
+    plot.rows.emplace_back(row.begin() + 1, row.end() - 1);
+  return plot;
+}
 
 // "[=====>    ] 412/1000 runs", redrawn in place; only on a terminal, where '\r' means something.
 class ProgressBar {
@@ -132,6 +145,9 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "Run only slice I of N (runs whose index modulo N is I-1); join the "
                    "shards' files with 'ipusim merge'")
       ->type_name("I/N");
+  command->add_option("--html", a->html_path,
+                      "Also write an HTML page plotting ramp overhead and throughput against "
+                      "each varied value");
   command->add_flag("--quiet", a->quiet, "Print only errors");
   command->footer(
       "Example:\n  ipusim sweep configs/tf1_mnist_2ipu.json -o gac.csv "
@@ -150,6 +166,10 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     if (!a->quiet && is_terminal(err))
       options.progress = [bar](std::size_t done, std::size_t total) { bar->update(done, total); };
     const auto summary = sim::run_sweep(a->config.path, plan, a->output, options);
+    if (!a->html_path.empty()) {
+      write_file_atomically(a->html_path,
+                            sim::sweep_html(plot_table(summary.table, plan.axes().size())));
+    }
     if (!a->quiet)
       out << summary_text(*a, plan, summary);
   });
