@@ -199,8 +199,9 @@ TEST_CASE("the trace has one memory counter per IPU with a series per category")
     }
     peak[e["name"]] = std::max(peak[e["name"]], total);
   }
-  const std::set<std::string> categories = {"activations",           "always_live", "copy_buffers",
-                                            "gradient_accumulators", "stash",       "weights"};
+  const std::set<std::string> categories = {
+      "activations", "always_live",     "copy_buffers", "gradient_accumulators",
+      "stash",       "optimizer_state", "weights"};
   CHECK(series == std::map<std::string, std::set<std::string>>{{"IPU0 memory", categories},
                                                                {"IPU1 memory", categories}});
   CHECK(peak["IPU0 memory"] == double(run->report.replay.ipus[0].peak_memory_bytes));
