@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/format.hpp"
 
 namespace ipusim::sim {
@@ -640,7 +641,7 @@ SweepSummary run_sweep(const std::string& config_path, const SweepPlan& plan,
     run_pool(runner, pending, options.jobs, file, progress);
   }
   summary.table = sorted(read_sweep_csv(csv_path).table);
-  replace_file(csv_path, summary.table.to_csv());
+  core::write_file_atomically(csv_path, summary.table.to_csv());
   return summary;
 }
 
@@ -678,20 +679,6 @@ MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths) {
     merged.table.rows.push_back(std::move(row));
   }
   return merged;
-}
-
-void replace_file(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file)
-      throw core::ConfigError(path, "", "cannot write the output file");
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error)
-    throw core::ConfigError(path, "", "cannot write the output file: " + error.message());
 }
 
 }  // namespace ipusim::sim

@@ -136,7 +136,4 @@ struct MergedSweep {
 };
 MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths);
 
-// Writes `text` to a temporary file next to `path` and renames it over `path`.
-void replace_file(const std::string& path, const std::string& text);
-
 }  // namespace ipusim::sim

@@ -1,4 +1,4 @@
-#include "tools/ipusim/cli.hpp"
+#include "tests/tools/cli_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -8,18 +8,7 @@
 
 namespace {
 
-struct Result {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-Result run_ipusim(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = ipusim::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using ipusim::testing::run_ipusim;
 
 const std::string kBase = "tests/tools/data/base.json";
 

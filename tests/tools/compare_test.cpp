@@ -4,22 +4,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tools/ipusim/cli.hpp"
+#include "tests/tools/cli_support.hpp"
 
 namespace {
 
-struct Result {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-Result run_ipusim(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = ipusim::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using ipusim::testing::run_ipusim;
 
 std::string output(const std::string& name) {
   const auto dir = std::filesystem::path(IPUSIM_BINARY_DIR) / "compare_test";

@@ -13,7 +13,7 @@
 
 #include "sim/spec.hpp"
 #include "sim/sweep.hpp"
-#include "tools/ipusim/cli.hpp"
+#include "tests/tools/cli_support.hpp"
 
 extern char** environ;
 
@@ -21,18 +21,7 @@ namespace {
 
 using namespace ipusim;
 
-struct Result {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-Result run_ipusim(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = cli::run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using ipusim::testing::run_ipusim;
 
 // An output path of the test's own, absent at the start.
 std::string output(const std::string& name) {

@@ -5,22 +5,11 @@
 #include <sstream>
 
 #include "models/npy.hpp"
-#include "tools/ipusim/cli.hpp"
+#include "tests/tools/cli_support.hpp"
 
 namespace {
 
-struct Result {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-Result run_ipusim(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = ipusim::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using ipusim::testing::run_ipusim;
 
 const std::string kConfig = "configs/tf1_mnist_2ipu.json";
 

@@ -1,8 +1,5 @@
 #include "tools/ipusim/command.hpp"
 
-#include <filesystem>
-#include <fstream>
-
 #include "sim/core/error.hpp"
 
 namespace ipusim::cli {
@@ -54,20 +51,6 @@ void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path) {
 
 sim::RunSpec load(const ConfigArgs& args) {
   return sim::load_run_spec(args.path, args.overrides());
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file)
-      throw core::ConfigError(path, "", "cannot write the output file");
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error)
-    throw core::ConfigError(path, "", "cannot write the output file: " + error.message());
 }
 
 }  // namespace ipusim::cli

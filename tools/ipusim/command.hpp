@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/core/config_file.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/spec.hpp"
 
 namespace ipusim::cli {
@@ -31,8 +32,7 @@ void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path = tr
 
 sim::RunSpec load(const ConfigArgs& args);
 
-// Writes next to the target and renames; throws core::ConfigError naming `path` on failure.
-void write_file_atomically(const std::string& path, const std::string& text);
+using core::write_file_atomically;
 
 void add_run_command(CLI::App& app, std::ostream& out);
 void add_validate_command(CLI::App& app, std::ostream& out);
