@@ -61,15 +61,6 @@ std::vector<std::string> split_top_level(const std::string& text) {
   return out;
 }
 
-// The same reading as core::ConfigDocument gives a --set value.
-json parse_value(const std::string& text) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error&) {
-    return text;
-  }
-}
-
 // --- CSV ----------------------------------------------------------------------------------
 
 std::string one_line(std::string cell) {
@@ -125,56 +116,14 @@ std::string integer(std::int64_t value) {
 
 // --- Running one variant ------------------------------------------------------------------
 
-// Mirrors core::ConfigDocument's override rule on a plain JSON value. Returns false where that
-// rule would throw, so the caller falls back to the loader for its exact error message.
-bool set_at_pointer(json& root, const std::string& pointer, const json& value) {
-  if (pointer.size() < 2)
-    return false;
-  json* node = &root;
-  std::size_t start = 1;
-  while (start <= pointer.size()) {
-    std::size_t end = pointer.find('/', start);
-    if (end == std::string::npos)
-      end = pointer.size();
-    const std::string token = json::json_pointer("/" + pointer.substr(start, end - start)).back();
-    if (node->is_array()) {
-      const auto index = parse_index(token);
-      if (!index || *index > node->size())
-        return false;
-      if (*index == node->size())
-        node->push_back(nullptr);
-      node = &(*node)[*index];
-    } else {
-      if (!node->is_object())
-        *node = json::object();
-      node = &(*node)[token];
-    }
-    start = end + 1;
-  }
-  *node = value;
-  return true;
-}
-
 // Runs variants of one plan. The base config is read once; a variant applies its values to a
-// copy of the merged JSON, which is several times cheaper than reading the files again. Error
-// messages, though, should name the `--vary` that caused them, which only the loader's origin
-// tracking knows: a variant whose fast build fails is rebuilt by the loader for its message.
+// copy of the merged document, which is several times cheaper than reading the files again
+// and keeps the origins, so that errors name the `--vary` that caused them.
 class VariantRunner {
  public:
   VariantRunner(const std::string& config_path, const SweepPlan& plan,
-                std::vector<core::Override> base_overrides)
-      : config_path_(config_path),
-        plan_(plan),
-        base_overrides_(std::move(base_overrides)),
-        base_(core::ConfigDocument::load(config_path, base_overrides_)) {
-    for (const auto& axis : plan.axes()) {
-      pointers_.push_back(core::to_json_pointer(axis.path));
-      std::vector<json> parsed;
-      for (const auto& value : axis.values)
-        parsed.push_back(parse_value(value));
-      values_.push_back(std::move(parsed));
-    }
-  }
+                const std::vector<core::Override>& base_overrides)
+      : plan_(plan), base_(core::ConfigDocument::load(config_path, base_overrides)) {}
 
   std::vector<std::string> row(std::size_t run) const {
     std::vector<std::string> cells = {std::to_string(run)};
@@ -198,21 +147,7 @@ class VariantRunner {
 
  private:
   RunSpec build(std::size_t run) const {
-    try {
-      json merged = base_.json();
-      const auto indices = plan_.indices(run);
-      bool applied = true;
-      for (std::size_t a = 0; a < indices.size() && applied; ++a)
-        applied = set_at_pointer(merged, pointers_[a], values_[a][indices[a]]);
-      if (applied)
-        return build_run_spec(core::ConfigDocument::from_json(merged, config_path_));
-    } catch (const core::ConfigError&) {
-      // The loader below reports it, naming the --vary that caused it.
-    }
-    auto overrides = base_overrides_;
-    for (const auto& override_ : plan_.overrides(run))
-      overrides.push_back(override_);
-    return load_run_spec(config_path_, overrides);
+    return build_run_spec(base_.with_overrides(plan_.overrides(run)));
   }
 
   static std::vector<std::string> error_row(std::vector<std::string> cells,
@@ -222,12 +157,8 @@ class VariantRunner {
     return cells;
   }
 
-  std::string config_path_;
   const SweepPlan& plan_;
-  std::vector<core::Override> base_overrides_;
   core::ConfigDocument base_;
-  std::vector<std::string> pointers_;
-  std::vector<std::vector<json>> values_;
 };
 
 bool is_prefix_pointer(const std::string& prefix, const std::string& pointer) {

@@ -199,6 +199,18 @@ nlohmann::json parse_override_value(const std::string& text) {
 
 }  // namespace
 
+void ConfigDocument::apply_overrides(State& state, const std::vector<Override>& overrides) {
+  for (const auto& override_ : overrides) {
+    const std::string pointer = to_json_pointer(override_.path);
+    if (pointer.size() < 2) {
+      throw ConfigError(override_.label, "", "the path to set is empty");
+    }
+    const nlohmann::json value = parse_override_value(override_.value);
+    set_at_pointer(state.value, pointer, value, override_.label);
+    record_all(value, pointer, override_.label, state.origins);
+  }
+}
+
 std::string to_json_pointer(const std::string& path) {
   if (path.empty() || path[0] == '/')
     return path;
@@ -231,15 +243,13 @@ ConfigDocument ConfigDocument::load(const std::string& path,
   state->path = path;
   state->value = nlohmann::json::object();
   Loader(*state).load(path, "", "");
-  for (const auto& override_ : overrides) {
-    const std::string pointer = to_json_pointer(override_.path);
-    if (pointer.size() < 2) {
-      throw ConfigError(override_.label, "", "the path to set is empty");
-    }
-    const nlohmann::json value = parse_override_value(override_.value);
-    set_at_pointer(state->value, pointer, value, override_.label);
-    record_all(value, pointer, override_.label, state->origins);
-  }
+  apply_overrides(*state, overrides);
+  return ConfigDocument(std::move(state));
+}
+
+ConfigDocument ConfigDocument::with_overrides(const std::vector<Override>& overrides) const {
+  auto state = std::make_shared<State>(*state_);
+  apply_overrides(*state, overrides);
   return ConfigDocument(std::move(state));
 }
 

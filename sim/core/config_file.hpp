@@ -28,6 +28,10 @@ class ConfigDocument {
   static ConfigDocument load(const std::string& path, const std::vector<Override>& overrides);
   static ConfigDocument from_json(const nlohmann::json& value, const std::string& source);
 
+  // This document with `overrides` applied on top, as load() applies them: sweeps read the
+  // files once and derive every variant from the result.
+  ConfigDocument with_overrides(const std::vector<Override>& overrides) const;
+
   ConfigNode root() const;
   const std::string& path() const;
   const nlohmann::json& json() const;
@@ -37,6 +41,7 @@ class ConfigDocument {
 
  private:
   explicit ConfigDocument(std::shared_ptr<const State> state);
+  static void apply_overrides(State& state, const std::vector<Override>& overrides);
   std::shared_ptr<const State> state_;
 };
 
