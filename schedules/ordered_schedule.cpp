@@ -327,31 +327,19 @@ void OrderedSchedule::build_program(int ipu) {
   for (int chunk = 0; chunk < chunks_; ++chunk)
     program.chunk_stages.push_back(kind_ == OrderKind::kInterleaved1F1B ? chunk * group_ + ipu
                                                                         : hosted.front().stage);
-  const auto copies = [&](std::vector<Task>& tasks, int stage, int target, CopyKind kind) {
-    if (target < 0 || target > last)
-      return;
-    for (int peer : layout().ipus_of(target)) {
-      if (peer == ipu)
-        continue;
-      Task copy = work(Op::kCopy, stage, ipu, -1);
-      copy.copy = kind;
-      copy.peer_ipu = peer;
-      tasks.push_back(copy);
-    }
-  };
   for (int stage : program.chunk_stages) {
     std::vector<Task> forward;
     if (stage == 0)
       forward.push_back(work(Op::kInfeed, 0, ipu, -1));
     forward.push_back(work(Op::kForward, stage, ipu, -1));
-    copies(forward, stage, stage + 1, CopyKind::kActivation);
+    append_boundary_copies(ipu, stage, CopyKind::kActivation, forward);
     if (stage == last)
       forward.push_back(work(Op::kOutfeed, last, ipu, -1));
     std::vector<Task> backward;
     if (recomputes(stage))
       backward.push_back(work(Op::kRecompute, stage, ipu, -1));
     backward.push_back(work(Op::kBackward, stage, ipu, -1));
-    copies(backward, stage, stage - 1, CopyKind::kGradient);
+    append_boundary_copies(ipu, stage, CopyKind::kGradient, backward);
     program.bundles[kF].push_back(std::move(forward));
     program.bundles[kB].push_back(std::move(backward));
     program.bundles[kW].push_back({work(Op::kWeightGrad, stage, ipu, -1)});

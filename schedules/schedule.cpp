@@ -88,6 +88,21 @@ void Schedule::add_inputs(int producer, const Task& consumer, Op producer_op, Co
   }
 }
 
+void Schedule::append_boundary_copies(int ipu, int stage, CopyKind kind,
+                                      std::vector<Task>& out) const {
+  const int target = kind == CopyKind::kActivation ? stage + 1 : stage - 1;
+  if (target < 0 || target >= layout_.stages())
+    return;
+  for (int peer : layout_.ipus_of(target)) {
+    if (peer == ipu)
+      continue;
+    Task copy = work(Op::kCopy, stage, ipu, -1);
+    copy.copy = kind;
+    copy.peer_ipu = peer;
+    out.push_back(copy);
+  }
+}
+
 // The weight update waits for the end of the pipeline part: on every IPU for step-based
 // schedules (the ramp-down ends with a global sync), on its own IPU otherwise.
 void Schedule::add_pipeline_ends(int ipu, std::vector<Task>& out) const {

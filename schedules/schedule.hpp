@@ -108,6 +108,11 @@ class Schedule {
   virtual std::vector<StashKind> stash_kind() const = 0;
   virtual PhaseCounts phase_counts() const = 0;
 
+  // Appends the copies `ipu` sends at `stage`'s boundary, micro-batch unset: activations to the
+  // IPUs of stage + 1, or input gradients to those of stage - 1; none past the pipeline's ends
+  // or to `ipu` itself.
+  void append_boundary_copies(int ipu, int stage, CopyKind kind, std::vector<Task>& out) const;
+
  protected:
   // split_weight_grad asks for W tasks; they exist only when training.
   Schedule(PipelineShape shape, RecomputationMode resolved, bool relaxed, bool split_weight_grad);

@@ -89,17 +89,10 @@ std::int64_t StepSchedule::offset_of(const Task& task) const {
 }
 
 void StepSchedule::add_copies(int ipu, int stage, CopyKind kind, std::vector<Slot>& slots) const {
-  const int target = kind == CopyKind::kActivation ? stage + 1 : stage - 1;
-  if (target < 0 || target >= layout().stages())
-    return;
-  for (int peer : layout().ipus_of(target)) {
-    if (peer == ipu)
-      continue;
-    Task copy = work(Op::kCopy, stage, ipu, -1);
-    copy.copy = kind;
-    copy.peer_ipu = peer;
+  std::vector<Task> copies;
+  append_boundary_copies(ipu, stage, kind, copies);
+  for (const Task& copy : copies)
     slots.push_back({copy, offset_of(copy)});
-  }
 }
 
 void StepSchedule::build_slots() {

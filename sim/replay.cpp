@@ -495,33 +495,16 @@ class Replayer {
   // The copies of every stage slot in this step, masked or not.
   void slot_copies(std::int64_t step, std::vector<Task>& copies) const {
     copies.clear();
-    const int stages = int(cost_.stages.size());
     const bool every_step = copy_slots_ == CopySlots::kEveryStep;
-    for (int k = 0; k < stages; ++k) {
+    for (int k = 0; k < int(cost_.stages.size()); ++k) {
       const bool forward_slot = every_step || (step - k) % 2 == 0;
       const bool backward_slot = every_step || (step - k) % 2 != 0;
       for (const auto& sub : cost_.stages[k]) {
-        if (forward_slot && k + 1 < stages)
-          add_copies(k, sub.ipu, cost_.stages[k + 1], false, copies);
-        if (backward_slot && k > 0 && spec_.pipeline.training) {
-          add_copies(k, sub.ipu, cost_.stages[k - 1], true, copies);
-        }
+        if (forward_slot)
+          schedule_.append_boundary_copies(sub.ipu, k, schedules::CopyKind::kActivation, copies);
+        if (backward_slot && spec_.pipeline.training)
+          schedule_.append_boundary_copies(sub.ipu, k, schedules::CopyKind::kGradient, copies);
       }
-    }
-  }
-
-  static void add_copies(int stage, int from, const std::vector<SubstageCost>& to, bool gradient,
-                         std::vector<Task>& copies) {
-    for (const auto& peer : to) {
-      if (peer.ipu == from)
-        continue;
-      Task copy;
-      copy.op = Op::kCopy;
-      copy.stage = stage;
-      copy.ipu = from;
-      copy.peer_ipu = peer.ipu;
-      copy.copy = gradient ? schedules::CopyKind::kGradient : schedules::CopyKind::kActivation;
-      copies.push_back(copy);
     }
   }
 
