@@ -89,7 +89,7 @@ std::vector<int> first_pixels(DataSource& source, std::int64_t first, std::int64
 
 }  // namespace
 
-TEST_CASE("IDX images and labels are read from gzip files and scaled to [0, 1]") {
+TEST_CASE("IDX images and labels are read from gzip files and scaled to the unit interval") {
   const std::string directory = tiny_dataset("valid", 3);
   FashionMnist data(directory, FashionMnistSplit::kTrain, {2, 2, 1});
   CHECK(data.size() == 3);

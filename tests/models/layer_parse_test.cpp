@@ -127,7 +127,7 @@ TEST_CASE("an unknown activation or padding suggests the closest name") {
         "model.json: at /model/layers/0/padding: unknown value 'sme'; did you mean 'same'?");
 }
 
-TEST_CASE("a dropout rate must lie in [0, 1)") {
+TEST_CASE("a dropout rate must be at least 0 and below 1") {
   CHECK(layer_error(R"({"id": "d", "type": "dropout", "rate": 1})") ==
         "model.json: at /model/layers/0/rate: expected a dropout rate from 0 up to (not "
         "including) 1, found 1");

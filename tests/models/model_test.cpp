@@ -158,7 +158,7 @@ TEST_CASE("an embedding takes token ids of its sequence length from the model in
   CHECK(shape_text(through_input.info[1].output) == "[8, 4]");
 }
 
-TEST_CASE("a transformer encoder needs [sequence_length, hidden]") {
+TEST_CASE("a transformer encoder needs a sequence_length by hidden input") {
   CHECK(model_error(after_dense("[8, 16]", R"({"id": "enc", "type": "transformer_encoder",
                                  "hidden": 16, "heads": 2, "sequence_length": 8})")) ==
         "model.json: at /model/layers/1: layer 'enc' (transformer_encoder) needs an input of "
@@ -183,7 +183,7 @@ TEST_CASE("a model trains exactly one loss") {
         "model trains exactly one loss, its last layer");
 }
 
-TEST_CASE("the loss takes its class count from the logits, which must match \"classes\"") {
+TEST_CASE("the loss takes its class count from the logits, which must match the declared classes") {
   const std::string layers = R"([{"id": "logits", "type": "dense", "units": 12},
                                  {"id": "cel", "type": "softmax_cross_entropy"}])";
   const Model model = model_from(with_layers("[4]", layers));

@@ -75,7 +75,7 @@ TEST_CASE("train --epochs trains whole epochs and --steps caps them") {
 }
 
 TEST_CASE(
-    "train --save writes parameters, first gradients, losses, inputs and labels; --load reads") {
+    "train --save writes parameters, first gradients, losses, inputs and labels, and --load reads them") {
   const std::string first = scratch("first");
   const auto saved = run_ipusim({"train", kConfig, "--steps", "2", "--gac", "4", "--micro-batch",
                                  "8", "--set", "data.source=\"synthetic\"", "--save", first});
