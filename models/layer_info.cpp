@@ -1,6 +1,7 @@
 #include "models/layer_info.hpp"
 
 #include "models/shape_inference.hpp"
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -21,6 +22,10 @@ double activation_flops(Activation activation) {
   }
   return 0;
 }
+
+// What an overflow names: "its parameter count does not fit in 64 bits".
+constexpr const char* kParams = "parameter count";
+constexpr const char* kAttention = "attention matrix (heads x sequence_length^2)";
 
 // Mean, variance, normalise, scale and shift, each about two FLOPs per element.
 constexpr double kLayerNormFlops = 8;
@@ -49,7 +54,8 @@ Cost linear_cost(const Layer& layer, const Sizes& size, std::int64_t weights, do
   const double bias_flops = p.bias ? double(size.out) : 0;
   const double act_flops = activation_flops(p.activation) * double(size.out);
   Cost cost;
-  cost.params = weights + (p.bias ? (layer.type == LayerType::kDense ? p.units : p.filters) : 0);
+  cost.params = core::checked_add(
+      weights, p.bias ? (layer.type == LayerType::kDense ? p.units : p.filters) : 0, kParams);
   cost.forward_flops = 2 * products + bias_flops + act_flops;
   cost.backward_flops = 4 * products + bias_flops + act_flops;
   cost.saved_bytes = size.in * size.d + (p.activation == Activation::kNone ? 0 : size.out * size.d);
@@ -59,13 +65,15 @@ Cost linear_cost(const Layer& layer, const Sizes& size, std::int64_t weights, do
 Cost dense_cost(const Layer& layer, const Shape& input, const Sizes& size) {
   const std::int64_t in = input.back();
   const double rows = double(size.in / in);
-  return linear_cost(layer, size, in * layer.params.units,
+  return linear_cost(layer, size, core::checked_mul(in, layer.params.units, kParams),
                      rows * double(in) * double(layer.params.units));
 }
 
 Cost conv2d_cost(const Layer& layer, const Shape& input, const Sizes& size) {
   const LayerParams& p = layer.params;
-  const std::int64_t weights = p.kernel_h * p.kernel_w * input[2] * p.filters;
+  const std::int64_t weights = core::checked_mul(
+      core::checked_mul(core::checked_mul(p.kernel_h, p.kernel_w, kParams), input[2], kParams),
+      p.filters, kParams);
   return linear_cost(layer, size, weights, double(size.out) * double(weights / p.filters));
 }
 
@@ -75,7 +83,7 @@ Cost elementwise_cost(double flops_per_element, const Sizes& size, std::int64_t 
 }
 
 Cost maxpool2d_cost(const Layer& layer, const Sizes& size) {
-  const double window = double(layer.params.pool_h * layer.params.pool_w);
+  const double window = double(layer.params.pool_h) * double(layer.params.pool_w);
   return {0, window * double(size.out), double(size.out), size.out * 4, 0};
 }
 
@@ -87,8 +95,10 @@ Cost softmax_cross_entropy_cost(const Shape& input, const Sizes& size) {
 
 Cost embedding_cost(const LayerParams& p, const Sizes& size) {
   Cost cost;
-  const std::int64_t rows = p.vocab_size + p.max_positions + p.token_types;
-  cost.params = rows * p.hidden + 2 * p.hidden;
+  const std::int64_t rows = core::checked_add(
+      core::checked_add(p.vocab_size, p.max_positions, kParams), p.token_types, kParams);
+  cost.params =
+      core::checked_add(core::checked_mul(rows, p.hidden, kParams), 2 * p.hidden, kParams);
   // Two adds sum the token, position and type vectors, then a layer norm.
   cost.forward_flops = double(size.out) * (2 + kLayerNormFlops);
   cost.backward_flops = 2 * cost.forward_flops;
@@ -97,17 +107,25 @@ Cost embedding_cost(const LayerParams& p, const Sizes& size) {
 }
 
 Cost transformer_encoder_cost(const LayerParams& p, const Sizes& size) {
+  using core::checked_add;
+  using core::checked_mul;
   const std::int64_t s = p.sequence_length;
   const std::int64_t h = p.hidden;
-  const std::int64_t attention = p.heads * s * s;
+  const std::int64_t attention = checked_mul(p.heads, checked_mul(s, s, kAttention), kAttention);
+  const std::int64_t square = checked_add(checked_mul(h, h, kParams), h, kParams);
+  const std::int64_t ffn = checked_add(checked_mul(h, p.ffn, kParams), p.ffn, kParams);
   Cost cost;
-  cost.params = 4 * (h * h + h) + 2 * 2 * h + (h * p.ffn + p.ffn) + (p.ffn * h + h);
+  cost.params = checked_add(checked_add(checked_mul(4, square, kParams), 4 * h, kParams),
+                            checked_add(ffn, ffn - p.ffn + h, kParams), kParams);
   const double sd = double(s);
   const double hd = double(h);
   cost.forward_flops = 8 * sd * hd * hd + 4 * sd * hd * double(p.ffn) + 4 * sd * sd * hd;
   cost.backward_flops = 2 * cost.forward_flops;
-  cost.stateful_bytes = 2 * s * h + attention;
-  cost.saved_bytes = (16 * s * h + 2 * attention) * size.d + cost.stateful_bytes;
+  cost.stateful_bytes = checked_add(2 * s * h, attention, kAttention);
+  const std::int64_t activations =
+      checked_add(16 * s * h, checked_mul(2, attention, kAttention), kAttention);
+  cost.saved_bytes =
+      checked_add(checked_mul(activations, size.d, kAttention), cost.stateful_bytes, kAttention);
   return cost;
 }
 

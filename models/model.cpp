@@ -1,8 +1,11 @@
 #include "models/model.hpp"
 
+#include <optional>
+
 #include "models/layer_parse.hpp"
 #include "models/layer_types.hpp"
 #include "models/shape_inference.hpp"
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -10,12 +13,27 @@ namespace {
 
 using core::ConfigNode;
 
+constexpr const char* kMaxElementsText = "2^40 (1,099,511,627,776)";
+
+std::optional<std::int64_t> checked_element_count(const Shape& shape) {
+  try {
+    return element_count(shape);
+  } catch (const core::Overflow&) {
+    return std::nullopt;
+  }
+}
+
 void read_input(const ConfigNode& node, Model& model) {
   node.expect_only_keys({"shape", "dtype"});
   const ConfigNode shape = node.at("shape");
   if (shape.size() == 0)
     shape.fail("expected a shape with at least one dimension, found []");
   model.input_shape = shape.as_int_list(1, core::kMaxCount);
+  const auto elements = checked_element_count(model.input_shape);
+  if (!elements || *elements > core::kMaxCount) {
+    shape.fail("a sample of shape " + shape_text(model.input_shape) + " has more than " +
+               kMaxElementsText + " elements");
+  }
   model.dtype =
       node.get_enum("dtype", "fp32", {"fp32", "fp16"}) == "fp16" ? DType::kFp16 : DType::kFp32;
 }
@@ -73,16 +91,38 @@ std::vector<InputShape> input_shapes(const Model& model, int layer) {
   return inputs;
 }
 
-void infer_layers(Model& model) {
-  model.info.resize(model.layers.size());
-  for (const int i : model.graph.topological_order()) {
+// Bounds that keep every later product of a layer's figures and a micro-batch within 64 bits.
+void check_output_scale(const Layer& layer, const Shape& output) {
+  const auto elements = checked_element_count(output);
+  if (!elements || *elements > core::kMaxCount) {
+    fail_at(layer, named(layer) + " gives " + shape_text(output) + ", more than " +
+                       kMaxElementsText + " elements per sample");
+  }
+}
+
+LayerInfo infer_layer(const Model& model, int i) {
+  const Layer& layer = model.layers[i];
+  try {
     const auto inputs = input_shapes(model, i);
-    const Shape output = infer_output_shape(model.layers[i], inputs);
+    const Shape output = infer_output_shape(layer, inputs);
+    check_output_scale(layer, output);
     std::vector<Shape> shapes;
     for (const InputShape& input : inputs)
       shapes.push_back(input.shape);
-    model.info[i] = layer_info(model.layers[i], shapes, output, model.dtype);
+    LayerInfo info = layer_info(layer, shapes, output, model.dtype);
+    if (info.params > core::kMaxCount)
+      fail_at(layer, named(layer) + " has more than " + kMaxElementsText + " parameters");
+    return info;
+  } catch (const core::Overflow& overflow) {
+    fail_at(layer,
+            named(layer) + " is too large: its " + overflow.what() + " does not fit in 64 bits");
   }
+}
+
+void infer_layers(Model& model) {
+  model.info.resize(model.layers.size());
+  for (const int i : model.graph.topological_order())
+    model.info[i] = infer_layer(model, i);
 }
 
 // The loss's logits fix the class count; a "classes" field, when given, must agree.

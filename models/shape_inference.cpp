@@ -1,9 +1,7 @@
 #include "models/shape_inference.hpp"
 
-#include <functional>
-#include <numeric>
-
 #include "models/layer_types.hpp"
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -30,7 +28,7 @@ Shape infer_reshape(const Layer& layer, const InputShape& input) {
   Shape out = layer.params.shape;
   std::int64_t known = 1;
   for (const std::int64_t dim : out)
-    known *= dim == -1 ? 1 : dim;
+    known = core::checked_mul(known, dim == -1 ? 1 : dim, "element count");
   const std::string from = "cannot reshape " + shape_text(input.shape) + " (" +
                            std::to_string(elements) + " elements) to " + shape_text(out);
   for (std::int64_t& dim : out) {
@@ -134,7 +132,7 @@ Shape infer_concat(const Layer& layer, const std::vector<InputShape>& inputs) {
       fail(layer, "needs inputs that agree on every axis but axis " + std::to_string(axis) +
                       ", but " + input_text(first) + " and " + input_text(input));
     }
-    out[axis] += input.shape[axis];
+    out[axis] = core::checked_add(out[axis], input.shape[axis], "concatenated axis");
   }
   return out;
 }
@@ -187,7 +185,10 @@ Shape infer_single(const Layer& layer, const InputShape& input) {
 }  // namespace
 
 std::int64_t element_count(const Shape& shape) {
-  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+  std::int64_t count = 1;
+  for (const std::int64_t dim : shape)
+    count = core::checked_mul(count, dim, "element count");
+  return count;
 }
 
 std::string shape_text(const Shape& shape) {

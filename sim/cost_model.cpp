@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/optimizer.hpp"
+#include "sim/core/time.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -24,10 +25,6 @@ double update_flops_per_param(models::OptimizerConfig::Kind kind) {
       return 12;
   }
   return 2;
-}
-
-std::int64_t ceil_cycles(double seconds, double clock_hz) {
-  return static_cast<std::int64_t>(std::ceil(seconds * clock_hz - 1e-9));
 }
 
 // The bytes of one sample of the tensor produced by `layer` (-1: the model input).
@@ -239,7 +236,7 @@ std::int64_t compute_cycles(const HardwareSpec& hardware, models::DType dtype, d
                             double bytes) {
   const double flop_seconds = flops / (hardware.peak_flops(dtype) * hardware.efficiency);
   const double byte_seconds = hardware.memory_bandwidth > 0 ? bytes / hardware.memory_bandwidth : 0;
-  return ceil_cycles(std::max(flop_seconds, byte_seconds), hardware.clock_hz);
+  return core::cycles_from_seconds(std::max(flop_seconds, byte_seconds), hardware.clock_hz);
 }
 
 std::int64_t CostModel::copy(int stage, int ipu, int peer, bool gradient) const {

@@ -115,8 +115,21 @@ std::int64_t read_cycles(const ConfigNode& node) {
   return node.as_int(0, std::int64_t{1} << 40);
 }
 
+// Plausible from a slow serial line to far beyond any memory; outside, times overflow or vanish.
 double read_bandwidth(const ConfigNode& node) {
-  return node.as_quantity(Dimension::kBandwidth);
+  const double bandwidth = node.as_quantity(Dimension::kBandwidth);
+  if (bandwidth < 1e3 || bandwidth > 1e15) {
+    node.fail("expected a bandwidth from 1kB/s to 1PB/s, found " + node.json().dump() +
+              " (the ideal preset models free transfers)");
+  }
+  return bandwidth;
+}
+
+double read_flop_rate(const ConfigNode& node) {
+  const double rate = node.as_quantity(Dimension::kFlopRate);
+  if (rate < 1e6 || rate > 1e18)
+    node.fail("expected a FLOP rate from 1MFLOPS to 1000PFLOPS, found " + node.json().dump());
+  return rate;
 }
 
 void read_links(const ConfigNode& node, HardwareSpec& hw) {
@@ -159,11 +172,9 @@ std::int64_t read_memory(const ConfigNode& node) {
 void read_peak(const ConfigNode& node, HardwareSpec& hw) {
   node.expect_only_keys({"fp32", "fp16"});
   if (auto v = node.find("fp32"))
-    hw.peak_flops_fp32 = v->as_quantity(Dimension::kFlopRate);
+    hw.peak_flops_fp32 = read_flop_rate(*v);
   if (auto v = node.find("fp16"))
-    hw.peak_flops_fp16 = v->as_quantity(Dimension::kFlopRate);
-  if (hw.peak_flops_fp32 <= 0 || hw.peak_flops_fp16 <= 0)
-    node.fail("peak FLOP/s must be positive");
+    hw.peak_flops_fp16 = read_flop_rate(*v);
 }
 
 void read_overrides(const ConfigNode& node, HardwareSpec& hw) {

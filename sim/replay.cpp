@@ -20,7 +20,7 @@ using schedules::Task;
 std::int64_t transfer_cycles(double bytes, double bandwidth, double clock_hz) {
   if (bandwidth <= 0 || bytes <= 0)
     return 0;
-  return static_cast<std::int64_t>(std::ceil(bytes / bandwidth * clock_hz - 1e-9));
+  return core::cycles_from_seconds(bytes / bandwidth, clock_hz);
 }
 
 // Per-IPU memory: static items, the stash FIFOs and the activations of the running task.

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "schedules/build.hpp"
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 #include "sim/format.hpp"
 #include "sim/numeric.hpp"
@@ -328,13 +329,11 @@ nlohmann::json numeric_json(const RunReport& r) {
           {"mean_loss_per_update", n.mean_loss_per_update()}};
 }
 
-}  // namespace
-
-RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
+RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) {
   const auto& schedule = spec.schedule;
   const auto cost = build_cost_model(spec, *schedule);
   RunReport report;
-  report.spec = &spec;
+  report.spec = std::make_shared<const RunSpec>(spec);
   report.schedule = schedule->name();
   report.relaxed = schedule->relaxed();
   report.stash_depth = schedule->stash_depth();
@@ -347,6 +346,20 @@ RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
   replay_options.observers = options.observers;
   report.replay = replay(spec, *schedule, cost, replay_options);
   return report;
+}
+
+}  // namespace
+
+RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
+  try {
+    return simulate_checked(spec, options);
+  } catch (const core::Overflow& overflow) {
+    throw core::ConfigError(spec.config_path, "",
+                            std::string("the run is too large to simulate: its ") +
+                                overflow.what() +
+                                " does not fit in 64 bits; check the hardware figures and the "
+                                "pipeline's sizes");
+  }
 }
 
 std::string render_text(const RunReport& report) {

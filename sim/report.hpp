@@ -3,6 +3,7 @@
 // throughput, phases, ramp overhead, bubble share, utilisation per IPU and phase, link use and
 // memory. Written as a terminal report or as JSON (keys documented in the README).
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -28,7 +29,7 @@ struct NumericReport {
 };
 
 struct RunReport {
-  const RunSpec* spec = nullptr;
+  std::shared_ptr<const RunSpec> spec;  // shared: a report outlives the spec it was run from
   std::string schedule;
   bool relaxed = false;
   ReplayResult replay;
@@ -56,7 +57,8 @@ struct SimulateOptions {
 
 // Builds the cost model of `spec`, replays its schedule and returns the report. In numeric
 // mode the replay runs the kernels (sim/numeric.hpp) once per repeat, then the reference; kOn
-// on a spec numeric mode cannot run is a core::ConfigError naming the entry that prevents it.
+// on a spec numeric mode cannot run is a core::ConfigError naming the entry that prevents it,
+// and so is a run whose time or sizes overflow 64-bit counts.
 RunReport simulate(const RunSpec& spec, const SimulateOptions& options);
 
 std::string render_text(const RunReport& report);

@@ -13,6 +13,12 @@ namespace {
 using core::ConfigNode;
 using schedules::RecomputationMode;
 
+// Scale bounds: far beyond any real run, low enough that products and sums of them over
+// micro-batches, stash depths and repeats stay within 64 bits.
+constexpr std::int64_t kMaxSamplesPerUpdate = std::int64_t{1} << 50;
+constexpr std::int64_t kMaxMicroBatchBytes = std::int64_t{1} << 50;
+constexpr std::size_t kMaxDescriptionBytes = 10'000;
+
 const std::vector<std::string> kPipelineKeys = {"splits",
                                                 "stages",
                                                 "device_mapping",
@@ -302,12 +308,58 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   spec.seed = std::uint64_t(pipeline.get_int("seed", 0, 0, std::int64_t{1} << 62));
 }
 
+// Free text shown in reports; bounded so that no report grows with a runaway field.
+std::string read_description(const ConfigNode& root) {
+  const auto node = root.find("description");
+  if (!node)
+    return "";
+  std::string text = node->as_string();
+  if (text.size() > kMaxDescriptionBytes) {
+    node->fail("expected a description of at most 10,000 bytes, found " +
+               std::to_string(text.size()));
+  }
+  return text;
+}
+
+// Samples per weight update are counted in 64 bits, with room for sums over repeats.
+void check_samples_per_update(const ConfigNode& pipeline, const PipelineSpec& spec) {
+  const long double samples = (long double)spec.micro_batch_size *
+                              (long double)spec.gradient_accumulation_count *
+                              (long double)spec.replication_factor;
+  if (samples <= (long double)kMaxSamplesPerUpdate)
+    return;
+  const auto node = pipeline.find("gradient_accumulation_count");
+  (node ? *node : pipeline)
+      .fail(
+          "micro_batch_size x gradient_accumulation_count x replication_factor is more than "
+          "2^50 samples per weight update; ipusim counts at most 1,125,899,906,842,624");
+}
+
 PipelineSpec read_pipeline(const ConfigNode& pipeline, const models::Model& model) {
   pipeline.expect_only_keys(kPipelineKeys);
   PipelineSpec spec;
   spec.stages = read_stages(model, pipeline);
   read_scalars(pipeline, model, spec);
+  check_samples_per_update(pipeline, spec);
   return spec;
+}
+
+// Bytes one micro-batch touches across the model, bounded so that every byte count the cost
+// model and the replay derive from it (per micro-batch, times stash depths) fits in 64 bits.
+void check_micro_batch_bytes(const RunSpec& spec, const ConfigNode& root) {
+  long double per_sample = 0;
+  for (const auto& info : spec.model.info) {
+    per_sample += (long double)info.activation_bytes + (long double)info.saved_bytes +
+                  (long double)info.bytes_moved_forward + (long double)info.bytes_moved_backward;
+  }
+  if (per_sample * (long double)spec.pipeline.micro_batch_size <= (long double)kMaxMicroBatchBytes)
+    return;
+  const auto pipeline = root.find("pipeline");
+  const auto node = pipeline ? pipeline->find("micro_batch_size") : std::nullopt;
+  (node ? *node : root.at("model"))
+      .fail("one micro-batch of " + std::to_string(spec.pipeline.micro_batch_size) +
+            " samples moves more than 2^50 bytes (1 PiB) through the model; that is not "
+            "plausible for one weight update's micro-batch");
 }
 
 DataSpec read_data(const std::optional<ConfigNode>& node) {
@@ -397,18 +449,24 @@ schedules::PipelineShape RunSpec::pipeline_shape() const {
   return shape;
 }
 
+std::string RunSpec::source_of(const std::string& pointer) const {
+  return document ? document->source_of(pointer) : config_path;
+}
+
 RunSpec build_run_spec(const core::ConfigDocument& document) {
   const ConfigNode root = document.root();
   root.expect_only_keys({"description", "model", "pipeline", "hardware", "data"});
   RunSpec spec;
   spec.config_path = document.path();
-  spec.description = root.get_string("description", "");
+  spec.document = document;
+  spec.description = read_description(root);
   spec.model = models::parse_model(root.at("model"));
   const auto pipeline = root.find("pipeline");
   // An absent optional section reads as an empty object, so defaults come from one place.
   const auto empty = core::ConfigDocument::from_json(nlohmann::json::object(), document.path());
   spec.pipeline = read_pipeline(pipeline ? *pipeline : empty.root(), spec.model);
   spec.model = models::with_compute_dtype(std::move(spec.model), spec.pipeline.dtype);
+  check_micro_batch_bytes(spec, root);
   std::string note;
   const auto hardware = root.find("hardware");
   const int needed = spec.pipeline.ipus_per_replica() * spec.pipeline.replication_factor;

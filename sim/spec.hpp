@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ struct DataSpec {
 
 struct RunSpec {
   std::string config_path;
+  // The loaded document, so that errors found after validation name the file or override that
+  // set the value at fault.
+  std::optional<core::ConfigDocument> document;
   std::string description;
   models::Model model;
   PipelineSpec pipeline;
@@ -71,6 +75,8 @@ struct RunSpec {
   std::shared_ptr<const schedules::Schedule> schedule;
 
   schedules::PipelineShape pipeline_shape() const;
+  // Who set the value at `pointer`: a file or an override such as "--replicas 2".
+  std::string source_of(const std::string& pointer) const;
 };
 
 // Loads, merges and validates a config; throws core::ConfigError on any user error.

@@ -22,14 +22,14 @@ bool is_fashion_mnist(const DataSpec& data) {
 std::unique_ptr<models::DataSource> fashion_mnist(const RunSpec& spec,
                                                   models::FashionMnistSplit split) {
   if (spec.model.classes < 10) {
-    throw core::ConfigError(spec.config_path, "/data/source",
+    throw core::ConfigError(spec.source_of("/data/source"), "/data/source",
                             "fashion-mnist has 10 classes but the model's loss has " +
                                 std::to_string(spec.model.classes));
   }
   try {
     return std::make_unique<models::FashionMnist>(spec.data.path, split, spec.model.input_shape);
   } catch (const models::DataError& error) {
-    throw core::ConfigError(spec.config_path, "/data/path", error.what());
+    throw core::ConfigError(spec.source_of("/data/path"), "/data/path", error.what());
   }
 }
 
@@ -69,11 +69,11 @@ NumericSupport numeric_support(const RunSpec& spec) {
                 ") models cost only: it has no numeric kernel, so the kernels cannot run"};
   }
   if (!spec.model.trainable) {
-    return {false, spec.config_path, "/model/layers",
+    return {false, spec.source_of("/model/layers"), "/model/layers",
             "numeric mode compares losses, but the model has no softmax_cross_entropy loss"};
   }
   if (spec.pipeline.replication_factor > 1) {
-    return {false, spec.config_path, "/pipeline/replication_factor",
+    return {false, spec.source_of("/pipeline/replication_factor"), "/pipeline/replication_factor",
             "numeric mode runs one replica, but replication_factor is " +
                 std::to_string(spec.pipeline.replication_factor)};
   }

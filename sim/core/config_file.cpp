@@ -1,10 +1,11 @@
 #include "sim/core/config_file.hpp"
 
+#include <charconv>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "sim/core/error.hpp"
+#include "sim/core/json_text.hpp"
 
 namespace ipusim::core {
 
@@ -18,50 +19,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const std::string& shown_path, const fs::path& path,
-                      const std::string& includer, const std::string& include_pointer) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || fs::is_directory(path)) {
-    const std::string message = "cannot open config file '" + shown_path + "'";
-    if (includer.empty())
-      throw ConfigError(shown_path, "", message);
-    throw ConfigError(includer, include_pointer, "cannot open included file '" + shown_path + "'");
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+// Far more than any config needs; bounds the work of repeated includes.
+constexpr int kMaxConfigFiles = 256;
 
-void line_and_column(const std::string& text, std::size_t byte, std::size_t* line,
-                     std::size_t* column) {
-  *line = 1;
-  *column = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++*line;
-      *column = 1;
-    } else {
-      ++*column;
-    }
-  }
-}
-
-nlohmann::json parse_json(const std::string& text, const std::string& file) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
-    std::size_t line = 0;
-    std::size_t column = 0;
-    // nlohmann reports the byte after the offending character.
-    line_and_column(text, error.byte == 0 ? 0 : error.byte - 1, &line, &column);
-    std::string reason = error.what();
-    const auto start = reason.find("syntax error");
-    if (start != std::string::npos)
-      reason = reason.substr(start);
-    throw ConfigError(file, "",
-                      "malformed JSON at line " + std::to_string(line) + ", column " +
-                          std::to_string(column) + ": " + reason);
-  }
+std::string read_text(const std::string& shown_path, const std::string& includer,
+                      const std::string& include_pointer) {
+  std::string text;
+  const auto problem = read_regular_file(shown_path, &text);
+  if (!problem)
+    return text;
+  if (includer.empty())
+    throw ConfigError(shown_path, "", "cannot read config file '" + shown_path + "': " + *problem);
+  throw ConfigError(includer, include_pointer,
+                    "cannot read included file '" + shown_path + "': " + *problem);
 }
 
 std::string escape(const std::string& key) {
@@ -101,6 +71,13 @@ class Loader {
 
   void load(const std::string& shown_path, const std::string& includer,
             const std::string& include_pointer) {
+    count_file(shown_path, includer, include_pointer);
+    const std::string text = read_text(shown_path, includer, include_pointer);
+    load_text(text, shown_path, includer, include_pointer);
+  }
+
+  void load_text(const std::string& text, const std::string& shown_path,
+                 const std::string& includer, const std::string& include_pointer) {
     const fs::path path = fs::path(shown_path);
     std::error_code ignored;
     const fs::path canonical = fs::weakly_canonical(path, ignored);
@@ -110,17 +87,23 @@ class Loader {
                           "'" + shown_path + "' includes itself (an include cycle)");
       }
     }
-    const std::string text = read_text(shown_path, path, includer, include_pointer);
-    nlohmann::json value = parse_json(text, shown_path);
+    bytes_read_ += std::int64_t(text.size());
+    if (bytes_read_ > kMaxConfigBytes) {
+      throw ConfigError(includer.empty() ? shown_path : includer, include_pointer,
+                        "the config and its includes hold more than 64 MiB (" +
+                            std::to_string(kMaxConfigBytes) + " bytes), the most ipusim reads");
+    }
+    nlohmann::json value = parse_json_text(text, shown_path);
     if (!value.is_object()) {
       throw ConfigError(shown_path, "/", "expected the config to be a JSON object");
     }
+    // The top-level file owns the document root, not the first file it includes.
+    if (includer.empty())
+      state_.origins.record("", shown_path);
     stack_.push_back(canonical);
     load_includes(value, shown_path, path.parent_path());
     stack_.pop_back();
     value.erase("include");
-    if (state_.origins.source_of("").empty())
-      state_.origins.record("", shown_path);
     merge_into(state_.value, value, "", shown_path, state_.origins);
   }
 
@@ -149,51 +132,117 @@ class Loader {
     }
   }
 
+  // Includes may repeat a file, so a few small files could otherwise expand without bound.
+  void count_file(const std::string& shown_path, const std::string& includer,
+                  const std::string& include_pointer) {
+    if (++files_read_ <= kMaxConfigFiles)
+      return;
+    throw ConfigError(includer, include_pointer,
+                      "cannot read included file '" + shown_path + "': the config already " +
+                          "includes " + std::to_string(kMaxConfigFiles) + " files, the most " +
+                          "ipusim reads");
+  }
+
   ConfigDocument::State& state_;
   std::vector<fs::path> stack_;
+  std::int64_t bytes_read_ = 0;
+  int files_read_ = 0;
 };
 
-void set_at_pointer(nlohmann::json& root, const std::string& pointer, const nlohmann::json& value,
-                    const std::string& label) {
-  nlohmann::json* node = &root;
-  std::string token;
+// One reference token of a JSON pointer, unescaped ("~0" is '~', "~1" is '/').
+std::string unescape_token(const std::string& token, const std::string& label,
+                           const std::string& pointer) {
+  std::string out;
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    if (token[i] != '~') {
+      out += token[i];
+      continue;
+    }
+    const char next = i + 1 < token.size() ? token[i + 1] : '\0';
+    if (next != '0' && next != '1') {
+      throw ConfigError(label, pointer,
+                        "'" + token +
+                            "' is not a valid JSON pointer token: '~' must be "
+                            "followed by 0 (for '~') or 1 (for '/')");
+    }
+    out += next == '0' ? '~' : '/';
+    ++i;
+  }
+  return out;
+}
+
+std::vector<std::string> pointer_tokens(const std::string& pointer, const std::string& label) {
+  std::vector<std::string> tokens;
   std::size_t start = 1;
   while (start <= pointer.size()) {
     std::size_t end = pointer.find('/', start);
     if (end == std::string::npos)
       end = pointer.size();
-    token = nlohmann::json::json_pointer("/" + pointer.substr(start, end - start)).back();
-    const bool last = end == pointer.size();
+    const std::string token = pointer.substr(start, end - start);
+    if (token.empty()) {
+      throw ConfigError(label, pointer.substr(0, end),
+                        "the path has an empty key; write it like pipeline.repeat_count or "
+                        "/pipeline/repeat_count");
+    }
+    tokens.push_back(unescape_token(token, label, pointer.substr(0, end)));
+    if (int(tokens.size()) > kMaxJsonDepth) {
+      throw ConfigError(label, pointer.substr(0, end),
+                        "the path is deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    start = end + 1;
+  }
+  return tokens;
+}
+
+std::optional<std::size_t> array_index(const std::string& token) {
+  std::size_t index = 0;
+  const char* end = token.data() + token.size();
+  const auto [stop, error] = std::from_chars(token.data(), end, index);
+  if (error != std::errc() || stop != end)
+    return std::nullopt;
+  return index;
+}
+
+// Sets `value` at `pointer`, creating objects on the way; every value the override creates or
+// replaces records the override as its origin, so errors about them name the override.
+void set_at_pointer(nlohmann::json& root, const std::string& pointer, const nlohmann::json& value,
+                    const std::string& label, Origins& origins) {
+  nlohmann::json* node = &root;
+  std::string at;
+  for (const std::string& token : pointer_tokens(pointer, label)) {
     if (node->is_array()) {
-      std::size_t index = 0;
-      const bool numeric =
-          !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
-      if (numeric)
-        index = std::stoul(token);
-      if (!numeric || index > node->size()) {
-        throw ConfigError(label, pointer.substr(0, end),
+      const auto index = array_index(token);
+      if (!index || *index > node->size()) {
+        throw ConfigError(label, at + "/" + escape(token),
                           "'" + token + "' is not an index of this list of " +
                               std::to_string(node->size()) + " entries");
       }
-      if (index == node->size())
+      if (*index == node->size())
         node->push_back(nullptr);
-      node = &(*node)[index];
+      node = &(*node)[*index];
     } else {
-      if (!node->is_object())
+      if (!node->is_object()) {
         *node = nlohmann::json::object();
+        origins.record(at, label);
+      }
+      if (!node->contains(token))
+        origins.record(at + "/" + escape(token), label);
       node = &(*node)[token];
     }
-    if (last)
-      *node = value;
-    start = end + 1;
+    at += "/" + escape(token);
   }
+  *node = value;
+  record_all(value, at, label, origins);
 }
 
-nlohmann::json parse_override_value(const std::string& text) {
+// A VALUE that is not JSON is a string; one that is JSON but out of range is an error at the
+// path it would set.
+std::optional<nlohmann::json> parse_override_value(const Override& override_,
+                                                   const std::string& pointer) {
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    return text;
+    return parse_json_value(override_.value, override_.label);
+  } catch (const ConfigError& error) {
+    throw ConfigError(override_.label, pointer + error.pointer(), error.message());
   }
 }
 
@@ -205,9 +254,9 @@ void ConfigDocument::apply_overrides(State& state, const std::vector<Override>& 
     if (pointer.size() < 2) {
       throw ConfigError(override_.label, "", "the path to set is empty");
     }
-    const nlohmann::json value = parse_override_value(override_.value);
-    set_at_pointer(state.value, pointer, value, override_.label);
-    record_all(value, pointer, override_.label, state.origins);
+    const auto parsed = parse_override_value(override_, pointer);
+    const nlohmann::json value = parsed ? *parsed : nlohmann::json(override_.value);
+    set_at_pointer(state.value, pointer, value, override_.label, state.origins);
   }
 }
 
@@ -247,6 +296,16 @@ ConfigDocument ConfigDocument::load(const std::string& path,
   return ConfigDocument(std::move(state));
 }
 
+ConfigDocument ConfigDocument::parse(const std::string& text, const std::string& path,
+                                     const std::vector<Override>& overrides) {
+  auto state = std::make_shared<State>();
+  state->path = path;
+  state->value = nlohmann::json::object();
+  Loader(*state).load_text(text, path, "", "");
+  apply_overrides(*state, overrides);
+  return ConfigDocument(std::move(state));
+}
+
 ConfigDocument ConfigDocument::with_overrides(const std::vector<Override>& overrides) const {
   auto state = std::make_shared<State>(*state_);
   apply_overrides(*state, overrides);
@@ -267,6 +326,10 @@ ConfigNode ConfigDocument::root() const {
 
 const std::string& ConfigDocument::path() const {
   return state_->path;
+}
+
+std::string ConfigDocument::source_of(const std::string& pointer) const {
+  return state_->origins.source_of(pointer);
 }
 
 const nlohmann::json& ConfigDocument::json() const {

@@ -26,6 +26,10 @@ Override parse_set_argument(const std::string& argument);
 class ConfigDocument {
  public:
   static ConfigDocument load(const std::string& path, const std::vector<Override>& overrides);
+  // As load(), from text already in memory that is shown as `path`; includes are relative to
+  // the folder of `path`.
+  static ConfigDocument parse(const std::string& text, const std::string& path,
+                              const std::vector<Override>& overrides);
   static ConfigDocument from_json(const nlohmann::json& value, const std::string& source);
 
   // This document with `overrides` applied on top, as load() applies them: sweeps read the
@@ -35,6 +39,8 @@ class ConfigDocument {
   ConfigNode root() const;
   const std::string& path() const;
   const nlohmann::json& json() const;
+  // The file or override that set the value at `pointer` (or its nearest ancestor).
+  std::string source_of(const std::string& pointer) const;
 
   // Opaque: the merged JSON and its origins, shared by every ConfigNode taken from it.
   struct State;

@@ -55,13 +55,14 @@ TEST_CASE("malformed JSON is reported with its file, line and column") {
 
 TEST_CASE("a missing config file is reported") {
   CHECK(load_error("absent.json") ==
-        "tests/core/data/absent.json: cannot open config file 'tests/core/data/absent.json'");
+        "tests/core/data/absent.json: cannot read config file 'tests/core/data/absent.json': No "
+        "such file or directory");
 }
 
 TEST_CASE("a missing include names the including file and the include entry") {
   CHECK(load_error("missing_include.json") ==
-        "tests/core/data/missing_include.json: at /include/0: cannot open included file "
-        "'tests/core/data/nowhere.json'");
+        "tests/core/data/missing_include.json: at /include/0: cannot read included file "
+        "'tests/core/data/nowhere.json': No such file or directory");
 }
 
 TEST_CASE("a file that includes itself is an include cycle") {

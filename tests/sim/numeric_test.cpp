@@ -256,7 +256,7 @@ TEST_CASE("with numeric mode off a run never reads the data set") {
                                   {"data.source=\"fashion-mnist\"", "data.path=\"/nonexistent\""});
   CHECK_FALSE(sim::simulate(spec, {}).numeric);
   CHECK_THROWS_WITH(simulate_numeric(spec),
-                    "configs/tf1_mnist_2ipu.json: at /data/path: "
+                    "--set data.path=\"/nonexistent\": at /data/path: "
                     "/nonexistent/train-images-idx3-ubyte.gz: file not found");
 }
 
@@ -277,7 +277,7 @@ TEST_CASE("a truncated Fashion-MNIST file is named with what is missing") {
       small(kConfigs[0], "grouped", "none",
             {"data.source=\"fashion-mnist\"", "data.path=\"" + directory + "\""});
   CHECK_THROWS_WITH(simulate_numeric(spec),
-                    "configs/tf1_mnist_2ipu.json: at /data/path: " + directory +
+                    "--set data.path=\"" + directory + "\": at /data/path: " + directory +
                         "/train-images-idx3-ubyte.gz: expected 47040000 bytes of image data, "
                         "found 100");
 }

@@ -125,8 +125,8 @@ TEST_CASE("a missing config file is a config error, not a crash") {
   const auto result = run_ipusim({"model", "tests/tools/data/absent.json"});
   CHECK(result.code == 2);
   CHECK(result.err ==
-        "error: tests/tools/data/absent.json: cannot open config file "
-        "'tests/tools/data/absent.json'\n");
+        "error: tests/tools/data/absent.json: cannot read config file "
+        "'tests/tools/data/absent.json': No such file or directory\n");
 }
 
 TEST_CASE("a bad command line is a usage error with its own exit code") {

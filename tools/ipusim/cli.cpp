@@ -60,6 +60,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   } catch (const core::InternalError& error) {
     err << error.what() << "\n";
     return int(ExitCode::kInternalError);
+  } catch (const std::exception& error) {
+    // Anything else escaped the checks that should have turned it into one of the above.
+    err << "internal error (this is a bug in ipusim): " << error.what() << "\n";
+    return int(ExitCode::kInternalError);
+  } catch (...) {
+    err << "internal error (this is a bug in ipusim): an unknown exception\n";
+    return int(ExitCode::kInternalError);
   }
   return int(ExitCode::kOk);
 }

@@ -5,27 +5,43 @@
 namespace ipusim::cli {
 namespace {
 
-void add_integer(std::vector<core::Override>& out, const std::string& path, std::int64_t value,
-                 const std::string& flag) {
-  out.push_back({path, std::to_string(value), flag + " " + std::to_string(value)});
+// A number given to a short form: its text goes into the config as written, so that the
+// config reader checks its type and range and names the option in the error.
+// How an error names the option: "--gac 0", "--schedule ''".
+std::string label(const std::string& flag, const std::string& value) {
+  return flag + " " + (value.empty() ? "''" : value);
+}
+
+void add_number(std::vector<core::Override>& out, const std::string& path,
+                const std::optional<std::string>& text, const std::string& flag) {
+  if (text)
+    out.push_back({path, *text, label(flag, *text)});
+}
+
+template <typename T>
+CLI::Option* keep(CLI::App* command, const std::string& name, std::optional<T>& target,
+                  const std::string& help) {
+  return command->add_option_function<T>(
+      name, [&target](const T& value) { target = value; }, help);
 }
 
 }  // namespace
 
 std::vector<core::Override> ConfigArgs::overrides() const {
   std::vector<core::Override> out;
-  if (!schedule.empty()) {
-    out.push_back(
-        {"/pipeline/pipeline_schedule", "\"" + schedule + "\"", "--schedule " + schedule});
+  if (schedule) {
+    out.push_back({"/pipeline/pipeline_schedule", nlohmann::json(*schedule).dump(),
+                   label("--schedule", *schedule)});
   }
-  if (gac > 0)
-    add_integer(out, "/pipeline/gradient_accumulation_count", gac, "--gac");
-  if (micro_batch > 0)
-    add_integer(out, "/pipeline/micro_batch_size", micro_batch, "--micro-batch");
-  if (replicas > 0)
-    add_integer(out, "/pipeline/replication_factor", replicas, "--replicas");
-  if (!splits.empty())
-    out.push_back({"/pipeline/splits", nlohmann::json(splits).dump(), "--splits"});
+  add_number(out, "/pipeline/gradient_accumulation_count", gac, "--gac");
+  add_number(out, "/pipeline/micro_batch_size", micro_batch, "--micro-batch");
+  add_number(out, "/pipeline/replication_factor", replicas, "--replicas");
+  if (splits) {
+    std::string joined;
+    for (const auto& split : *splits)
+      joined += (joined.empty() ? "" : ",") + split;
+    out.push_back({"/pipeline/splits", nlohmann::json(*splits).dump(), label("--splits", joined)});
+  }
   for (const auto& set : sets)
     out.push_back(core::parse_set_argument(set));
   return out;
@@ -39,14 +55,17 @@ void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path) {
                    "Override a config value: PATH=VALUE, PATH dotted (pipeline.repeat_count) "
                    "or a JSON pointer (/pipeline/repeat_count); repeatable")
       ->type_name("PATH=VALUE");
-  command->add_option("--schedule", args.schedule, "Same as --set pipeline.pipeline_schedule=NAME");
-  command->add_option("--gac", args.gac, "Same as --set pipeline.gradient_accumulation_count=N");
-  command
-      ->add_option("--splits", args.splits, "Same as --set pipeline.splits=[...] (comma separated)")
-      ->delimiter(',');
-  command->add_option("--micro-batch", args.micro_batch,
-                      "Same as --set pipeline.micro_batch_size=N");
-  command->add_option("--replicas", args.replicas, "Same as --set pipeline.replication_factor=N");
+  keep(command, "--schedule", args.schedule, "Same as --set pipeline.pipeline_schedule=NAME")
+      ->type_name("NAME");
+  keep(command, "--gac", args.gac, "Same as --set pipeline.gradient_accumulation_count=N")
+      ->type_name("N");
+  keep(command, "--splits", args.splits, "Same as --set pipeline.splits=[...] (comma separated)")
+      ->delimiter(',')
+      ->type_name("LAYER,...");
+  keep(command, "--micro-batch", args.micro_batch, "Same as --set pipeline.micro_batch_size=N")
+      ->type_name("N");
+  keep(command, "--replicas", args.replicas, "Same as --set pipeline.replication_factor=N")
+      ->type_name("N");
 }
 
 sim::RunSpec load(const ConfigArgs& args) {

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,15 +15,16 @@
 
 namespace ipusim::cli {
 
-// The config file and the what-if overrides every command accepts.
+// The config file and the what-if overrides every command accepts. The short forms keep the
+// text as given: it is validated like a --set, so a value CLI11 would clamp or drop is an error.
 struct ConfigArgs {
   std::string path;
   std::vector<std::string> sets;
-  std::string schedule;
-  std::int64_t gac = 0;
-  std::vector<std::string> splits;
-  std::int64_t micro_batch = 0;
-  std::int64_t replicas = 0;
+  std::optional<std::string> schedule;
+  std::optional<std::string> gac;
+  std::optional<std::vector<std::string>> splits;
+  std::optional<std::string> micro_batch;
+  std::optional<std::string> replicas;
 
   std::vector<core::Override> overrides() const;
 };

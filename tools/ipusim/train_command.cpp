@@ -34,7 +34,8 @@ std::int64_t total_steps(const TrainOptions& o, const sim::RunSpec& spec, std::i
   const std::int64_t per_update = spec.pipeline.samples_per_weight_update();
   const std::int64_t per_epoch = samples / per_update;
   if (per_epoch == 0) {
-    throw core::ConfigError(spec.config_path, "/pipeline/gradient_accumulation_count",
+    throw core::ConfigError(spec.source_of("/pipeline/gradient_accumulation_count"),
+                            "/pipeline/gradient_accumulation_count",
                             "one weight update takes " + sim::with_commas(per_update) +
                                 " samples, more than the " + sim::with_commas(samples) +
                                 " of the training set");

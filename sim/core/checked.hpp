@@ -1,0 +1,32 @@
+#pragma once
+// Arithmetic on counts that user input can make arbitrarily large: shapes, parameters, bytes.
+// A result that does not fit in 64 bits throws Overflow, which the reader of the input turns
+// into a ConfigError naming the JSON path; nothing wraps around or is undefined.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace ipusim::core {
+
+// A product or sum of user-given counts left the 64-bit range. `what` names the quantity.
+class Overflow : public std::overflow_error {
+ public:
+  explicit Overflow(const std::string& what) : std::overflow_error(what) {}
+};
+
+constexpr std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out))
+    throw Overflow(what);
+  return out;
+}
+
+constexpr std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out))
+    throw Overflow(what);
+  return out;
+}
+
+}  // namespace ipusim::core

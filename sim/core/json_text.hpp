@@ -1,0 +1,30 @@
+#pragma once
+// Reading JSON text that a user controls, safely: only regular files, at most kMaxConfigBytes,
+// parsed with the JSON pointer of whatever goes wrong, nesting bounded so that no later
+// recursive walk can overflow the stack. Every failure is a ConfigError; nothing else escapes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ipusim::core {
+
+// Config files are small: the largest shipped one is about 10 kB.
+inline constexpr std::int64_t kMaxConfigBytes = std::int64_t{64} << 20;
+// Deeper JSON than any config needs; the bound keeps recursive walks off the stack's edge.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Why a file cannot be read, or nullopt when `text` holds it whole. Never blocks on a FIFO and
+// never reads more than kMaxConfigBytes + 1 bytes.
+std::optional<std::string> read_regular_file(const std::string& path, std::string* text);
+
+// Parses `text`; errors name `source`, the line and column and, for values, their JSON pointer.
+nlohmann::json parse_json_text(const std::string& text, const std::string& source);
+
+// An override's VALUE: JSON when it is JSON, nullopt when it is not (then taken as a string).
+// A number out of range or nesting too deep is a ConfigError naming `source`.
+std::optional<nlohmann::json> parse_json_value(const std::string& text, const std::string& source);
+
+}  // namespace ipusim::core
