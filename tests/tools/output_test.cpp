@@ -151,3 +151,25 @@ TEST_CASE("compare checks its outputs before simulating") {
         "error: /dev/full: cannot write the --csv output: it is a character device" + kAdvice);
   CHECK(entries(dir).empty());
 }
+
+TEST_CASE("sweep checks its HTML output before it writes the CSV") {
+  const auto dir = fresh_folder("sweep");
+  const auto csv = (dir / "gac.csv").string();
+  const auto html = (dir / "plots").string();
+  fs::create_directory(html);
+  const auto result =
+      run_ipusim({"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=8,16", "-o",
+                  csv, "--html", html});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: " + html + ": cannot write the --html output: it is a directory" + kAdvice);
+  CHECK(entries(dir) == std::vector<std::string>{"plots"});
+}
+
+TEST_CASE("merge refuses a device as its output") {
+  const auto result = run_ipusim({"merge", "-o", "/dev/null", "no-such-shard.csv"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: /dev/null: cannot write the -o output: it is a character device" + kAdvice);
+}
