@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace ipusim::models {
 namespace {
@@ -26,24 +27,24 @@ std::string shape_tuple(const Shape& shape) {
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
-void write_array(const std::string& path, const char* descr, const Shape& shape, const void* data,
-                 std::size_t bytes) {
+NpyBytes encode(const char* descr, const Shape& shape, const void* data, std::size_t bytes) {
   std::string header = std::string("{'descr': '") + descr +
                        "', 'fortran_order': False, 'shape': " + shape_tuple(shape) + ", }";
   const std::size_t preamble = kMagicBytes + 2 + 2;
   header.append((kAlignment - (preamble + header.size() + 1) % kAlignment) % kAlignment, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    throw DataError(path, "cannot create the file");
   const auto length = static_cast<std::uint16_t>(header.size());
-  out.write(kMagic, kMagicBytes);
-  out.put(1).put(0);
-  out.put(static_cast<char>(length & 0xff)).put(static_cast<char>(length >> 8));
-  out << header;
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!out)
-    throw DataError(path, "cannot write the file");
+  std::string preamble_bytes(kMagic, kMagicBytes);
+  preamble_bytes += {char(1), char(0), static_cast<char>(length & 0xff),  // version 1.0
+                     static_cast<char>(length >> 8)};
+  return {preamble_bytes + header, std::string_view(static_cast<const char*>(data), bytes)};
+}
+
+void write_file(const std::string& path, const NpyBytes& bytes) {
+  core::OutputSet outputs;
+  outputs.add(path);
+  outputs.write(path, {bytes.header, bytes.data});
+  outputs.commit();
 }
 
 // The value text of `key` in a header dict, up to the next top-level comma or brace.
@@ -128,14 +129,22 @@ RawArray read_array(const std::string& path, const std::string& expected_descr) 
 
 }  // namespace
 
+NpyBytes npy_bytes(const Tensor& tensor) {
+  return encode("<f4", tensor.shape(), tensor.data(),
+                static_cast<std::size_t>(tensor.elements()) * sizeof(float));
+}
+
+NpyBytes npy_bytes(const Shape& shape, std::span<const std::int32_t> values) {
+  IPUSIM_CHECK(element_count(shape) == static_cast<std::int64_t>(values.size()));
+  return encode("<i4", shape, values.data(), values.size() * sizeof(std::int32_t));
+}
+
 void write_npy(const std::string& path, const Tensor& tensor) {
-  write_array(path, "<f4", tensor.shape(), tensor.data(),
-              static_cast<std::size_t>(tensor.elements()) * sizeof(float));
+  write_file(path, npy_bytes(tensor));
 }
 
 void write_npy(const std::string& path, const Shape& shape, std::span<const std::int32_t> values) {
-  IPUSIM_CHECK(element_count(shape) == static_cast<std::int64_t>(values.size()));
-  write_array(path, "<i4", shape, values.data(), values.size() * sizeof(std::int32_t));
+  write_file(path, npy_bytes(shape, values));
 }
 
 Tensor read_npy_f32(const std::string& path) {

@@ -1,11 +1,13 @@
 #pragma once
 // .npy files (format 1.0, C order) of float32 ('<f4') and int32 ('<i4') arrays, so that
 // `ipusim train --save/--load` exchanges parameters with numpy.save/numpy.load. Reading also
-// accepts format 2.0; problems throw DataError naming the file.
+// accepts format 2.0; problems throw DataError naming the file. Files are written through
+// core::OutputSet, whose errors are core::ConfigErrors.
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/data.hpp"
@@ -18,6 +20,15 @@ struct Int32Array {
   Shape shape;
   std::vector<std::int32_t> values;
 };
+
+// The bytes of a .npy file: its header, then the array's data where it lies in memory (a
+// training set's inputs run to hundreds of MB, so they are not copied).
+struct NpyBytes {
+  std::string header;
+  std::string_view data;
+};
+NpyBytes npy_bytes(const Tensor& tensor);
+NpyBytes npy_bytes(const Shape& shape, std::span<const std::int32_t> values);
 
 void write_npy(const std::string& path, const Tensor& tensor);
 void write_npy(const std::string& path, const Shape& shape, std::span<const std::int32_t> values);

@@ -1,14 +1,9 @@
 #include "sim/sweep.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <filesystem>
@@ -186,41 +181,6 @@ void check_axis_paths(const std::string& config_path, const SweepPlan& plan,
 
 // --- Writing ------------------------------------------------------------------------------
 
-// The sweep file opened for appending. Each row goes out in one write() so that a kill leaves
-// at most one partial line, at the end, where the next reader drops it.
-class AppendFile {
- public:
-  explicit AppendFile(const std::string& path)
-      : path_(path), fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {
-    if (fd_ < 0)
-      fail();
-  }
-  ~AppendFile() { ::close(fd_); }
-  AppendFile(const AppendFile&) = delete;
-  AppendFile& operator=(const AppendFile&) = delete;
-
-  void append(const std::string& line) {
-    std::size_t done = 0;
-    while (done < line.size()) {
-      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        fail();
-      done += std::size_t(n);
-    }
-  }
-
- private:
-  [[noreturn]] void fail() const {
-    throw core::ConfigError(
-        path_, "", std::string("cannot append to the sweep file: ") + std::strerror(errno));
-  }
-
-  std::string path_;
-  int fd_;
-};
-
 // Rows of `table` by run index, the first of duplicates kept.
 std::map<std::size_t, std::vector<std::string>> rows_by_run(const SweepTable& table) {
   std::map<std::size_t, std::vector<std::string>> out;
@@ -275,13 +235,17 @@ std::vector<bool> done_runs(const SweepFile& file, const SweepPlan& plan, const 
 }
 
 // Drops a partial last line and writes the header into an empty file.
-void prepare_file(const std::string& path, const SweepFile& file, const SweepPlan& plan) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  if (!error && size > file.complete_bytes && ::truncate(path.c_str(), off_t(file.complete_bytes)))
-    throw core::ConfigError(path, "", std::string("cannot truncate: ") + std::strerror(errno));
+void prepare_file(core::AppendFile& out, const SweepFile& file, const SweepPlan& plan) {
+  out.truncate(file.complete_bytes);
   if (file.table.columns.empty())
-    AppendFile(path).append(csv_line(plan.columns()));
+    out.append(csv_line(plan.columns()));
+}
+
+// Two sweeps appending to one file would each rewrite it sorted at the end without the other's
+// rows.
+std::string busy_text() {
+  return "another ipusim sweep is writing this file; wait for it to finish or write to another "
+         "file";
 }
 
 // How often the writer collects finished rows. Waking it for every row costs more than a run
@@ -290,7 +254,7 @@ constexpr auto kWriteInterval = std::chrono::milliseconds(10);
 
 // Simulates `runs` on `jobs` threads; the calling thread is the only writer.
 void run_pool(const VariantRunner& runner, const std::vector<std::size_t>& runs, int jobs,
-              AppendFile& file, const std::function<void(std::size_t)>& on_row) {
+              core::AppendFile& file, const std::function<void(std::size_t)>& on_row) {
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex mutex;
@@ -543,9 +507,11 @@ std::size_t run_index(const std::vector<std::string>& row) {
 }
 
 SweepSummary run_sweep(const std::string& config_path, const SweepPlan& plan,
-                       const std::string& csv_path, const SweepOptions& options) {
+                       const std::string& csv_path, const SweepOptions& options,
+                       core::OutputSet& outputs) {
   const VariantRunner runner(config_path, plan, options.base_overrides);
   check_axis_paths(config_path, plan, options.base_overrides);
+  core::AppendFile& file = outputs.open_append(csv_path, busy_text());
   const SweepFile existing = read_sweep_csv(csv_path);
   const auto done = done_runs(existing, plan, csv_path);
   SweepSummary summary;
@@ -560,19 +526,16 @@ SweepSummary run_sweep(const std::string& config_path, const SweepPlan& plan,
       pending.push_back(run);
     }
   }
-  prepare_file(csv_path, existing, plan);
+  prepare_file(file, existing, plan);
   auto progress = [&](std::size_t written) {
     summary.written = written;
     if (options.progress)
       options.progress(summary.skipped + written, summary.runs);
   };
   progress(0);
-  {
-    AppendFile file(csv_path);
-    run_pool(runner, pending, options.jobs, file, progress);
-  }
+  run_pool(runner, pending, options.jobs, file, progress);
   summary.table = sorted(read_sweep_csv(csv_path).table);
-  core::write_file_atomically(csv_path, summary.table.to_csv());
+  outputs.write(csv_path, summary.table.to_csv());
   return summary;
 }
 

@@ -2,12 +2,12 @@
 // Parameter sweeps: the cartesian product of `--vary PATH=v1,v2,...` over one config, each
 // variant simulated without numerics, one CSV row per run.
 //
-// The CSV is the sweep's only state. Rows are appended, one write() of a whole line each, as
-// runs complete (collected every 10 ms, in completion order); a rerun into the same file reads it,
-// drops a trailing partial line left by a kill and runs only what is missing. When every run asked
-// for is in the file it is rewritten sorted by run index (temporary file + rename), so a finished
-// sweep is byte-identical from one run to the next and `merge` of its shards equals the unsharded
-// file.
+// The CSV is the sweep's only state, locked (flock) against a second sweep while one runs. Rows
+// are appended, one write() of a whole line each, as runs complete (collected every 10 ms, in
+// completion order); a rerun into the same file reads it, drops a trailing partial line left by
+// a kill and runs only what is missing. When every run asked for is in the file it is rewritten
+// sorted by run index (temporary file + rename), so a finished sweep is byte-identical from one
+// run to the next and `merge` of its shards equals the unsharded file.
 
 #include <cstddef>
 #include <functional>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/core/config_file.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/report.hpp"
 
 namespace ipusim::sim {
@@ -123,10 +124,13 @@ struct SweepSummary {
 // does not hold yet on `options.jobs` threads, appending a row as each completes. A run whose
 // config is invalid (say an illegal gradient accumulation count for its schedule) is a row with
 // the error text and empty metrics; a run out of memory is a row with fits_in_memory false.
-// Throws core::ConfigError when the file holds a different sweep (another header, or a run
-// index with other values).
+// `outputs` must hold `csv_path`: the file is locked against other sweeps until `outputs` is
+// destroyed, and the sorted file is written to it, to be renamed over the CSV at its commit().
+// Throws core::ConfigError when another sweep is writing the file, or when the file holds a
+// different sweep (another header, or a run index with other values).
 SweepSummary run_sweep(const std::string& config_path, const SweepPlan& plan,
-                       const std::string& csv_path, const SweepOptions& options);
+                       const std::string& csv_path, const SweepOptions& options,
+                       core::OutputSet& outputs);
 
 // Joins sweep CSVs (the shards of one sweep): the same header everywhere, each run once, sorted
 // by run index. A run present in two files with different cells is a core::ConfigError.

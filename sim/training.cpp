@@ -6,6 +6,7 @@
 #include "models/layer_types.hpp"
 #include "models/npy.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -175,17 +176,25 @@ std::vector<std::string> parameter_names(const models::Model& model, int layer) 
   return names;
 }
 
-void save_parameters(const std::string& directory, const std::string& suffix,
-                     const models::Model& model, const models::ParameterStore& parameters) {
-  try {
-    for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
-      const std::vector<std::string> names = parameter_names(model, layer);
-      const auto values = parameters.parameters(layer);
-      for (std::size_t i = 0; i < values.size(); ++i)
-        models::write_npy(directory + "/" + names[i] + "." + suffix + ".npy", values[i]);
+std::vector<std::string> parameter_files(const models::Model& model, const std::string& suffix) {
+  std::vector<std::string> files;
+  for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
+    for (const auto& name : parameter_names(model, layer))
+      files.push_back(name + "." + suffix + ".npy");
+  }
+  return files;
+}
+
+void save_parameters(core::OutputSet& outputs, const std::string& directory,
+                     const std::string& suffix, const models::Model& model,
+                     const models::ParameterStore& parameters) {
+  for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
+    const std::vector<std::string> names = parameter_names(model, layer);
+    const auto values = parameters.parameters(layer);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto bytes = models::npy_bytes(values[i]);
+      outputs.write(directory + "/" + names[i] + "." + suffix + ".npy", {bytes.header, bytes.data});
     }
-  } catch (const models::DataError& error) {
-    throw core::ConfigError(error.path(), "", error.problem());
   }
 }
 

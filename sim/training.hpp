@@ -16,6 +16,10 @@
 #include "models/stage_executor.hpp"
 #include "sim/spec.hpp"
 
+namespace ipusim::core {
+class OutputSet;
+}
+
 namespace ipusim::sim {
 
 // Whether numeric mode can run on `spec`; otherwise why not, naming the config entry.
@@ -57,9 +61,15 @@ std::int64_t correct_predictions(const models::Model& model,
 // "bias" for biases, numbered from the second of a role ("kernel_1").
 std::vector<std::string> parameter_names(const models::Model& model, int layer);
 
-// Writes every parameter tensor as `<directory>/<layer>.<parameter>.<suffix>.npy`.
-void save_parameters(const std::string& directory, const std::string& suffix,
-                     const models::Model& model, const models::ParameterStore& parameters);
+// "<layer>.<parameter>.<suffix>.npy" for every parameter tensor of the model: the files
+// save_parameters writes, for declaring them before a run.
+std::vector<std::string> parameter_files(const models::Model& model, const std::string& suffix);
+
+// Writes every parameter tensor to `<directory>/<layer>.<parameter>.<suffix>.npy` in `outputs`,
+// which must hold those paths (see parameter_files) and writes them at its commit.
+void save_parameters(core::OutputSet& outputs, const std::string& directory,
+                     const std::string& suffix, const models::Model& model,
+                     const models::ParameterStore& parameters);
 
 // Reads `<layer>.<parameter>.final.npy`, or `.initial.npy` when there is no final one, for every
 // parameter tensor; throws core::ConfigError naming the file and the expected shape.

@@ -1,30 +1,312 @@
 #include "sim/core/output_file.hpp"
 
-#include <filesystem>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include "sim/core/error.hpp"
 
 namespace ipusim::core {
+namespace {
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const auto folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-    throw ConfigError(
-        path, "",
-        "cannot write the output file: the folder " + folder.string() + " does not exist");
+namespace fs = std::filesystem;
+
+std::string what_of(const std::string& option) {
+  return option.empty() ? "the output file" : "the " + option + " output";
+}
+
+[[noreturn]] void refuse(const std::string& path, const std::string& what,
+                         const std::string& reason) {
+  throw ConfigError(path, "", "cannot write " + what + ": " + reason);
+}
+
+std::string system_error(int error) {
+  return std::strerror(error);
+}
+
+std::string kind(mode_t mode) {
+  if (S_ISREG(mode))
+    return "a regular file";
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISLNK(mode))
+    return "a symbolic link";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+[[noreturn]] void refuse_kind(const std::string& path, const std::string& what, mode_t mode) {
+  refuse(path, what, "it is " + kind(mode) + "; give the path of a regular file or of a new one");
+}
+
+// Anything but a regular file would be replaced by the rename (a device node, a symbolic link)
+// or make it fail after the work is done (a directory). The link itself is looked at, not
+// what it points to.
+void check_target(const std::string& path, const std::string& what) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0) {
+    if (!S_ISREG(info.st_mode))
+      refuse_kind(path, what, info.st_mode);
+    return;
   }
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file)
-      throw ConfigError(path, "", "cannot write the output file");
+  // A missing folder is reported by check_folder, which says which one.
+  if (errno != ENOENT && errno != ENOTDIR)
+    refuse(path, what, system_error(errno));
+}
+
+std::string folder_of(const std::string& path) {
+  const auto folder = fs::path(path).parent_path();
+  return folder.empty() ? "." : folder.string();
+}
+
+void check_folder(const std::string& path, const std::string& what) {
+  const std::string folder = folder_of(path);
+  struct stat info {};
+  if (::stat(folder.c_str(), &info) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      refuse(path, what, "the folder " + folder + " does not exist");
+    refuse(path, what, "the folder " + folder + ": " + system_error(errno));
   }
+  if (!S_ISDIR(info.st_mode))
+    refuse(path, what, folder + " is not a folder");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    refuse(path, what, "the folder " + folder + " is not writable (" + system_error(errno) + ")");
+}
+
+// The folder with symbolic links and "." resolved, so that two spellings of one file compare
+// equal.
+fs::path real_folder(const std::string& folder) {
   std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error)
-    throw ConfigError(path, "", "cannot write the output file: " + error.message());
+  const auto real = fs::canonical(folder, error);
+  return error ? fs::absolute(folder).lexically_normal() : real;
+}
+
+// A fresh file next to `path` (so that the rename stays within one file system), created
+// exclusively: an existing file or link under that name is never opened.
+std::pair<std::string, int> create_temporary(const std::string& path, const std::string& what) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string name =
+        path + "." + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".partial";
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0)
+      return {name, fd};
+    if (errno != EEXIST)
+      refuse(path, what, "cannot create a temporary file next to it: " + system_error(errno));
+  }
+  refuse(path, what, "cannot create a temporary file next to it: every name tried exists");
+}
+
+// Returns 0, or the errno of the first write that failed. A file system that is full shows
+// here or only at fsync() or close(), so all three are checked.
+int write_all(int fd, std::initializer_list<std::string_view> parts) {
+  for (const auto part : parts) {
+    std::size_t done = 0;
+    while (done < part.size()) {
+      const ssize_t n = ::write(fd, part.data() + done, part.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return n < 0 ? errno : EIO;
+      done += std::size_t(n);
+    }
+  }
+  if (::fsync(fd) != 0)
+    return errno;
+  return 0;
+}
+
+}  // namespace
+
+// --- AppendFile ---------------------------------------------------------------------------
+
+AppendFile::AppendFile(std::string path, std::string what, const std::string& busy)
+    : path_(std::move(path)), what_(std::move(what)) {
+  try {
+    // Another process may rename a new file over `path` between our open() and flock(): the
+    // lock would then guard a file no longer there, so we open again.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      if (open_and_lock(busy))
+        return;
+    }
+  } catch (...) {
+    if (fd_ >= 0)
+      ::close(fd_);  // no destructor runs for an object whose constructor throws
+    throw;
+  }
+  throw ConfigError(path_, "", busy);
+}
+
+AppendFile::~AppendFile() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool AppendFile::open_and_lock(const std::string& busy) {
+  // O_NONBLOCK: a FIFO put in the file's place fails at once instead of waiting for a reader.
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+               0666);
+  struct stat opened {};
+  if (fd_ < 0 || ::fstat(fd_, &opened) != 0)
+    fail();
+  if (!S_ISREG(opened.st_mode))
+    refuse_kind(path_, what_, opened.st_mode);
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      throw ConfigError(path_, "", busy);
+    refuse(path_, what_, "cannot lock it: " + system_error(errno));
+  }
+  struct stat now {};
+  if (::lstat(path_.c_str(), &now) == 0 && now.st_dev == opened.st_dev &&
+      now.st_ino == opened.st_ino)
+    return true;
+  ::close(fd_);
+  fd_ = -1;
+  return false;
+}
+
+void AppendFile::append(std::string_view line) {
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      errno = n < 0 ? errno : EIO;
+      fail();
+    }
+    done += std::size_t(n);
+  }
+}
+
+void AppendFile::truncate(std::size_t bytes) {
+  if (::ftruncate(fd_, off_t(bytes)) != 0)
+    fail();
+}
+
+void AppendFile::fail() const {
+  refuse(path_, what_, system_error(errno));
+}
+
+// --- OutputSet ----------------------------------------------------------------------------
+
+OutputSet::~OutputSet() {
+  for (const auto& output : outputs_) {
+    if (!output.temporary.empty())
+      ::unlink(output.temporary.c_str());
+  }
+  if (committed_)
+    return;
+  // Deepest first; a folder that is not empty (something else was put there) stays.
+  for (auto folder = created_folders_.rbegin(); folder != created_folders_.rend(); ++folder)
+    ::rmdir(folder->c_str());
+}
+
+void OutputSet::add(const std::string& path, const std::string& option) {
+  IPUSIM_CHECK(!path.empty() && !committed_);
+  const std::string what = what_of(option);
+  check_target(path, what);
+  check_folder(path, what);
+  const auto identity = real_folder(folder_of(path)) / fs::path(path).filename();
+  for (const auto& other : outputs_) {
+    if (other.identity == identity)
+      refuse(path, what, other.what + " is the same file; give each output its own path");
+  }
+  outputs_.push_back({path, what, identity, "", nullptr});
+}
+
+void OutputSet::add_folder(const std::string& folder, const std::string& option) {
+  IPUSIM_CHECK(!folder.empty() && !committed_);
+  struct stat info {};
+  if (::stat(folder.c_str(), &info) == 0) {
+    if (!S_ISDIR(info.st_mode))
+      refuse(folder, what_of(option), "it is " + kind(info.st_mode) + ", not a folder");
+    return;  // add() checks that each file in it can be written
+  }
+  fs::path normal = fs::path(folder).lexically_normal();
+  if (normal.filename().empty())
+    normal = normal.parent_path();  // "out/" is "out"
+  std::vector<fs::path> missing;
+  for (fs::path at = normal; !at.empty(); at = at.parent_path()) {
+    struct stat found {};
+    if (::lstat(at.c_str(), &found) == 0)
+      break;
+    missing.push_back(at);
+  }
+  for (auto at = missing.rbegin(); at != missing.rend(); ++at) {
+    if (::mkdir(at->c_str(), 0777) != 0) {
+      refuse(folder, what_of(option),
+             "cannot create the folder " + at->string() + ": " + system_error(errno));
+    }
+    created_folders_.push_back(*at);
+  }
+}
+
+OutputSet::Output& OutputSet::declared(const std::string& path) {
+  const auto found = std::find_if(outputs_.begin(), outputs_.end(),
+                                  [&](const Output& output) { return output.path == path; });
+  IPUSIM_CHECK(found != outputs_.end());
+  return *found;
+}
+
+void OutputSet::write(const std::string& path, std::initializer_list<std::string_view> parts) {
+  Output& output = declared(path);
+  IPUSIM_CHECK(output.temporary.empty() && !committed_);
+  const auto [temporary, fd] = create_temporary(path, output.what);
+  int error = write_all(fd, parts);
+  if (::close(fd) != 0 && error == 0)
+    error = errno;
+  if (error != 0) {
+    ::unlink(temporary.c_str());
+    refuse(path, output.what, system_error(error));
+  }
+  output.temporary = temporary;
+}
+
+AppendFile& OutputSet::open_append(const std::string& path, const std::string& busy) {
+  Output& output = declared(path);
+  IPUSIM_CHECK(!output.append && !committed_);
+  output.append = std::make_unique<AppendFile>(path, output.what, busy);
+  return *output.append;
+}
+
+// A rename that fails after others succeeded (the file system failing under us) cannot be
+// undone; the outputs not yet renamed are dropped.
+void OutputSet::commit() {
+  IPUSIM_CHECK(!committed_);
+  // Every check before the first rename, so that a path spoilt since add() leaves all unwritten.
+  for (const auto& output : outputs_) {
+    if (!output.temporary.empty())
+      check_target(output.path, output.what);
+  }
+  for (auto& output : outputs_) {
+    if (output.temporary.empty())
+      continue;
+    if (::rename(output.temporary.c_str(), output.path.c_str()) != 0)
+      refuse(output.path, output.what, "cannot replace the file: " + system_error(errno));
+    output.temporary.clear();
+  }
+  committed_ = true;
+}
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  OutputSet outputs;
+  outputs.add(path);
+  outputs.write(path, text);
+  outputs.commit();
 }
 
 }  // namespace ipusim::core

@@ -1,12 +1,95 @@
 #pragma once
-// Output files appear whole or not at all: the text goes to a temporary file next to the
-// target, which is then renamed over it, so a failed or killed run never leaves a partial file.
+// Output files appear whole or not at all, and only ever as regular files that ipusim created.
+//
+// A command declares every file it will write in an OutputSet before it starts the work, so
+// that a wrong path is reported at once instead of after a long simulation: the folder must
+// exist and be writable, the path must be absent or a regular file (a device, FIFO, directory,
+// socket or symbolic link would be replaced by the rename or written through), and no two
+// outputs may be one file. Each text goes to a temporary file created next to its target
+// (O_CREAT|O_EXCL under a unique name) whose every write, fsync and close is checked; commit()
+// renames them all at the end. A set destroyed before commit() removes its temporaries and the
+// folders it created, so a failure leaves no output half done and nothing else behind.
 
+#include <filesystem>
+#include <initializer_list>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace ipusim::core {
 
+// An output that grows in place one whole line per write(), so that a kill leaves at most one
+// partial line at its end (a sweep's CSV). It is locked with flock(2) while this object lives:
+// two processes appending to one file would interleave or lose rows.
+class AppendFile {
+ public:
+  // Opens `path`, creating it when absent, never through a symbolic link, and locks it. Throws
+  // core::ConfigError with `busy` as its message when another process holds the lock.
+  AppendFile(std::string path, std::string what, const std::string& busy);
+  ~AppendFile();
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+
+  void append(std::string_view line);
+  void truncate(std::size_t bytes);  // drops what follows the first `bytes` bytes
+
+ private:
+  bool open_and_lock(const std::string& busy);
+  [[noreturn]] void fail() const;  // with errno's text
+
+  std::string path_;
+  std::string what_;  // "the -o output", as errors name it
+  int fd_ = -1;
+};
+
+// The files one command writes (see the top of this file). Not thread-safe.
+class OutputSet {
+ public:
+  OutputSet() = default;
+  OutputSet(const OutputSet&) = delete;
+  OutputSet& operator=(const OutputSet&) = delete;
+  ~OutputSet();
+
+  // Declares `path` an output; `option` ("--json") names it in errors, or "" for "the output
+  // file". Throws core::ConfigError naming the path when it cannot be written (see above).
+  void add(const std::string& path, const std::string& option = "");
+  // Makes sure `folder` exists to hold outputs, creating it and its parents when missing (they
+  // are removed again unless the set is committed). Throws core::ConfigError when `folder` is
+  // something other than a folder or cannot be created.
+  void add_folder(const std::string& folder, const std::string& option = "");
+
+  // Writes the text of an output declared with add() to its temporary file, the parts one after
+  // another (so that a large array need not be copied into one string).
+  void write(const std::string& path, std::initializer_list<std::string_view> parts);
+  void write(const std::string& path, std::string_view text) { write(path, {text}); }
+
+  // Opens a declared output to grow in place (see AppendFile); it stays locked until the set is
+  // destroyed, and survives a failure. A write() of the same path replaces it whole at commit().
+  AppendFile& open_append(const std::string& path, const std::string& busy);
+
+  // Checks again that every written output's path is absent or a regular file, then renames
+  // each temporary over its path.
+  void commit();
+
+ private:
+  struct Output {
+    std::string path;
+    std::string what;                // "the --json output"
+    std::filesystem::path identity;  // the real folder and the file name, to spot duplicates
+    std::string temporary;           // empty until written, and again once renamed
+    std::unique_ptr<AppendFile> append;
+  };
+
+  Output& declared(const std::string& path);
+
+  std::vector<Output> outputs_;
+  std::vector<std::filesystem::path> created_folders_;  // parents first
+  bool committed_ = false;
+};
+
+// One output on its own: checked, written to a temporary file and renamed over `path`.
 // Throws core::ConfigError naming `path` when the file cannot be written.
-void write_file_atomically(const std::string& path, const std::string& text);
+void write_file_atomically(const std::string& path, std::string_view text);
 
 }  // namespace ipusim::core

@@ -1,5 +1,7 @@
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,6 +64,52 @@ std::string counts(int n) {
   for (int i = 1; i <= n; ++i)
     out += (i > 1 ? "," : "") + std::to_string(i);
   return out;
+}
+
+// Holds flock(2) on a file, as a running sweep does on its CSV.
+class HeldLock {
+ public:
+  explicit HeldLock(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    REQUIRE(fd_ >= 0);
+    REQUIRE(::flock(fd_, LOCK_EX | LOCK_NB) == 0);
+  }
+  ~HeldLock() { ::close(fd_); }
+  HeldLock(const HeldLock&) = delete;
+  HeldLock& operator=(const HeldLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+// Starts the ipusim program with `args`, its error stream going to `err_path`.
+pid_t spawn_ipusim(std::vector<std::string> args, const std::string& err_path) {
+  const std::string binary = IPUSIM_BINARY_DIR "/tools/ipusim/ipusim";
+  std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
+  for (auto& arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t child = 0;
+  const int started = posix_spawn(&child, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(started == 0);
+  return child;
+}
+
+int exit_code(pid_t child) {
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+std::string busy_error(const std::string& csv) {
+  return "error: " + csv +
+         ": another ipusim sweep is writing this file; wait for it to finish or write to another "
+         "file\n";
 }
 
 }  // namespace
@@ -184,13 +232,7 @@ TEST_CASE("a sweep killed halfway and rerun ends with exactly one row per run") 
       "--quiet"};
   auto args = sweep;
   args.insert(args.end(), {"-o", killed, "--jobs", "1"});
-  const std::string binary = IPUSIM_BINARY_DIR "/tools/ipusim/ipusim";
-  std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
-  for (auto& arg : args)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t child = 0;
-  REQUIRE(posix_spawn(&child, binary.c_str(), nullptr, nullptr, argv.data(), environ) == 0);
+  const pid_t child = spawn_ipusim(args, output("kill.err"));
   int status = 0;
   while (lines(killed) < runs / 2 + 1) {
     REQUIRE(::waitpid(child, &status, WNOHANG) == 0);  // still running
@@ -300,4 +342,42 @@ TEST_CASE("sweep --html plots ramp overhead and throughput against each varied v
     CHECK(page.find(title) != std::string::npos);
   for (const char* schedule : {"grouped", "interleaved", "sequential", "1f1b"})
     CHECK(page.find(">" + std::string(schedule) + "<") != std::string::npos);
+}
+
+TEST_CASE("a sweep into a CSV that another sweep is writing fails at once and leaves it alone") {
+  const auto csv = output("locked.csv");
+  REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
+  const auto before = read(csv);
+  {
+    const HeldLock other_sweep(csv);
+    const auto result = run_ipusim(gac_sweep(csv));
+    CHECK(result.code == 2);
+    CHECK(result.out.empty());
+    CHECK(result.err == busy_error(csv));
+    CHECK(read(csv) == before);
+  }
+  CHECK(run_ipusim(gac_sweep(csv)).code == 0);  // free again once the other sweep is done
+  CHECK(read(csv) == before);
+}
+
+TEST_CASE("two sweeps started at once into one CSV never lose a row") {
+  const int runs = 200;
+  const auto csv = output("twice.csv");
+  const std::vector<std::string> sweep = {
+      "sweep",  kConfig, "--gac",   "1024", "--vary", "pipeline.repeat_count=" + counts(runs),
+      "--jobs", "1",     "--quiet", "-o",   csv};
+  const std::string errors[] = {output("twice-1.err"), output("twice-2.err")};
+  const pid_t first = spawn_ipusim(sweep, errors[0]);
+  const pid_t second = spawn_ipusim(sweep, errors[1]);
+  const int codes[] = {exit_code(first), exit_code(second)};
+  for (int i = 0; i < 2; ++i) {
+    INFO("sweep " << i + 1);
+    CHECK((codes[i] == 0 || codes[i] == 2));
+    CHECK(read(errors[i]) == (codes[i] == 0 ? "" : busy_error(csv)));
+  }
+  CHECK((codes[0] == 0 || codes[1] == 0));
+  const auto table = sim::read_sweep_csv(csv).table;
+  REQUIRE(table.rows.size() == runs);
+  for (std::size_t r = 0; r < table.rows.size(); ++r)
+    REQUIRE(sim::run_index(table.rows[r]) == r);
 }

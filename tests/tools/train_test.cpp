@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,19 @@ std::string without_wall_time(const std::string& out) {
   REQUIRE(last != std::string::npos);
   return out.substr(0, last);
 }
+
+// The names in `directory`, sorted.
+std::vector<std::string> entries(const std::string& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const std::vector<std::string> kShortRun = {
+    "train", kConfig,         "--steps", "1",     "--gac",
+    "4",     "--micro-batch", "2",       "--set", "data.source=\"synthetic\""};
 
 }  // namespace
 
@@ -129,6 +143,44 @@ TEST_CASE("train --load names the file and the shape it expected") {
                            "/dense256.kernel.final.npy: file not found (nor "
                            "dense256.kernel.initial.npy); expected a float32 array of shape [784, "
                            "256], the kernel of dense256\n");
+}
+
+TEST_CASE("train --save refuses a file it cannot write before training and writes nothing") {
+  const std::string directory = scratch("spoilt");
+  std::filesystem::create_directories(directory + "/losses.npy");
+  auto args = kShortRun;
+  args.insert(args.end(), {"--save", directory});
+  const auto result = run_ipusim(args);
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: " + directory +
+                          "/losses.npy: cannot write the --save output: it is a directory; give "
+                          "the path of a regular file or of a new one\n");
+  CHECK(entries(directory) == std::vector<std::string>{"losses.npy"});
+}
+
+TEST_CASE("train --save into a regular file is refused") {
+  const std::string file = scratch("plain");
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  std::ofstream(file) << "not a folder\n";
+  auto args = kShortRun;
+  args.insert(args.end(), {"--save", file});
+  const auto result = run_ipusim(args);
+  CHECK(result.code == 2);
+  CHECK(result.err == "error: " + file +
+                          ": cannot write the --save output: it is a regular file, not a folder\n");
+}
+
+TEST_CASE("train --save removes the folders it created when the training fails") {
+  const std::string top = scratch("never");
+  auto args = kShortRun;
+  args.insert(args.end(), {"--set", "data.source=\"fashion-mnist\"", "--set",
+                           "data.path=\"/nonexistent\"", "--save", top + "/made"});
+  const auto result = run_ipusim(args);
+  CHECK(result.code == 2);
+  CHECK(result.err.find("/nonexistent/train-images-idx3-ubyte.gz: file not found") !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(top));
 }
 
 TEST_CASE("train refuses a model without kernels, naming the layer") {

@@ -330,6 +330,13 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
       "Example:\n  ipusim compare configs/tf1_mnist_2ipu.json "
       "--schedules grouped,interleaved,sequential,1f1b");
   command->callback([a, &out] {
+    core::OutputSet outputs;
+    const std::pair<const char*, std::string> given[] = {
+        {"--json", a->json_path}, {"--csv", a->csv_path}, {"--html", a->html_path}};
+    for (const auto& [option, path] : given) {
+      if (!path.empty())
+        outputs.add(path, option);
+    }
     auto runs = plan_runs(*a);
     for (auto& run : runs)
       simulate_run(run, *a);
@@ -339,11 +346,12 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
                      [](const CompareRun& run) { return run.report.has_value(); }))
       std::rethrow_exception(runs.front().failure);
     if (!a->json_path.empty())
-      write_file_atomically(a->json_path, to_json(runs).dump(2) + "\n");
+      outputs.write(a->json_path, to_json(runs).dump(2) + "\n");
     if (!a->csv_path.empty())
-      write_file_atomically(a->csv_path, to_csv(runs));
+      outputs.write(a->csv_path, to_csv(runs));
     if (!a->html_path.empty())
-      write_file_atomically(a->html_path, to_html(runs));
+      outputs.write(a->html_path, to_html(runs));
+    outputs.commit();
     if (!a->quiet)
       out << render(runs);
   });

@@ -60,6 +60,13 @@ void add_run_command(CLI::App& app, std::ostream& out) {
       "Example:\n  ipusim run configs/tf1_mnist_2ipu.json --gac 64 --json report.json "
       "--trace trace.json --html report.html");
   command->callback([o, &out] {
+    core::OutputSet outputs;
+    const std::pair<const char*, std::string> given[] = {
+        {"--json", o->json_path}, {"--trace", o->trace_path}, {"--html", o->html_path}};
+    for (const auto& [option, path] : given) {
+      if (!path.empty())
+        outputs.add(path, option);
+    }
     const auto spec = load(o->config);
     sim::SimulateOptions options;
     options.allow_oom = o->allow_oom;
@@ -69,13 +76,12 @@ void add_run_command(CLI::App& app, std::ostream& out) {
       options.observers.push_back(&recorder);
     const auto report = sim::simulate(spec, options);
     if (!o->json_path.empty())
-      write_file_atomically(o->json_path, sim::to_json(report).dump(2) + "\n");
-    if (!o->trace_path.empty()) {
-      write_file_atomically(o->trace_path,
-                            sim::chrome_trace(report, recorder.timeline()).dump() + "\n");
-    }
+      outputs.write(o->json_path, sim::to_json(report).dump(2) + "\n");
+    if (!o->trace_path.empty())
+      outputs.write(o->trace_path, sim::chrome_trace(report, recorder.timeline()).dump() + "\n");
     if (!o->html_path.empty())
-      write_file_atomically(o->html_path, sim::html_report(report, recorder.timeline()));
+      outputs.write(o->html_path, sim::html_report(report, recorder.timeline()));
+    outputs.commit();
     if (!o->quiet)
       out << sim::render_text(report);
     check_numeric(report);

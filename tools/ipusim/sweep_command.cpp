@@ -154,6 +154,10 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "--vary pipeline.gradient_accumulation_count=8,16,32,64,128 "
       "--vary pipeline.pipeline_schedule=grouped,interleaved");
   command->callback([a, &out, &err] {
+    core::OutputSet outputs;
+    outputs.add(a->output, "-o");
+    if (!a->html_path.empty())
+      outputs.add(a->html_path, "--html");
     std::vector<sim::SweepAxis> axes;
     for (const auto& vary : a->varies)
       axes.push_back(sim::parse_vary_argument(vary));
@@ -165,11 +169,10 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     auto bar = std::make_shared<ProgressBar>(err);
     if (!a->quiet && is_terminal(err))
       options.progress = [bar](std::size_t done, std::size_t total) { bar->update(done, total); };
-    const auto summary = sim::run_sweep(a->config.path, plan, a->output, options);
-    if (!a->html_path.empty()) {
-      write_file_atomically(a->html_path,
-                            sim::sweep_html(plot_table(summary.table, plan.axes().size())));
-    }
+    const auto summary = sim::run_sweep(a->config.path, plan, a->output, options, outputs);
+    if (!a->html_path.empty())
+      outputs.write(a->html_path, sim::sweep_html(plot_table(summary.table, plan.axes().size())));
+    outputs.commit();
     if (!a->quiet)
       out << summary_text(*a, plan, summary);
   });
@@ -187,8 +190,11 @@ void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->add_option("-o,--output", o->output, "The joined CSV file")->required();
   command->footer("Example:\n  ipusim merge -o sweep.csv shard-*.csv");
   command->callback([o, &out, &err] {
+    core::OutputSet outputs;
+    outputs.add(o->output, "-o");
     const auto merged = sim::merge_sweep_csvs(o->inputs);
-    write_file_atomically(o->output, merged.table.to_csv());
+    outputs.write(o->output, merged.table.to_csv());
+    outputs.commit();
     out << "merged " << o->inputs.size()
         << " file(s): " << sim::with_commas(merged.table.rows.size()) << " runs into " << o->output
         << "\n";

@@ -4,7 +4,6 @@
 // so that the output is the same on a terminal and in a file.
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <ostream>
 
@@ -103,8 +102,26 @@ std::string timing(const sim::RunSpec& spec, const sim::ReplayResult& first, std
          sim::with_commas(std::llround(samples * double(steps) / wall_seconds)) + " samples/s)\n";
 }
 
+// Every file --save writes, declared before training so that a path that cannot be written is
+// reported at once, and no file is written unless all are.
+void declare_saved_files(core::OutputSet& outputs, const std::string& directory,
+                         const sim::RunSpec& spec) {
+  outputs.add_folder(directory, "--save");
+  std::vector<std::string> files = {"losses.npy", "inputs.npy", "labels.npy"};
+  for (const char* suffix : {"initial", "final", "gradient"}) {
+    const auto parameters = sim::parameter_files(spec.model, suffix);
+    files.insert(files.end(), parameters.begin(), parameters.end());
+  }
+  for (const auto& file : files)
+    outputs.add(directory + "/" + file, "--save");
+}
+
+void write_npy(core::OutputSet& outputs, const std::string& path, const models::NpyBytes& bytes) {
+  outputs.write(path, {bytes.header, bytes.data});
+}
+
 // Writes what --save promises besides the parameters: losses, inputs and labels consumed.
-void save_run(const std::string& directory, const sim::RunSpec& spec,
+void save_run(core::OutputSet& outputs, const std::string& directory, const sim::RunSpec& spec,
               const sim::NumericPipeline& pipeline, models::DataSource& data) {
   const auto& losses = pipeline.losses();
   const auto micro_batches = spec.pipeline.gradient_accumulation_count;
@@ -117,34 +134,21 @@ void save_run(const std::string& directory, const sim::RunSpec& spec,
   std::vector<int> labels;
   data.batch(0, pipeline.steps() * spec.pipeline.samples_per_weight_update(), inputs, labels);
   const std::vector<std::int32_t> labels32(labels.begin(), labels.end());
-  try {
-    models::write_npy(directory + "/losses.npy", flat);
-    models::write_npy(directory + "/inputs.npy", inputs);
-    models::write_npy(directory + "/labels.npy", {static_cast<std::int64_t>(labels32.size())},
-                      labels32);
-  } catch (const models::DataError& error) {
-    throw core::ConfigError(error.path(), "", error.problem());
-  }
+  write_npy(outputs, directory + "/losses.npy", models::npy_bytes(flat));
+  write_npy(outputs, directory + "/inputs.npy", models::npy_bytes(inputs));
+  write_npy(outputs, directory + "/labels.npy",
+            models::npy_bytes({static_cast<std::int64_t>(labels32.size())}, labels32));
 }
 
-void save_gradients(const std::string& directory, const sim::RunSpec& spec,
-                    const sim::NumericPipeline& pipeline) {
-  try {
-    for (const auto& [layer, gradients] : pipeline.first_gradients()) {
-      const auto names = sim::parameter_names(spec.model, layer);
-      for (std::size_t i = 0; i < gradients.size(); ++i)
-        models::write_npy(directory + "/" + names[i] + ".gradient.npy", gradients[i]);
+void save_gradients(core::OutputSet& outputs, const std::string& directory,
+                    const sim::RunSpec& spec, const sim::NumericPipeline& pipeline) {
+  for (const auto& [layer, gradients] : pipeline.first_gradients()) {
+    const auto names = sim::parameter_names(spec.model, layer);
+    for (std::size_t i = 0; i < gradients.size(); ++i) {
+      write_npy(outputs, directory + "/" + names[i] + ".gradient.npy",
+                models::npy_bytes(gradients[i]));
     }
-  } catch (const models::DataError& error) {
-    throw core::ConfigError(error.path(), "", error.problem());
   }
-}
-
-void create_directory(const std::string& directory) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  if (error)
-    throw core::ConfigError(directory, "", "cannot create the directory: " + error.message());
 }
 
 // Runs `steps` weight updates, one replay each; returns the first replay's timing and the
@@ -168,14 +172,13 @@ std::pair<sim::ReplayResult, double> run_steps(const sim::RunSpec& spec,
 }
 
 // The parameters to start from: the spec's initialisation or --load; saved with --save.
-models::ParameterStore initial_parameters(const TrainOptions& o, const sim::RunSpec& spec) {
+models::ParameterStore initial_parameters(const TrainOptions& o, const sim::RunSpec& spec,
+                                          core::OutputSet& outputs) {
   models::ParameterStore parameters(spec.model, sim::training_options(spec));
   if (!o.load.empty())
     sim::load_parameters(o.load, spec.model, parameters);
-  if (!o.save.empty()) {
-    create_directory(o.save);
-    sim::save_parameters(o.save, "initial", spec.model, parameters);
-  }
+  if (!o.save.empty())
+    sim::save_parameters(outputs, o.save, "initial", spec.model, parameters);
   return parameters;
 }
 
@@ -184,7 +187,10 @@ void train(const TrainOptions& o, std::ostream& out) {
   const sim::NumericSupport support = sim::numeric_support(spec);
   if (!support.supported)
     sim::throw_unsupported(support);
-  models::ParameterStore parameters = initial_parameters(o, spec);
+  core::OutputSet outputs;
+  if (!o.save.empty())
+    declare_saved_files(outputs, o.save, spec);
+  models::ParameterStore parameters = initial_parameters(o, spec, outputs);
   auto data = sim::training_data(spec);
   sim::TestSet test = sim::test_data(spec);
   const std::int64_t steps = total_steps(o, spec, data->size());
@@ -197,9 +203,10 @@ void train(const TrainOptions& o, std::ostream& out) {
   out << timing(spec, first, steps, wall);
   if (o.save.empty())
     return;
-  save_gradients(o.save, spec, pipeline);
-  sim::save_parameters(o.save, "final", spec.model, parameters);
-  save_run(o.save, spec, pipeline, *data);
+  save_gradients(outputs, o.save, spec, pipeline);
+  sim::save_parameters(outputs, o.save, "final", spec.model, parameters);
+  save_run(outputs, o.save, spec, pipeline, *data);
+  outputs.commit();
   out << "Saved parameters, first gradients, losses, inputs and labels to " << o.save << "\n";
 }
 

@@ -1,0 +1,175 @@
+// Every command checks its output paths before it simulates, writes only regular files it
+// created, and leaves nothing half done when one output cannot be written.
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/core/file_size_limit.hpp"
+#include "tests/tools/cli_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ipusim::testing::run_ipusim;
+
+const std::string kConfig = "configs/tf1_mnist_2ipu.json";
+const std::string kAdvice = "; give the path of a regular file or of a new one\n";
+
+// An empty folder of the test's own.
+fs::path fresh_folder(const std::string& name) {
+  const fs::path dir = fs::path(IPUSIM_BINARY_DIR) / "output_test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("run --json /dev/null is refused before simulating and /dev/null stays a device") {
+  const auto result = run_ipusim({"run", kConfig, "--json", "/dev/null"});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: /dev/null: cannot write the --json output: it is a character device" + kAdvice);
+  CHECK(fs::is_character_file("/dev/null"));
+}
+
+TEST_CASE("run refuses a FIFO and a symbolic link as outputs and writes nothing") {
+  const auto dir = fresh_folder("fifo_and_link");
+  const auto fifo = (dir / "pipe.json").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  auto result = run_ipusim({"run", kConfig, "--trace", fifo});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: " + fifo +
+                          ": cannot write the --trace output: it is a FIFO (named pipe)" + kAdvice);
+  CHECK(fs::is_fifo(fifo));
+
+  std::ofstream(dir / "target.json") << "kept\n";
+  fs::create_symlink("target.json", dir / "link.json");
+  const auto link = (dir / "link.json").string();
+  result = run_ipusim({"run", kConfig, "--json", link});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: " + link + ": cannot write the --json output: it is a symbolic link" + kAdvice);
+  CHECK(fs::is_symlink(link));
+  CHECK(read(dir / "target.json") == "kept\n");
+  CHECK(entries(dir) == std::vector<std::string>{"link.json", "pipe.json", "target.json"});
+}
+
+TEST_CASE("run with a directory as an output leaves no partial file") {
+  const auto dir = fresh_folder("directory");
+  fs::create_directory(dir / "report.html");
+  const auto html = (dir / "report.html").string();
+  const auto result = run_ipusim({"run", kConfig, "--html", html});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: " + html + ": cannot write the --html output: it is a directory" + kAdvice);
+  CHECK(entries(dir) == std::vector<std::string>{"report.html"});
+}
+
+// The run would stop out of memory (exit code 3) if it were simulated before the outputs were
+// checked.
+TEST_CASE("a missing folder for the second output of run is reported before simulating") {
+  const auto dir = fresh_folder("missing_folder");
+  const auto json = (dir / "report.json").string();
+  const auto html = (dir / "missing" / "report.html").string();
+  const auto result =
+      run_ipusim({"run", "configs/bert_large_4ipu.json", "--set",
+                  "pipeline.recomputation_mode=none", "--json", json, "--html", html});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: " + html + ": cannot write the --html output: the folder " +
+                          (dir / "missing").string() + " does not exist\n");
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("two outputs of run naming one file are refused") {
+  const auto dir = fresh_folder("same_file");
+  const auto json = (dir / "run.json").string();
+  const auto trace = (dir / "." / "run.json").string();
+  const auto result = run_ipusim({"run", kConfig, "--json", json, "--trace", trace});
+  CHECK(result.code == 2);
+  CHECK(result.err == "error: " + trace +
+                          ": cannot write the --trace output: the --json output is the same "
+                          "file; give each output its own path\n");
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("when one output of run cannot be written the others are not written either") {
+  const auto dir = fresh_folder("write_fails");
+  const auto json = (dir / "report.json").string();  // about 3 kB
+  const auto html = (dir / "report.html").string();  // about 64 kB
+  ipusim::testing::CliResult result;
+  {
+    const ipusim::testing::FileSizeLimit limit(10000);
+    result = run_ipusim({"run", kConfig, "--no-numeric", "--json", json, "--html", html});
+  }
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: " + html + ": cannot write the --html output: File too large\n");
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("run writes every output it was given and no temporary file") {
+  const auto dir = fresh_folder("all_written");
+  const auto result =
+      run_ipusim({"run", kConfig, "--no-numeric", "--quiet", "--json", (dir / "a.json").string(),
+                  "--trace", (dir / "b.json").string(), "--html", (dir / "c.html").string()});
+  CHECK(result.code == 0);
+  CHECK(entries(dir) == std::vector<std::string>{"a.json", "b.json", "c.html"});
+}
+
+TEST_CASE("compare checks its outputs before simulating") {
+  const auto dir = fresh_folder("compare");
+  const auto json = (dir / "runs.json").string();
+  const auto result = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved",
+                                  "--json", json, "--csv", "/dev/full"});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: /dev/full: cannot write the --csv output: it is a character device" + kAdvice);
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("sweep checks its HTML output before it writes the CSV") {
+  const auto dir = fresh_folder("sweep");
+  const auto csv = (dir / "gac.csv").string();
+  const auto html = (dir / "plots").string();
+  fs::create_directory(html);
+  const auto result =
+      run_ipusim({"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=8,16", "-o",
+                  csv, "--html", html});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: " + html + ": cannot write the --html output: it is a directory" + kAdvice);
+  CHECK(entries(dir) == std::vector<std::string>{"plots"});
+}
+
+TEST_CASE("merge refuses a device as its output") {
+  const auto result = run_ipusim({"merge", "-o", "/dev/null", "no-such-shard.csv"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: /dev/null: cannot write the -o output: it is a character device" + kAdvice);
+}
