@@ -272,3 +272,10 @@ TEST_CASE("numeric mode refused for replicas names the option that set them") {
         "error: --replicas 2: at /pipeline/replication_factor: numeric mode runs one replica, "
         "but replication_factor is 2\n");
 }
+
+TEST_CASE("an empty output path is refused instead of silently writing nothing") {
+  const CliResult result = run_ipusim({"run", kBase, "--json", ""});
+  CHECK(result.code == 1);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: --json: expected a path, found an empty one\n");
+}

@@ -47,9 +47,19 @@ std::vector<core::Override> ConfigArgs::overrides() const {
   return out;
 }
 
+CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](const std::string& value) {
+        return value.empty() ? std::string("expected a path, found an empty one") : std::string();
+      },
+      "PATH");
+}
+
 void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path) {
   if (with_path)
-    command->add_option("config", args.path, "The run's JSON config file")->required();
+    command->add_option("config", args.path, "The run's JSON config file")
+        ->required()
+        ->check(non_empty_path());
   command
       ->add_option("--set", args.sets,
                    "Override a config value: PATH=VALUE, PATH dotted (pipeline.repeat_count) "

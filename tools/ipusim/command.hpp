@@ -29,6 +29,9 @@ struct ConfigArgs {
   std::vector<core::Override> overrides() const;
 };
 
+// Refuses an empty value of a path option: left empty, the option would be silently ignored.
+CLI::Validator non_empty_path();
+
 // Adds the what-if options; with `with_path` also the positional config file.
 void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path = true);
 

@@ -308,7 +308,9 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
   auto a = std::make_shared<CompareArgs>();
   auto* command =
       app.add_subcommand("compare", "Simulate configs, schedules or what-if variants side by side");
-  command->add_option("configs", a->configs, "One or more config files")->required();
+  command->add_option("configs", a->configs, "One or more config files")
+      ->required()
+      ->check(non_empty_path());
   add_config_options(command, a->what_if, false);
   command
       ->add_option("--schedules", a->schedules,
@@ -321,10 +323,14 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
                    "column each")
       ->type_name("PATH=VALUE[;...]")
       ->allow_extra_args(false);
-  command->add_option("--json", a->json_path, "Also write every run's report as JSON");
-  command->add_option("--csv", a->csv_path, "Also write one CSV row per run (sweep's columns)");
-  command->add_option("--html", a->html_path,
-                      "Also write an HTML page: the runs' pipeline charts on one time axis");
+  command->add_option("--json", a->json_path, "Also write every run's report as JSON")
+      ->check(non_empty_path());
+  command->add_option("--csv", a->csv_path, "Also write one CSV row per run (sweep's columns)")
+      ->check(non_empty_path());
+  command
+      ->add_option("--html", a->html_path,
+                   "Also write an HTML page: the runs' pipeline charts on one time axis")
+      ->check(non_empty_path());
   command->add_flag("--quiet", a->quiet, "Print only errors");
   command->footer(
       "Example:\n  ipusim compare configs/tf1_mnist_2ipu.json "

@@ -42,11 +42,16 @@ void add_run_command(CLI::App& app, std::ostream& out) {
   auto* command = app.add_subcommand(
       "run", "Simulate one config: step time, throughput, utilisation per phase, memory");
   add_config_options(command, o->config);
-  command->add_option("--json", o->json_path, "Also write the report as JSON to this file");
-  command->add_option("--trace", o->trace_path,
-                      "Write a Chrome trace-event JSON of the step (open in ui.perfetto.dev)");
-  command->add_option("--html", o->html_path,
-                      "Write a self-contained HTML report: pipeline chart, utilisation, memory");
+  command->add_option("--json", o->json_path, "Also write the report as JSON to this file")
+      ->check(non_empty_path());
+  command
+      ->add_option("--trace", o->trace_path,
+                   "Write a Chrome trace-event JSON of the step (open in ui.perfetto.dev)")
+      ->check(non_empty_path());
+  command
+      ->add_option("--html", o->html_path,
+                   "Write a self-contained HTML report: pipeline chart, utilisation, memory")
+      ->check(non_empty_path());
   command->add_flag("--quiet", o->quiet, "Print only errors");
   command->add_flag("--allow-oom", o->allow_oom,
                     "Finish the run when an IPU runs out of memory and report the overflow");

@@ -137,7 +137,8 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->allow_extra_args(false)
       ->required();
   command->add_option("-o,--output", a->output, "The CSV file; rerunning skips its runs")
-      ->required();
+      ->required()
+      ->check(non_empty_path());
   command->add_option("--jobs", a->jobs, "Runs simulated at once (default: the number of cores)")
       ->check(CLI::Range(1, 4096));
   command
@@ -147,7 +148,8 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->type_name("I/N");
   command->add_option("--html", a->html_path,
                       "Also write an HTML page plotting ramp overhead and throughput against "
-                      "each varied value");
+                      "each varied value")
+      ->check(non_empty_path());
   command->add_flag("--quiet", a->quiet, "Print only errors");
   command->footer(
       "Example:\n  ipusim sweep configs/tf1_mnist_2ipu.json -o gac.csv "
@@ -186,8 +188,12 @@ void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto o = std::make_shared<Options>();
   auto* command =
       app.add_subcommand("merge", "Join the CSV files of a sweep's shards into one, by run");
-  command->add_option("inputs", o->inputs, "The shards' CSV files")->required();
-  command->add_option("-o,--output", o->output, "The joined CSV file")->required();
+  command->add_option("inputs", o->inputs, "The shards' CSV files")
+      ->required()
+      ->check(non_empty_path());
+  command->add_option("-o,--output", o->output, "The joined CSV file")
+      ->required()
+      ->check(non_empty_path());
   command->footer("Example:\n  ipusim merge -o sweep.csv shard-*.csv");
   command->callback([o, &out, &err] {
     core::OutputSet outputs;

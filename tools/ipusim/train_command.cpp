@@ -221,12 +221,16 @@ void add_train_command(CLI::App& app, std::ostream& out) {
       ->check(CLI::PositiveNumber);
   command->add_option("--steps", o->steps, "Stop after this many weight updates")
       ->check(CLI::PositiveNumber);
-  command->add_option("--save", o->save,
-                      "Write initial and final parameters, first gradients, losses, inputs and "
-                      "labels as .npy files to this directory");
-  command->add_option("--load", o->load,
-                      "Start from the parameters in this directory (<layer>.<parameter>.final.npy "
-                      "or .initial.npy)");
+  command
+      ->add_option("--save", o->save,
+                   "Write initial and final parameters, first gradients, losses, inputs and "
+                   "labels as .npy files to this directory")
+      ->check(non_empty_path());
+  command
+      ->add_option("--load", o->load,
+                   "Start from the parameters in this directory (<layer>.<parameter>.final.npy "
+                   "or .initial.npy)")
+      ->check(non_empty_path());
   command->footer("Example:\n  ipusim train configs/tf1_mnist_2ipu.json --epochs 1 --save out");
   command->callback([o, &out] { train(*o, out); });
 }
