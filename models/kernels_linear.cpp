@@ -1,8 +1,10 @@
 // dense and conv2d: a matrix product (conv2d through im2col), a bias and an activation.
 
 // GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_ps) when Eigen's GEMM is
-// inlined; the value is never read (GCC bug 105593).
+// inlined; the value is never read (GCC bug 105593). Clang has no such warning.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <algorithm>
 
