@@ -15,6 +15,8 @@ namespace {
 
 constexpr std::uint32_t kIdxImagesMagic = 0x00000803;
 constexpr std::uint32_t kIdxLabelsMagic = 0x00000801;
+// Fashion-MNIST's largest file is 47 MB decompressed; the bound stops a gzip bomb.
+constexpr std::size_t kMaxIdxBytes = std::size_t{1} << 30;
 
 // The whole decompressed file. gzread reads uncompressed files as they are.
 std::vector<std::uint8_t> read_gzip_file(const std::string& path) {
@@ -26,8 +28,13 @@ std::vector<std::uint8_t> read_gzip_file(const std::string& path) {
   std::vector<std::uint8_t> bytes;
   std::vector<std::uint8_t> chunk(1 << 20);
   int read = 0;
-  while ((read = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0)
+  while ((read = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0) {
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + read);
+    if (bytes.size() > kMaxIdxBytes) {
+      gzclose(file);
+      throw DataError(path, "decompresses to more than 1 GiB, the most ipusim reads");
+    }
+  }
   int error = Z_OK;
   const std::string message = read < 0 ? gzerror(file, &error) : "";
   gzclose(file);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "sim/core/error.hpp"
+#include "sim/core/json_text.hpp"
 #include "sim/core/output_file.hpp"
 #include "sim/format.hpp"
 
@@ -25,6 +26,8 @@ using nlohmann::json;
 // Far beyond what one machine simulates in a day, and small enough that the product of the
 // axes cannot overflow on the way.
 constexpr std::size_t kMaxRuns = 100'000'000;
+// A million-run sweep's CSV is about 300 MB; a file far larger is not one ipusim wrote.
+constexpr std::int64_t kMaxSweepFileBytes = std::int64_t{4} << 30;
 
 // --- Parsing the command-line forms -------------------------------------------------------
 
@@ -473,12 +476,11 @@ std::string csv_line(const std::vector<std::string>& cells) {
 
 SweepFile read_sweep_csv(const std::string& path) {
   SweepFile file;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::string text;
+  if (!std::filesystem::exists(path))
     return file;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  if (const auto problem = core::read_regular_file(path, &text, kMaxSweepFileBytes))
+    throw core::ConfigError(path, "", "cannot read the sweep file: " + *problem);
   std::size_t start = 0;
   std::size_t line_number = 0;
   for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {

@@ -29,9 +29,9 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-std::string too_large() {
-  return "it holds more than 64 MiB (" + std::to_string(kMaxConfigBytes) +
-         " bytes), the most ipusim reads";
+std::string too_large(std::int64_t max_bytes) {
+  return "it holds more than " + std::to_string(max_bytes >> 20) + " MiB (" +
+         std::to_string(max_bytes) + " bytes), the most ipusim reads";
 }
 
 // Owns a file descriptor for the length of one read.
@@ -50,7 +50,7 @@ class Descriptor {
   int fd_;
 };
 
-std::optional<std::string> read_all(int fd, std::string* text) {
+std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_bytes) {
   std::vector<char> buffer(std::size_t{1} << 16);
   text->clear();
   while (true) {
@@ -62,8 +62,8 @@ std::optional<std::string> read_all(int fd, std::string* text) {
     if (got == 0)
       return std::nullopt;
     text->append(buffer.data(), std::size_t(got));
-    if (std::int64_t(text->size()) > kMaxConfigBytes)
-      return too_large();
+    if (std::int64_t(text->size()) > max_bytes)
+      return too_large(max_bytes);
   }
 }
 
@@ -202,7 +202,8 @@ bool is_range_failure(const TrackingSax& sax) {
 
 }  // namespace
 
-std::optional<std::string> read_regular_file(const std::string& path, std::string* text) {
+std::optional<std::string> read_regular_file(const std::string& path, std::string* text,
+                                             std::int64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; the kind check below refuses it.
   const Descriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (file.get() < 0)
@@ -212,9 +213,9 @@ std::optional<std::string> read_regular_file(const std::string& path, std::strin
     return std::string(std::strerror(errno));
   if (!S_ISREG(status.st_mode))
     return std::string("it is ") + file_kind(status.st_mode) + ", not a regular file";
-  if (status.st_size > kMaxConfigBytes)
-    return too_large();
-  return read_all(file.get(), text);
+  if (status.st_size > max_bytes)
+    return too_large(max_bytes);
+  return read_all(file.get(), text, max_bytes);
 }
 
 Json parse_json_text(const std::string& text, const std::string& source) {

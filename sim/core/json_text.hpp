@@ -17,8 +17,9 @@ inline constexpr std::int64_t kMaxConfigBytes = std::int64_t{64} << 20;
 inline constexpr int kMaxJsonDepth = 64;
 
 // Why a file cannot be read, or nullopt when `text` holds it whole. Never blocks on a FIFO and
-// never reads more than kMaxConfigBytes + 1 bytes.
-std::optional<std::string> read_regular_file(const std::string& path, std::string* text);
+// never reads more than `max_bytes` + 64 KiB.
+std::optional<std::string> read_regular_file(const std::string& path, std::string* text,
+                                             std::int64_t max_bytes = kMaxConfigBytes);
 
 // Parses `text`; errors name `source`, the line and column and, for values, their JSON pointer.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);

@@ -279,3 +279,12 @@ TEST_CASE("an empty output path is refused instead of silently writing nothing")
   CHECK(result.out.empty());
   CHECK(result.err == "error: --json: expected a path, found an empty one\n");
 }
+
+TEST_CASE("train counts outside their range are usage errors, not wrapped products") {
+  const CliResult epochs = run_ipusim({"train", kBase, "--epochs", "99999999999999999999"});
+  CHECK(epochs.code == 1);
+  CHECK(epochs.err == "error: --epochs: Value 99999999999999999999 not in range 1 to 1000000\n");
+  const CliResult steps = run_ipusim({"train", kBase, "--steps", "0"});
+  CHECK(steps.code == 1);
+  CHECK(steps.err == "error: --steps: Value 0 not in range 1 to 1099511627776\n");
+}

@@ -217,10 +217,11 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   auto* command = app.add_subcommand(
       "train", "Train a config through the simulated pipeline and report test accuracy");
   add_config_options(command, o->config);
+  // Bounded so that epochs x steps per epoch x samples per step stays a 64-bit count.
   command->add_option("--epochs", o->epochs, "Passes over the training set (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
   command->add_option("--steps", o->steps, "Stop after this many weight updates")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   command
       ->add_option("--save", o->save,
                    "Write initial and final parameters, first gradients, losses, inputs and "
