@@ -32,7 +32,7 @@ class MemoryTracker {
         capacity_(capacity),
         stash_(ipus, 0),
         live_(ipus, 0),
-        at_peak_(ipus, {0, 0}),
+        at_peak_(ipus),
         stats_(ipus) {
     items_.resize(ipus);
     static_by_category_.resize(ipus);
@@ -53,19 +53,15 @@ class MemoryTracker {
   void add_stash(int ipu, std::int64_t bytes) { stash_[ipu] += bytes; }
   void set_live(int ipu, std::int64_t bytes) { live_[ipu] = bytes; }
 
-  // Records the current totals of `ipu`; returns an overflow the first time one happens.
-  std::optional<OutOfMemory> observe(int ipu, std::int64_t step, Cycles now) {
+  // Records the current totals of `ipu`, and when and what it held at its peak.
+  void observe(int ipu, std::int64_t step, Cycles now) {
     const std::int64_t total = static_total_[ipu] + stash_[ipu] + live_[ipu];
     auto& stats = stats_[ipu];
     stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_total_[ipu]);
     if (total > stats.peak_memory_bytes) {
       stats.peak_memory_bytes = total;
-      at_peak_[ipu] = {stash_[ipu], live_[ipu]};
+      at_peak_[ipu] = {stash_[ipu], live_[ipu], step, now.count};
     }
-    if (total <= capacity_ || reported_)
-      return std::nullopt;
-    reported_ = true;
-    return overflow(ipu, step, now, total);
   }
 
   // The peaks, with what each IPU held at its peak by category.
@@ -74,19 +70,39 @@ class MemoryTracker {
     for (std::size_t ipu = 0; ipu < stats.size(); ++ipu) {
       auto& breakdown = stats[ipu].memory_at_peak;
       breakdown = static_by_category_[ipu];
-      if (at_peak_[ipu].first > 0)
-        breakdown["stash"] += at_peak_[ipu].first;
-      if (at_peak_[ipu].second > 0)
-        breakdown["activations"] += at_peak_[ipu].second;
+      if (at_peak_[ipu].stash > 0)
+        breakdown["stash"] += at_peak_[ipu].stash;
+      if (at_peak_[ipu].live > 0)
+        breakdown["activations"] += at_peak_[ipu].live;
     }
     return stats;
   }
+
+  // Every IPU over capacity at its peak, the largest need first (the lower IPU on a tie).
+  std::vector<IpuOverflow> overflows() const {
+    std::vector<IpuOverflow> out;
+    for (int ipu = 0; ipu < int(stats_.size()); ++ipu) {
+      if (stats_[ipu].peak_memory_bytes > capacity_)
+        out.push_back(overflow(ipu));
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const IpuOverflow& a, const IpuOverflow& b) { return a.bytes > b.bytes; });
+    return out;
+  }
+
   const std::vector<std::map<std::string, std::int64_t>>& static_memory() const {
     return static_by_category_;
   }
   MemorySample sample(int ipu, Cycles now) const { return {ipu, now, stash_[ipu], live_[ipu]}; }
 
  private:
+  struct Peak {
+    std::int64_t stash = 0;
+    std::int64_t live = 0;
+    std::int64_t step = 0;
+    std::int64_t cycle = 0;
+  };
+
   // Graphcore allocates every FIFO buffer for the whole program.
   void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule) {
     const auto depth = schedule.stash_depth();
@@ -104,12 +120,13 @@ class MemoryTracker {
     }
   }
 
-  OutOfMemory overflow(int ipu, std::int64_t step, Cycles now, std::int64_t total) const {
-    OutOfMemory oom{ipu, step, now.count, total, capacity_, items_[ipu]};
-    if (stash_[ipu] > 0)
-      oom.largest.push_back({"stash", "stashed activations in flight", stash_[ipu]});
-    if (live_[ipu] > 0)
-      oom.largest.push_back({"activations", "activations of the running task", live_[ipu]});
+  IpuOverflow overflow(int ipu) const {
+    const Peak& peak = at_peak_[ipu];
+    IpuOverflow oom{ipu, ipu, peak.step, peak.cycle, stats_[ipu].peak_memory_bytes, items_[ipu]};
+    if (peak.stash > 0)
+      oom.largest.push_back({"stash", "stashed activations in flight", peak.stash});
+    if (peak.live > 0)
+      oom.largest.push_back({"activations", "activations of the running task", peak.live});
     std::stable_sort(oom.largest.begin(), oom.largest.end(),
                      [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
     if (oom.largest.size() > 5)
@@ -124,9 +141,8 @@ class MemoryTracker {
   std::int64_t capacity_;
   std::vector<std::int64_t> stash_;
   std::vector<std::int64_t> live_;
-  std::vector<std::pair<std::int64_t, std::int64_t>> at_peak_;  // (stash, live) at the peak
+  std::vector<Peak> at_peak_;
   std::vector<IpuStats> stats_;
-  bool reported_ = false;
 };
 
 // When a transfer occupied which link (physical IPUs).
@@ -283,7 +299,10 @@ class Replayer {
     const Cycles pipeline_end = schedule_.step_based() ? run_steps() : run_ordered();
     const Cycles end = run_weight_update(pipeline_end);
     notify([end](ReplayObserver& o) { o.on_end(end); });
-    return finish(end);
+    ReplayResult result = finish(end);
+    if (result.out_of_memory && !options_.allow_oom)
+      throw core::SimulationOutcome(result.out_of_memory->message());
+    return result;
   }
 
  private:
@@ -374,14 +393,7 @@ class Replayer {
            transfer_cycles(double(bytes), hw.host_link_bandwidth, hw.clock_hz);
   }
 
-  void check_memory(int ipu, std::int64_t step, Cycles now) {
-    auto oom = memory_.observe(ipu, step, now);
-    if (!oom)
-      return;
-    if (!options_.allow_oom)
-      throw core::SimulationOutcome(oom->message());
-    out_of_memory_ = std::move(oom);
-  }
+  void check_memory(int ipu, std::int64_t step, Cycles now) { memory_.observe(ipu, step, now); }
 
   // Busy time of a compute span, split over the phase it belongs to.
   void add_busy(int ipu, std::int64_t cycles, int phase) {
@@ -793,7 +805,12 @@ class Replayer {
     }
     result.links = links_.stats();
     result.tasks = task_count_;
-    result.out_of_memory = out_of_memory_;
+    auto overflows = memory_.overflows();
+    if (!overflows.empty()) {
+      for (auto& overflow : overflows)
+        overflow.physical = links_.physical()[overflow.ipu];
+      result.out_of_memory = OutOfMemory{spec_.hardware.memory_per_ipu_bytes, overflows};
+    }
     return result;
   }
 
@@ -809,7 +826,6 @@ class Replayer {
   std::vector<BusyTotals> busy_;
   std::array<std::int64_t, 4> phase_cycles_{};
   std::int64_t task_count_ = 0;
-  std::optional<OutOfMemory> out_of_memory_;
   // dependency-ordered state
   core::EventQueue queue_;
   std::vector<IpuCursor> cursors_;
@@ -828,13 +844,29 @@ class Replayer {
 
 }  // namespace
 
+namespace {
+
+// "IPU2 (physical IPU3) needs 1.2 GB but has 941 MB at step 4 (cycle 1,234)".
+std::string overflow_text(const IpuOverflow& overflow, std::int64_t capacity) {
+  return "IPU" + std::to_string(overflow.ipu) + " (physical IPU" +
+         std::to_string(overflow.physical) + ") needs " + si(double(overflow.bytes), "B") +
+         " but has " + si(double(capacity), "B") +
+         (overflow.step > 0 ? " at step " + std::to_string(overflow.step) : "") + " (cycle " +
+         with_commas(overflow.cycle) + ")";
+}
+
+}  // namespace
+
 std::string OutOfMemory::message() const {
-  std::string text = "out of memory: IPU" + std::to_string(ipu) + " needs " +
-                     si(double(bytes), "B") + " but has " + si(double(capacity), "B") +
-                     (step > 0 ? " at step " + std::to_string(step) : "") + " (cycle " +
-                     with_commas(cycle) + "). Largest consumers:";
-  for (const auto& item : largest)
+  IPUSIM_CHECK(!ipus.empty());
+  std::string text = "out of memory";
+  if (ipus.size() > 1)
+    text += " on " + std::to_string(ipus.size()) + " IPUs, the worst first";
+  text += ": " + overflow_text(ipus.front(), capacity) + ". Largest consumers:";
+  for (const auto& item : ipus.front().largest)
     text += "\n  " + si(double(item.bytes), "B") + "  " + item.name;
+  for (std::size_t i = 1; i < ipus.size(); ++i)
+    text += "\n" + overflow_text(ipus[i], capacity);
   return text;
 }
 

@@ -43,13 +43,20 @@ struct LinkStats {
   std::int64_t bytes = 0;
 };
 
-struct OutOfMemory {
-  int ipu = 0;
+// One IPU over its capacity, at its peak.
+struct IpuOverflow {
+  int ipu = 0;  // logical
+  int physical = 0;
   std::int64_t step = 0;  // 1-based step (BSP) or 0 when not step-based
   std::int64_t cycle = 0;
   std::int64_t bytes = 0;
+  std::vector<MemoryItem> largest;  // the five largest consumers at the peak
+};
+
+// Every IPU that overflows, the worst (largest need) first; the message details the worst.
+struct OutOfMemory {
   std::int64_t capacity = 0;
-  std::vector<MemoryItem> largest;  // the five largest consumers at that moment
+  std::vector<IpuOverflow> ipus;
   std::string message() const;
 };
 
@@ -63,11 +70,12 @@ struct ReplayResult {
 };
 
 struct ReplayOptions {
-  bool allow_oom = false;  // finish and report instead of stopping at the first overflow
+  bool allow_oom = false;                  // report an overflow in the result instead of throwing
   std::vector<ReplayObserver*> observers;  // told of every event, in order; not owned
 };
 
-// Throws core::SimulationOutcome on the first overflow unless options.allow_oom.
+// Replays the whole step even when memory overflows, so that every IPU over its capacity is
+// known; then throws core::SimulationOutcome naming them unless options.allow_oom.
 ReplayResult replay(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
                     const ReplayOptions& options);
 

@@ -147,17 +147,58 @@ TEST_CASE("sequential keeps no stash") {
     CHECK(ipu.peak_stash_bytes == 0);
 }
 
-TEST_CASE("an IPU without enough memory is a simulation outcome naming the IPU and consumers") {
+TEST_CASE("out of memory names every IPU over its capacity, the worst first") {
+  // Stage 1 has a dense of 8 units: IPU1 holds more than IPU0 and is named first.
   auto config = equal_stages(2, 8, "grouped", 10, 20);
+  config["model"]["layers"][1]["units"] = 8;
   config["hardware"]["memory_per_ipu"] = "100B";
   sim::RunSpec spec;
   CHECK_THROWS_WITH(
       simulate(config, spec),
-      // 20 parameters of 4 bytes, as weights and accumulators; copy buffers of 4 activations and
-      // a label out and 4 gradients in; two stash entries of 4 inputs.
-      "out of memory: IPU0 needs 228 B but has 100 B at step 1 (cycle 0). Largest "
-      "consumers:\n  80 B  weights of d0\n  80 B  gradient accumulators of d0\n  36 B  "
-      "inter-IPU copy buffers\n  32 B  stash FIFO of stage 0 (2 x 16 B)");
+      // IPU1: d1's 40 parameters of 4 bytes as weights and accumulators; copy buffers of 4
+      // activations and a label in and 4 gradients out; while F1 s1 runs in step 2 (after the
+      // 10 cycles of F1 s0) d1's 8 outputs and the 4-byte loss.
+      "out of memory on 2 IPUs, the worst first: IPU1 (physical IPU1) needs 392 B but has 100 B "
+      "at step 2 (cycle 10). Largest consumers:\n"
+      "  160 B  weights of d1\n"
+      "  160 B  gradient accumulators of d1\n"
+      "  36 B  inter-IPU copy buffers\n"
+      "  36 B  activations of the running task\n"
+      // IPU0: 20 parameters as weights and accumulators, the same copy buffers, two FIFO entries
+      // of d0's 4 inputs and, from the first task on, d0's 4 outputs.
+      "IPU0 (physical IPU0) needs 244 B but has 100 B at step 1 (cycle 0)");
+}
+
+TEST_CASE("out of memory on one IPU names it with its largest consumers at its peak") {
+  auto config = equal_stages(2, 8, "grouped", 10, 20);
+  config["hardware"]["memory_per_ipu"] = "230B";
+  sim::RunSpec spec;
+  // IPU1 needs 80 + 80 + 36 + 20 = 216 B and fits; IPU0 needs 228 B before any task runs.
+  CHECK_THROWS_WITH(simulate(config, spec),
+                    "out of memory: IPU0 (physical IPU0) needs 244 B but has 230 B at step 1 "
+                    "(cycle 0). Largest consumers:\n"
+                    "  80 B  weights of d0\n"
+                    "  80 B  gradient accumulators of d0\n"
+                    "  36 B  inter-IPU copy buffers\n"
+                    "  32 B  stash FIFO of stage 0 (2 x 16 B)\n"
+                    "  16 B  activations of the running task");
+}
+
+TEST_CASE("with allow_oom the report keeps every overflow and the run finishes") {
+  auto config = equal_stages(2, 8, "grouped", 10, 20);
+  config["hardware"]["memory_per_ipu"] = "100B";
+  const auto spec = sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  sim::SimulateOptions options;
+  options.allow_oom = true;
+  const auto report = sim::simulate(spec, options);
+  REQUIRE(report.replay.out_of_memory);
+  const auto& ipus = report.replay.out_of_memory->ipus;
+  REQUIRE(ipus.size() == 2);
+  CHECK(ipus[0].ipu == 0);
+  CHECK(ipus[0].bytes == 244);
+  CHECK(ipus[1].ipu == 1);
+  CHECK(ipus[1].bytes == 216);
+  CHECK(report.pipeline_cycles() == bsp_closed_form(2, 8, 10, 20, 1));
 }
 
 namespace {
