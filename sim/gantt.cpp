@@ -200,20 +200,23 @@ class RowBuilder {
     rows_.push_back(std::move(row));
   }
 
+  // One row per directed link, named by logical IPUs; the tooltips give the physical ones.
   void add_links() {
     std::set<std::pair<int, int>> links;
     for (const auto& span : timeline_.transfers)
-      links.insert({span.from_physical, span.to_physical});
+      links.insert({span.task.ipu, span.task.peer_ipu});
     for (const auto& [from, to] : links) {
       Row row{"IPU" + std::to_string(from) + " \u2192 IPU" + std::to_string(to), kThinRow, {}};
       for (const auto& span : timeline_.transfers) {
-        if (span.from_physical != from || span.to_physical != to)
+        if (span.task.ipu != from || span.task.peer_ipu != to)
           continue;
         const bool gradient = span.task.copy == schedules::CopyKind::kGradient;
         row.spans.push_back({span.start.count, span.end.count,
                              gradient ? Kind::kGradient : Kind::kActivation, "", "",
                              span_label(span.task) + " \u00b7 " + si(double(span.bytes), "B") +
-                                 " \u00b7 " + cycles_text(span.start.count, span.end.count)});
+                                 " \u00b7 physical IPU" + std::to_string(span.from_physical) +
+                                 " \u2192 IPU" + std::to_string(span.to_physical) + " \u00b7 " +
+                                 cycles_text(span.start.count, span.end.count)});
       }
       rows_.push_back(std::move(row));
     }

@@ -162,6 +162,15 @@ std::string ipu_list(const std::vector<int>& ipus) {
   return out;
 }
 
+// "logical (device_mapping); on physical IPUs 0, 1, 3, 2 (selection order snake)".
+std::string ipu_numbering(const RunReport& r) {
+  std::string physical;
+  for (const auto& ipu : r.replay.ipus)
+    physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+  return "IPUn is logical (device_mapping); on physical IPUs " + physical + " (selection order " +
+         selection_order_name(r.spec->hardware.selection_order) + ")";
+}
+
 std::string config_section(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto& p = spec.pipeline;
@@ -184,6 +193,7 @@ std::string config_section(const RunReport& r) {
                         (p.offload_weight_update_variables ? ", state offloaded" : "")},
       {"Hardware", hw.preset + ", " + std::to_string(hw.ipus) + " IPUs at " +
                        fixed(hw.clock_hz / 1e9, 3) + " GHz"},
+      {"IPU numbering", ipu_numbering(r)},
       {"Memory per IPU", si(double(hw.memory_per_ipu_bytes), "B")},
       {"Training", p.training ? "yes" : "no (inference)"}};
   std::string out = "<dl class=\"config\">";
@@ -253,12 +263,15 @@ std::string utilisation_table(const RunReport& r) {
   if (r.replay.links.empty())
     return out;
   out += "<h3 style=\"margin-top:12px\">IPU-Links</h3><table>" +
-         header_row({"Link", "Bytes per step", "Busy"});
+         header_row({"Link", "Physical IPUs", "Bytes per step", "Busy"});
   for (const auto& link : r.replay.links) {
-    out += "<tr>" +
-           cell("IPU" + std::to_string(link.from) + " \u2192 IPU" + std::to_string(link.to)) +
-           cell(si(double(link.bytes), "B")) +
-           bar_cell(share(double(link.busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
+    out +=
+        "<tr>" +
+        cell("IPU" + std::to_string(link.from_ipu) + " \u2192 IPU" + std::to_string(link.to_ipu)) +
+        cell("IPU" + std::to_string(link.from_physical) + " \u2192 IPU" +
+             std::to_string(link.to_physical)) +
+        cell(si(double(link.bytes), "B")) +
+        bar_cell(share(double(link.busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
   }
   return out + "</table>\n";
 }

@@ -188,15 +188,23 @@ class Links {
     return {a, b, held.begin, held.end};
   }
 
-  // The links used, ordered by (from, to).
+  // The links used, ordered by logical (from, to).
   std::vector<LinkStats> stats() const {
+    std::vector<int> logical(std::size_t(width_), -1);
+    for (int i = 0; i < int(physical_.size()); ++i)
+      logical[physical_[i]] = i;
     std::vector<LinkStats> out;
     for (std::size_t i = 0; i < routes_.size(); ++i) {
       const auto& route = routes_[i];
       if (route.link.uses() == 0)
         continue;
-      out.push_back({int(i / width_), int(i % width_), route.link.busy_cycles(), route.bytes});
+      const int a = int(i / width_);
+      const int b = int(i % width_);
+      out.push_back({logical[a], logical[b], a, b, route.link.busy_cycles(), route.bytes});
     }
+    std::sort(out.begin(), out.end(), [](const LinkStats& x, const LinkStats& y) {
+      return std::pair{x.from_ipu, x.to_ipu} < std::pair{y.from_ipu, y.to_ipu};
+    });
     return out;
   }
 
@@ -799,9 +807,11 @@ class Replayer {
     result.phase_cycles = phase_cycles_;
     result.ipus = memory_.stats();
     for (int ipu = 0; ipu < ipus_; ++ipu) {
-      result.ipus[ipu].busy_cycles = busy_[ipu].total;
-      result.ipus[ipu].busy_in_phase = busy_[ipu].in_phase;
-      result.ipus[ipu].host_busy_cycles = busy_[ipu].host;
+      auto& stats = result.ipus[ipu];
+      stats.physical = links_.physical()[ipu];
+      stats.busy_cycles = busy_[ipu].total;
+      stats.busy_in_phase = busy_[ipu].in_phase;
+      stats.host_busy_cycles = busy_[ipu].host;
     }
     result.links = links_.stats();
     result.tasks = task_count_;

@@ -8,6 +8,8 @@
 // inter-IPU copies of the step are exchanged; the next step starts when the exchange is over.
 // The other schedules run each IPU's program order as soon as its dependencies are met, on
 // the event queue; copies travel over the links without blocking the sending IPU.
+//
+// IPUs are logical (a stage's device_mapping entry) unless a name says physical.
 
 #include <array>
 #include <cstdint>
@@ -28,6 +30,7 @@ inline constexpr std::array<const char*, 4> kPhaseNames = {"ramp_up", "main", "r
                                                            "weight_update"};
 
 struct IpuStats {
+  int physical = 0;              // the physical IPU it is placed on
   std::int64_t busy_cycles = 0;  // compute: F, B, R, W and the weight update
   std::array<std::int64_t, 4> busy_in_phase{};
   std::int64_t host_busy_cycles = 0;
@@ -36,9 +39,12 @@ struct IpuStats {
   std::map<std::string, std::int64_t> memory_at_peak;  // by category
 };
 
+// The copies from one IPU to another over the links joining their physical IPUs.
 struct LinkStats {
-  int from = 0;  // physical IPUs
-  int to = 0;
+  int from_ipu = 0;  // logical
+  int to_ipu = 0;
+  int from_physical = 0;
+  int to_physical = 0;
   std::int64_t busy_cycles = 0;
   std::int64_t bytes = 0;
 };
@@ -63,7 +69,7 @@ struct OutOfMemory {
 struct ReplayResult {
   std::int64_t step_cycles = 0;  // one repeat: ramp-up .. weight update
   std::array<std::int64_t, 4> phase_cycles{};
-  std::vector<IpuStats> ipus;
+  std::vector<IpuStats> ipus;  // by logical IPU
   std::vector<LinkStats> links;
   std::int64_t tasks = 0;  // tasks replayed in one repeat
   std::optional<OutOfMemory> out_of_memory;

@@ -19,10 +19,11 @@
 
 namespace ipusim::sim {
 
-// The machine one replica runs on, told before the first event.
+// The machine one replica runs on, told before the first event. IPUs are numbered logically
+// (a stage's device_mapping entry) everywhere; `physical` maps them onto the device.
 struct ReplayLayout {
   int ipus = 0;               // pipeline IPUs of one replica
-  std::vector<int> physical;  // physical IPU of each pipeline IPU
+  std::vector<int> physical;  // physical IPU of each pipeline IPU (hardware.selection_order)
   int replicas = 1;
   double clock_hz = 0;
   std::int64_t memory_capacity = 0;  // bytes per IPU
@@ -42,7 +43,8 @@ struct TaskSpan {
   std::int64_t bytes = 0;  // host transfers: bytes moved; compute: live activation bytes
 };
 
-// An inter-IPU copy on one link (physical IPUs).
+// An inter-IPU copy from logical IPU task.ipu to task.peer_ipu, on the link between their
+// physical IPUs.
 struct TransferSpan {
   schedules::Task task;
   int from_physical = 0;

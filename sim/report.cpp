@@ -27,6 +27,15 @@ std::string cycles_and_time(std::int64_t cycles, double clock_hz) {
   return with_commas(cycles) + " cycles (" + fixed(double(cycles) / clock_hz * 1e3, 4) + " ms)";
 }
 
+// Tables and messages name IPUs logically; links also give the physical IPUs they join.
+std::string ipu_numbering(const RunReport& r) {
+  std::string physical;
+  for (const auto& ipu : r.replay.ipus)
+    physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+  return "IPU numbers are logical (device_mapping); their physical IPUs (selection_order " +
+         selection_order_name(r.spec->hardware.selection_order) + "): " + physical;
+}
+
 std::string header(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto& p = spec.pipeline;
@@ -35,6 +44,7 @@ std::string header(const RunReport& r) {
          std::to_string(p.ipus_per_replica()) + " IPU(s) x " +
          std::to_string(p.replication_factor) + " replica(s) of " + spec.hardware.preset + " at " +
          fixed(spec.hardware.clock_hz / 1e9, 2) + " GHz\n";
+  out += ipu_numbering(r) + "\n";
   if (r.relaxed) {
     out += "relaxed divisibility: Graphcore would reject gradient_accumulation_count " +
            std::to_string(p.gradient_accumulation_count) + " for this schedule\n";
@@ -92,9 +102,11 @@ std::string utilisation(const RunReport& r) {
   std::string out = "\nUtilisation per IPU (compute busy / phase length)\n" +
                     render_table(rows, {true, true, true, true, true, true, true, true});
   for (const auto& link : r.replay.links) {
-    out += "IPU-Link " + std::to_string(link.from) + " -> " + std::to_string(link.to) + ": " +
-           percent(share(double(link.busy_cycles), double(r.replay.step_cycles))) + " busy, " +
-           si(double(link.bytes), "B") + " per step\n";
+    out += "IPU-Link IPU" + std::to_string(link.from_ipu) + " -> IPU" +
+           std::to_string(link.to_ipu) + " (physical IPU" + std::to_string(link.from_physical) +
+           " -> IPU" + std::to_string(link.to_physical) +
+           "): " + percent(share(double(link.busy_cycles), double(r.replay.step_cycles))) +
+           " busy, " + si(double(link.bytes), "B") + " per step\n";
   }
   return out;
 }
@@ -143,6 +155,7 @@ nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
   }
   return {
       {"ipu", i},
+      {"physical_ipu", ipu.physical},
       {"utilisation", share(double(ipu.busy_cycles), double(r.replay.step_cycles))},
       {"utilisation_by_phase", phases},
       {"busy_cycles", ipu.busy_cycles},
@@ -367,8 +380,10 @@ nlohmann::json to_json(const RunReport& r) {
   nlohmann::json links = nlohmann::json::array();
   for (const auto& link : r.replay.links) {
     links.push_back(
-        {{"from", link.from},
-         {"to", link.to},
+        {{"from_ipu", link.from_ipu},
+         {"to_ipu", link.to_ipu},
+         {"from_physical_ipu", link.from_physical},
+         {"to_physical_ipu", link.to_physical},
          {"bytes", link.bytes},
          {"utilisation", share(double(link.busy_cycles), double(r.replay.step_cycles))}});
   }
@@ -394,6 +409,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"bubble_fraction", r.bubble_fraction()},
       {"bubble_ratio", r.bubble_ratio()},
       {"stash_depth", r.stash_depth},
+      {"selection_order", selection_order_name(r.spec->hardware.selection_order)},
       {"ipus", ipus},
       {"links", links},
       {"fits_in_memory", r.fits_in_memory()},

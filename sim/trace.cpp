@@ -39,6 +39,10 @@ class TraceWriter {
                   {"schedule", report_.schedule},
                   {"clock_hz", timeline_.clock_hz()},
                   {"step_cycles", report_.replay.step_cycles},
+                  {"ipu_numbering",
+                   "IPUn is the logical IPU (device_mapping); physical_ipus[n] is where "
+                   "hardware.selection_order places it"},
+                  {"physical_ipus", timeline_.layout.physical},
                   {"truncated", timeline_.truncated}};
     if (timeline_.truncated)
       other["truncation"] = timeline_.truncation_note();
@@ -80,18 +84,22 @@ class TraceWriter {
     events_.push_back(std::move(order));
   }
 
-  // Directed links in a fixed order; a link's thread id is its index.
+  // Directed links by logical IPUs; a link's thread id is its index.
   void collect_links() {
-    std::set<std::pair<int, int>> links;
+    std::set<LinkName> links;
     for (const auto& link : report_.replay.links)
-      links.insert({link.from, link.to});
-    for (const auto& transfer : timeline_.transfers)
-      links.insert({transfer.from_physical, transfer.to_physical});
+      links.insert({link.from_ipu, link.to_ipu, link.from_physical, link.to_physical});
+    for (const auto& transfer : timeline_.transfers) {
+      links.insert({transfer.task.ipu, transfer.task.peer_ipu, transfer.from_physical,
+                    transfer.to_physical});
+    }
     links_.assign(links.begin(), links.end());
   }
 
-  int link_thread(int from, int to) const {
-    const auto found = std::find(links_.begin(), links_.end(), std::pair{from, to});
+  int link_thread(int from_physical, int to_physical) const {
+    const auto found = std::find_if(links_.begin(), links_.end(), [&](const LinkName& link) {
+      return link.from_physical == from_physical && link.to_physical == to_physical;
+    });
     return int(found - links_.begin());
   }
 
@@ -113,18 +121,20 @@ class TraceWriter {
       return;
     name_process(kLinks, "IPU-Links");
     for (std::size_t i = 0; i < links_.size(); ++i) {
+      const auto& link = links_[i];
       name_thread(kLinks, int(i),
-                  "link IPU" + std::to_string(links_[i].first) + "->IPU" +
-                      std::to_string(links_[i].second));
+                  "link IPU" + std::to_string(link.from_ipu) + "->IPU" +
+                      std::to_string(link.to_ipu) + " (physical IPU" +
+                      std::to_string(link.from_physical) + "->IPU" +
+                      std::to_string(link.to_physical) + ")");
     }
   }
 
+  // "IPU2 (physical IPU3)": logical, then where selection_order places it.
   std::string ipu_name(int ipu) const {
-    std::string name = "IPU" + std::to_string(ipu);
     const auto& physical = timeline_.layout.physical;
-    if (ipu < int(physical.size()) && physical[ipu] != ipu)
-      name += " (physical IPU" + std::to_string(physical[ipu]) + ")";
-    return name;
+    return "IPU" + std::to_string(ipu) + " (physical IPU" +
+           std::to_string(ipu < int(physical.size()) ? physical[ipu] : ipu) + ")";
   }
 
   void tasks() {
@@ -225,7 +235,14 @@ class TraceWriter {
   const RunReport& report_;
   const Timeline& timeline_;
   double us_per_cycle_;
-  std::vector<std::pair<int, int>> links_;
+  struct LinkName {
+    int from_ipu = 0;
+    int to_ipu = 0;
+    int from_physical = 0;
+    int to_physical = 0;
+    friend auto operator<=>(const LinkName&, const LinkName&) = default;
+  };
+  std::vector<LinkName> links_;
   json events_ = json::array();
 };
 

@@ -310,7 +310,8 @@ nlohmann::json linked_stages(int stages, std::int64_t microbatches, const std::s
 std::map<std::string, std::int64_t> link_busy(const sim::RunReport& report) {
   std::map<std::string, std::int64_t> busy;
   for (const auto& link : report.replay.links)
-    busy[std::to_string(link.from) + "->" + std::to_string(link.to)] = link.busy_cycles;
+    busy[std::to_string(link.from_physical) + "->" + std::to_string(link.to_physical)] =
+        link.busy_cycles;
   return busy;
 }
 

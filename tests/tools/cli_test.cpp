@@ -191,8 +191,13 @@ TEST_CASE("run writes the documented JSON keys") {
     CHECK(report["phases"][phase].contains("cycles"));
   }
   for (const char* key : {"utilisation", "busy_cycles", "peak_memory_bytes", "peak_stash_bytes",
-                          "memory_breakdown"}) {
+                          "memory_breakdown", "physical_ipu"}) {
     CHECK(report["ipus"][0].contains(key));
   }
+  CHECK(report["links"][0]["from_ipu"] == 0);
+  CHECK(report["links"][0]["to_ipu"] == 1);
+  CHECK(report["links"][0]["from_physical_ipu"] == 0);
+  CHECK(report["links"][0]["to_physical_ipu"] == 1);
+  CHECK(report["selection_order"] == "snake");
   CHECK(report["effective_batch"] == 512);
 }
