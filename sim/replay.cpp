@@ -23,26 +23,29 @@ std::int64_t transfer_cycles(double bytes, double bandwidth, double clock_hz) {
   return static_cast<std::int64_t>(std::ceil(bytes / bandwidth * clock_hz - 1e-9));
 }
 
-// Per-IPU memory: static items, the stash FIFOs and the activations of the running task.
+// Per-IPU memory: static items, the stash FIFOs and the activations of the running task on
+// chip; what is offloaded to streaming memory apart.
 class MemoryTracker {
  public:
   MemoryTracker(const CostModel& cost, const schedules::Schedule& schedule, int ipus,
-                std::int64_t capacity)
+                std::int64_t capacity, bool offload_fifos)
       : items_(cost.static_memory),
+        streaming_items_(cost.streaming_memory),
         capacity_(capacity),
         stash_(ipus, 0),
         live_(ipus, 0),
         at_peak_(ipus),
         stats_(ipus) {
     items_.resize(ipus);
-    static_by_category_.resize(ipus);
-    static_total_.assign(ipus, 0);
+    streaming_items_.resize(ipus);
     if (schedule.step_based())
-      add_static_fifos(cost, schedule);
+      add_static_fifos(cost, schedule, offload_fifos ? streaming_items_ : items_);
+    static_by_category_ = by_category(items_);
+    streaming_by_category_ = by_category(streaming_items_);
+    static_total_.assign(ipus, 0);
     fifo_total_.assign(ipus, 0);
     for (int ipu = 0; ipu < ipus; ++ipu) {
       for (const auto& item : items_[ipu]) {
-        static_by_category_[ipu][item.category] += item.bytes;
         static_total_[ipu] += item.bytes;
         if (item.category == "stash")
           fifo_total_[ipu] += item.bytes;
@@ -74,6 +77,7 @@ class MemoryTracker {
         breakdown["stash"] += at_peak_[ipu].stash;
       if (at_peak_[ipu].live > 0)
         breakdown["activations"] += at_peak_[ipu].live;
+      stats[ipu].streaming_memory = streaming_by_category_[ipu];
     }
     return stats;
   }
@@ -93,6 +97,9 @@ class MemoryTracker {
   const std::vector<std::map<std::string, std::int64_t>>& static_memory() const {
     return static_by_category_;
   }
+  const std::vector<std::map<std::string, std::int64_t>>& streaming_memory() const {
+    return streaming_by_category_;
+  }
   MemorySample sample(int ipu, Cycles now) const { return {ipu, now, stash_[ipu], live_[ipu]}; }
 
  private:
@@ -103,19 +110,31 @@ class MemoryTracker {
     std::int64_t cycle = 0;
   };
 
-  // Graphcore allocates every FIFO buffer for the whole program.
-  void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule) {
+  static std::vector<std::map<std::string, std::int64_t>> by_category(
+      const std::vector<std::vector<MemoryItem>>& items) {
+    std::vector<std::map<std::string, std::int64_t>> out(items.size());
+    for (std::size_t ipu = 0; ipu < items.size(); ++ipu) {
+      for (const auto& item : items[ipu])
+        out[ipu][item.category] += item.bytes;
+    }
+    return out;
+  }
+
+  // Graphcore allocates every FIFO buffer for the whole program, on chip or, offloaded, in
+  // streaming memory.
+  static void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule,
+                               std::vector<std::vector<MemoryItem>>& items) {
     const auto depth = schedule.stash_depth();
     for (int s = 0; s < int(cost.stages.size()); ++s) {
       for (const auto& sub : cost.stages[s]) {
         const std::int64_t bytes = depth[s] * sub.stash_bytes;
         if (bytes == 0)
           continue;
-        items_[sub.ipu].push_back({"stash",
-                                   "stash FIFO of stage " + std::to_string(s) + " (" +
-                                       std::to_string(depth[s]) + " x " +
-                                       si(double(sub.stash_bytes), "B") + ")",
-                                   bytes});
+        items[sub.ipu].push_back({"stash",
+                                  "stash FIFO of stage " + std::to_string(s) + " (" +
+                                      std::to_string(depth[s]) + " x " +
+                                      si(double(sub.stash_bytes), "B") + ")",
+                                  bytes});
       }
     }
   }
@@ -135,7 +154,9 @@ class MemoryTracker {
   }
 
   std::vector<std::vector<MemoryItem>> items_;
+  std::vector<std::vector<MemoryItem>> streaming_items_;
   std::vector<std::map<std::string, std::int64_t>> static_by_category_;
+  std::vector<std::map<std::string, std::int64_t>> streaming_by_category_;
   std::vector<std::int64_t> static_total_;
   std::vector<std::int64_t> fifo_total_;  // static FIFOs, part of static_total_
   std::int64_t capacity_;
@@ -294,10 +315,13 @@ class Replayer {
         cost_(cost),
         options_(options),
         ipus_(spec.pipeline.ipus_per_replica()),
-        memory_(cost, schedule, ipus_, spec.hardware.memory_per_ipu_bytes),
+        memory_(cost, schedule, ipus_, spec.hardware.memory_per_ipu_bytes,
+                spec.pipeline.offload_activations),
         links_(spec.hardware, ipus_),
         streams_(cost, ipus_),
         copy_slots_(copy_slots(schedule)),
+        fifos_(offloaded_fifos()),
+        stepped_(ipus_, -1),
         busy_(ipus_) {}
 
   ReplayResult run() {
@@ -331,6 +355,7 @@ class Replayer {
     layout.memory_capacity = spec_.hardware.memory_per_ipu_bytes;
     layout.step_based = schedule_.step_based();
     layout.static_memory = memory_.static_memory();
+    layout.streaming_memory = memory_.streaming_memory();
     return layout;
   }
 
@@ -444,8 +469,10 @@ class Replayer {
         const int ipu = next_busy.top().second;
         next_busy.pop();
         compute_end = std::max(compute_end, run_ipu_step(ipu, step, phase, now, tasks, copies));
+        stepped_[ipu] = step;
         next_busy.push({schedule_.next_busy_step(ipu, step + 1), ipu});
       }
+      compute_end = std::max(compute_end, stream_idle_fifos(step, phase, now));
       const Cycles exchanged = exchange(step, compute_end, copies);
       phase_cycles_[phase] += (exchanged - now).count;
       now = exchanged;
@@ -457,8 +484,13 @@ class Replayer {
                       std::vector<Task>& copies) {
     schedule_.tasks_in_step(step, ipu, tasks);
     Cycles cursor = start;
+    bool streamed = fifos_[ipu].empty();
     for (const auto& task : tasks) {
       ++task_count_;
+      if (!streamed && after_fifos(task.op)) {
+        cursor = stream_fifos(ipu, step, phase, cursor, tasks);
+        streamed = true;
+      }
       if (task.op == Op::kCopy) {
         copies.push_back(task);
       } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
@@ -480,7 +512,87 @@ class Replayer {
         notify_memory(ipu, cursor);
       }
     }
+    return streamed ? cursor : stream_fifos(ipu, step, phase, cursor, tasks);
+  }
+
+  // ---- stash FIFOs in streaming memory (offload_activations) ----
+  struct OffloadedFifo {
+    int stage = 0;
+    std::int64_t bytes = 0;  // one entry: one micro-batch of what the stage stashes
+  };
+
+  // Per IPU, the FIFOs kept in streaming memory: none without offload_activations.
+  std::vector<std::vector<OffloadedFifo>> offloaded_fifos() const {
+    std::vector<std::vector<OffloadedFifo>> fifos(static_cast<std::size_t>(ipus_));
+    if (!spec_.pipeline.offload_activations || !schedule_.step_based())
+      return fifos;
+    const auto depth = schedule_.stash_depth();
+    for (int s = 0; s < int(cost_.stages.size()); ++s) {
+      for (const auto& sub : cost_.stages[s]) {
+        if (depth[s] > 0 && sub.stash_bytes > 0)
+          fifos[sub.ipu].push_back({s, sub.stash_bytes});
+      }
+    }
+    return fifos;
+  }
+
+  // Inside an IPU's step the FIFOs run after the stage programs, before the recomputation,
+  // copies and outfeed (TF's PipelineVisitor order).
+  static bool after_fifos(Op op) {
+    return op == Op::kRecompute || op == Op::kCopy || op == Op::kOutfeed;
+  }
+
+  // Graphcore runs stage k's FIFO in k's forward slot: in ramp-up only where F_k runs, after
+  // that in every slot, masked or not, so that the last entries drain in ramp-down.
+  bool fifo_runs(const OffloadedFifo& fifo, std::int64_t step,
+                 const std::vector<Task>& tasks) const {
+    if (schedule_.step_code_phase(step) == schedules::CodePhase::kRampUp) {
+      return std::any_of(tasks.begin(), tasks.end(), [&fifo](const Task& task) {
+        return task.op == Op::kForward && task.stage == fifo.stage;
+      });
+    }
+    return copy_slots_ == CopySlots::kEveryStep || (step - fifo.stage) % 2 == 0;
+  }
+
+  // Each run of an offloaded FIFO copies its oldest entry from streaming memory to its output,
+  // then its input into the freed buffer (TF's FifoOp); the IPU waits for both.
+  Cycles stream_fifos(int ipu, std::int64_t step, int phase, Cycles cursor,
+                      const std::vector<Task>& tasks) {
+    for (const auto& fifo : fifos_[ipu]) {
+      if (!fifo_runs(fifo, step, tasks))
+        continue;
+      for (const auto kind : {StreamSpan::Kind::kStashRead, StreamSpan::Kind::kStashWrite})
+        cursor = stream(ipu, fifo, kind, step, phase, cursor);
+    }
     return cursor;
+  }
+
+  // The FIFOs of IPUs without tasks in this step still run in the slots after ramp-up.
+  Cycles stream_idle_fifos(std::int64_t step, int phase, Cycles start) {
+    static const std::vector<Task> no_tasks;
+    Cycles end = start;
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      if (!fifos_[ipu].empty() && stepped_[ipu] != step)
+        end = std::max(end, stream_fifos(ipu, step, phase, start, no_tasks));
+    }
+    return end;
+  }
+
+  // At the link's bandwidth only: no fixed cost per copy is published (ipu-hardware.md §2 has
+  // only the bandwidth's upper bound), so none is modelled.
+  Cycles stream(int ipu, const OffloadedFifo& fifo, StreamSpan::Kind kind, std::int64_t step,
+                int phase, Cycles start) {
+    const auto& hw = spec_.hardware;
+    const auto cycles =
+        transfer_cycles(double(fifo.bytes), hw.streaming_memory_bandwidth, hw.clock_hz);
+    busy_[ipu].streaming += cycles;
+    busy_[ipu].streamed_bytes += fifo.bytes;
+    const Cycles end = start + Cycles{cycles};
+    if (observed()) {
+      const StreamSpan span{kind, ipu, fifo.stage, step, phase, fifo.bytes, start, end};
+      notify([&span](ReplayObserver& o) { o.on_stream(span); });
+    }
+    return end;
   }
 
   // All IPUs sync, then the step's copies cross the links at once; Grouped and Interleaved
@@ -725,6 +837,8 @@ class Replayer {
     std::int64_t total = 0;
     std::array<std::int64_t, 4> in_phase{};
     std::int64_t host = 0;
+    std::int64_t streaming = 0;  // cycles on the link to streaming memory
+    std::int64_t streamed_bytes = 0;
     std::int64_t before_up = 0;
     std::int64_t before_down = 0;
   };
@@ -779,9 +893,11 @@ class Replayer {
       WeightUpdateSpan span{ipu, start, start, start, start};
       if (replicas > 1)
         span.all_reduce_end += Cycles{all_reduce_cycles(cost_.gradient_bytes[ipu], replicas)};
-      span.offload_end =
-          span.all_reduce_end + Cycles{transfer_cycles(double(cost_.offload_bytes[ipu]),
-                                                       hw.streaming_memory_bandwidth, hw.clock_hz)};
+      const auto offload = transfer_cycles(double(cost_.offload_bytes[ipu]),
+                                           hw.streaming_memory_bandwidth, hw.clock_hz);
+      span.offload_end = span.all_reduce_end + Cycles{offload};
+      busy_[ipu].streaming += offload;
+      busy_[ipu].streamed_bytes += cost_.offload_bytes[ipu];
       span.end = span.offload_end + Cycles{cost_.weight_update_cycles[ipu]};
       add_busy(ipu, cost_.weight_update_cycles[ipu], kWeightUpdate);
       notify([&span](ReplayObserver& o) { o.on_weight_update(span); });
@@ -812,6 +928,8 @@ class Replayer {
       stats.busy_cycles = busy_[ipu].total;
       stats.busy_in_phase = busy_[ipu].in_phase;
       stats.host_busy_cycles = busy_[ipu].host;
+      stats.streaming_busy_cycles = busy_[ipu].streaming;
+      stats.streaming_bytes = busy_[ipu].streamed_bytes;
     }
     result.links = links_.stats();
     result.tasks = task_count_;
@@ -833,6 +951,8 @@ class Replayer {
   Links links_;
   StreamIndex streams_;
   CopySlots copy_slots_;
+  std::vector<std::vector<OffloadedFifo>> fifos_;  // per IPU
+  std::vector<std::int64_t> stepped_;              // per IPU: the last BSP step it ran tasks in
   std::vector<BusyTotals> busy_;
   std::array<std::int64_t, 4> phase_cycles_{};
   std::int64_t task_count_ = 0;

@@ -34,9 +34,14 @@ struct IpuStats {
   std::int64_t busy_cycles = 0;  // compute: F, B, R, W and the weight update
   std::array<std::int64_t, 4> busy_in_phase{};
   std::int64_t host_busy_cycles = 0;
-  std::int64_t peak_memory_bytes = 0;
-  std::int64_t peak_stash_bytes = 0;
-  std::map<std::string, std::int64_t> memory_at_peak;  // by category
+  std::int64_t peak_memory_bytes = 0;                  // on chip
+  std::int64_t peak_stash_bytes = 0;                   // on chip
+  std::map<std::string, std::int64_t> memory_at_peak;  // on chip, by category
+  // Off chip: what lives in streaming memory by category ("stash", "optimizer_state"), and
+  // the traffic of the step over the IPU's link to it (stash FIFOs, optimizer state).
+  std::map<std::string, std::int64_t> streaming_memory;
+  std::int64_t streaming_busy_cycles = 0;
+  std::int64_t streaming_bytes = 0;
 };
 
 // The copies from one IPU to another over the links joining their physical IPUs.

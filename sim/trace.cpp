@@ -11,8 +11,10 @@ namespace {
 
 using nlohmann::json;
 
-// Process ids of the track groups, in the order Perfetto shows them.
-enum TrackGroup { kIpus = 1, kLinks = 2, kHostLinks = 3, kBsp = 4, kMemory = 5 };
+// Process ids of the track groups; Perfetto shows them in the order of kGroupOrder.
+enum TrackGroup { kIpus = 1, kLinks = 2, kHostLinks = 3, kBsp = 4, kMemory = 5, kStreaming = 6 };
+constexpr std::array<TrackGroup, 6> kGroupOrder = {kIpus,      kLinks, kHostLinks,
+                                                   kStreaming, kBsp,   kMemory};
 constexpr int kSyncThread = 0;
 constexpr int kPhaseThread = 1;
 
@@ -30,6 +32,7 @@ class TraceWriter {
     tasks();
     weight_updates();
     transfers();
+    streams();
     barriers();
     phases();
     memory();
@@ -66,12 +69,13 @@ class TraceWriter {
     events_.push_back(std::move(e));
   }
 
-  void name_process(int pid, const std::string& name) {
+  void name_process(TrackGroup pid, const std::string& name) {
     auto e = event("process_name", "M", core::Cycles{0}, pid, 0);
     e["args"] = {{"name", name}};
     events_.push_back(std::move(e));
     auto order = event("process_sort_index", "M", core::Cycles{0}, pid, 0);
-    order["args"] = {{"sort_index", pid}};
+    const auto position = std::find(kGroupOrder.begin(), kGroupOrder.end(), pid);
+    order["args"] = {{"sort_index", int(position - kGroupOrder.begin()) + 1}};
     events_.push_back(std::move(order));
   }
 
@@ -113,6 +117,11 @@ class TraceWriter {
       name_thread(kIpus, ipu, ipu_name(ipu));
       name_thread(kHostLinks, ipu, "host link IPU" + std::to_string(ipu));
     }
+    if (streams_memory()) {
+      name_process(kStreaming, "Streaming memory");
+      for (int ipu = 0; ipu < ipus; ++ipu)
+        name_thread(kStreaming, ipu, "streaming memory IPU" + std::to_string(ipu));
+    }
     name_thread(kBsp, kSyncThread, "sync / exchange");
     name_thread(kBsp, kPhaseThread, "phases");
     name_thread(kMemory, 0, "memory");
@@ -135,6 +144,15 @@ class TraceWriter {
     const auto& physical = timeline_.layout.physical;
     return "IPU" + std::to_string(ipu) + " (physical IPU" +
            std::to_string(ipu < int(physical.size()) ? physical[ipu] : ipu) + ")";
+  }
+
+  // Whether any IPU streams to or from streaming memory during the step.
+  bool streams_memory() const {
+    if (!timeline_.streams.empty())
+      return true;
+    return std::any_of(
+        timeline_.weight_updates.begin(), timeline_.weight_updates.end(),
+        [](const WeightUpdateSpan& span) { return span.offload_end > span.all_reduce_end; });
   }
 
   void tasks() {
@@ -169,6 +187,24 @@ class TraceWriter {
                 {{"phase", kPhaseLabels[kWeightUpdate]}});
         }
       }
+      if (span.offload_end > span.all_reduce_end) {
+        slice("optimizer state stream", "streaming", span.all_reduce_end, span.offload_end,
+              kStreaming, span.ipu, {{"phase", kPhaseLabels[kWeightUpdate]}});
+      }
+    }
+  }
+
+  // Stash FIFO traffic under offload_activations: "stash read s0" brings the oldest entry
+  // back, "stash write s0" sends the newest out.
+  void streams() {
+    for (const auto& span : timeline_.streams) {
+      const bool read = span.kind == StreamSpan::Kind::kStashRead;
+      slice(std::string(read ? "stash read s" : "stash write s") + std::to_string(span.stage),
+            "streaming", span.start, span.end, kStreaming, span.ipu,
+            {{"stage", span.stage},
+             {"bytes", span.bytes},
+             {"step", span.step + 1},
+             {"phase", kPhaseLabels.at(span.phase)}});
     }
   }
 

@@ -7,9 +7,11 @@
 //   "IPU-Links"   one thread per directed link ("link IPU1->IPU2 (physical IPU1->IPU3)"):
 //                 activation/gradient copies
 //   "Host links"  one thread per IPU ("host link IPU0"): infeed and outfeed
+//   "Streaming memory"  when used, one thread per IPU ("streaming memory IPU0"): stash FIFO
+//                 reads and writes under offload_activations, the offloaded optimizer state
 //   "BSP"         "sync / exchange" slices of every step, and a "phases" thread with one slice
 //                 per phase plus a global instant marker where each phase begins
-//   "Memory"      a counter per IPU with one series per memory category (bytes)
+//   "Memory"      a counter per IPU with one series per on-chip memory category (bytes)
 // Times are microseconds (cycles / clock * 1e6). The document is a pure function of its
 // inputs, so two runs of the same config produce the same bytes.
 

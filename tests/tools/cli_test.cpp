@@ -190,8 +190,10 @@ TEST_CASE("run writes the documented JSON keys") {
   for (const char* phase : {"ramp_up", "main", "ramp_down", "weight_update"}) {
     CHECK(report["phases"][phase].contains("cycles"));
   }
-  for (const char* key : {"utilisation", "busy_cycles", "peak_memory_bytes", "peak_stash_bytes",
-                          "memory_breakdown", "physical_ipu"}) {
+  for (const char* key :
+       {"utilisation", "busy_cycles", "peak_memory_bytes", "peak_stash_bytes", "memory_breakdown",
+        "physical_ipu", "streaming_memory_bytes", "streaming_memory_breakdown",
+        "streaming_link_bytes", "streaming_link_utilisation"}) {
     CHECK(report["ipus"][0].contains(key));
   }
   CHECK(report["links"][0]["from_ipu"] == 0);
@@ -199,5 +201,6 @@ TEST_CASE("run writes the documented JSON keys") {
   CHECK(report["links"][0]["from_physical_ipu"] == 0);
   CHECK(report["links"][0]["to_physical_ipu"] == 1);
   CHECK(report["selection_order"] == "snake");
+  CHECK(report["offload_activations"] == false);
   CHECK(report["effective_batch"] == 512);
 }
