@@ -170,11 +170,11 @@ TEST_CASE("run --json adds the numeric object") {
   CHECK(report["numeric"]["losses"][9].size() == 4);
 }
 
-TEST_CASE("one epoch of the default config on Fashion-MNIST reaches 82.1% test accuracy") {
+TEST_CASE("one epoch of the default config on Fashion-MNIST reaches 81.8% test accuracy") {
   const auto result = run_ipusim({"train", kConfig, "--epochs", "1"});
   REQUIRE(result.code == 0);
   CHECK(result.out.find("[##############################] 100%  step 117/117  loss ") !=
         std::string::npos);
-  CHECK(result.out.find("Test accuracy: 82.1% (8,211 of 10,000 test samples)\n") !=
+  CHECK(result.out.find("Test accuracy: 81.8% (8,178 of 10,000 test samples)\n") !=
         std::string::npos);
 }
