@@ -176,6 +176,7 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
   const auto& p = spec.pipeline;
   const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
   model.static_memory.assign(ipus, {});
+  model.streaming_memory.assign(ipus, {});
   model.weight_update_cycles.assign(ipus, 0);
   model.offload_bytes.assign(ipus, 0);
   model.gradient_bytes.assign(ipus, 0);
@@ -199,8 +200,9 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
         if (p.training) {
           items.push_back({"gradient_accumulators", "gradient accumulators of " + id,
                            n * models::dtype_bytes(p.gradient_accumulation_dtype)});
-          if (state_elements > 0 && !p.offload_weight_update_variables) {
-            items.push_back(
+          if (state_elements > 0) {
+            auto& where = p.offload_weight_update_variables ? model.streaming_memory[ipu] : items;
+            where.push_back(
                 {"optimizer_state", "optimizer state of " + id, n * state_elements * 4});
           }
         }

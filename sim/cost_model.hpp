@@ -48,7 +48,9 @@ struct CostModel {
   std::vector<std::int64_t> weight_update_cycles;  // per IPU, on chip
   std::vector<std::int64_t> offload_bytes;         // per IPU: optimizer state streamed in and out
   std::vector<std::int64_t> gradient_bytes;        // per IPU: accumulated gradients to all-reduce
-  std::vector<std::vector<MemoryItem>> static_memory;  // per IPU
+  std::vector<std::vector<MemoryItem>> static_memory;  // per IPU, on chip
+  // Per IPU, off chip: the offloaded optimizer state (the replay adds offloaded stash FIFOs).
+  std::vector<std::vector<MemoryItem>> streaming_memory;
 
   std::int64_t copy(int stage, int ipu, int peer, bool gradient) const;
   const SubstageCost& substage(int stage, int substage) const { return stages[stage][substage]; }

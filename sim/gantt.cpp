@@ -29,8 +29,9 @@ enum class Kind {
   kExchange,
   kActivation,
   kGradient,
+  kStashStream,
 };
-constexpr int kKinds = 13;
+constexpr int kKinds = 14;
 
 struct KindStyle {
   const char* css;
@@ -53,6 +54,7 @@ constexpr std::array<KindStyle, kKinds> kStyles = {{
     {"k-ex", "#e6b800", "exchange", true},
     {"k-act", "#9ecae9", "activation copy", true},
     {"k-gr", "#ffbf79", "gradient copy", true},
+    {"k-ss", "#8f6bb3", "stash FIFO to or from streaming memory", false},
 }};
 
 struct PhaseStyle {
@@ -151,6 +153,7 @@ class RowBuilder {
     if (links_and_host_) {
       add_links();
       add_host_links();
+      add_streaming();
     }
     return std::move(rows_);
   }
@@ -200,22 +203,53 @@ class RowBuilder {
     rows_.push_back(std::move(row));
   }
 
+  // One row per directed link, named by logical IPUs; the tooltips give the physical ones.
   void add_links() {
     std::set<std::pair<int, int>> links;
     for (const auto& span : timeline_.transfers)
-      links.insert({span.from_physical, span.to_physical});
+      links.insert({span.task.ipu, span.task.peer_ipu});
     for (const auto& [from, to] : links) {
       Row row{"IPU" + std::to_string(from) + " \u2192 IPU" + std::to_string(to), kThinRow, {}};
       for (const auto& span : timeline_.transfers) {
-        if (span.from_physical != from || span.to_physical != to)
+        if (span.task.ipu != from || span.task.peer_ipu != to)
           continue;
         const bool gradient = span.task.copy == schedules::CopyKind::kGradient;
         row.spans.push_back({span.start.count, span.end.count,
                              gradient ? Kind::kGradient : Kind::kActivation, "", "",
                              span_label(span.task) + " \u00b7 " + si(double(span.bytes), "B") +
-                                 " \u00b7 " + cycles_text(span.start.count, span.end.count)});
+                                 " \u00b7 physical IPU" + std::to_string(span.from_physical) +
+                                 " \u2192 IPU" + std::to_string(span.to_physical) + " \u00b7 " +
+                                 cycles_text(span.start.count, span.end.count)});
       }
       rows_.push_back(std::move(row));
+    }
+  }
+
+  // Each IPU's link to streaming memory: offloaded stash FIFOs and optimizer state.
+  void add_streaming() {
+    const int ipus = timeline_.layout.ipus;
+    std::vector<Row> rows(ipus);
+    for (int ipu = 0; ipu < ipus; ++ipu)
+      rows[ipu] = {"IPU" + std::to_string(ipu) + " \u2194 streaming", kThinRow, {}};
+    for (const auto& span : timeline_.streams) {
+      const bool read = span.kind == StreamSpan::Kind::kStashRead;
+      rows[span.ipu].spans.push_back({span.start.count, span.end.count, Kind::kStashStream, "", "",
+                                      std::string(read ? "stash read s" : "stash write s") +
+                                          std::to_string(span.stage) + " \u00b7 " +
+                                          si(double(span.bytes), "B") + " \u00b7 " +
+                                          cycles_text(span.start.count, span.end.count)});
+    }
+    for (const auto& span : timeline_.weight_updates) {
+      if (span.offload_end <= span.all_reduce_end)
+        continue;
+      rows[span.ipu].spans.push_back(
+          {span.all_reduce_end.count, span.offload_end.count, Kind::kStateStream, "", "",
+           "optimizer state stream \u00b7 " +
+               cycles_text(span.all_reduce_end.count, span.offload_end.count)});
+    }
+    for (auto& row : rows) {
+      if (!row.spans.empty())
+        rows_.push_back(std::move(row));
     }
   }
 

@@ -162,6 +162,15 @@ std::string ipu_list(const std::vector<int>& ipus) {
   return out;
 }
 
+// "logical (device_mapping); on physical IPUs 0, 1, 3, 2 (selection order snake)".
+std::string ipu_numbering(const RunReport& r) {
+  std::string physical;
+  for (const auto& ipu : r.replay.ipus)
+    physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+  return "IPUn is logical (device_mapping); on physical IPUs " + physical + " (selection order " +
+         selection_order_name(r.spec->hardware.selection_order) + ")";
+}
+
 std::string config_section(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto& p = spec.pipeline;
@@ -182,8 +191,11 @@ std::string config_section(const RunReport& r) {
                         models::dtype_name(p.gradient_accumulation_dtype) + ")"},
       {"Optimizer", optimizer_name(p.optimizer) +
                         (p.offload_weight_update_variables ? ", state offloaded" : "")},
+      {"Stash FIFOs",
+       p.offload_activations ? "in streaming memory (offload_activations)" : "in IPU memory"},
       {"Hardware", hw.preset + ", " + std::to_string(hw.ipus) + " IPUs at " +
                        fixed(hw.clock_hz / 1e9, 3) + " GHz"},
+      {"IPU numbering", ipu_numbering(r)},
       {"Memory per IPU", si(double(hw.memory_per_ipu_bytes), "B")},
       {"Training", p.training ? "yes" : "no (inference)"}};
   std::string out = "<dl class=\"config\">";
@@ -236,8 +248,9 @@ std::string phases_table(const RunReport& r) {
 }
 
 std::string utilisation_table(const RunReport& r) {
-  std::string out = "<table>" + header_row({"IPU", "Whole step", "Ramp-up", "Main", "Ramp-down",
-                                            "Weight update", "Busy cycles", "Host link"});
+  std::string out =
+      "<table>" + header_row({"IPU", "Whole step", "Ramp-up", "Main", "Ramp-down", "Weight update",
+                              "Busy cycles", "Host link", "Streaming memory link"});
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     out += "<tr>" + cell("IPU" + std::to_string(i)) +
@@ -247,18 +260,23 @@ std::string utilisation_table(const RunReport& r) {
           bar_cell(share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase])));
     }
     out += cell(with_commas(ipu.busy_cycles)) +
-           bar_cell(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
+           bar_cell(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))) +
+           bar_cell(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))) +
+           "</tr>\n";
   }
   out += "</table>\n";
   if (r.replay.links.empty())
     return out;
   out += "<h3 style=\"margin-top:12px\">IPU-Links</h3><table>" +
-         header_row({"Link", "Bytes per step", "Busy"});
+         header_row({"Link", "Physical IPUs", "Bytes per step", "Busy"});
   for (const auto& link : r.replay.links) {
-    out += "<tr>" +
-           cell("IPU" + std::to_string(link.from) + " \u2192 IPU" + std::to_string(link.to)) +
-           cell(si(double(link.bytes), "B")) +
-           bar_cell(share(double(link.busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
+    out +=
+        "<tr>" +
+        cell("IPU" + std::to_string(link.from_ipu) + " \u2192 IPU" + std::to_string(link.to_ipu)) +
+        cell("IPU" + std::to_string(link.from_physical) + " \u2192 IPU" +
+             std::to_string(link.to_physical)) +
+        cell(si(double(link.bytes), "B")) +
+        bar_cell(share(double(link.busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
   }
   return out + "</table>\n";
 }
@@ -499,14 +517,18 @@ std::string memory_section(const RunReport& r, const Timeline& timeline) {
       out += changing_chart.draw_changing(ipu);
     out += "</div>\n";
   }
-  out += "</div>\n<table style=\"margin-top:10px\">" +
-         header_row({"IPU", "Peak", "Share of capacity", "Peak stash", "Fits"});
+  out +=
+      "</div>\n<table style=\"margin-top:10px\">" +
+      header_row({"IPU", "Peak", "Share of capacity", "Peak stash", "In streaming memory", "Fits"});
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     const bool fits = ipu.peak_memory_bytes <= capacity;
+    std::int64_t off_chip = 0;
+    for (const auto& [category, bytes] : ipu.streaming_memory)
+      off_chip += bytes;
     out += "<tr>" + cell("IPU" + std::to_string(i)) + cell(si(double(ipu.peak_memory_bytes), "B")) +
            bar_cell(share(double(ipu.peak_memory_bytes), double(capacity)), !fits) +
-           cell(si(double(ipu.peak_stash_bytes), "B")) +
+           cell(si(double(ipu.peak_stash_bytes), "B")) + cell(si(double(off_chip), "B")) +
            (fits ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>") + "</tr>\n";
   }
   out += "</table>\n";
@@ -519,12 +541,18 @@ std::string stash_section(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto kinds = spec.schedule->stash_kind();
   std::string out = "<table>" + header_row({"Stage", "Layers", "IPUs", "Stash holds",
-                                            "FIFO depth (micro-batches)"});
+                                            "FIFO depth (micro-batches)", "Kept in"});
+  const bool offloaded = spec.pipeline.offload_activations;
   for (std::size_t k = 0; k < r.stash_depth.size(); ++k) {
     out += "<tr>" + cell("s" + std::to_string(k)) + cell(stage_layers(spec, int(k)), true) +
            cell(ipu_list(spec.pipeline.stages[k].ipus), true) +
            cell(k < kinds.size() ? std::string(schedules::to_string(kinds[k])) : "", true) +
-           cell(with_commas(r.stash_depth[k])) + "</tr>\n";
+           cell(with_commas(r.stash_depth[k])) +
+           cell(r.stash_depth[k] == 0 ? ""
+                : offloaded           ? "streaming memory"
+                                      : "IPU memory",
+                true) +
+           "</tr>\n";
   }
   return section("stash", "Stash FIFOs", out + "</table>\n");
 }

@@ -23,26 +23,29 @@ std::int64_t transfer_cycles(double bytes, double bandwidth, double clock_hz) {
   return core::cycles_from_seconds(bytes / bandwidth, clock_hz);
 }
 
-// Per-IPU memory: static items, the stash FIFOs and the activations of the running task.
+// Per-IPU memory: static items, the stash FIFOs and the activations of the running task on
+// chip; what is offloaded to streaming memory apart.
 class MemoryTracker {
  public:
   MemoryTracker(const CostModel& cost, const schedules::Schedule& schedule, int ipus,
-                std::int64_t capacity)
+                std::int64_t capacity, bool offload_fifos)
       : items_(cost.static_memory),
+        streaming_items_(cost.streaming_memory),
         capacity_(capacity),
         stash_(ipus, 0),
         live_(ipus, 0),
-        at_peak_(ipus, {0, 0}),
+        at_peak_(ipus),
         stats_(ipus) {
     items_.resize(ipus);
-    static_by_category_.resize(ipus);
-    static_total_.assign(ipus, 0);
+    streaming_items_.resize(ipus);
     if (schedule.step_based())
-      add_static_fifos(cost, schedule);
+      add_static_fifos(cost, schedule, offload_fifos ? streaming_items_ : items_);
+    static_by_category_ = by_category(items_);
+    streaming_by_category_ = by_category(streaming_items_);
+    static_total_.assign(ipus, 0);
     fifo_total_.assign(ipus, 0);
     for (int ipu = 0; ipu < ipus; ++ipu) {
       for (const auto& item : items_[ipu]) {
-        static_by_category_[ipu][item.category] += item.bytes;
         static_total_[ipu] += item.bytes;
         if (item.category == "stash")
           fifo_total_[ipu] += item.bytes;
@@ -53,19 +56,15 @@ class MemoryTracker {
   void add_stash(int ipu, std::int64_t bytes) { stash_[ipu] += bytes; }
   void set_live(int ipu, std::int64_t bytes) { live_[ipu] = bytes; }
 
-  // Records the current totals of `ipu`; returns an overflow the first time one happens.
-  std::optional<OutOfMemory> observe(int ipu, std::int64_t step, Cycles now) {
+  // Records the current totals of `ipu`, and when and what it held at its peak.
+  void observe(int ipu, std::int64_t step, Cycles now) {
     const std::int64_t total = static_total_[ipu] + stash_[ipu] + live_[ipu];
     auto& stats = stats_[ipu];
     stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_total_[ipu]);
     if (total > stats.peak_memory_bytes) {
       stats.peak_memory_bytes = total;
-      at_peak_[ipu] = {stash_[ipu], live_[ipu]};
+      at_peak_[ipu] = {stash_[ipu], live_[ipu], step, now.count};
     }
-    if (total <= capacity_ || reported_)
-      return std::nullopt;
-    reported_ = true;
-    return overflow(ipu, step, now, total);
   }
 
   // The peaks, with what each IPU held at its peak by category.
@@ -74,42 +73,79 @@ class MemoryTracker {
     for (std::size_t ipu = 0; ipu < stats.size(); ++ipu) {
       auto& breakdown = stats[ipu].memory_at_peak;
       breakdown = static_by_category_[ipu];
-      if (at_peak_[ipu].first > 0)
-        breakdown["stash"] += at_peak_[ipu].first;
-      if (at_peak_[ipu].second > 0)
-        breakdown["activations"] += at_peak_[ipu].second;
+      if (at_peak_[ipu].stash > 0)
+        breakdown["stash"] += at_peak_[ipu].stash;
+      if (at_peak_[ipu].live > 0)
+        breakdown["activations"] += at_peak_[ipu].live;
+      stats[ipu].streaming_memory = streaming_by_category_[ipu];
     }
     return stats;
   }
+
+  // Every IPU over capacity at its peak, the largest need first (the lower IPU on a tie).
+  std::vector<IpuOverflow> overflows() const {
+    std::vector<IpuOverflow> out;
+    for (int ipu = 0; ipu < int(stats_.size()); ++ipu) {
+      if (stats_[ipu].peak_memory_bytes > capacity_)
+        out.push_back(overflow(ipu));
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const IpuOverflow& a, const IpuOverflow& b) { return a.bytes > b.bytes; });
+    return out;
+  }
+
   const std::vector<std::map<std::string, std::int64_t>>& static_memory() const {
     return static_by_category_;
+  }
+  const std::vector<std::map<std::string, std::int64_t>>& streaming_memory() const {
+    return streaming_by_category_;
   }
   MemorySample sample(int ipu, Cycles now) const { return {ipu, now, stash_[ipu], live_[ipu]}; }
 
  private:
-  // Graphcore allocates every FIFO buffer for the whole program.
-  void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule) {
+  struct Peak {
+    std::int64_t stash = 0;
+    std::int64_t live = 0;
+    std::int64_t step = 0;
+    std::int64_t cycle = 0;
+  };
+
+  static std::vector<std::map<std::string, std::int64_t>> by_category(
+      const std::vector<std::vector<MemoryItem>>& items) {
+    std::vector<std::map<std::string, std::int64_t>> out(items.size());
+    for (std::size_t ipu = 0; ipu < items.size(); ++ipu) {
+      for (const auto& item : items[ipu])
+        out[ipu][item.category] += item.bytes;
+    }
+    return out;
+  }
+
+  // Graphcore allocates every FIFO buffer for the whole program, on chip or, offloaded, in
+  // streaming memory.
+  static void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule,
+                               std::vector<std::vector<MemoryItem>>& items) {
     const auto depth = schedule.stash_depth();
     for (int s = 0; s < int(cost.stages.size()); ++s) {
       for (const auto& sub : cost.stages[s]) {
         const std::int64_t bytes = depth[s] * sub.stash_bytes;
         if (bytes == 0)
           continue;
-        items_[sub.ipu].push_back({"stash",
-                                   "stash FIFO of stage " + std::to_string(s) + " (" +
-                                       std::to_string(depth[s]) + " x " +
-                                       si(double(sub.stash_bytes), "B") + ")",
-                                   bytes});
+        items[sub.ipu].push_back({"stash",
+                                  "stash FIFO of stage " + std::to_string(s) + " (" +
+                                      std::to_string(depth[s]) + " x " +
+                                      si(double(sub.stash_bytes), "B") + ")",
+                                  bytes});
       }
     }
   }
 
-  OutOfMemory overflow(int ipu, std::int64_t step, Cycles now, std::int64_t total) const {
-    OutOfMemory oom{ipu, step, now.count, total, capacity_, items_[ipu]};
-    if (stash_[ipu] > 0)
-      oom.largest.push_back({"stash", "stashed activations in flight", stash_[ipu]});
-    if (live_[ipu] > 0)
-      oom.largest.push_back({"activations", "activations of the running task", live_[ipu]});
+  IpuOverflow overflow(int ipu) const {
+    const Peak& peak = at_peak_[ipu];
+    IpuOverflow oom{ipu, ipu, peak.step, peak.cycle, stats_[ipu].peak_memory_bytes, items_[ipu]};
+    if (peak.stash > 0)
+      oom.largest.push_back({"stash", "stashed activations in flight", peak.stash});
+    if (peak.live > 0)
+      oom.largest.push_back({"activations", "activations of the running task", peak.live});
     std::stable_sort(oom.largest.begin(), oom.largest.end(),
                      [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
     if (oom.largest.size() > 5)
@@ -118,15 +154,16 @@ class MemoryTracker {
   }
 
   std::vector<std::vector<MemoryItem>> items_;
+  std::vector<std::vector<MemoryItem>> streaming_items_;
   std::vector<std::map<std::string, std::int64_t>> static_by_category_;
+  std::vector<std::map<std::string, std::int64_t>> streaming_by_category_;
   std::vector<std::int64_t> static_total_;
   std::vector<std::int64_t> fifo_total_;  // static FIFOs, part of static_total_
   std::int64_t capacity_;
   std::vector<std::int64_t> stash_;
   std::vector<std::int64_t> live_;
-  std::vector<std::pair<std::int64_t, std::int64_t>> at_peak_;  // (stash, live) at the peak
+  std::vector<Peak> at_peak_;
   std::vector<IpuStats> stats_;
-  bool reported_ = false;
 };
 
 // When a transfer occupied which link (physical IPUs).
@@ -172,15 +209,23 @@ class Links {
     return {a, b, held.begin, held.end};
   }
 
-  // The links used, ordered by (from, to).
+  // The links used, ordered by logical (from, to).
   std::vector<LinkStats> stats() const {
+    std::vector<int> logical(std::size_t(width_), -1);
+    for (int i = 0; i < int(physical_.size()); ++i)
+      logical[physical_[i]] = i;
     std::vector<LinkStats> out;
     for (std::size_t i = 0; i < routes_.size(); ++i) {
       const auto& route = routes_[i];
       if (route.link.uses() == 0)
         continue;
-      out.push_back({int(i / width_), int(i % width_), route.link.busy_cycles(), route.bytes});
+      const int a = int(i / width_);
+      const int b = int(i % width_);
+      out.push_back({logical[a], logical[b], a, b, route.link.busy_cycles(), route.bytes});
     }
+    std::sort(out.begin(), out.end(), [](const LinkStats& x, const LinkStats& y) {
+      return std::pair{x.from_ipu, x.to_ipu} < std::pair{y.from_ipu, y.to_ipu};
+    });
     return out;
   }
 
@@ -270,10 +315,13 @@ class Replayer {
         cost_(cost),
         options_(options),
         ipus_(spec.pipeline.ipus_per_replica()),
-        memory_(cost, schedule, ipus_, spec.hardware.memory_per_ipu_bytes),
+        memory_(cost, schedule, ipus_, spec.hardware.memory_per_ipu_bytes,
+                spec.pipeline.offload_activations),
         links_(spec.hardware, ipus_),
         streams_(cost, ipus_),
         copy_slots_(copy_slots(schedule)),
+        fifos_(offloaded_fifos()),
+        stepped_(ipus_, -1),
         busy_(ipus_) {}
 
   ReplayResult run() {
@@ -283,7 +331,10 @@ class Replayer {
     const Cycles pipeline_end = schedule_.step_based() ? run_steps() : run_ordered();
     const Cycles end = run_weight_update(pipeline_end);
     notify([end](ReplayObserver& o) { o.on_end(end); });
-    return finish(end);
+    ReplayResult result = finish(end);
+    if (result.out_of_memory && !options_.allow_oom)
+      throw core::SimulationOutcome(result.out_of_memory->message());
+    return result;
   }
 
  private:
@@ -304,6 +355,7 @@ class Replayer {
     layout.memory_capacity = spec_.hardware.memory_per_ipu_bytes;
     layout.step_based = schedule_.step_based();
     layout.static_memory = memory_.static_memory();
+    layout.streaming_memory = memory_.streaming_memory();
     return layout;
   }
 
@@ -374,14 +426,7 @@ class Replayer {
            transfer_cycles(double(bytes), hw.host_link_bandwidth, hw.clock_hz);
   }
 
-  void check_memory(int ipu, std::int64_t step, Cycles now) {
-    auto oom = memory_.observe(ipu, step, now);
-    if (!oom)
-      return;
-    if (!options_.allow_oom)
-      throw core::SimulationOutcome(oom->message());
-    out_of_memory_ = std::move(oom);
-  }
+  void check_memory(int ipu, std::int64_t step, Cycles now) { memory_.observe(ipu, step, now); }
 
   // Busy time of a compute span, split over the phase it belongs to.
   void add_busy(int ipu, std::int64_t cycles, int phase) {
@@ -424,8 +469,10 @@ class Replayer {
         const int ipu = next_busy.top().second;
         next_busy.pop();
         compute_end = std::max(compute_end, run_ipu_step(ipu, step, phase, now, tasks, copies));
+        stepped_[ipu] = step;
         next_busy.push({schedule_.next_busy_step(ipu, step + 1), ipu});
       }
+      compute_end = std::max(compute_end, stream_idle_fifos(step, phase, now));
       const Cycles exchanged = exchange(step, compute_end, copies);
       phase_cycles_[phase] += (exchanged - now).count;
       now = exchanged;
@@ -437,8 +484,13 @@ class Replayer {
                       std::vector<Task>& copies) {
     schedule_.tasks_in_step(step, ipu, tasks);
     Cycles cursor = start;
+    bool streamed = fifos_[ipu].empty();
     for (const auto& task : tasks) {
       ++task_count_;
+      if (!streamed && after_fifos(task.op)) {
+        cursor = stream_fifos(ipu, step, phase, cursor, tasks);
+        streamed = true;
+      }
       if (task.op == Op::kCopy) {
         copies.push_back(task);
       } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
@@ -460,7 +512,87 @@ class Replayer {
         notify_memory(ipu, cursor);
       }
     }
+    return streamed ? cursor : stream_fifos(ipu, step, phase, cursor, tasks);
+  }
+
+  // ---- stash FIFOs in streaming memory (offload_activations) ----
+  struct OffloadedFifo {
+    int stage = 0;
+    std::int64_t bytes = 0;  // one entry: one micro-batch of what the stage stashes
+  };
+
+  // Per IPU, the FIFOs kept in streaming memory: none without offload_activations.
+  std::vector<std::vector<OffloadedFifo>> offloaded_fifos() const {
+    std::vector<std::vector<OffloadedFifo>> fifos(static_cast<std::size_t>(ipus_));
+    if (!spec_.pipeline.offload_activations || !schedule_.step_based())
+      return fifos;
+    const auto depth = schedule_.stash_depth();
+    for (int s = 0; s < int(cost_.stages.size()); ++s) {
+      for (const auto& sub : cost_.stages[s]) {
+        if (depth[s] > 0 && sub.stash_bytes > 0)
+          fifos[sub.ipu].push_back({s, sub.stash_bytes});
+      }
+    }
+    return fifos;
+  }
+
+  // Inside an IPU's step the FIFOs run after the stage programs, before the recomputation,
+  // copies and outfeed (TF's PipelineVisitor order).
+  static bool after_fifos(Op op) {
+    return op == Op::kRecompute || op == Op::kCopy || op == Op::kOutfeed;
+  }
+
+  // Graphcore runs stage k's FIFO in k's forward slot: in ramp-up only where F_k runs, after
+  // that in every slot, masked or not, so that the last entries drain in ramp-down.
+  bool fifo_runs(const OffloadedFifo& fifo, std::int64_t step,
+                 const std::vector<Task>& tasks) const {
+    if (schedule_.step_code_phase(step) == schedules::CodePhase::kRampUp) {
+      return std::any_of(tasks.begin(), tasks.end(), [&fifo](const Task& task) {
+        return task.op == Op::kForward && task.stage == fifo.stage;
+      });
+    }
+    return copy_slots_ == CopySlots::kEveryStep || (step - fifo.stage) % 2 == 0;
+  }
+
+  // Each run of an offloaded FIFO copies its oldest entry from streaming memory to its output,
+  // then its input into the freed buffer (TF's FifoOp); the IPU waits for both.
+  Cycles stream_fifos(int ipu, std::int64_t step, int phase, Cycles cursor,
+                      const std::vector<Task>& tasks) {
+    for (const auto& fifo : fifos_[ipu]) {
+      if (!fifo_runs(fifo, step, tasks))
+        continue;
+      for (const auto kind : {StreamSpan::Kind::kStashRead, StreamSpan::Kind::kStashWrite})
+        cursor = stream(ipu, fifo, kind, step, phase, cursor);
+    }
     return cursor;
+  }
+
+  // The FIFOs of IPUs without tasks in this step still run in the slots after ramp-up.
+  Cycles stream_idle_fifos(std::int64_t step, int phase, Cycles start) {
+    static const std::vector<Task> no_tasks;
+    Cycles end = start;
+    for (int ipu = 0; ipu < ipus_; ++ipu) {
+      if (!fifos_[ipu].empty() && stepped_[ipu] != step)
+        end = std::max(end, stream_fifos(ipu, step, phase, start, no_tasks));
+    }
+    return end;
+  }
+
+  // At the link's bandwidth only: no fixed cost per copy is published (ipu-hardware.md §2 has
+  // only the bandwidth's upper bound), so none is modelled.
+  Cycles stream(int ipu, const OffloadedFifo& fifo, StreamSpan::Kind kind, std::int64_t step,
+                int phase, Cycles start) {
+    const auto& hw = spec_.hardware;
+    const auto cycles =
+        transfer_cycles(double(fifo.bytes), hw.streaming_memory_bandwidth, hw.clock_hz);
+    busy_[ipu].streaming += cycles;
+    busy_[ipu].streamed_bytes += fifo.bytes;
+    const Cycles end = start + Cycles{cycles};
+    if (observed()) {
+      const StreamSpan span{kind, ipu, fifo.stage, step, phase, fifo.bytes, start, end};
+      notify([&span](ReplayObserver& o) { o.on_stream(span); });
+    }
+    return end;
   }
 
   // All IPUs sync, then the step's copies cross the links at once; Grouped and Interleaved
@@ -705,6 +837,8 @@ class Replayer {
     std::int64_t total = 0;
     std::array<std::int64_t, 4> in_phase{};
     std::int64_t host = 0;
+    std::int64_t streaming = 0;  // cycles on the link to streaming memory
+    std::int64_t streamed_bytes = 0;
     std::int64_t before_up = 0;
     std::int64_t before_down = 0;
   };
@@ -759,9 +893,11 @@ class Replayer {
       WeightUpdateSpan span{ipu, start, start, start, start};
       if (replicas > 1)
         span.all_reduce_end += Cycles{all_reduce_cycles(cost_.gradient_bytes[ipu], replicas)};
-      span.offload_end =
-          span.all_reduce_end + Cycles{transfer_cycles(double(cost_.offload_bytes[ipu]),
-                                                       hw.streaming_memory_bandwidth, hw.clock_hz)};
+      const auto offload = transfer_cycles(double(cost_.offload_bytes[ipu]),
+                                           hw.streaming_memory_bandwidth, hw.clock_hz);
+      span.offload_end = span.all_reduce_end + Cycles{offload};
+      busy_[ipu].streaming += offload;
+      busy_[ipu].streamed_bytes += cost_.offload_bytes[ipu];
       span.end = span.offload_end + Cycles{cost_.weight_update_cycles[ipu]};
       add_busy(ipu, cost_.weight_update_cycles[ipu], kWeightUpdate);
       notify([&span](ReplayObserver& o) { o.on_weight_update(span); });
@@ -787,13 +923,22 @@ class Replayer {
     result.phase_cycles = phase_cycles_;
     result.ipus = memory_.stats();
     for (int ipu = 0; ipu < ipus_; ++ipu) {
-      result.ipus[ipu].busy_cycles = busy_[ipu].total;
-      result.ipus[ipu].busy_in_phase = busy_[ipu].in_phase;
-      result.ipus[ipu].host_busy_cycles = busy_[ipu].host;
+      auto& stats = result.ipus[ipu];
+      stats.physical = links_.physical()[ipu];
+      stats.busy_cycles = busy_[ipu].total;
+      stats.busy_in_phase = busy_[ipu].in_phase;
+      stats.host_busy_cycles = busy_[ipu].host;
+      stats.streaming_busy_cycles = busy_[ipu].streaming;
+      stats.streaming_bytes = busy_[ipu].streamed_bytes;
     }
     result.links = links_.stats();
     result.tasks = task_count_;
-    result.out_of_memory = out_of_memory_;
+    auto overflows = memory_.overflows();
+    if (!overflows.empty()) {
+      for (auto& overflow : overflows)
+        overflow.physical = links_.physical()[overflow.ipu];
+      result.out_of_memory = OutOfMemory{spec_.hardware.memory_per_ipu_bytes, overflows};
+    }
     return result;
   }
 
@@ -806,10 +951,11 @@ class Replayer {
   Links links_;
   StreamIndex streams_;
   CopySlots copy_slots_;
+  std::vector<std::vector<OffloadedFifo>> fifos_;  // per IPU
+  std::vector<std::int64_t> stepped_;              // per IPU: the last BSP step it ran tasks in
   std::vector<BusyTotals> busy_;
   std::array<std::int64_t, 4> phase_cycles_{};
   std::int64_t task_count_ = 0;
-  std::optional<OutOfMemory> out_of_memory_;
   // dependency-ordered state
   core::EventQueue queue_;
   std::vector<IpuCursor> cursors_;
@@ -828,13 +974,29 @@ class Replayer {
 
 }  // namespace
 
+namespace {
+
+// "IPU2 (physical IPU3) needs 1.2 GB but has 941 MB at step 4 (cycle 1,234)".
+std::string overflow_text(const IpuOverflow& overflow, std::int64_t capacity) {
+  return "IPU" + std::to_string(overflow.ipu) + " (physical IPU" +
+         std::to_string(overflow.physical) + ") needs " + si(double(overflow.bytes), "B") +
+         " but has " + si(double(capacity), "B") +
+         (overflow.step > 0 ? " at step " + std::to_string(overflow.step) : "") + " (cycle " +
+         with_commas(overflow.cycle) + ")";
+}
+
+}  // namespace
+
 std::string OutOfMemory::message() const {
-  std::string text = "out of memory: IPU" + std::to_string(ipu) + " needs " +
-                     si(double(bytes), "B") + " but has " + si(double(capacity), "B") +
-                     (step > 0 ? " at step " + std::to_string(step) : "") + " (cycle " +
-                     with_commas(cycle) + "). Largest consumers:";
-  for (const auto& item : largest)
+  IPUSIM_CHECK(!ipus.empty());
+  std::string text = "out of memory";
+  if (ipus.size() > 1)
+    text += " on " + std::to_string(ipus.size()) + " IPUs, the worst first";
+  text += ": " + overflow_text(ipus.front(), capacity) + ". Largest consumers:";
+  for (const auto& item : ipus.front().largest)
     text += "\n  " + si(double(item.bytes), "B") + "  " + item.name;
+  for (std::size_t i = 1; i < ipus.size(); ++i)
+    text += "\n" + overflow_text(ipus[i], capacity);
   return text;
 }
 

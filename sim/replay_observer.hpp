@@ -19,10 +19,11 @@
 
 namespace ipusim::sim {
 
-// The machine one replica runs on, told before the first event.
+// The machine one replica runs on, told before the first event. IPUs are numbered logically
+// (a stage's device_mapping entry) everywhere; `physical` maps them onto the device.
 struct ReplayLayout {
   int ipus = 0;               // pipeline IPUs of one replica
-  std::vector<int> physical;  // physical IPU of each pipeline IPU
+  std::vector<int> physical;  // physical IPU of each pipeline IPU (hardware.selection_order)
   int replicas = 1;
   double clock_hz = 0;
   std::int64_t memory_capacity = 0;  // bytes per IPU
@@ -30,6 +31,9 @@ struct ReplayLayout {
   // Memory that does not change during the step, per IPU by category; FIFOs are here when the
   // schedule allocates them for the whole program (Graphcore schedules).
   std::vector<std::map<std::string, std::int64_t>> static_memory;
+  // Off chip, per IPU by category: "stash" (FIFO buffers under offload_activations) and
+  // "optimizer_state" (under offload_weight_update_variables).
+  std::vector<std::map<std::string, std::int64_t>> streaming_memory;
 };
 
 // A compute task (F, B, R, W) or a host transfer (infeed, outfeed) on one IPU.
@@ -42,11 +46,27 @@ struct TaskSpan {
   std::int64_t bytes = 0;  // host transfers: bytes moved; compute: live activation bytes
 };
 
-// An inter-IPU copy on one link (physical IPUs).
+// An inter-IPU copy from logical IPU task.ipu to task.peer_ipu, on the link between their
+// physical IPUs.
 struct TransferSpan {
   schedules::Task task;
   int from_physical = 0;
   int to_physical = 0;
+  std::int64_t bytes = 0;
+  core::Cycles start;
+  core::Cycles end;
+};
+
+// A stash FIFO's traffic with streaming memory under offload_activations. Each time the FIFO
+// of `stage` runs (in the stage's forward slot of a BSP step) it reads its oldest entry back
+// onto the IPU, then writes the newest out; the IPU waits for both.
+struct StreamSpan {
+  enum class Kind { kStashRead, kStashWrite };
+  Kind kind = Kind::kStashRead;
+  int ipu = 0;
+  int stage = 0;
+  std::int64_t step = 0;  // 0-based
+  int phase = 0;          // PhaseIndex the time counts towards
   std::int64_t bytes = 0;
   core::Cycles start;
   core::Cycles end;
@@ -86,6 +106,7 @@ class ReplayObserver {
   virtual void on_begin(const ReplayLayout&) {}
   virtual void on_task(const TaskSpan&) {}
   virtual void on_transfer(const TransferSpan&) {}
+  virtual void on_stream(const StreamSpan&) {}
   virtual void on_barrier(const BarrierSpan&) {}
   virtual void on_phase(int /*phase*/, core::Cycles /*start*/) {}
   virtual void on_memory(const MemorySample&) {}

@@ -28,6 +28,15 @@ std::string cycles_and_time(std::int64_t cycles, double clock_hz) {
   return with_commas(cycles) + " cycles (" + fixed(double(cycles) / clock_hz * 1e3, 4) + " ms)";
 }
 
+// Tables and messages name IPUs logically; links also give the physical IPUs they join.
+std::string ipu_numbering(const RunReport& r) {
+  std::string physical;
+  for (const auto& ipu : r.replay.ipus)
+    physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+  return "IPU numbers are logical (device_mapping); their physical IPUs (selection_order " +
+         selection_order_name(r.spec->hardware.selection_order) + "): " + physical;
+}
+
 std::string header(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto& p = spec.pipeline;
@@ -36,6 +45,7 @@ std::string header(const RunReport& r) {
          std::to_string(p.ipus_per_replica()) + " IPU(s) x " +
          std::to_string(p.replication_factor) + " replica(s) of " + spec.hardware.preset + " at " +
          fixed(spec.hardware.clock_hz / 1e9, 2) + " GHz\n";
+  out += ipu_numbering(r) + "\n";
   if (r.relaxed) {
     out += "relaxed divisibility: Graphcore would reject gradient_accumulation_count " +
            std::to_string(p.gradient_accumulation_count) + " for this schedule\n";
@@ -93,11 +103,45 @@ std::string utilisation(const RunReport& r) {
   std::string out = "\nUtilisation per IPU (compute busy / phase length)\n" +
                     render_table(rows, {true, true, true, true, true, true, true, true});
   for (const auto& link : r.replay.links) {
-    out += "IPU-Link " + std::to_string(link.from) + " -> " + std::to_string(link.to) + ": " +
-           percent(share(double(link.busy_cycles), double(r.replay.step_cycles))) + " busy, " +
-           si(double(link.bytes), "B") + " per step\n";
+    out += "IPU-Link IPU" + std::to_string(link.from_ipu) + " -> IPU" +
+           std::to_string(link.to_ipu) + " (physical IPU" + std::to_string(link.from_physical) +
+           " -> IPU" + std::to_string(link.to_physical) +
+           "): " + percent(share(double(link.busy_cycles), double(r.replay.step_cycles))) +
+           " busy, " + si(double(link.bytes), "B") + " per step\n";
   }
   return out;
+}
+
+std::int64_t bytes_of(const std::map<std::string, std::int64_t>& categories,
+                      const std::string& name) {
+  const auto found = categories.find(name);
+  return found == categories.end() ? 0 : found->second;
+}
+
+bool uses_streaming_memory(const RunReport& r) {
+  for (const auto& ipu : r.replay.ipus) {
+    if (!ipu.streaming_memory.empty() || ipu.streaming_bytes > 0)
+      return true;
+  }
+  return false;
+}
+
+// Off chip: what each IPU keeps in streaming memory and how busy its link there is.
+std::string streaming(const RunReport& r) {
+  if (!uses_streaming_memory(r))
+    return "";
+  const auto& hw = r.spec->hardware;
+  std::vector<std::vector<std::string>> rows = {
+      {"IPU", "Stash FIFOs", "Optimizer state", "Link busy", "Link bytes per step"}};
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
+    const auto& ipu = r.replay.ipus[i];
+    rows.push_back({std::to_string(i), si(double(bytes_of(ipu.streaming_memory, "stash")), "B"),
+                    si(double(bytes_of(ipu.streaming_memory, "optimizer_state")), "B"),
+                    percent(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))),
+                    si(double(ipu.streaming_bytes), "B")});
+  }
+  return "\nStreaming memory per IPU (off chip, " + si(hw.streaming_memory_bandwidth, "B/s") +
+         " link per IPU)\n" + render_table(rows, {true, true, true, true, true});
 }
 
 std::string memory(const RunReport& r) {
@@ -108,8 +152,7 @@ std::string memory(const RunReport& r) {
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     auto category = [&](const std::string& name) {
-      const auto found = ipu.memory_at_peak.find(name);
-      return si(double(found == ipu.memory_at_peak.end() ? 0 : found->second), "B");
+      return si(double(bytes_of(ipu.memory_at_peak, name)), "B");
     };
     rows.push_back({std::to_string(i), si(double(ipu.peak_memory_bytes), "B"),
                     si(double(ipu.peak_stash_bytes), "B"), category("weights"),
@@ -124,7 +167,12 @@ std::string memory(const RunReport& r) {
   for (std::size_t k = 0; k < r.stash_depth.size(); ++k) {
     depths += (k ? ", " : "") + std::to_string(r.stash_depth[k]);
   }
-  out += "Stash FIFO depth per stage (micro-batches): " + depths + "\n";
+  out += "Stash FIFO depth per stage (micro-batches): " + depths +
+         (r.spec->pipeline.offload_activations
+              ? "; the FIFOs are in streaming memory (offload_activations)"
+              : "") +
+         "\n";
+  out += streaming(r);
   if (r.replay.out_of_memory)
     out += "\n" + r.replay.out_of_memory->message() + "\n";
   return out;
@@ -138,12 +186,17 @@ nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
         share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase]));
   }
   nlohmann::json breakdown = nlohmann::json::object();
-  for (const auto& name : kMemoryCategories) {
-    const auto found = ipu.memory_at_peak.find(name);
-    breakdown[name] = found == ipu.memory_at_peak.end() ? 0 : found->second;
+  for (const auto& name : kMemoryCategories)
+    breakdown[name] = bytes_of(ipu.memory_at_peak, name);
+  nlohmann::json streaming = nlohmann::json::object();
+  std::int64_t streaming_total = 0;
+  for (const auto& name : {"stash", "optimizer_state"}) {
+    streaming[name] = bytes_of(ipu.streaming_memory, name);
+    streaming_total += bytes_of(ipu.streaming_memory, name);
   }
   return {
       {"ipu", i},
+      {"physical_ipu", ipu.physical},
       {"utilisation", share(double(ipu.busy_cycles), double(r.replay.step_cycles))},
       {"utilisation_by_phase", phases},
       {"busy_cycles", ipu.busy_cycles},
@@ -151,6 +204,11 @@ nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
       {"peak_memory_bytes", ipu.peak_memory_bytes},
       {"peak_stash_bytes", ipu.peak_stash_bytes},
       {"memory_breakdown", breakdown},
+      {"streaming_memory_bytes", streaming_total},
+      {"streaming_memory_breakdown", streaming},
+      {"streaming_link_bytes", ipu.streaming_bytes},
+      {"streaming_link_utilisation",
+       share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))},
       {"fits_in_memory", ipu.peak_memory_bytes <= r.spec->hardware.memory_per_ipu_bytes}};
 }
 
@@ -380,8 +438,10 @@ nlohmann::json to_json(const RunReport& r) {
   nlohmann::json links = nlohmann::json::array();
   for (const auto& link : r.replay.links) {
     links.push_back(
-        {{"from", link.from},
-         {"to", link.to},
+        {{"from_ipu", link.from_ipu},
+         {"to_ipu", link.to_ipu},
+         {"from_physical_ipu", link.from_physical},
+         {"to_physical_ipu", link.to_physical},
          {"bytes", link.bytes},
          {"utilisation", share(double(link.busy_cycles), double(r.replay.step_cycles))}});
   }
@@ -407,6 +467,8 @@ nlohmann::json to_json(const RunReport& r) {
       {"bubble_fraction", r.bubble_fraction()},
       {"bubble_ratio", r.bubble_ratio()},
       {"stash_depth", r.stash_depth},
+      {"offload_activations", p.offload_activations},
+      {"selection_order", selection_order_name(r.spec->hardware.selection_order)},
       {"ipus", ipus},
       {"links", links},
       {"fits_in_memory", r.fits_in_memory()},

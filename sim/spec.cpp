@@ -393,6 +393,35 @@ std::shared_ptr<const schedules::Schedule> build_schedule(const RunSpec& spec,
   }
 }
 
+// Why offload_activations would have nothing to act on: it moves Graphcore's stash FIFOs to
+// streaming memory, and some runs keep none; empty when it acts.
+std::string offload_without_fifos(const RunSpec& spec) {
+  const auto& schedule = *spec.schedule;
+  if (!schedule.step_based()) {
+    const std::string rest =
+        " schedule has none (its stash is held in flight): use grouped or interleaved";
+    return "offload_activations moves Graphcore's stash FIFOs to streaming memory, and the " +
+           schedule.name() + rest;
+  }
+  if (!spec.pipeline.training)
+    return "offload_activations has nothing to move: an inference pipeline keeps no stash";
+  if (schedule.name() == "sequential")
+    return "offload_activations has nothing to move: the sequential schedule keeps no stash FIFOs";
+  const auto depth = schedule.stash_depth();
+  if (std::none_of(depth.begin(), depth.end(), [](std::int64_t d) { return d > 0; }))
+    return "offload_activations has nothing to move: a single stage keeps no stash FIFO";
+  return "";
+}
+
+// An option that is accepted must act.
+void check_offload_activations(const RunSpec& spec, const ConfigNode& root) {
+  if (!spec.pipeline.offload_activations)
+    return;
+  const std::string why = offload_without_fifos(spec);
+  if (!why.empty())
+    root.at("pipeline").at("offload_activations").fail(why);
+}
+
 }  // namespace
 
 std::vector<int> StageSpec::layers() const {
@@ -475,6 +504,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
     spec.notes.push_back(note);
   spec.data = read_data(root.find("data"));
   spec.schedule = build_schedule(spec, root);
+  check_offload_activations(spec, root);
   return spec;
 }
 

@@ -114,8 +114,10 @@ void TimelineRecorder::cut(std::int64_t step) {
   const auto until = t.recorded_until;
   drop_if(t.tasks, [until](const TaskSpan& s) { return s.start >= until; });
   drop_if(t.transfers, [until](const TransferSpan& s) { return s.start >= until; });
+  drop_if(t.streams, [until](const StreamSpan& s) { return s.start >= until; });
   drop_if(t.barriers, [until](const BarrierSpan& s) { return s.start >= until; });
-  t.spans_kept = std::int64_t(t.tasks.size() + t.transfers.size() + t.barriers.size());
+  t.spans_kept =
+      std::int64_t(t.tasks.size() + t.transfers.size() + t.streams.size() + t.barriers.size());
 }
 
 void TimelineRecorder::on_task(const TaskSpan& span) {
@@ -128,6 +130,12 @@ void TimelineRecorder::on_task(const TaskSpan& span) {
 void TimelineRecorder::on_transfer(const TransferSpan& span) {
   if (keep(current_step_))
     timeline_.transfers.push_back(span);
+}
+
+void TimelineRecorder::on_stream(const StreamSpan& span) {
+  note_step(span.step, span.start);
+  if (keep(current_step_))
+    timeline_.streams.push_back(span);
 }
 
 void TimelineRecorder::on_barrier(const BarrierSpan& span) {

@@ -1,7 +1,7 @@
 #pragma once
 // What the trace and the HTML report draw, recorded from the replay's events: task spans per
-// IPU, transfers per link, host transfers, BSP sync and exchange spans, phase starts, the
-// weight update and memory over time per IPU.
+// IPU, transfers per link, host transfers, stash FIFO traffic with streaming memory, BSP sync
+// and exchange spans, phase starts, the weight update and memory over time per IPU.
 //
 // A Timeline stays bounded however long the run: past `max_events` spans it keeps the first
 // part of the run (whole BSP steps, or everything that started before a cycle for the other
@@ -37,6 +37,7 @@ struct Timeline {
   ReplayLayout layout;
   std::vector<TaskSpan> tasks;  // compute and host transfers, in the order reported
   std::vector<TransferSpan> transfers;
+  std::vector<StreamSpan> streams;  // stash FIFOs to and from streaming memory
   std::vector<BarrierSpan> barriers;
   std::vector<WeightUpdateSpan> weight_updates;
   std::vector<PhaseStart> phases;
@@ -49,7 +50,7 @@ struct Timeline {
   core::Cycles recorded_until;
   std::int64_t steps = 0;           // BSP steps seen (0 for dependency-ordered schedules)
   std::int64_t recorded_steps = 0;  // BSP steps kept in full
-  std::int64_t spans_seen = 0;      // tasks, transfers and barriers reported
+  std::int64_t spans_seen = 0;      // tasks, transfers, streams and barriers reported
   std::int64_t spans_kept = 0;
 
   double clock_hz() const { return layout.clock_hz; }
@@ -62,7 +63,7 @@ struct Timeline {
 };
 
 struct TimelineOptions {
-  std::int64_t max_events = 200'000;   // spans kept: tasks, transfers and barriers
+  std::int64_t max_events = 200'000;   // spans kept: tasks, transfers, streams and barriers
   std::int64_t memory_buckets = 4096;  // per IPU
 };
 
@@ -81,6 +82,7 @@ class TimelineRecorder : public ReplayObserver {
   void on_begin(const ReplayLayout& layout) override;
   void on_task(const TaskSpan& span) override;
   void on_transfer(const TransferSpan& span) override;
+  void on_stream(const StreamSpan& span) override;
   void on_barrier(const BarrierSpan& span) override;
   void on_phase(int phase, core::Cycles start) override;
   void on_memory(const MemorySample& sample) override;

@@ -11,8 +11,10 @@ namespace {
 
 using nlohmann::json;
 
-// Process ids of the track groups, in the order Perfetto shows them.
-enum TrackGroup { kIpus = 1, kLinks = 2, kHostLinks = 3, kBsp = 4, kMemory = 5 };
+// Process ids of the track groups; Perfetto shows them in the order of kGroupOrder.
+enum TrackGroup { kIpus = 1, kLinks = 2, kHostLinks = 3, kBsp = 4, kMemory = 5, kStreaming = 6 };
+constexpr std::array<TrackGroup, 6> kGroupOrder = {kIpus,      kLinks, kHostLinks,
+                                                   kStreaming, kBsp,   kMemory};
 constexpr int kSyncThread = 0;
 constexpr int kPhaseThread = 1;
 
@@ -30,6 +32,7 @@ class TraceWriter {
     tasks();
     weight_updates();
     transfers();
+    streams();
     barriers();
     phases();
     memory();
@@ -39,6 +42,10 @@ class TraceWriter {
                   {"schedule", report_.schedule},
                   {"clock_hz", timeline_.clock_hz()},
                   {"step_cycles", report_.replay.step_cycles},
+                  {"ipu_numbering",
+                   "IPUn is the logical IPU (device_mapping); physical_ipus[n] is where "
+                   "hardware.selection_order places it"},
+                  {"physical_ipus", timeline_.layout.physical},
                   {"truncated", timeline_.truncated}};
     if (timeline_.truncated)
       other["truncation"] = timeline_.truncation_note();
@@ -62,12 +69,13 @@ class TraceWriter {
     events_.push_back(std::move(e));
   }
 
-  void name_process(int pid, const std::string& name) {
+  void name_process(TrackGroup pid, const std::string& name) {
     auto e = event("process_name", "M", core::Cycles{0}, pid, 0);
     e["args"] = {{"name", name}};
     events_.push_back(std::move(e));
     auto order = event("process_sort_index", "M", core::Cycles{0}, pid, 0);
-    order["args"] = {{"sort_index", pid}};
+    const auto position = std::find(kGroupOrder.begin(), kGroupOrder.end(), pid);
+    order["args"] = {{"sort_index", int(position - kGroupOrder.begin()) + 1}};
     events_.push_back(std::move(order));
   }
 
@@ -80,18 +88,22 @@ class TraceWriter {
     events_.push_back(std::move(order));
   }
 
-  // Directed links in a fixed order; a link's thread id is its index.
+  // Directed links by logical IPUs; a link's thread id is its index.
   void collect_links() {
-    std::set<std::pair<int, int>> links;
+    std::set<LinkName> links;
     for (const auto& link : report_.replay.links)
-      links.insert({link.from, link.to});
-    for (const auto& transfer : timeline_.transfers)
-      links.insert({transfer.from_physical, transfer.to_physical});
+      links.insert({link.from_ipu, link.to_ipu, link.from_physical, link.to_physical});
+    for (const auto& transfer : timeline_.transfers) {
+      links.insert({transfer.task.ipu, transfer.task.peer_ipu, transfer.from_physical,
+                    transfer.to_physical});
+    }
     links_.assign(links.begin(), links.end());
   }
 
-  int link_thread(int from, int to) const {
-    const auto found = std::find(links_.begin(), links_.end(), std::pair{from, to});
+  int link_thread(int from_physical, int to_physical) const {
+    const auto found = std::find_if(links_.begin(), links_.end(), [&](const LinkName& link) {
+      return link.from_physical == from_physical && link.to_physical == to_physical;
+    });
     return int(found - links_.begin());
   }
 
@@ -105,6 +117,11 @@ class TraceWriter {
       name_thread(kIpus, ipu, ipu_name(ipu));
       name_thread(kHostLinks, ipu, "host link IPU" + std::to_string(ipu));
     }
+    if (streams_memory()) {
+      name_process(kStreaming, "Streaming memory");
+      for (int ipu = 0; ipu < ipus; ++ipu)
+        name_thread(kStreaming, ipu, "streaming memory IPU" + std::to_string(ipu));
+    }
     name_thread(kBsp, kSyncThread, "sync / exchange");
     name_thread(kBsp, kPhaseThread, "phases");
     name_thread(kMemory, 0, "memory");
@@ -113,18 +130,29 @@ class TraceWriter {
       return;
     name_process(kLinks, "IPU-Links");
     for (std::size_t i = 0; i < links_.size(); ++i) {
+      const auto& link = links_[i];
       name_thread(kLinks, int(i),
-                  "link IPU" + std::to_string(links_[i].first) + "->IPU" +
-                      std::to_string(links_[i].second));
+                  "link IPU" + std::to_string(link.from_ipu) + "->IPU" +
+                      std::to_string(link.to_ipu) + " (physical IPU" +
+                      std::to_string(link.from_physical) + "->IPU" +
+                      std::to_string(link.to_physical) + ")");
     }
   }
 
+  // "IPU2 (physical IPU3)": logical, then where selection_order places it.
   std::string ipu_name(int ipu) const {
-    std::string name = "IPU" + std::to_string(ipu);
     const auto& physical = timeline_.layout.physical;
-    if (ipu < int(physical.size()) && physical[ipu] != ipu)
-      name += " (physical IPU" + std::to_string(physical[ipu]) + ")";
-    return name;
+    return "IPU" + std::to_string(ipu) + " (physical IPU" +
+           std::to_string(ipu < int(physical.size()) ? physical[ipu] : ipu) + ")";
+  }
+
+  // Whether any IPU streams to or from streaming memory during the step.
+  bool streams_memory() const {
+    if (!timeline_.streams.empty())
+      return true;
+    return std::any_of(
+        timeline_.weight_updates.begin(), timeline_.weight_updates.end(),
+        [](const WeightUpdateSpan& span) { return span.offload_end > span.all_reduce_end; });
   }
 
   void tasks() {
@@ -159,6 +187,24 @@ class TraceWriter {
                 {{"phase", kPhaseLabels[kWeightUpdate]}});
         }
       }
+      if (span.offload_end > span.all_reduce_end) {
+        slice("optimizer state stream", "streaming", span.all_reduce_end, span.offload_end,
+              kStreaming, span.ipu, {{"phase", kPhaseLabels[kWeightUpdate]}});
+      }
+    }
+  }
+
+  // Stash FIFO traffic under offload_activations: "stash read s0" brings the oldest entry
+  // back, "stash write s0" sends the newest out.
+  void streams() {
+    for (const auto& span : timeline_.streams) {
+      const bool read = span.kind == StreamSpan::Kind::kStashRead;
+      slice(std::string(read ? "stash read s" : "stash write s") + std::to_string(span.stage),
+            "streaming", span.start, span.end, kStreaming, span.ipu,
+            {{"stage", span.stage},
+             {"bytes", span.bytes},
+             {"step", span.step + 1},
+             {"phase", kPhaseLabels.at(span.phase)}});
     }
   }
 
@@ -225,7 +271,14 @@ class TraceWriter {
   const RunReport& report_;
   const Timeline& timeline_;
   double us_per_cycle_;
-  std::vector<std::pair<int, int>> links_;
+  struct LinkName {
+    int from_ipu = 0;
+    int to_ipu = 0;
+    int from_physical = 0;
+    int to_physical = 0;
+    friend auto operator<=>(const LinkName&, const LinkName&) = default;
+  };
+  std::vector<LinkName> links_;
   json events_ = json::array();
 };
 

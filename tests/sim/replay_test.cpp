@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/core/config_file.hpp"
+#include "sim/core/error.hpp"
 #include "sim/report.hpp"
 
 using namespace ipusim;
@@ -147,17 +148,58 @@ TEST_CASE("sequential keeps no stash") {
     CHECK(ipu.peak_stash_bytes == 0);
 }
 
-TEST_CASE("an IPU without enough memory is a simulation outcome naming the IPU and consumers") {
+TEST_CASE("out of memory names every IPU over its capacity, the worst first") {
+  // Stage 1 has a dense of 8 units: IPU1 holds more than IPU0 and is named first.
   auto config = equal_stages(2, 8, "grouped", 10, 20);
+  config["model"]["layers"][1]["units"] = 8;
   config["hardware"]["memory_per_ipu"] = "100B";
   sim::RunSpec spec;
   CHECK_THROWS_WITH(
       simulate(config, spec),
-      // 20 parameters of 4 bytes, as weights and accumulators; copy buffers of 4 activations and
-      // a label out and 4 gradients in; two stash entries of 4 inputs.
-      "out of memory: IPU0 needs 228 B but has 100 B at step 1 (cycle 0). Largest "
-      "consumers:\n  80 B  weights of d0\n  80 B  gradient accumulators of d0\n  36 B  "
-      "inter-IPU copy buffers\n  32 B  stash FIFO of stage 0 (2 x 16 B)");
+      // IPU1: d1's 40 parameters of 4 bytes as weights and accumulators; copy buffers of 4
+      // activations and a label in and 4 gradients out; while F1 s1 runs in step 2 (after the
+      // 10 cycles of F1 s0) d1's 8 outputs and the 4-byte loss.
+      "out of memory on 2 IPUs, the worst first: IPU1 (physical IPU1) needs 392 B but has 100 B "
+      "at step 2 (cycle 10). Largest consumers:\n"
+      "  160 B  weights of d1\n"
+      "  160 B  gradient accumulators of d1\n"
+      "  36 B  inter-IPU copy buffers\n"
+      "  36 B  activations of the running task\n"
+      // IPU0: 20 parameters as weights and accumulators, the same copy buffers, two FIFO entries
+      // of d0's 4 inputs and, from the first task on, d0's 4 outputs.
+      "IPU0 (physical IPU0) needs 244 B but has 100 B at step 1 (cycle 0)");
+}
+
+TEST_CASE("out of memory on one IPU names it with its largest consumers at its peak") {
+  auto config = equal_stages(2, 8, "grouped", 10, 20);
+  config["hardware"]["memory_per_ipu"] = "230B";
+  sim::RunSpec spec;
+  // IPU1 needs 80 + 80 + 36 + 20 = 216 B and fits; IPU0 needs 228 B before any task runs.
+  CHECK_THROWS_WITH(simulate(config, spec),
+                    "out of memory: IPU0 (physical IPU0) needs 244 B but has 230 B at step 1 "
+                    "(cycle 0). Largest consumers:\n"
+                    "  80 B  weights of d0\n"
+                    "  80 B  gradient accumulators of d0\n"
+                    "  36 B  inter-IPU copy buffers\n"
+                    "  32 B  stash FIFO of stage 0 (2 x 16 B)\n"
+                    "  16 B  activations of the running task");
+}
+
+TEST_CASE("with allow_oom the report keeps every overflow and the run finishes") {
+  auto config = equal_stages(2, 8, "grouped", 10, 20);
+  config["hardware"]["memory_per_ipu"] = "100B";
+  const auto spec = sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  sim::SimulateOptions options;
+  options.allow_oom = true;
+  const auto report = sim::simulate(spec, options);
+  REQUIRE(report.replay.out_of_memory);
+  const auto& ipus = report.replay.out_of_memory->ipus;
+  REQUIRE(ipus.size() == 2);
+  CHECK(ipus[0].ipu == 0);
+  CHECK(ipus[0].bytes == 244);
+  CHECK(ipus[1].ipu == 1);
+  CHECK(ipus[1].bytes == 216);
+  CHECK(report.pipeline_cycles() == bsp_closed_form(2, 8, 10, 20, 1));
 }
 
 namespace {
@@ -269,7 +311,8 @@ nlohmann::json linked_stages(int stages, std::int64_t microbatches, const std::s
 std::map<std::string, std::int64_t> link_busy(const sim::RunReport& report) {
   std::map<std::string, std::int64_t> busy;
   for (const auto& link : report.replay.links)
-    busy[std::to_string(link.from) + "->" + std::to_string(link.to)] = link.busy_cycles;
+    busy[std::to_string(link.from_physical) + "->" + std::to_string(link.to_physical)] =
+        link.busy_cycles;
   return busy;
 }
 
@@ -379,4 +422,184 @@ TEST_CASE("replicas all-reduce their gradients in a ring over the rail links") {
     INFO(replicas << " replicas");
     CHECK(simulate(config, spec).replay.phase_cycles[sim::kWeightUpdate] - alone == cycles);
   }
+}
+
+namespace {
+
+// Two equal stages of profiled cycles on the ideal hardware at 1 GHz with a 16 MB/s link to
+// streaming memory: stage 0's FIFO entry (d0's 4 fp32 inputs, 16 B) takes 1,000 cycles each way.
+nlohmann::json offload_stages(const std::string& schedule, bool offload) {
+  auto config = equal_stages(2, 4, schedule, 100, 200);
+  config["hardware"]["clock"] = "1GHz";
+  config["hardware"]["streaming_memory_bandwidth"] = "16MB/s";
+  config["pipeline"]["offload_activations"] = offload;
+  return config;
+}
+
+// Records the stash FIFOs' traffic with streaming memory.
+struct StreamLog : sim::ReplayObserver {
+  std::vector<sim::StreamSpan> streams;
+  void on_stream(const sim::StreamSpan& span) override { streams.push_back(span); }
+};
+
+std::vector<sim::StreamSpan> stream_log(const nlohmann::json& config) {
+  const auto spec = sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  StreamLog log;
+  sim::SimulateOptions options;
+  options.observers = {&log};
+  sim::simulate(spec, options);
+  return log.streams;
+}
+
+}  // namespace
+
+TEST_CASE("offloaded stash FIFOs leave IPU memory for streaming memory") {
+  sim::RunSpec spec;
+  const auto on_chip = simulate(offload_stages("grouped", false), spec);
+  const auto offloaded = simulate(offload_stages("grouped", true), spec);
+  // Grouped N=2: stage 0's FIFO holds 2(N-1) = 2 entries of 16 B; the last stage has none.
+  CHECK(on_chip.replay.ipus[0].peak_stash_bytes == 32);
+  CHECK(on_chip.replay.ipus[0].streaming_memory.empty());
+  CHECK(offloaded.replay.ipus[0].peak_stash_bytes == 0);
+  CHECK(offloaded.replay.ipus[0].memory_at_peak.count("stash") == 0);
+  CHECK(offloaded.replay.ipus[0].peak_memory_bytes ==
+        on_chip.replay.ipus[0].peak_memory_bytes - 32);
+  CHECK(offloaded.replay.ipus[0].streaming_memory ==
+        std::map<std::string, std::int64_t>{{"stash", 32}});
+  CHECK(offloaded.replay.ipus[1].streaming_memory.empty());
+}
+
+// Grouped N=2 M=4 runs 8 steps: IPU0 F1-F3, B1 F4, B2, B3, B4, idle; IPU1 idle, F1, B1 F2,
+// B2 F3, B3 F4, B4, idle, idle. With F=100 and B=200 the steps cost 100, 100, 300, 300, 300,
+// 200, 200, 0: 1,500 cycles. Stage 0's FIFO runs with F0 in the 4 ramp-up steps and in every
+// step of the ramp-down, and each run reads an entry back and writes one out: IPU0 gains
+// 2,000 cycles in all 8 steps, which then cost 2,100, 2,100, 2,100, 2,300, 2,200, 2,200,
+// 2,200 and 2,000: 17,200 cycles.
+TEST_CASE("grouped streams stage 0's FIFO in all 8 steps and each step waits for it") {
+  sim::RunSpec spec;
+  const auto on_chip = simulate(offload_stages("grouped", false), spec);
+  const auto offloaded = simulate(offload_stages("grouped", true), spec);
+  CHECK(on_chip.pipeline_cycles() == 1'500);
+  CHECK(offloaded.pipeline_cycles() == 17'200);
+  CHECK(offloaded.replay.ipus[0].streaming_bytes == 8 * 2 * 16);
+  CHECK(offloaded.replay.ipus[0].streaming_busy_cycles == 8 * 2 * 1'000);
+  CHECK(offloaded.replay.ipus[1].streaming_bytes == 0);
+  CHECK(on_chip.replay.ipus[0].streaming_bytes == 0);
+
+  const auto streams = stream_log(offload_stages("grouped", true));
+  REQUIRE(streams.size() == 16);
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    INFO("stream " << i);
+    CHECK(streams[i].ipu == 0);
+    CHECK(streams[i].stage == 0);
+    CHECK(streams[i].step == std::int64_t(i / 2));
+    CHECK(streams[i].bytes == 16);
+    CHECK(streams[i].kind ==
+          (i % 2 == 0 ? sim::StreamSpan::Kind::kStashRead : sim::StreamSpan::Kind::kStashWrite));
+    CHECK((streams[i].end - streams[i].start).count == 1'000);
+  }
+  // The FIFO runs after the step's stage programs: step 4 starts at 2,100 x 3 = 6,300 and
+  // runs B1 and F4 (300 cycles) before the read.
+  CHECK(streams[6].start.count == 6'600);
+}
+
+// Interleaved N=2 M=4 runs 12 steps; stage 0's forward slots are steps 1, 3, ..., 11. F0 runs
+// in 1, 3, 5 and 7, and the FIFO (depth N-1 = 1) runs in all six slots. The steps cost 100,
+// 100, then 200 each up to step 10, then 0 twice: 1,800 cycles. With the 2,000 cycles of
+// streaming on IPU0, steps 1, 3, 5 and 7 cost 2,100 and steps 9 and 11 cost 2,000: 13,300.
+TEST_CASE("interleaved streams stage 0's FIFO in its six forward slots") {
+  sim::RunSpec spec;
+  const auto on_chip = simulate(offload_stages("interleaved", false), spec);
+  const auto offloaded = simulate(offload_stages("interleaved", true), spec);
+  CHECK(on_chip.pipeline_cycles() == 1'800);
+  CHECK(offloaded.pipeline_cycles() == 13'300);
+  CHECK(offloaded.replay.ipus[0].streaming_memory.at("stash") == 16);
+  CHECK(offloaded.replay.ipus[0].streaming_bytes == 6 * 2 * 16);
+  std::vector<std::int64_t> steps;
+  for (const auto& stream : stream_log(offload_stages("interleaved", true))) {
+    if (stream.kind == sim::StreamSpan::Kind::kStashRead)
+      steps.push_back(stream.step + 1);
+  }
+  CHECK(steps == std::vector<std::int64_t>{1, 3, 5, 7, 9, 11});
+}
+
+// tf1's stage 0 (flatten, dense256, dense128, dense64) on micro-batches of 32 stashes the
+// input and output of each dense, (784+256 + 256+128 + 128+64) x 4 x 32 = 206,848 B, or only
+// the stage input under recomputation, 784 x 4 x 32 = 100,352 B. Grouped (N=2, M=16) runs
+// stage 0's FIFO M + 2N = 20 times, interleaved M + N = 18 times; each run moves an entry each
+// way.
+TEST_CASE("offloaded FIFOs move what each recomputation mode stashes") {
+  const std::int64_t all = (784 + 256 + 256 + 128 + 128 + 64) * 4 * 32;
+  const std::int64_t inputs = 784 * 4 * 32;
+  const std::vector<std::tuple<std::string, std::string, std::int64_t, std::int64_t>> cases = {
+      {"grouped", "none", 2 * all, 20 * 2 * all},
+      {"grouped", "recompute_then_backpropagate", 2 * inputs, 20 * 2 * inputs},
+      {"grouped", "recompute_and_backpropagate_interleaved", 2 * inputs, 20 * 2 * inputs},
+      {"interleaved", "recompute_then_backpropagate", inputs, 18 * 2 * inputs}};
+  for (const auto& [schedule, mode, resident, moved] : cases) {
+    sim::RunSpec spec;
+    const auto report =
+        run_shipped("configs/tf1_mnist_2ipu.json",
+                    {"pipeline.offload_activations=true", "pipeline.pipeline_schedule=" + schedule,
+                     "pipeline.recomputation_mode=" + mode},
+                    spec);
+    INFO(schedule << " " << mode);
+    CHECK(report.replay.ipus[0].peak_stash_bytes == 0);
+    CHECK(report.replay.ipus[0].streaming_memory.at("stash") == resident);
+    CHECK(report.replay.ipus[0].streaming_bytes == moved);
+  }
+}
+
+TEST_CASE("BERT with offloaded activations keeps no stash on its IPUs and takes longer") {
+  sim::RunSpec spec;
+  const auto on_chip = run_shipped("configs/bert_large_4ipu.json", {}, spec);
+  const auto offloaded =
+      run_shipped("configs/bert_large_4ipu.json", {"pipeline.offload_activations=true"}, spec);
+  for (int ipu = 0; ipu < 4; ++ipu) {
+    INFO("IPU" << ipu);
+    const auto& before = on_chip.replay.ipus[ipu];
+    const auto& after = offloaded.replay.ipus[ipu];
+    CHECK(after.peak_stash_bytes == 0);
+    CHECK(after.memory_at_peak.count("stash") == 0);
+    // The FIFOs are allocated for the whole program: the peak falls by exactly their bytes,
+    // which now sit in streaming memory.
+    const std::int64_t fifos = before.peak_stash_bytes;
+    CHECK(after.peak_memory_bytes == before.peak_memory_bytes - fifos);
+    CHECK((after.streaming_memory.count("stash") ? after.streaming_memory.at("stash") : 0) ==
+          fifos);
+  }
+  CHECK(on_chip.replay.ipus[3].peak_stash_bytes == 0);  // the last stage keeps no FIFO
+  CHECK(offloaded.replay.step_cycles > on_chip.replay.step_cycles);
+}
+
+namespace {
+std::string config_error(const nlohmann::json& config) {
+  try {
+    sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  } catch (const core::ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("offload_activations is refused where there is no stash FIFO to offload") {
+  CHECK(config_error(offload_stages("1f1b", true)) ==
+        "test.json: at /pipeline/offload_activations: offload_activations moves Graphcore's "
+        "stash FIFOs to streaming memory, and the 1f1b schedule has none (its stash is held in "
+        "flight): use grouped or interleaved");
+  CHECK(config_error(offload_stages("sequential", true)) ==
+        "test.json: at /pipeline/offload_activations: offload_activations has nothing to move: "
+        "the sequential schedule keeps no stash FIFOs");
+  auto single = equal_stages(1, 4, "grouped", 100, 200);
+  single["pipeline"]["offload_activations"] = true;
+  CHECK(config_error(single) ==
+        "test.json: at /pipeline/offload_activations: offload_activations has nothing to move: "
+        "a single stage keeps no stash FIFO");
+  auto inference = offload_stages("grouped", true);
+  inference["pipeline"]["training"] = false;
+  CHECK(config_error(inference) ==
+        "test.json: at /pipeline/offload_activations: offload_activations has nothing to move: "
+        "an inference pipeline keeps no stash");
+  CHECK(config_error(offload_stages("1f1b", false)).empty());
 }

@@ -170,9 +170,11 @@ TEST_CASE("the tf1 grouped trace follows the trace-event format and starts with 
   CHECK(names_of(ipu1)[0] == "F1 s1");
   CHECK(names_of(ipu1)[1] == "B1 s1");
 
-  CHECK(thread_names(trace, 1) == std::map<std::string, int>{{"IPU0", 0}, {"IPU1", 1}});
+  CHECK(thread_names(trace, 1) ==
+        std::map<std::string, int>{{"IPU0 (physical IPU0)", 0}, {"IPU1 (physical IPU1)", 1}});
   CHECK(thread_names(trace, 2) ==
-        std::map<std::string, int>{{"link IPU0->IPU1", 0}, {"link IPU1->IPU0", 1}});
+        std::map<std::string, int>{{"link IPU0->IPU1 (physical IPU0->IPU1)", 0},
+                                   {"link IPU1->IPU0 (physical IPU1->IPU0)", 1}});
   CHECK(thread_names(trace, 3) ==
         std::map<std::string, int>{{"host link IPU0", 0}, {"host link IPU1", 1}});
   CHECK(thread_names(trace, 4) ==
@@ -182,6 +184,79 @@ TEST_CASE("the tf1 grouped trace follows the trace-event format and starts with 
   CHECK(slices(trace, 3, 0)[0]["name"] == "infeed m1");
   CHECK(trace["otherData"]["schedule"] == "grouped");
   CHECK(trace["otherData"]["truncated"] == false);
+  CHECK(trace["otherData"]["physical_ipus"] == json::array({0, 1}));
+  CHECK(thread_names(trace, 6).empty());  // nothing in streaming memory
+}
+
+namespace {
+
+// Four equal stages on the ideal hardware: snake places logical IPUs 0, 1, 2, 3 on physical
+// IPUs 0, 1, 3, 2.
+nlohmann::json four_stages(const std::string& selection_order) {
+  return json::parse(R"({
+    "model": {"name": "four", "input": {"shape": [4]}, "layers": [
+      {"id": "d0", "type": "dense", "units": 4, "cycles": {"forward": 100, "backward": 200}},
+      {"id": "d1", "type": "dense", "units": 4, "cycles": {"forward": 100, "backward": 200}},
+      {"id": "d2", "type": "dense", "units": 4, "cycles": {"forward": 100, "backward": 200}},
+      {"id": "d3", "type": "dense", "units": 4, "cycles": {"forward": 100, "backward": 200}},
+      {"id": "loss", "type": "softmax_cross_entropy", "cycles": {"forward": 0, "backward": 0}}]},
+    "pipeline": {"splits": ["d1", "d2", "d3"], "gradient_accumulation_count": 8},
+    "hardware": {"preset": "ideal", "clock": "1GHz", "streaming_memory_bandwidth": "16MB/s",
+                 "selection_order": ")" +
+                     selection_order + R"("}})");
+}
+
+}  // namespace
+
+TEST_CASE("trace tracks name logical IPUs and the physical IPUs selection_order gives them") {
+  const auto run = testing::record(
+      sim::build_run_spec(core::ConfigDocument::from_json(four_stages("snake"), "four.json")));
+  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  CHECK(thread_names(trace, 1) == std::map<std::string, int>{{"IPU0 (physical IPU0)", 0},
+                                                             {"IPU1 (physical IPU1)", 1},
+                                                             {"IPU2 (physical IPU3)", 2},
+                                                             {"IPU3 (physical IPU2)", 3}});
+  CHECK(thread_names(trace, 2) ==
+        std::map<std::string, int>{{"link IPU0->IPU1 (physical IPU0->IPU1)", 0},
+                                   {"link IPU1->IPU0 (physical IPU1->IPU0)", 1},
+                                   {"link IPU1->IPU2 (physical IPU1->IPU3)", 2},
+                                   {"link IPU2->IPU1 (physical IPU3->IPU1)", 3},
+                                   {"link IPU2->IPU3 (physical IPU3->IPU2)", 4},
+                                   {"link IPU3->IPU2 (physical IPU2->IPU3)", 5}});
+  CHECK(trace["otherData"]["physical_ipus"] == json::array({0, 1, 3, 2}));
+  // A copy from logical IPU2 to IPU3 is drawn on the link between physical IPUs 3 and 2.
+  const auto copies = slices(trace, 2, 4);
+  REQUIRE(!copies.empty());
+  CHECK(copies[0]["args"]["from_ipu"] == 2);
+  CHECK(copies[0]["args"]["to_ipu"] == 3);
+}
+
+TEST_CASE("the trace draws each offloaded FIFO read and write on its IPU's streaming track") {
+  auto config = four_stages("snake");
+  config["pipeline"]["offload_activations"] = true;
+  const auto run =
+      testing::record(sim::build_run_spec(core::ConfigDocument::from_json(config, "four.json")));
+  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  check_format(trace);
+  CHECK(thread_names(trace, 6) == std::map<std::string, int>{{"streaming memory IPU0", 0},
+                                                             {"streaming memory IPU1", 1},
+                                                             {"streaming memory IPU2", 2},
+                                                             {"streaming memory IPU3", 3}});
+  // Grouped N=4 M=8: stage k's FIFO runs with F_k in ramp-up steps k+1..8 and in all 8 steps
+  // of the ramp-down, M + 2N - k times; the last stage has none.
+  for (int stage = 0; stage < 4; ++stage) {
+    const auto track = slices(trace, 6, stage);
+    INFO("stage " << stage);
+    REQUIRE(track.size() == std::size_t(stage == 3 ? 0 : 2 * (16 - stage)));
+    if (track.empty())
+      continue;
+    CHECK(track[0]["name"] == "stash read s" + std::to_string(stage));
+    CHECK(track[1]["name"] == "stash write s" + std::to_string(stage));
+    CHECK(track[0]["args"]["step"] == stage + 1);
+    CHECK(track[0]["args"]["bytes"] == 16);
+    CHECK(track[0]["args"]["cycles"] == 1000);
+    CHECK(track[0]["cat"] == "streaming");
+  }
 }
 
 TEST_CASE("the trace has one memory counter per IPU with a series per category") {

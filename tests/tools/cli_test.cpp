@@ -150,8 +150,16 @@ TEST_CASE("an IPU out of memory exits with the simulation-outcome code and write
   const auto result = run_ipusim({"run", "configs/bert_large_4ipu.json", "--set",
                                   "pipeline.recomputation_mode=none", "--json", json});
   CHECK(result.code == 3);
-  CHECK(result.err.rfind("out of memory: IPU0 needs 1.38 GB but has 941 MB at step 1", 0) == 0);
-  CHECK(result.err.find("856 MB  stash FIFO of stage 0 (6 x 143 MB)") != std::string::npos);
+  // Without recomputation stage 1's FIFO holds 4 entries of 7 encoders' activations, more than
+  // stage 0's 6 entries of 3 encoders and the embeddings, or stage 2's 2 entries of 7
+  // encoders; the last stage keeps none and fits.
+  CHECK(result.err.rfind("out of memory on 3 IPUs, the worst first: IPU1 (physical IPU1) needs "
+                         "1.94 GB but has 941 MB at step 2",
+                         0) == 0);
+  CHECK(result.err.find("\n  1.29 GB  stash FIFO of stage 1 (4 x 323 MB)\n") != std::string::npos);
+  CHECK(result.err.find("\nIPU0 (physical IPU0) needs 1.39 GB but has 941 MB at step 1 (cycle ") <
+        result.err.find("\nIPU2 (physical IPU3) needs 1.3 GB but has 941 MB at step 3 (cycle "));
+  CHECK(result.err.find("IPU3 (physical") == std::string::npos);
   CHECK_FALSE(std::ifstream(json).good());
 }
 
@@ -166,6 +174,8 @@ TEST_CASE("with --allow-oom the run finishes and reports the overflow") {
   CHECK(report["fits_in_memory"] == false);
   CHECK(report["ipus"][0]["fits_in_memory"] == false);
   CHECK(report["ipus"][0]["peak_stash_bytes"] == 6 * 142606336);
+  CHECK(report["ipus"][3]["fits_in_memory"] == true);
+  CHECK(report["out_of_memory"].get<std::string>().rfind("out of memory on 3 IPUs", 0) == 0);
 }
 
 TEST_CASE("run writes the documented JSON keys") {
@@ -180,9 +190,17 @@ TEST_CASE("run writes the documented JSON keys") {
   for (const char* phase : {"ramp_up", "main", "ramp_down", "weight_update"}) {
     CHECK(report["phases"][phase].contains("cycles"));
   }
-  for (const char* key : {"utilisation", "busy_cycles", "peak_memory_bytes", "peak_stash_bytes",
-                          "memory_breakdown"}) {
+  for (const char* key :
+       {"utilisation", "busy_cycles", "peak_memory_bytes", "peak_stash_bytes", "memory_breakdown",
+        "physical_ipu", "streaming_memory_bytes", "streaming_memory_breakdown",
+        "streaming_link_bytes", "streaming_link_utilisation"}) {
     CHECK(report["ipus"][0].contains(key));
   }
+  CHECK(report["links"][0]["from_ipu"] == 0);
+  CHECK(report["links"][0]["to_ipu"] == 1);
+  CHECK(report["links"][0]["from_physical_ipu"] == 0);
+  CHECK(report["links"][0]["to_physical_ipu"] == 1);
+  CHECK(report["selection_order"] == "snake");
+  CHECK(report["offload_activations"] == false);
   CHECK(report["effective_batch"] == 512);
 }

@@ -51,10 +51,11 @@ TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
         "Weight update                        250 cycles             250 cycles\n"
         "Ramp overhead                             20.5%                   6.8%\n"
         "Bubble                                    95.1%                  96.0%\n"
-        "IPU 0 peak memory                     104.46 MB              104.25 MB\n"
-        "IPU 0 peak stash                        0.41 MB                0.21 MB\n"
-        "IPU 1 peak memory                     100.06 MB              100.06 MB\n"
-        "IPU 1 peak stash                        0.00 MB                0.00 MB\n"
+        "Physical IPU of each IPU                   0, 1                   0, 1\n"
+        "IPU0 peak memory                      104.46 MB              104.25 MB\n"
+        "IPU0 peak stash                         0.41 MB                0.21 MB\n"
+        "IPU1 peak memory                      100.06 MB              100.06 MB\n"
+        "IPU1 peak stash                         0.00 MB                0.00 MB\n"
         "Fits in memory                              yes                    yes\n"
         "fastest: tf1_mnist grouped (1.25x the throughput of tf1_mnist interleaved)\n");
 }

@@ -184,16 +184,23 @@ std::vector<Row> memory_rows(const std::vector<const CompareRun*>& ran) {
   for (const auto* run : ran)
     ipus = std::max(ipus, run->report->replay.ipus.size());
   std::vector<Row> rows;
+  // IPUn is logical (device_mapping); this row says where selection_order places each.
+  rows.push_back(table_row("Physical IPU of each IPU", ran, [](const sim::RunReport& r) {
+    std::string physical;
+    for (const auto& ipu : r.replay.ipus)
+      physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+    return physical;
+  }));
   for (std::size_t i = 0; i < ipus; ++i) {
     auto ipu_cell = [i](const sim::RunReport& r, auto field) {
       return i < r.replay.ipus.size() ? megabytes(field(r.replay.ipus[i])) : std::string("-");
     };
     rows.push_back(
-        table_row("IPU " + std::to_string(i) + " peak memory", ran, [&](const sim::RunReport& r) {
+        table_row("IPU" + std::to_string(i) + " peak memory", ran, [&](const sim::RunReport& r) {
           return ipu_cell(r, [](const auto& s) { return s.peak_memory_bytes; });
         }));
     rows.push_back(
-        table_row("IPU " + std::to_string(i) + " peak stash", ran, [&](const sim::RunReport& r) {
+        table_row("IPU" + std::to_string(i) + " peak stash", ran, [&](const sim::RunReport& r) {
           return ipu_cell(r, [](const auto& s) { return s.peak_stash_bytes; });
         }));
   }
