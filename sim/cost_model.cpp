@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/optimizer.hpp"
+#include "sim/core/checked.hpp"
 #include "sim/core/time.hpp"
 
 namespace ipusim::sim {
@@ -227,8 +228,10 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
     model.weight_update_cycles[ipu] = compute_cycles(
         spec.hardware, models::DType::kFp32, n * update_flops_per_param(p.optimizer.kind), bytes);
     if (p.offload_weight_update_variables)
-      model.offload_bytes[ipu] = params[ipu] * state_elements * 4 * 2;
-    model.gradient_bytes[ipu] = params[ipu] * models::dtype_bytes(p.gradient_accumulation_dtype);
+      model.offload_bytes[ipu] =
+          core::checked_mul(params[ipu], state_elements * 4 * 2, "optimizer state byte count");
+    model.gradient_bytes[ipu] = core::checked_mul(
+        params[ipu], models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <queue>
 
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/event_queue.hpp"
 #include "sim/core/resource.hpp"
@@ -11,6 +12,9 @@
 
 namespace ipusim::sim {
 namespace {
+
+// What an overflow of a byte count names (see core::Overflow).
+constexpr const char* kBytes = "byte count";
 
 using core::Cycles;
 using core::EventPriority;
@@ -46,14 +50,16 @@ class MemoryTracker {
     fifo_total_.assign(ipus, 0);
     for (int ipu = 0; ipu < ipus; ++ipu) {
       for (const auto& item : items_[ipu]) {
-        static_total_[ipu] += item.bytes;
+        static_total_[ipu] = core::checked_add(static_total_[ipu], item.bytes, kBytes);
         if (item.category == "stash")
-          fifo_total_[ipu] += item.bytes;
+          fifo_total_[ipu] = core::checked_add(fifo_total_[ipu], item.bytes, kBytes);
       }
     }
   }
 
-  void add_stash(int ipu, std::int64_t bytes) { stash_[ipu] += bytes; }
+  void add_stash(int ipu, std::int64_t bytes) {
+    stash_[ipu] = core::checked_add(stash_[ipu], bytes, kBytes);
+  }
   void set_live(int ipu, std::int64_t bytes) { live_[ipu] = bytes; }
 
   // Records the current totals of `ipu`, and when and what it held at its peak.
@@ -127,7 +133,7 @@ class MemoryTracker {
     const auto depth = schedule.stash_depth();
     for (int s = 0; s < int(cost.stages.size()); ++s) {
       for (const auto& sub : cost.stages[s]) {
-        const std::int64_t bytes = depth[s] * sub.stash_bytes;
+        const std::int64_t bytes = core::checked_mul(depth[s], sub.stash_bytes, kBytes);
         if (bytes == 0)
           continue;
         items[sub.ipu].push_back({"stash",
@@ -205,7 +211,7 @@ class Links {
         transfer_cycles(double(bytes), hardware_.link_bandwidth * width, hardware_.clock_hz);
     Route& route = routes_[std::size_t(a) * width_ + b];
     const auto held = route.link.occupy(start, duration);
-    route.bytes += bytes;
+    route.bytes = core::checked_add(route.bytes, bytes, kBytes);
     return {a, b, held.begin, held.end};
   }
 
@@ -586,7 +592,7 @@ class Replayer {
     const auto cycles =
         transfer_cycles(double(fifo.bytes), hw.streaming_memory_bandwidth, hw.clock_hz);
     busy_[ipu].streaming += cycles;
-    busy_[ipu].streamed_bytes += fifo.bytes;
+    busy_[ipu].streamed_bytes = core::checked_add(busy_[ipu].streamed_bytes, fifo.bytes, kBytes);
     const Cycles end = start + Cycles{cycles};
     if (observed()) {
       const StreamSpan span{kind, ipu, fifo.stage, step, phase, fifo.bytes, start, end};
@@ -897,7 +903,8 @@ class Replayer {
                                            hw.streaming_memory_bandwidth, hw.clock_hz);
       span.offload_end = span.all_reduce_end + Cycles{offload};
       busy_[ipu].streaming += offload;
-      busy_[ipu].streamed_bytes += cost_.offload_bytes[ipu];
+      busy_[ipu].streamed_bytes =
+          core::checked_add(busy_[ipu].streamed_bytes, cost_.offload_bytes[ipu], kBytes);
       span.end = span.offload_end + Cycles{cost_.weight_update_cycles[ipu]};
       add_busy(ipu, cost_.weight_update_cycles[ipu], kWeightUpdate);
       notify([&span](ReplayObserver& o) { o.on_weight_update(span); });
