@@ -9,25 +9,12 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/file_kind.hpp"
 
 namespace ipusim::core {
 namespace {
 
 using Json = nlohmann::json;
-
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
 
 std::string too_large(std::int64_t max_bytes) {
   return "it holds more than " + std::to_string(max_bytes >> 20) + " MiB (" +
@@ -212,7 +199,7 @@ std::optional<std::string> read_regular_file(const std::string& path, std::strin
   if (::fstat(file.get(), &status) != 0)
     return std::string(std::strerror(errno));
   if (!S_ISREG(status.st_mode))
-    return std::string("it is ") + file_kind(status.st_mode) + ", not a regular file";
+    return "it is " + file_kind(status.st_mode) + ", not a regular file";
   if (status.st_size > max_bytes)
     return too_large(max_bytes);
   return read_all(file.get(), text, max_bytes);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "sim/core/error.hpp"
+#include "sim/core/file_kind.hpp"
 
 namespace ipusim::core {
 namespace {
@@ -30,26 +31,9 @@ std::string system_error(int error) {
   return std::strerror(error);
 }
 
-std::string kind(mode_t mode) {
-  if (S_ISREG(mode))
-    return "a regular file";
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISFIFO(mode))
-    return "a FIFO (named pipe)";
-  if (S_ISLNK(mode))
-    return "a symbolic link";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
-
 [[noreturn]] void refuse_kind(const std::string& path, const std::string& what, mode_t mode) {
-  refuse(path, what, "it is " + kind(mode) + "; give the path of a regular file or of a new one");
+  refuse(path, what,
+         "it is " + file_kind(mode) + "; give the path of a regular file or of a new one");
 }
 
 // Anything but a regular file would be replaced by the rename (a device node, a symbolic link)
@@ -233,7 +217,7 @@ void OutputSet::add_folder(const std::string& folder, const std::string& option)
   struct stat info {};
   if (::stat(folder.c_str(), &info) == 0) {
     if (!S_ISDIR(info.st_mode))
-      refuse(folder, what_of(option), "it is " + kind(info.st_mode) + ", not a folder");
+      refuse(folder, what_of(option), "it is " + file_kind(info.st_mode) + ", not a folder");
     return;  // add() checks that each file in it can be written
   }
   fs::path normal = fs::path(folder).lexically_normal();

@@ -181,7 +181,7 @@ TEST_CASE("a device or a FIFO given as the config is refused without reading it"
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // With no writer, opening the FIFO to read would block forever.
   CHECK(validate_file_error(fifo) == "error: " + fifo + ": cannot read config file '" + fifo +
-                                         "': it is a FIFO, not a regular file\n");
+                                         "': it is a FIFO (named pipe), not a regular file\n");
   CHECK(validate_file_error(scratch("")) == "error: " + scratch("") +
                                                 ": cannot read config file '" + scratch("") +
                                                 "': it is a directory, not a regular file\n");
