@@ -376,7 +376,10 @@ void OrderedSchedule::count_code_phases() {
 // M itself while small, else the M' of the top of ordered_schedule.hpp.
 std::int64_t OrderedSchedule::simulated_microbatches() const {
   const std::int64_t m = shape().microbatches;
-  const std::int64_t base = layout().stages() + group_;
+  const std::int64_t n = layout().stages();
+  const std::int64_t settled =
+      kind_ == OrderKind::kInterleaved1F1B ? std::min<std::int64_t>(n, 2 * group_) : n;
+  const std::int64_t base = settled + group_;
   if (m < base + group_)
     return m;
   return base + (m - base) % group_;

@@ -26,16 +26,16 @@
 // before the last IPU starts its first compute task, ramp-down what starts once the first
 // IPU has finished its last compute task. Phase counts count compute tasks over all IPUs.
 //
-// The simulation never runs more than N + 2P micro-batches (P = 1 but for interleaved_1f1b),
-// so building takes O(N^2) time whatever M. From N micro-batches on (2P for interleaved_1f1b,
-// which runs every forward first when M = P), P more micro-batches insert one period (P*v
-// units of each kind) where every IPU runs back to back (its steady part; gpipe's forwards and
-// backwards), which delays what follows by exactly the period's work. So from M = N + 2P on
-// the simulation runs M' = N + P + (M - N - P) mod P micro-batches, and each of the
-// (M - M') / P periods left out adds its units and compute tasks to the main phase of every
-// IPU and its work to the ramp-down and the end. The schedule tests check this against a
-// simulation of the whole program for every builder and variant: N up to 8 with M up to 64,
-// N up to 24 past M'.
+// The simulation runs fewer than S + 2P micro-batches, where P = 1 but for interleaved_1f1b
+// and S = N but for interleaved_1f1b's min(N, 2P), so building takes O(N^2) time (O(N*P) for
+// interleaved_1f1b) whatever M. From S + P micro-batches on, P more micro-batches insert one
+// period (P*v units of each kind) where every IPU runs back to back (its steady part; gpipe's
+// forwards and backwards), which delays what follows by exactly the period's work. So from
+// M = S + 2P on the simulation runs M' = S + P + (M - S - P) mod P micro-batches, and each of
+// the (M - M') / P periods left out adds its units and compute tasks to the main phase of
+// every IPU and its work to the ramp-down and the end. The schedule tests check this against
+// a simulation of the whole program for every builder and variant: N up to 8 with M up to 64,
+// N up to 24 (96 with many chunks per IPU) past M'.
 
 #include <array>
 #include <cstdint>

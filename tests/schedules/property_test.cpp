@@ -136,6 +136,12 @@ TEST_CASE("gpu schedule phases match the unit-time simulation for longer pipelin
         check_phases("interleaved_1f1b", round_robin(n, ipus, m));
     }
   }
+  for (int ipus : {2, 3}) {
+    for (int chunks : {16, 32}) {
+      for (int m = ipus; m <= 6 * ipus; m += ipus)
+        check_phases("interleaved_1f1b", round_robin(ipus * chunks, ipus, m));
+    }
+  }
 }
 
 TEST_CASE("gpu schedule phases match the unit-time simulation with concurrent and skipped IPUs") {
