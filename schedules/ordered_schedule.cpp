@@ -6,25 +6,17 @@
 
 namespace ipusim::schedules {
 
-// The unit-time simulation behind the utilisation phases. Each IPU runs its units in order;
-// a unit starts when its IPU is free and its cross-IPU input is ready (F_k(m) waits for
-// F_{k-1}(m), B_k(m) for B_{k+1}(m)). Finish times of the micro-batches in flight live in
-// rings, so memory does not grow with M: a producer that would overwrite an entry its
-// consumers have not read yet waits for them, which only changes the order of evaluation,
-// never the simulated times.
+// The unit-time simulation behind the utilisation phases, for a small M (see place_phases).
+// Each IPU runs its units in order; a unit starts when its IPU is free and its cross-IPU input
+// is ready (F_k(m) waits for F_{k-1}(m), B_k(m) for B_{k+1}(m)). Finish times of the
+// micro-batches in flight live in a short ring per stage and direction: a producer that would
+// overwrite an entry its consumers have not read yet waits for them, which only changes the
+// order of evaluation, never the simulated times. Every stage runs its micro-batches in order,
+// so no unit waits, even through others, for a later micro-batch of its own input, and this
+// cannot stall however short the rings.
 class OrderedSchedule::Simulation {
  public:
-  explicit Simulation(OrderedSchedule& schedule) : schedule_(schedule) {
-    const int n = schedule_.layout().stages();
-    std::size_t size = 64;
-    const auto in_flight =
-        static_cast<std::size_t>(4 * (n + schedule_.group_ * schedule_.chunks_) + 64);
-    while (size < in_flight)
-      size *= 2;
-    ring_size_ = size;
-    forward_.resize(n);
-    backward_.resize(n);
-  }
+  explicit Simulation(OrderedSchedule& schedule) : schedule_(schedule) {}
 
   // First pass: when the phases change. Second pass: which units fall in which phase.
   void run() {
@@ -41,8 +33,6 @@ class OrderedSchedule::Simulation {
       makespan = std::max(makespan, ipu.last_finish);
     }
     PhaseCounts& counts = schedule_.counts_;
-    counts = PhaseCounts{};
-    counts.counts_steps = false;
     counts.makespan = makespan;
     counts.ramp_up_end = ramp_up_end;
     counts.ramp_down_begin = std::max(ramp_up_end, ramp_down_begin);
@@ -50,12 +40,14 @@ class OrderedSchedule::Simulation {
   }
 
  private:
-  // Finish times of one direction of one stage, indexed by micro-batch modulo the ring size.
-  struct Ring {
-    std::vector<std::int64_t> microbatch;
-    std::vector<std::int64_t> finish;  // latest over the producer's sub-stages
-    std::vector<int> written;          // producer sub-stages done
-    std::vector<int> unread;           // consumer sub-stages still to read it
+  static constexpr std::size_t kRingSize = 16;  // a power of two
+
+  // What one stage sent one way for the micro-batch that holds a ring slot.
+  struct Entry {
+    std::int64_t microbatch = -1;
+    std::int64_t finish = 0;  // latest over the producer's sub-stages
+    int written = 0;          // producer sub-stages done
+    int unread = 0;           // consumer sub-stages still to read it
   };
 
   struct IpuState {
@@ -67,15 +59,16 @@ class OrderedSchedule::Simulation {
     std::int64_t last_finish = 0;
   };
 
+  Entry& entry(Unit unit, int stage, std::int64_t m) {
+    std::vector<Entry>& rings = unit == kF ? forward_ : backward_;
+    return rings[static_cast<std::size_t>(stage) * kRingSize +
+                 (static_cast<std::size_t>(m) & (kRingSize - 1))];
+  }
+
   void reset() {
-    for (auto* rings : {&forward_, &backward_}) {
-      for (Ring& ring : *rings) {
-        ring.microbatch.assign(ring_size_, -1);
-        ring.finish.assign(ring_size_, 0);
-        ring.written.assign(ring_size_, 0);
-        ring.unread.assign(ring_size_, 0);
-      }
-    }
+    const auto entries = static_cast<std::size_t>(schedule_.layout().stages()) * kRingSize;
+    forward_.assign(entries, Entry{});
+    backward_.assign(entries, Entry{});
     ipus_.assign(schedule_.programs_.size(), IpuState{});
     for (std::size_t ipu = 0; ipu < ipus_.size(); ++ipu)
       ipus_[ipu].units = schedule_.programs_[ipu].units;
@@ -102,13 +95,6 @@ class OrderedSchedule::Simulation {
     }
   }
 
-  std::int64_t cost(Unit unit, int stage) const {
-    if (unit != kB)
-      return 1;
-    const std::int64_t backward = schedule_.splits_weight_grad() ? 1 : 2;
-    return backward + (schedule_.recomputes(stage) ? 1 : 0);
-  }
-
   // Runs the next unit of `ipu` if its input is ready and its output has room.
   bool step(int ipu, bool mark) {
     IpuState& state = ipus_[ipu];
@@ -119,33 +105,33 @@ class OrderedSchedule::Simulation {
     const int stage = program.chunk_stages[schedule_.chunk_of(unit, index)];
     const std::int64_t m = schedule_.microbatch_of(index);
     const int last = schedule_.layout().stages() - 1;
-    const std::size_t slot = static_cast<std::size_t>(m) & (ring_size_ - 1);
 
     // F_k(m) reads F_{k-1}(m) and feeds F_{k+1}(m); B_k(m) reads B_{k+1}(m), feeds B_{k-1}(m).
     const int direction = unit == kF ? -1 : 1;
     const int producer = stage + direction;
     const int consumer = stage - direction;
-    auto& rings = unit == kF ? forward_ : backward_;
-    Ring* input = unit != kW && producer >= 0 && producer <= last ? &rings[producer] : nullptr;
-    Ring* output = unit != kW && consumer >= 0 && consumer <= last ? &rings[stage] : nullptr;
+    Entry* input =
+        unit != kW && producer >= 0 && producer <= last ? &entry(unit, producer, m) : nullptr;
+    Entry* output =
+        unit != kW && consumer >= 0 && consumer <= last ? &entry(unit, stage, m) : nullptr;
     std::int64_t ready = 0;
     if (input != nullptr) {
       const int subs = static_cast<int>(schedule_.layout().ipus_of(producer).size());
-      if (input->microbatch[slot] != m || input->written[slot] != subs)
+      if (input->microbatch != m || input->written != subs)
         return false;
-      ready = input->finish[slot];
+      ready = input->finish;
     }
-    if (output != nullptr && output->microbatch[slot] != m && output->unread[slot] > 0)
+    if (output != nullptr && output->microbatch != m && output->unread > 0)
       return false;
 
     const std::int64_t start = std::max(state.free, ready);
-    const std::int64_t finish = start + cost(unit, stage);
+    const std::int64_t finish = start + schedule_.unit_cost(unit);
     if (input != nullptr)
-      --input->unread[slot];
+      --input->unread;
     if (output != nullptr)
-      publish(*output, slot, m, finish, consumer);
+      publish(*output, m, finish, consumer);
     if (mark)
-      count(ipu, segment.code, unit, stage, start);
+      count(ipu, unit, start);
     else if (state.done == 0)
       state.first_start = start;
     state.last_finish = finish;
@@ -155,23 +141,22 @@ class OrderedSchedule::Simulation {
     return true;
   }
 
-  void publish(Ring& ring, std::size_t slot, std::int64_t m, std::int64_t finish,
-               int consumer) const {
-    if (ring.microbatch[slot] != m) {
-      ring.microbatch[slot] = m;
-      ring.finish[slot] = finish;
-      ring.written[slot] = 1;
-      ring.unread[slot] = static_cast<int>(schedule_.layout().ipus_of(consumer).size());
+  void publish(Entry& output, std::int64_t m, std::int64_t finish, int consumer) const {
+    if (output.microbatch != m) {
+      output.microbatch = m;
+      output.finish = finish;
+      output.written = 1;
+      output.unread = static_cast<int>(schedule_.layout().ipus_of(consumer).size());
       return;
     }
-    ring.finish[slot] = std::max(ring.finish[slot], finish);
-    ++ring.written[slot];
+    output.finish = std::max(output.finish, finish);
+    ++output.written;
   }
 
-  void count(int ipu, CodePhase code, Unit unit, int stage, std::int64_t start) {
+  void count(int ipu, Unit unit, std::int64_t start) {
     PhaseCounts& counts = schedule_.counts_;
     Program& program = schedule_.programs_[ipu];
-    const std::int64_t tasks = unit == kB && schedule_.recomputes(stage) ? 2 : 1;
+    const std::int64_t tasks = schedule_.compute_tasks(unit);
     const std::int64_t after = ipus_[ipu].done + 1;
     if (start < counts.ramp_up_end) {
       counts.ramp_up += tasks;
@@ -183,23 +168,11 @@ class OrderedSchedule::Simulation {
     }
     if (start < counts.ramp_down_begin)
       program.ramp_down_unit = after;
-    switch (code) {
-      case CodePhase::kRampUp:
-        counts.code_ramp_up += tasks;
-        break;
-      case CodePhase::kRampDown:
-        counts.code_ramp_down += tasks;
-        break;
-      default:
-        counts.code_main += tasks;
-        break;
-    }
   }
 
   OrderedSchedule& schedule_;
-  std::size_t ring_size_ = 0;
-  std::vector<Ring> forward_;
-  std::vector<Ring> backward_;
+  std::vector<Entry> forward_;  // stage k's ring at [k * kRingSize, (k + 1) * kRingSize)
+  std::vector<Entry> backward_;
   std::vector<IpuState> ipus_;
 };
 
@@ -212,10 +185,15 @@ OrderedSchedule::OrderedSchedule(OrderKind kind, PipelineShape shape, Recomputat
     group_ = layout().ipus();
     chunks_ = layout().stages() / group_;
   }
+  // build_schedule refuses recompute_then_backpropagate here, so every stage recomputes alike
+  // and a unit holds the same compute tasks on every IPU.
+  IPUSIM_CHECK(recomputation() != RecomputationMode::kRecomputeThenBackpropagate);
   programs_.resize(layout().ipus());
   for (int ipu = 0; ipu < layout().ipus(); ++ipu)
     build_program(ipu);
-  Simulation(*this).run();
+  counts_.counts_steps = false;
+  count_code_phases();
+  place_phases();
   find_stash_depth();
 }
 
@@ -228,6 +206,18 @@ void OrderedSchedule::advance(const Program& program, Cursor& cursor) {
     return;
   cursor.rep = 0;
   ++cursor.segment;
+}
+
+// F, B (with its R when recomputing) or W.
+std::int64_t OrderedSchedule::compute_tasks(Unit unit) const {
+  return unit == kB && recomputes(0) ? 2 : 1;
+}
+
+// The unit-time cost: F and W 1, B 2 (1 when W is split off) plus 1 for its R.
+std::int64_t OrderedSchedule::unit_cost(Unit unit) const {
+  if (unit != kB)
+    return 1;
+  return (splits_weight_grad() ? 1 : 2) + (recomputes(0) ? 1 : 0);
 }
 
 std::string OrderedSchedule::name() const {
@@ -369,6 +359,77 @@ void OrderedSchedule::build_program(int ipu) {
   add_segment(program, {kW}, std::min(deferral, total), CodePhase::kRampDown);
 }
 
+void OrderedSchedule::count_code_phases() {
+  for (const Program& program : programs_) {
+    for (const Segment& segment : program.segments) {
+      std::int64_t tasks = 0;
+      for (int position = 0; position < segment.length; ++position)
+        tasks += compute_tasks(segment.units[position]);
+      std::int64_t& count = segment.code == CodePhase::kRampUp     ? counts_.code_ramp_up
+                            : segment.code == CodePhase::kRampDown ? counts_.code_ramp_down
+                                                                   : counts_.code_main;
+      count += tasks * segment.reps;
+    }
+  }
+}
+
+// M itself while small, else the M' of the top of ordered_schedule.hpp.
+std::int64_t OrderedSchedule::simulated_microbatches() const {
+  const std::int64_t m = shape().microbatches;
+  const std::int64_t n = layout().stages();
+  const std::int64_t settled =
+      kind_ == OrderKind::kInterleaved1F1B ? std::min<std::int64_t>(n, 2 * group_) : n;
+  const std::int64_t base = settled + group_;
+  if (m < base + group_)
+    return m;
+  return base + (m - base) % group_;
+}
+
+void OrderedSchedule::place_phases() {
+  const std::int64_t simulated = simulated_microbatches();
+  if (simulated == shape().microbatches) {
+    Simulation(*this).run();
+    return;
+  }
+  PipelineShape shorter = shape();
+  shorter.microbatches = simulated;
+  extrapolate_phases(OrderedSchedule(kind_, std::move(shorter), recomputation()),
+                     (shape().microbatches - simulated) / group_);
+}
+
+// Each period left out of `simulated` runs P micro-batches of every chunk on every IPU, back to
+// back in the steady part: its units and compute tasks join the main phase and its work
+// delays the ramp-down and the end.
+void OrderedSchedule::extrapolate_phases(const OrderedSchedule& simulated, std::int64_t periods) {
+  std::int64_t units = 0;
+  std::int64_t tasks = 0;
+  std::int64_t work = 0;
+  for (Unit unit : {kF, kB, kW}) {
+    if ((unit == kB && !shape().training) || (unit == kW && !splits_weight_grad()))
+      continue;
+    units += group_ * chunks_;
+    tasks += group_ * chunks_ * compute_tasks(unit);
+    work += group_ * chunks_ * unit_cost(unit);
+  }
+  const PhaseCounts& base = simulated.counts_;
+  // The ramp-down begins when the first IPU finishes, which moves with the work added.
+  IPUSIM_CHECK(base.ramp_down_begin > base.ramp_up_end);
+  counts_.makespan = base.makespan + periods * work;
+  counts_.ramp_up_end = base.ramp_up_end;
+  counts_.ramp_down_begin = base.ramp_down_begin + periods * work;
+  counts_.ramp_up = base.ramp_up;
+  counts_.main = base.main;
+  counts_.ramp_down = base.ramp_down;
+  for (std::size_t ipu = 0; ipu < programs_.size(); ++ipu) {
+    const Program& model = simulated.programs_[ipu];
+    if (model.units == 0)
+      continue;
+    programs_[ipu].main_unit = model.main_unit;
+    programs_[ipu].ramp_down_unit = model.ramp_down_unit + periods * units;
+    counts_.main += periods * tasks;
+  }
+}
+
 void OrderedSchedule::tasks_in_step(std::int64_t, int, std::vector<Task>&) const {
   // Only step-based schedules have steps; asking otherwise is a caller bug.
   IPUSIM_CHECK(step_based());
@@ -472,20 +533,30 @@ void OrderedSchedule::locate(Task& task) const {
   stamp(task, program, *segment, number);
 }
 
-// The most micro-batches with F done and B pending. It peaks by the end of the warm-up or
-// within the next two periods of the steady part (which repeats every group * chunks
-// repetitions), and only falls during the cool-down, so a prefix of the order suffices.
+// The most micro-batches with F done and B pending. The warm-up runs forwards only, so it
+// peaks there or within the next two periods of the steady part (which repeats every
+// group * chunks repetitions), and only falls during the cool-down: the warm-up is counted
+// and a bounded stretch after it walked.
 void OrderedSchedule::find_stash_depth() {
   stash_depth_.assign(layout().stages(), 0);
   if (!shape().training)
     return;
+  const std::int64_t period = group_ * chunks_;
   for (const Program& program : programs_) {
     if (program.units == 0)
       continue;
-    const std::int64_t horizon =
-        std::min(program.units, program.warmup + 8 * group_ * chunks_ + 16);
     std::vector<std::int64_t> in_flight(chunks_, 0);
+    for (int chunk = 0; chunk < chunks_; ++chunk) {
+      // Forward index i runs chunk (i / P) mod v: P of every period, part of the last one.
+      const std::int64_t rest = program.warmup % period - chunk * group_;
+      in_flight[chunk] =
+          program.warmup / period * group_ + std::clamp<std::int64_t>(rest, 0, group_);
+      const int stage = program.chunk_stages[chunk];
+      stash_depth_[stage] = std::max(stash_depth_[stage], in_flight[chunk]);
+    }
     Cursor cursor;
+    cursor.segment = program.warmup > 0 ? 1 : 0;
+    const std::int64_t horizon = std::min(program.units - program.warmup, 8 * period + 16);
     for (std::int64_t done = 0; done < horizon; ++done) {
       const Segment& segment = program.segments[cursor.segment];
       const Unit unit = segment.units[cursor.position];

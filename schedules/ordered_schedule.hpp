@@ -25,6 +25,17 @@
 // F = 1, B = 2 (B = 1 and W = 1 when split), R = 1 and free copies: ramp-up is what starts
 // before the last IPU starts its first compute task, ramp-down what starts once the first
 // IPU has finished its last compute task. Phase counts count compute tasks over all IPUs.
+//
+// The simulation runs fewer than S + 2P micro-batches, where P = 1 but for interleaved_1f1b
+// and S = N but for interleaved_1f1b's min(N, 2P), so building takes O(N^2) time (O(N*P) for
+// interleaved_1f1b) whatever M. From S + P micro-batches on, P more micro-batches insert one
+// period (P*v units of each kind) where every IPU runs back to back (its steady part; gpipe's
+// forwards and backwards), which delays what follows by exactly the period's work. So from
+// M = S + 2P on the simulation runs M' = S + P + (M - S - P) mod P micro-batches, and each of
+// the (M - M') / P periods left out adds its units and compute tasks to the main phase of
+// every IPU and its work to the ramp-down and the end. The schedule tests check this against
+// a simulation of the whole program for every builder and variant: N up to 8 with M up to 64,
+// N up to 24 (96 with many chunks per IPU) past M'.
 
 #include <array>
 #include <cstdint>
@@ -98,6 +109,8 @@ class OrderedSchedule final : public Schedule {
   class Simulation;
 
   static void advance(const Program& program, Cursor& cursor);
+  std::int64_t compute_tasks(Unit unit) const;
+  std::int64_t unit_cost(Unit unit) const;
 
   int chunk_of(Unit unit, std::int64_t index) const;
   std::int64_t microbatch_of(std::int64_t index) const;
@@ -111,6 +124,10 @@ class OrderedSchedule final : public Schedule {
   void build_program(int ipu);
   void add_segment(Program& program, std::vector<Unit> units, std::int64_t reps,
                    CodePhase code) const;
+  void count_code_phases();
+  std::int64_t simulated_microbatches() const;
+  void place_phases();
+  void extrapolate_phases(const OrderedSchedule& simulated, std::int64_t periods);
   void find_stash_depth();
 
   OrderKind kind_;

@@ -1,5 +1,6 @@
 #include "schedules/schedule.hpp"
 
+#include "schedules/schedule_error.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::schedules {
@@ -26,6 +27,22 @@ Schedule::Schedule(PipelineShape shape, RecomputationMode resolved, bool relaxed
       relaxed_(relaxed),
       split_weight_grad_(split_weight_grad) {
   IPUSIM_CHECK(resolved != RecomputationMode::kAuto);
+  IPUSIM_CHECK(layout_.stages() > 0);
+  check_size();
+}
+
+// Before any builder multiplies by M.
+void Schedule::check_size() const {
+  const std::int64_t per_microbatch = tasks_per_microbatch();
+  if (shape_.microbatches <= kMaxTasks / per_microbatch)
+    return;
+  throw ScheduleError(ScheduleOption::kGradientAccumulationCount,
+                      "gradient_accumulation_count is " + std::to_string(shape_.microbatches) +
+                          ", but each micro-batch gives this pipeline " +
+                          std::to_string(per_microbatch) +
+                          " tasks and ipusim counts at most 2^60 tasks in one repeat, so it "
+                          "can be at most " +
+                          std::to_string(kMaxTasks / per_microbatch));
 }
 
 Schedule::~Schedule() = default;
@@ -42,6 +59,27 @@ bool Schedule::recomputes(int stage) const {
     default:
       return false;
   }
+}
+
+// Per stage and IPU: F with its feeds and activation copies; B, R and W with the gradient
+// copies when training.
+std::int64_t Schedule::tasks_per_microbatch() const {
+  const int last = layout_.stages() - 1;
+  std::vector<Task> copies;
+  std::int64_t tasks = 0;
+  for (int stage = 0; stage <= last; ++stage) {
+    for (int ipu : layout_.ipus_of(stage)) {
+      copies.clear();
+      append_boundary_copies(ipu, stage, CopyKind::kActivation, copies);
+      tasks += 1 + (stage == 0 ? 1 : 0) + (stage == last ? 1 : 0);
+      if (shape_.training) {
+        append_boundary_copies(ipu, stage, CopyKind::kGradient, copies);
+        tasks += 1 + (recomputes(stage) ? 1 : 0) + (splits_weight_grad() ? 1 : 0);
+      }
+      tasks += static_cast<std::int64_t>(copies.size());
+    }
+  }
+  return tasks;
 }
 
 Task Schedule::work(Op op, int stage, int ipu, std::int64_t microbatch) const {

@@ -103,6 +103,13 @@ class Schedule {
   // unless `locate` is false (the replay needs only the work fields). `out` is cleared first.
   void dependencies(const Task& task, std::vector<Task>& out, bool locate = true) const;
 
+  // The tasks one micro-batch adds to the programs of all IPUs.
+  std::int64_t tasks_per_microbatch() const;
+  // The most tasks one repeat may hold. Every count a schedule derives (tasks, steps,
+  // unit-time makespans, phase counts) stays within twice the tasks of one repeat, so this
+  // bound keeps them exact in 64 bits.
+  static constexpr std::int64_t kMaxTasks = std::int64_t{1} << 60;
+
   // FIFO depth per stage (in micro-batches).
   virtual std::vector<std::int64_t> stash_depth() const = 0;
   virtual std::vector<StashKind> stash_kind() const = 0;
@@ -114,7 +121,8 @@ class Schedule {
   void append_boundary_copies(int ipu, int stage, CopyKind kind, std::vector<Task>& out) const;
 
  protected:
-  // split_weight_grad asks for W tasks; they exist only when training.
+  // split_weight_grad asks for W tasks; they exist only when training. Throws ScheduleError
+  // when one repeat would hold more than kMaxTasks tasks.
   Schedule(PipelineShape shape, RecomputationMode resolved, bool relaxed, bool split_weight_grad);
 
   // A task of the given work placed on `ipu`, with the substage the layout gives it.
@@ -123,6 +131,7 @@ class Schedule {
   virtual void locate(Task& task) const = 0;
 
  private:
+  void check_size() const;
   void add_inputs(int producer, const Task& consumer, Op producer_op, CopyKind kind,
                   std::vector<Task>& out) const;
   void add_pipeline_ends(int ipu, std::vector<Task>& out) const;

@@ -141,6 +141,10 @@ class Auditor {
     if (expected.size() != position_.size())
       return std::to_string(position_.size()) + " tasks run, " + std::to_string(expected.size()) +
              " expected";
+    if (static_cast<std::int64_t>(expected.size()) !=
+        s_.tasks_per_microbatch() * s_.shape().microbatches)
+      return "tasks_per_microbatch is " + std::to_string(s_.tasks_per_microbatch()) + " for " +
+             std::to_string(expected.size()) + " tasks";
     return "";
   }
 

@@ -84,6 +84,34 @@ TEST_CASE("every illegal M up to 64 is rejected and every legal one accepted") {
   }
 }
 
+TEST_CASE(
+    "an M that makes more than 2^60 tasks in a repeat is refused with the largest M that fits") {
+  // 2 stages: infeed, F, copy and B on IPU0; F, outfeed, B and copy on IPU1.
+  const std::int64_t largest = (std::int64_t{1} << 60) / 8;
+  CHECK(build_schedule("grouped", one_per_ipu(2, largest))->steps() == largest + 4);
+  const ScheduleError error = error_of("grouped", one_per_ipu(2, largest + 4));
+  CHECK(error.option() == ScheduleOption::kGradientAccumulationCount);
+  CHECK(std::string(error.what()) ==
+        "gradient_accumulation_count is 144115188075855876, but each micro-batch gives this "
+        "pipeline 8 tasks and ipusim counts at most 2^60 tasks in one repeat, so it can be at "
+        "most 144115188075855872");
+}
+
+TEST_CASE("a config-sized M is refused when concurrent stages multiply the copies") {
+  // Two stages on the same 1024 IPUs: each IPU runs F and B of both stages, the infeed, the
+  // outfeed and 1023 copies each way: 2 * 1024 * 1026 tasks per micro-batch.
+  PipelineShape shape = one_per_ipu(2, std::int64_t{1} << 40);
+  shape.device_mapping.assign(2, {});
+  for (int ipu = 0; ipu < 1024; ++ipu) {
+    shape.device_mapping[0].push_back(ipu);
+    shape.device_mapping[1].push_back(ipu);
+  }
+  CHECK(std::string(error_of("grouped", shape).what()) ==
+        "gradient_accumulation_count is 1099511627776, but each micro-batch gives this "
+        "pipeline 2101248 tasks and ipusim counts at most 2^60 tasks in one repeat, so it can be "
+        "at most 548684165127");
+}
+
 TEST_CASE("relaxed divisibility still needs at least one micro-batch") {
   CHECK(std::string(error_of("grouped", relaxed(one_per_ipu(2, 0))).what()) ==
         "gradient_accumulation_count must be at least 1, but it is 0");

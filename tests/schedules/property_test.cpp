@@ -1,10 +1,13 @@
-// Invariants of every builder over many pipeline sizes (see audit.hpp for what is checked).
+// Invariants of every builder over many pipeline sizes (see audit.hpp for what is checked), and
+// the phases of the dependency-ordered builders against a unit-time simulation of the whole
+// program (see unit_time.hpp).
 
 #include <catch2/catch.hpp>
 
 #include "audit.hpp"
 #include "schedules/build.hpp"
 #include "shapes.hpp"
+#include "unit_time.hpp"
 
 using namespace ipusim::schedules;
 using namespace ipusim::schedules::testing;
@@ -16,6 +19,25 @@ void check_audit(const std::string& name, const PipelineShape& shape) {
   const std::string failure = audit(*schedule);
   INFO(name << " N=" << shape.stages() << " IPUs=" << shape.ipus() << " M=" << shape.microbatches);
   CHECK(failure == "");
+}
+
+// The shape as given, with recompute_and_backpropagate_interleaved, and in inference.
+std::vector<PipelineShape> variants(const PipelineShape& shape) {
+  PipelineShape recomputing = shape;
+  recomputing.recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved;
+  PipelineShape inference = shape;
+  inference.training = false;
+  return {shape, recomputing, inference};
+}
+
+void check_phases(const std::string& name, const PipelineShape& shape) {
+  for (const PipelineShape& variant : variants(shape)) {
+    const auto schedule = build_schedule(name, variant);
+    INFO(name << " N=" << shape.stages() << " IPUs=" << shape.ipus() << " M=" << shape.microbatches
+              << " training=" << variant.training
+              << " recomputation=" << (variant.recomputation != RecomputationMode::kNone));
+    CHECK(compare_with_unit_time(*schedule) == "");
+  }
 }
 
 }  // namespace
@@ -80,5 +102,56 @@ TEST_CASE("recomputation, inference, replicas and odd mappings keep the invarian
     PipelineShape shared = relaxed(round_robin(5, 2, m));
     check_audit("grouped", shared);
     check_audit("sequential", shared);
+  }
+}
+
+TEST_CASE("gpu schedule phases match the unit-time simulation for N up to 8 and M up to 64") {
+  for (const std::string name : {"gpipe", "1f1b", "zero_bubble_h1"}) {
+    for (int n = 1; n <= 8; ++n) {
+      for (int m = 1; m <= 64; ++m)
+        check_phases(name, one_per_ipu(n, m));
+    }
+  }
+}
+
+TEST_CASE("interleaved_1f1b phases match the unit-time simulation for every even split") {
+  for (int n = 1; n <= 8; ++n) {
+    for (int ipus = 1; ipus <= n; ++ipus) {
+      if (n % ipus != 0)
+        continue;
+      for (int m = ipus; m <= 64; m += ipus)
+        check_phases("interleaved_1f1b", round_robin(n, ipus, m));
+    }
+  }
+}
+
+TEST_CASE("gpu schedule phases match the unit-time simulation for longer pipelines") {
+  for (int n : {12, 16, 24}) {
+    for (int m = 1; m <= 3 * n + 8; ++m) {
+      for (const std::string name : {"gpipe", "1f1b", "zero_bubble_h1"})
+        check_phases(name, one_per_ipu(n, m));
+    }
+    for (int ipus : {n / 4, n / 2, n}) {
+      for (int m = ipus; m <= n + 6 * ipus; m += ipus)
+        check_phases("interleaved_1f1b", round_robin(n, ipus, m));
+    }
+  }
+  for (int ipus : {2, 3}) {
+    for (int chunks : {16, 32}) {
+      for (int m = ipus; m <= 6 * ipus; m += ipus)
+        check_phases("interleaved_1f1b", round_robin(ipus * chunks, ipus, m));
+    }
+  }
+}
+
+TEST_CASE("gpu schedule phases match the unit-time simulation with concurrent and skipped IPUs") {
+  for (int m = 1; m <= 32; ++m) {
+    for (const auto& mapping : {std::vector<std::vector<int>>{{0}, {1, 2}, {3}},
+                                std::vector<std::vector<int>>{{0}, {2}, {3, 5}, {4}}}) {
+      PipelineShape shape = one_per_ipu(1, m);
+      shape.device_mapping = mapping;
+      for (const std::string name : {"gpipe", "1f1b", "zero_bubble_h1"})
+        check_phases(name, shape);
+    }
   }
 }

@@ -182,6 +182,26 @@ TEST_CASE("the closed forms need no memory for huge M") {
   CHECK(schedule->phase_counts().main == m - 7);
 }
 
+TEST_CASE("gpu schedules place their phases at the largest M without simulating it") {
+  const std::int64_t m = std::int64_t{1} << 40;
+  // 1f1b: the unit-time makespan is (M + N - 1)(F + B) and the last stage ends (N - 1)B before
+  // it; ramp-up and ramp-down hold as many tasks as for M = 8, main the other 2MN.
+  const PhaseCounts counts = build_schedule("1f1b", one_per_ipu(4, m))->phase_counts();
+  CHECK(std::vector{counts.makespan, counts.ramp_up_end, counts.ramp_down_begin} ==
+        std::vector<std::int64_t>{3 * m + 9, 3, 3 * m + 3});
+  CHECK(std::vector{counts.ramp_up, counts.main, counts.ramp_down} ==
+        std::vector<std::int64_t>{6, 8 * m - 10, 4});
+  CHECK(std::vector{counts.code_ramp_up, counts.code_main, counts.code_ramp_down} ==
+        std::vector<std::int64_t>{6, 8 * m - 12, 6});
+  const auto gpipe = build_schedule("gpipe", one_per_ipu(4, m));
+  CHECK(gpipe->phase_counts().makespan == 3 * m + 9);
+  CHECK(gpipe->stash_depth() == std::vector<std::int64_t>{m, m, m, m});
+  CHECK(build_schedule("zero_bubble_h1", one_per_ipu(4, m))->phase_counts().makespan == 3 * m + 3);
+  // Megatron-LM's bubble: (P - 1)(F + B) on top of the 3Mv of work on each IPU.
+  CHECK(build_schedule("interleaved_1f1b", round_robin(8, 4, m))->phase_counts().makespan ==
+        6 * m + 9);
+}
+
 TEST_CASE("the weight update follows the ramp-down and waits for every IPU") {
   PipelineShape shape = one_per_ipu(2, 4);
   shape.replicas = 2;

@@ -1,7 +1,9 @@
-// Throughput and memory of the schedule builders: tasks generated per second through
-// program_task (every builder) and tasks_in_step (step-based ones), and the process's peak
-// RSS after each size, for N in {4, 16, 64} stages and M from 1e3 to 1e6 micro-batches. M grows
-// innermost, so a schedule whose memory grew with M would show as a rising peak.
+// Throughput and memory of the schedule builders. First the time to build (and so validate)
+// every schedule at the largest M a config accepts, 2^40, for N in {4, 64, 1024}; then tasks
+// generated per second through program_task (every builder) and tasks_in_step (step-based
+// ones), and the process's peak RSS after each size, for N in {4, 16, 64} stages and M from 1e3
+// to 1e6 micro-batches. M grows innermost, so a schedule whose memory grew with M would show as
+// a rising peak.
 //
 // Usage: schedule_bench [tasks per measurement, default 4000000]. Beyond that budget the
 // tasks measured are spread evenly over the programs and steps.
@@ -99,11 +101,31 @@ double step_rate(const Schedule& schedule, std::int64_t budget, std::int64_t& si
   return static_cast<double>(count) / seconds_since(start);
 }
 
+// Builds every schedule at M = 2^40; validation builds the schedule and nothing more.
+void print_largest_m_builds() {
+  constexpr std::int64_t kLargestM = std::int64_t{1} << 40;
+  std::printf("%-17s %5s %14s %10s %14s\n", "schedule", "N", "M", "build ms", "peak RSS MB");
+  for (const auto& info : ipusim::schedules::schedule_catalogue()) {
+    for (int stages : {4, 64, 1024}) {
+      const auto start = Clock::now();
+      const auto schedule =
+          ipusim::schedules::build_schedule(info.name, shape_for(info.name, stages, kLargestM));
+      const double build_ms = 1e3 * seconds_since(start);
+      std::printf("%-17s %5d %14lld %10.2f %14.1f\n", info.name.c_str(), stages,
+                  static_cast<long long>(schedule->shape().microbatches), build_ms,
+                  static_cast<double>(peak_rss_kb()) / 1024);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::int64_t budget = argc > 1 ? std::stoll(argv[1]) : 4'000'000;
   std::int64_t sink = 0;
+  print_largest_m_builds();
   std::printf("%-17s %3s %8s %10s %16s %16s %14s\n", "schedule", "N", "M", "build ms",
               "program tasks/s", "step tasks/s", "peak RSS MB");
   for (const auto& info : ipusim::schedules::schedule_catalogue()) {
