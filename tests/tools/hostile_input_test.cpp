@@ -288,3 +288,30 @@ TEST_CASE("train counts outside their range are usage errors, not wrapped produc
   CHECK(steps.code == 1);
   CHECK(steps.err == "error: --steps: Value 0 not in range 1 to 1099511627776\n");
 }
+
+TEST_CASE("every schedule validates at the largest accumulation count without walking it") {
+  // Before, the GPU-world schedules simulated all M micro-batches here and ran for hours.
+  for (const char* schedule : {"grouped", "interleaved", "sequential", "gpipe", "1f1b",
+                               "interleaved_1f1b", "zero_bubble_h1"}) {
+    const CliResult result = run_ipusim({"validate", "configs/tf1_mnist_2ipu.json", "--schedule",
+                                         schedule, "--gac", "1099511627776"});
+    INFO(schedule << ": " << result.err);
+    CHECK(result.code == 0);
+    CHECK(result.out.find(std::string(", ") + schedule +
+                          " schedule, gradient accumulation 1099511627776,") != std::string::npos);
+  }
+}
+
+TEST_CASE("the step table of a schedule too long to print is refused at the accumulation count") {
+  const CliResult result =
+      run_ipusim({"schedule", "configs/tf1_mnist_2ipu.json", "--gac", "1099511627776"});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  // Grouped on 2 stages makes 8 tasks a micro-batch: F and B of each stage, a copy each way,
+  // the infeed and the outfeed; 8 x 2^40 = 8796093022208.
+  CHECK(result.err ==
+        "error: --gac 1099511627776: at /pipeline/gradient_accumulation_count: ipusim schedule "
+        "prints every task of a repeat, and 1099511627776 micro-batches make 8796093022208 "
+        "tasks, more than the 10,000,000 it prints; the pattern repeats after the ramp-up, so a "
+        "smaller count shows it\n");
+}

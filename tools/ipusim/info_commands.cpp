@@ -5,10 +5,31 @@
 
 #include "schedules/build.hpp"
 #include "schedules/render.hpp"
+#include "sim/core/error.hpp"
 #include "sim/model_summary.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
+namespace {
+
+// The step table holds every task of a repeat, built in memory: at M = 2^40 it would never end.
+constexpr std::int64_t kMaxPrintedTasks = 10'000'000;
+
+void check_printable(const sim::RunSpec& spec) {
+  const std::int64_t tasks =
+      spec.schedule->tasks_per_microbatch() * spec.pipeline.gradient_accumulation_count;
+  if (tasks <= kMaxPrintedTasks)
+    return;
+  const std::string pointer = "/pipeline/gradient_accumulation_count";
+  throw core::ConfigError(spec.source_of(pointer), pointer,
+                          "ipusim schedule prints every task of a repeat, and " +
+                              std::to_string(spec.pipeline.gradient_accumulation_count) +
+                              " micro-batches make " + std::to_string(tasks) +
+                              " tasks, more than the 10,000,000 it prints; the pattern repeats "
+                              "after the ramp-up, so a smaller count shows it");
+}
+
+}  // namespace
 
 void add_validate_command(CLI::App& app, std::ostream& out) {
   auto config = std::make_shared<ConfigArgs>();
@@ -47,6 +68,7 @@ void add_schedule_command(CLI::App& app, std::ostream& out) {
       "Example:\n  ipusim schedule configs/tf1_mnist_2ipu.json --schedule interleaved --gac 8");
   command->callback([o, &out] {
     const auto spec = load(o->config);
+    check_printable(spec);
     if (o->format == "json") {
       out << schedules::schedule_to_json(*spec.schedule).dump(2) << "\n";
     } else {
