@@ -37,8 +37,6 @@ void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path = tr
 
 sim::RunSpec load(const ConfigArgs& args);
 
-using core::write_file_atomically;
-
 void add_run_command(CLI::App& app, std::ostream& out);
 void add_validate_command(CLI::App& app, std::ostream& out);
 void add_model_command(CLI::App& app, std::ostream& out);
