@@ -254,6 +254,10 @@ void ConfigDocument::apply_overrides(State& state, const std::vector<Override>& 
     if (pointer.size() < 2) {
       throw ConfigError(override_.label, "", "the path to set is empty");
     }
+    // Files are checked by the JSON parser; text from the command line is checked here, or a
+    // later dump of it (an error message, a report) would fail.
+    if (!is_utf8(override_.path) || !is_utf8(override_.value))
+      throw ConfigError(override_.label, "", "the override is not valid UTF-8 text");
     const auto parsed = parse_override_value(override_, pointer);
     const nlohmann::json value = parsed ? *parsed : nlohmann::json(override_.value);
     set_at_pointer(state.value, pointer, value, override_.label, state.origins);
@@ -288,6 +292,9 @@ ConfigDocument::ConfigDocument(std::shared_ptr<const State> state) : state_(std:
 
 ConfigDocument ConfigDocument::load(const std::string& path,
                                     const std::vector<Override>& overrides) {
+  // Reports carry the path as a JSON string.
+  if (!is_utf8(path))
+    throw ConfigError(path, "", "the file name is not valid UTF-8 text");
   auto state = std::make_shared<State>();
   state->path = path;
   state->value = nlohmann::json::object();

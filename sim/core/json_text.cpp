@@ -218,6 +218,15 @@ Json parse_json_text(const std::string& text, const std::string& source) {
   throw ConfigError(source, "", "malformed JSON at " + where + ": " + sax.message());
 }
 
+bool is_utf8(const std::string& text) {
+  try {
+    Json(text).dump();
+    return true;
+  } catch (const Json::type_error&) {
+    return false;
+  }
+}
+
 std::optional<Json> parse_json_value(const std::string& text, const std::string& source) {
   Json result;
   TrackingSax sax(result);

@@ -24,6 +24,9 @@ std::optional<std::string> read_regular_file(const std::string& path, std::strin
 // Parses `text`; errors name `source`, the line and column and, for values, their JSON pointer.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
 
+// Whether `text` is valid UTF-8, as every string in a JSON document must be.
+bool is_utf8(const std::string& text);
+
 // An override's VALUE: JSON when it is JSON, nullopt when it is not (then taken as a string).
 // A number out of range or nesting too deep is a ConfigError naming `source`.
 std::optional<nlohmann::json> parse_json_value(const std::string& text, const std::string& source);

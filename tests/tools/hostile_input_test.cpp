@@ -315,3 +315,15 @@ TEST_CASE("the step table of a schedule too long to print is refused at the accu
         "tasks, more than the 10,000,000 it prints; the pattern repeats after the ramp-up, so a "
         "smaller count shows it\n");
 }
+
+TEST_CASE("text that is not UTF-8 is refused where it enters, not when a report is written") {
+  const std::string bad = "\xff\xfe";
+  CHECK(validate_error({"--set", "description=" + bad}) ==
+        "error: --set description=" + bad + ": the override is not valid UTF-8 text\n");
+  CHECK(validate_error({"--splits", bad}) ==
+        "error: --splits " + bad + ": the option is not valid UTF-8 text\n");
+  const CliResult result = run_ipusim({"run", "tests/tools/data/" + bad + ".json"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: tests/tools/data/" + bad + ".json: the file name is not valid UTF-8 text\n");
+}

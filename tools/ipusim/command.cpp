@@ -7,6 +7,15 @@ namespace {
 
 // A number given to a short form: its text goes into the config as written, so that the
 // config reader checks its type and range and names the option in the error.
+// A string as a JSON literal for an override's VALUE; text that is not UTF-8 is refused.
+std::string json_literal(const nlohmann::json& value, const std::string& label) {
+  try {
+    return value.dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw core::ConfigError(label, "", "the option is not valid UTF-8 text");
+  }
+}
+
 // How an error names the option: "--gac 0", "--schedule ''".
 std::string label(const std::string& flag, const std::string& value) {
   return flag + " " + (value.empty() ? "''" : value);
@@ -30,8 +39,8 @@ CLI::Option* keep(CLI::App* command, const std::string& name, std::optional<T>& 
 std::vector<core::Override> ConfigArgs::overrides() const {
   std::vector<core::Override> out;
   if (schedule) {
-    out.push_back({"/pipeline/pipeline_schedule", nlohmann::json(*schedule).dump(),
-                   label("--schedule", *schedule)});
+    const std::string name = label("--schedule", *schedule);
+    out.push_back({"/pipeline/pipeline_schedule", json_literal(*schedule, name), name});
   }
   add_number(out, "/pipeline/gradient_accumulation_count", gac, "--gac");
   add_number(out, "/pipeline/micro_batch_size", micro_batch, "--micro-batch");
@@ -40,7 +49,8 @@ std::vector<core::Override> ConfigArgs::overrides() const {
     std::string joined;
     for (const auto& split : *splits)
       joined += (joined.empty() ? "" : ",") + split;
-    out.push_back({"/pipeline/splits", nlohmann::json(*splits).dump(), label("--splits", joined)});
+    const std::string name = label("--splits", joined);
+    out.push_back({"/pipeline/splits", json_literal(*splits, name), name});
   }
   for (const auto& set : sets)
     out.push_back(core::parse_set_argument(set));
