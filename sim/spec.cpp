@@ -403,14 +403,15 @@ std::string offload_without_fifos(const RunSpec& spec) {
     return "offload_activations moves Graphcore's stash FIFOs to streaming memory, and the " +
            schedule.name() + rest;
   }
+  const std::string nothing = "offload_activations has nothing to move: ";
   if (!spec.pipeline.training)
-    return "offload_activations has nothing to move: an inference pipeline keeps no stash";
-  if (schedule.name() == "sequential")
-    return "offload_activations has nothing to move: the sequential schedule keeps no stash FIFOs";
+    return nothing + "an inference pipeline keeps no stash";
   const auto depth = schedule.stash_depth();
-  if (std::none_of(depth.begin(), depth.end(), [](std::int64_t d) { return d > 0; }))
-    return "offload_activations has nothing to move: a single stage keeps no stash FIFO";
-  return "";
+  if (std::any_of(depth.begin(), depth.end(), [](std::int64_t d) { return d > 0; }))
+    return "";
+  if (depth.size() == 1)
+    return nothing + "a single stage keeps no stash FIFO";
+  return nothing + "the " + schedule.name() + " schedule keeps no stash FIFOs";
 }
 
 // An option that is accepted must act.

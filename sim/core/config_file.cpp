@@ -34,19 +34,12 @@ std::string read_text(const std::string& shown_path, const std::string& includer
                     "cannot read included file '" + shown_path + "': " + *problem);
 }
 
-std::string escape(const std::string& key) {
-  std::string out;
-  for (char c : key)
-    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
-}
-
 void record_all(const nlohmann::json& value, const std::string& pointer, const std::string& source,
                 Origins& origins) {
   origins.record(pointer, source);
   if (value.is_object()) {
     for (const auto& [key, child] : value.items()) {
-      record_all(child, pointer + "/" + escape(key), source, origins);
+      record_all(child, pointer + "/" + escape_pointer_token(key), source, origins);
     }
   }
 }
@@ -55,7 +48,7 @@ void record_all(const nlohmann::json& value, const std::string& pointer, const s
 void merge_into(nlohmann::json& target, const nlohmann::json& source, const std::string& pointer,
                 const std::string& file, Origins& origins) {
   for (const auto& [key, value] : source.items()) {
-    const std::string child = pointer + "/" + escape(key);
+    const std::string child = pointer + "/" + escape_pointer_token(key);
     if (value.is_object() && target.contains(key) && target[key].is_object()) {
       merge_into(target[key], value, child, file, origins);
     } else {
@@ -213,7 +206,7 @@ void set_at_pointer(nlohmann::json& root, const std::string& pointer, const nloh
     if (node->is_array()) {
       const auto index = array_index(token);
       if (!index || *index > node->size()) {
-        throw ConfigError(label, at + "/" + escape(token),
+        throw ConfigError(label, at + "/" + escape_pointer_token(token),
                           "'" + token + "' is not an index of this list of " +
                               std::to_string(node->size()) + " entries");
       }
@@ -226,10 +219,10 @@ void set_at_pointer(nlohmann::json& root, const std::string& pointer, const nloh
         origins.record(at, label);
       }
       if (!node->contains(token))
-        origins.record(at + "/" + escape(token), label);
+        origins.record(at + "/" + escape_pointer_token(token), label);
       node = &(*node)[token];
     }
-    at += "/" + escape(token);
+    at += "/" + escape_pointer_token(token);
   }
   *node = value;
   record_all(value, at, label, origins);
@@ -244,6 +237,16 @@ std::optional<nlohmann::json> parse_override_value(const Override& override_,
   } catch (const ConfigError& error) {
     throw ConfigError(override_.label, pointer + error.pointer(), error.message());
   }
+}
+
+std::shared_ptr<ConfigDocument::State> empty_state(const std::string& path) {
+  // Reports carry the path as a JSON string.
+  if (!is_utf8(path))
+    throw ConfigError(path, "", "the file name is not valid UTF-8 text");
+  auto state = std::make_shared<ConfigDocument::State>();
+  state->path = path;
+  state->value = nlohmann::json::object();
+  return state;
 }
 
 }  // namespace
@@ -273,7 +276,7 @@ std::string to_json_pointer(const std::string& path) {
     std::size_t end = path.find('.', start);
     if (end == std::string::npos)
       end = path.size();
-    out += "/" + escape(path.substr(start, end - start));
+    out += "/" + escape_pointer_token(path.substr(start, end - start));
     start = end + 1;
   }
   return out;
@@ -292,12 +295,7 @@ ConfigDocument::ConfigDocument(std::shared_ptr<const State> state) : state_(std:
 
 ConfigDocument ConfigDocument::load(const std::string& path,
                                     const std::vector<Override>& overrides) {
-  // Reports carry the path as a JSON string.
-  if (!is_utf8(path))
-    throw ConfigError(path, "", "the file name is not valid UTF-8 text");
-  auto state = std::make_shared<State>();
-  state->path = path;
-  state->value = nlohmann::json::object();
+  auto state = empty_state(path);
   Loader(*state).load(path, "", "");
   apply_overrides(*state, overrides);
   return ConfigDocument(std::move(state));
@@ -305,9 +303,7 @@ ConfigDocument ConfigDocument::load(const std::string& path,
 
 ConfigDocument ConfigDocument::parse(const std::string& text, const std::string& path,
                                      const std::vector<Override>& overrides) {
-  auto state = std::make_shared<State>();
-  state->path = path;
-  state->value = nlohmann::json::object();
+  auto state = empty_state(path);
   Loader(*state).load_text(text, path, "", "");
   apply_overrides(*state, overrides);
   return ConfigDocument(std::move(state));

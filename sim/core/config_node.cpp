@@ -8,20 +8,6 @@
 namespace ipusim::core {
 namespace {
 
-std::string escape_token(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string shown(const nlohmann::json& value) {
   std::string text = value.dump();
   if (text.size() > 40)
@@ -30,6 +16,13 @@ std::string shown(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+std::string escape_pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key)
+    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
 
 void Origins::record(const std::string& pointer, const std::string& source) {
   sources_[pointer] = source;
@@ -87,7 +80,7 @@ ConfigNode ConfigNode::at(const std::string& key) const {
   const auto found = value_->find(key);
   if (found == value_->end())
     fail("missing required field '" + key + "'");
-  return ConfigNode(*found, pointer_ + "/" + escape_token(key), *origins_);
+  return ConfigNode(*found, pointer_ + "/" + escape_pointer_token(key), *origins_);
 }
 
 std::optional<ConfigNode> ConfigNode::find(const std::string& key) const {
@@ -96,7 +89,7 @@ std::optional<ConfigNode> ConfigNode::find(const std::string& key) const {
   const auto found = value_->find(key);
   if (found == value_->end() || found->is_null())
     return std::nullopt;
-  return ConfigNode(*found, pointer_ + "/" + escape_token(key), *origins_);
+  return ConfigNode(*found, pointer_ + "/" + escape_pointer_token(key), *origins_);
 }
 
 void ConfigNode::expect_only_keys(const std::vector<std::string>& allowed) const {
@@ -108,7 +101,7 @@ void ConfigNode::expect_only_keys(const std::vector<std::string>& allowed) const
       known = known || name == key;
     if (known)
       continue;
-    ConfigNode unknown(child, pointer_ + "/" + escape_token(key), *origins_);
+    ConfigNode unknown(child, pointer_ + "/" + escape_pointer_token(key), *origins_);
     const std::string hint = did_you_mean(key, allowed);
     unknown.fail("unknown key '" + key + "'" +
                  (hint.empty() ? "; the keys allowed here are " + quoted_list(allowed) : hint));

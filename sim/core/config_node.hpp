@@ -84,6 +84,9 @@ class ConfigNode {
   const Origins* origins_;
 };
 
+// `key` as one reference token of a JSON pointer: '~' becomes "~0" and '/' becomes "~1".
+std::string escape_pointer_token(const std::string& key);
+
 // The largest count ipusim accepts for sizes such as micro-batches or layer widths.
 inline constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "sim/core/config_node.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/file_kind.hpp"
 
@@ -52,13 +53,6 @@ std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_
     if (std::int64_t(text->size()) > max_bytes)
       return too_large(max_bytes);
   }
-}
-
-std::string escape_token(const std::string& key) {
-  std::string out;
-  for (char c : key)
-    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
 }
 
 // Builds the document through nlohmann's DOM builder while tracking the JSON pointer of the
@@ -120,7 +114,7 @@ class TrackingSax {
   std::string pointer() const {
     std::string out;
     for (const Frame& frame : frames_)
-      out += "/" + (frame.array ? std::to_string(frame.index) : escape_token(frame.key));
+      out += "/" + (frame.array ? std::to_string(frame.index) : escape_pointer_token(frame.key));
     return out;
   }
 

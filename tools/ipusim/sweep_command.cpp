@@ -146,9 +146,10 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "Run only slice I of N (runs whose index modulo N is I-1); join the "
                    "shards' files with 'ipusim merge'")
       ->type_name("I/N");
-  command->add_option("--html", a->html_path,
-                      "Also write an HTML page plotting ramp overhead and throughput against "
-                      "each varied value")
+  command
+      ->add_option("--html", a->html_path,
+                   "Also write an HTML page plotting ramp overhead and throughput against "
+                   "each varied value")
       ->check(non_empty_path());
   command->add_flag("--quiet", a->quiet, "Print only errors");
   command->footer(
