@@ -4,6 +4,10 @@
 // behind and named above; then thin rows for the BSP sync and exchange, every IPU-Link (named
 // by logical IPUs), every host link and, when used, each IPU's link to streaming memory.
 // Several runs stack on one time axis (in ms; in cycles too when they share a clock).
+//
+// Boxes narrower than a pixel are not drawn one by one: each pixel column shows the share of
+// its time spent on each kind of work, and equal neighbouring columns merge, so the chart's
+// size is bounded by its width, not by the number of tasks.
 
 #include <string>
 #include <vector>

@@ -49,11 +49,10 @@ class MemoryTracker {
     static_total_.assign(ipus, 0);
     fifo_total_.assign(ipus, 0);
     for (int ipu = 0; ipu < ipus; ++ipu) {
-      for (const auto& item : items_[ipu]) {
-        static_total_[ipu] = core::checked_add(static_total_[ipu], item.bytes, kBytes);
-        if (item.category == "stash")
-          fifo_total_[ipu] = core::checked_add(fifo_total_[ipu], item.bytes, kBytes);
-      }
+      for (const auto& [category, bytes] : static_by_category_[ipu])
+        static_total_[ipu] = core::checked_add(static_total_[ipu], bytes, kBytes);
+      const auto fifos = static_by_category_[ipu].find("stash");
+      fifo_total_[ipu] = fifos == static_by_category_[ipu].end() ? 0 : fifos->second;
     }
   }
 
@@ -103,9 +102,6 @@ class MemoryTracker {
   const std::vector<std::map<std::string, std::int64_t>>& static_memory() const {
     return static_by_category_;
   }
-  const std::vector<std::map<std::string, std::int64_t>>& streaming_memory() const {
-    return streaming_by_category_;
-  }
   MemorySample sample(int ipu, Cycles now) const { return {ipu, now, stash_[ipu], live_[ipu]}; }
 
  private:
@@ -120,8 +116,10 @@ class MemoryTracker {
       const std::vector<std::vector<MemoryItem>>& items) {
     std::vector<std::map<std::string, std::int64_t>> out(items.size());
     for (std::size_t ipu = 0; ipu < items.size(); ++ipu) {
-      for (const auto& item : items[ipu])
-        out[ipu][item.category] += item.bytes;
+      for (const auto& item : items[ipu]) {
+        auto& total = out[ipu][item.category];
+        total = core::checked_add(total, item.bytes, kBytes);
+      }
     }
     return out;
   }
@@ -327,6 +325,7 @@ class Replayer {
         streams_(cost, ipus_),
         copy_slots_(copy_slots(schedule)),
         fifos_(offloaded_fifos()),
+        fifo_ipus_(ipus_with_fifos(fifos_)),
         stepped_(ipus_, -1),
         busy_(ipus_) {}
 
@@ -361,7 +360,6 @@ class Replayer {
     layout.memory_capacity = spec_.hardware.memory_per_ipu_bytes;
     layout.step_based = schedule_.step_based();
     layout.static_memory = memory_.static_memory();
-    layout.streaming_memory = memory_.streaming_memory();
     return layout;
   }
 
@@ -490,13 +488,12 @@ class Replayer {
                       std::vector<Task>& copies) {
     schedule_.tasks_in_step(step, ipu, tasks);
     Cycles cursor = start;
-    bool streamed = fifos_[ipu].empty();
-    for (const auto& task : tasks) {
+    const std::size_t fifos_at = fifos_[ipu].empty() ? kNoFifos : fifo_position(tasks);
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Task& task = tasks[i];
       ++task_count_;
-      if (!streamed && after_fifos(task.op)) {
+      if (i == fifos_at)
         cursor = stream_fifos(ipu, step, phase, cursor, tasks);
-        streamed = true;
-      }
       if (task.op == Op::kCopy) {
         copies.push_back(task);
       } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
@@ -518,7 +515,7 @@ class Replayer {
         notify_memory(ipu, cursor);
       }
     }
-    return streamed ? cursor : stream_fifos(ipu, step, phase, cursor, tasks);
+    return fifos_at == tasks.size() ? stream_fifos(ipu, step, phase, cursor, tasks) : cursor;
   }
 
   // ---- stash FIFOs in streaming memory (offload_activations) ----
@@ -542,10 +539,30 @@ class Replayer {
     return fifos;
   }
 
-  // Inside an IPU's step the FIFOs run after the stage programs, before the recomputation,
-  // copies and outfeed (TF's PipelineVisitor order).
-  static bool after_fifos(Op op) {
-    return op == Op::kRecompute || op == Op::kCopy || op == Op::kOutfeed;
+  static constexpr std::size_t kNoFifos = std::size_t(-1);
+
+  static std::vector<int> ipus_with_fifos(const std::vector<std::vector<OffloadedFifo>>& fifos) {
+    std::vector<int> ipus;
+    for (int ipu = 0; ipu < int(fifos.size()); ++ipu) {
+      if (!fifos[ipu].empty())
+        ipus.push_back(ipu);
+    }
+    return ipus;
+  }
+
+  // Where in an IPU's step its FIFOs run: right after the stage programs (F, B, W), before the
+  // recomputation, copies and outfeed (TF's PipelineVisitor order), wherever the schedule lists
+  // the recomputation; in a step without stage programs, before the first of those.
+  static std::size_t fifo_position(const std::vector<Task>& tasks) {
+    const auto last_program = std::find_if(tasks.rbegin(), tasks.rend(), [](const Task& task) {
+      return schedules::is_compute(task.op) && task.op != Op::kRecompute;
+    });
+    if (last_program != tasks.rend())
+      return std::size_t(tasks.rend() - last_program);
+    const auto first_after = std::find_if(tasks.begin(), tasks.end(), [](const Task& task) {
+      return task.op == Op::kRecompute || task.op == Op::kCopy || task.op == Op::kOutfeed;
+    });
+    return std::size_t(first_after - tasks.begin());
   }
 
   // Graphcore runs stage k's FIFO in k's forward slot: in ramp-up only where F_k runs, after
@@ -577,8 +594,8 @@ class Replayer {
   Cycles stream_idle_fifos(std::int64_t step, int phase, Cycles start) {
     static const std::vector<Task> no_tasks;
     Cycles end = start;
-    for (int ipu = 0; ipu < ipus_; ++ipu) {
-      if (!fifos_[ipu].empty() && stepped_[ipu] != step)
+    for (const int ipu : fifo_ipus_) {
+      if (stepped_[ipu] != step)
         end = std::max(end, stream_fifos(ipu, step, phase, start, no_tasks));
     }
     return end;
@@ -959,7 +976,8 @@ class Replayer {
   StreamIndex streams_;
   CopySlots copy_slots_;
   std::vector<std::vector<OffloadedFifo>> fifos_;  // per IPU
-  std::vector<std::int64_t> stepped_;              // per IPU: the last BSP step it ran tasks in
+  std::vector<int> fifo_ipus_;         // the IPUs with offloaded FIFOs: most runs have none
+  std::vector<std::int64_t> stepped_;  // per IPU: the last BSP step it ran tasks in
   std::vector<BusyTotals> busy_;
   std::array<std::int64_t, 4> phase_cycles_{};
   std::int64_t task_count_ = 0;

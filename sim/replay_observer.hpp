@@ -31,9 +31,6 @@ struct ReplayLayout {
   // Memory that does not change during the step, per IPU by category; FIFOs are here when the
   // schedule allocates them for the whole program (Graphcore schedules).
   std::vector<std::map<std::string, std::int64_t>> static_memory;
-  // Off chip, per IPU by category: "stash" (FIFO buffers under offload_activations) and
-  // "optimizer_state" (under offload_weight_update_variables).
-  std::vector<std::map<std::string, std::int64_t>> streaming_memory;
 };
 
 // A compute task (F, B, R, W) or a host transfer (infeed, outfeed) on one IPU.

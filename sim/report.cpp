@@ -67,7 +67,7 @@ std::string timing(const RunReport& r) {
          std::to_string(p.replication_factor) + " replica(s))\n";
   if (p.repeat_count > 1) {
     out += "Repeat count " + std::to_string(p.repeat_count) + ": " +
-           cycles_and_time(r.replay.step_cycles * p.repeat_count, clock) + " per run\n";
+           cycles_and_time(r.run_cycles, clock) + " per run\n";
   }
   std::vector<std::vector<std::string>> rows = {{"Phase", "Cycles", "Time", "Share of step"}};
   for (int i = 0; i < 4; ++i) {
@@ -397,12 +397,14 @@ RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) 
   report.stash_depth = schedule->stash_depth();
   if (numeric_wanted(spec, options.numeric, report.numeric_skipped)) {
     report.replay = replay_numeric(spec, cost, options, report);
-    return report;
+  } else {
+    ReplayOptions replay_options;
+    replay_options.allow_oom = options.allow_oom;
+    replay_options.observers = options.observers;
+    report.replay = replay(spec, *schedule, cost, replay_options);
   }
-  ReplayOptions replay_options;
-  replay_options.allow_oom = options.allow_oom;
-  replay_options.observers = options.observers;
-  report.replay = replay(spec, *schedule, cost, replay_options);
+  report.run_cycles =
+      core::checked_mul(report.replay.step_cycles, spec.pipeline.repeat_count, "simulated time");
   return report;
 }
 
@@ -460,7 +462,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"clock_hz", clock},
       {"step_cycles", r.replay.step_cycles},
       {"step_seconds", r.step_seconds()},
-      {"run_cycles", r.replay.step_cycles * p.repeat_count},
+      {"run_cycles", r.run_cycles},
       {"throughput_samples_per_second", r.throughput()},
       {"phases", phases},
       {"ramp_overhead", r.ramp_overhead()},

@@ -33,6 +33,7 @@ struct RunReport {
   std::string schedule;
   bool relaxed = false;
   ReplayResult replay;
+  std::int64_t run_cycles = 0;  // the step times repeat_count
   std::vector<std::int64_t> stash_depth;
   std::optional<NumericReport> numeric;  // when numeric mode ran
   std::string numeric_skipped;           // why the automatic numeric mode did not run

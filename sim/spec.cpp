@@ -6,6 +6,7 @@
 #include "schedules/schedule_error.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
+#include "sim/format.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -315,7 +316,8 @@ std::string read_description(const ConfigNode& root) {
     return "";
   std::string text = node->as_string();
   if (text.size() > kMaxDescriptionBytes) {
-    node->fail("expected a description of at most 10,000 bytes, found " +
+    node->fail("expected a description of at most " +
+               with_commas(std::int64_t(kMaxDescriptionBytes)) + " bytes, found " +
                std::to_string(text.size()));
   }
   return text;
@@ -332,7 +334,8 @@ void check_samples_per_update(const ConfigNode& pipeline, const PipelineSpec& sp
   (node ? *node : pipeline)
       .fail(
           "micro_batch_size x gradient_accumulation_count x replication_factor is more than "
-          "2^50 samples per weight update; ipusim counts at most 1,125,899,906,842,624");
+          "2^50 samples per weight update; ipusim counts at most " +
+          with_commas(kMaxSamplesPerUpdate));
 }
 
 PipelineSpec read_pipeline(const ConfigNode& pipeline, const models::Model& model) {

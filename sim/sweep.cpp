@@ -7,10 +7,8 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "sim/core/error.hpp"
@@ -26,8 +24,10 @@ using nlohmann::json;
 // Far beyond what one machine simulates in a day, and small enough that the product of the
 // axes cannot overflow on the way.
 constexpr std::size_t kMaxRuns = 100'000'000;
-// A million-run sweep's CSV is about 300 MB; a file far larger is not one ipusim wrote.
-constexpr std::int64_t kMaxSweepFileBytes = std::int64_t{4} << 30;
+// One CSV holds at most this many runs (a row is about 300 bytes), so that it stays under
+// kMaxSweepFileBytes and can be read back to sort, resume and merge; larger sweeps are sharded.
+constexpr std::size_t kMaxRunsPerFile = 10'000'000;
+constexpr std::int64_t kMaxSweepFileBytes = std::int64_t{8} << 30;
 
 // --- Parsing the command-line forms -------------------------------------------------------
 
@@ -508,11 +508,31 @@ std::size_t run_index(const std::vector<std::string>& row) {
   return *index;
 }
 
+namespace {
+
+// Checked before the file is opened, so that a refused sweep leaves nothing behind.
+void check_runs_per_file(const std::string& csv_path, const SweepPlan& plan,
+                         const SweepShard& shard) {
+  std::size_t runs = 0;
+  for (std::size_t run = 0; run < plan.size(); ++run)
+    runs += shard.contains(run) ? 1 : 0;
+  if (runs <= kMaxRunsPerFile)
+    return;
+  throw core::ConfigError(csv_path, "",
+                          "one sweep file holds at most " +
+                              with_commas(std::int64_t(kMaxRunsPerFile)) + " runs, and this " +
+                              "one would get " + with_commas(std::int64_t(runs)) +
+                              "; split the sweep with --shard i/n and join the files with merge");
+}
+
+}  // namespace
+
 SweepSummary run_sweep(const std::string& config_path, const SweepPlan& plan,
                        const std::string& csv_path, const SweepOptions& options,
                        core::OutputSet& outputs) {
   const VariantRunner runner(config_path, plan, options.base_overrides);
   check_axis_paths(config_path, plan, options.base_overrides);
+  check_runs_per_file(csv_path, plan, options.shard);
   core::AppendFile& file = outputs.open_append(csv_path, busy_text());
   const SweepFile existing = read_sweep_csv(csv_path);
   const auto done = done_runs(existing, plan, csv_path);

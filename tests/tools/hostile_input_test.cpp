@@ -308,12 +308,12 @@ TEST_CASE("the step table of a schedule too long to print is refused at the accu
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   // Grouped on 2 stages makes 8 tasks a micro-batch: F and B of each stage, a copy each way,
-  // the infeed and the outfeed; 8 x 2^40 = 8796093022208.
+  // the infeed and the outfeed; 8 x 2^40 = 8,796,093,022,208 and 10,000,000 / 8 = 1,250,000.
   CHECK(result.err ==
         "error: --gac 1099511627776: at /pipeline/gradient_accumulation_count: ipusim schedule "
-        "prints every task of a repeat, and 1099511627776 micro-batches make 8796093022208 "
-        "tasks, more than the 10,000,000 it prints; the pattern repeats after the ramp-up, so a "
-        "smaller count shows it\n");
+        "prints every task of a repeat, and 1,099,511,627,776 micro-batches make "
+        "8,796,093,022,208 tasks, more than the 10,000,000 it prints; the pattern repeats after "
+        "the ramp-up, so a count of at most 1,250,000 shows it\n");
 }
 
 TEST_CASE("text that is not UTF-8 is refused where it enters, not when a report is written") {
@@ -321,7 +321,7 @@ TEST_CASE("text that is not UTF-8 is refused where it enters, not when a report 
   CHECK(validate_error({"--set", "description=" + bad}) ==
         "error: --set description=" + bad + ": the override is not valid UTF-8 text\n");
   CHECK(validate_error({"--splits", bad}) ==
-        "error: --splits " + bad + ": the option is not valid UTF-8 text\n");
+        "error: --splits " + bad + ": the override is not valid UTF-8 text\n");
   const CliResult result = run_ipusim({"run", "tests/tools/data/" + bad + ".json"});
   CHECK(result.code == 2);
   CHECK(result.err ==

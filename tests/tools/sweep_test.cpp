@@ -381,3 +381,18 @@ TEST_CASE("two sweeps started at once into one CSV never lose a row") {
   for (std::size_t r = 0; r < table.rows.size(); ++r)
     REQUIRE(sim::run_index(table.rows[r]) == r);
 }
+
+TEST_CASE("a sweep too large for one file is refused before it starts") {
+  // 1,000 x 1,000 x 11 = 11,000,000 runs: more than the 10,000,000 one CSV holds.
+  const std::string csv = output("too_large.csv");
+  const auto result =
+      run_ipusim({"sweep", kConfig, "--vary", "pipeline.seed=" + counts(1000), "--vary",
+                  "pipeline.repeat_count=" + counts(1000), "--vary",
+                  "pipeline.gradient_accumulation_count=" + counts(11), "-o", csv, "--quiet"});
+  CHECK(result.code == 2);
+  CHECK(result.err == "error: " + csv +
+                          ": one sweep file holds at most 10,000,000 runs, and this one would "
+                          "get 11,000,000; split the sweep with --shard i/n and join the files "
+                          "with merge\n");
+  CHECK_FALSE(std::filesystem::exists(csv));
+}

@@ -1,19 +1,15 @@
 #include "tools/ipusim/command.hpp"
 
 #include "sim/core/error.hpp"
+#include "sim/core/json_text.hpp"
 
 namespace ipusim::cli {
 namespace {
 
-// A number given to a short form: its text goes into the config as written, so that the
-// config reader checks its type and range and names the option in the error.
-// A string as a JSON literal for an override's VALUE; text that is not UTF-8 is refused.
-std::string json_literal(const nlohmann::json& value, const std::string& label) {
-  try {
-    return value.dump();
-  } catch (const nlohmann::json::type_error&) {
-    throw core::ConfigError(label, "", "the option is not valid UTF-8 text");
-  }
+// An override's VALUE holding `value` as JSON. Text that is not UTF-8 has no JSON form: it is
+// passed on as it is, for the config reader to refuse like any --set.
+std::string json_value(const nlohmann::json& value, const std::string& text) {
+  return core::is_utf8(text) ? value.dump() : text;
 }
 
 // How an error names the option: "--gac 0", "--schedule ''".
@@ -21,6 +17,8 @@ std::string label(const std::string& flag, const std::string& value) {
   return flag + " " + (value.empty() ? "''" : value);
 }
 
+// A number given to a short form: its text goes into the config as written, so that the
+// config reader checks its type and range and names the option in the error.
 void add_number(std::vector<core::Override>& out, const std::string& path,
                 const std::optional<std::string>& text, const std::string& flag) {
   if (text)
@@ -40,7 +38,7 @@ std::vector<core::Override> ConfigArgs::overrides() const {
   std::vector<core::Override> out;
   if (schedule) {
     const std::string name = label("--schedule", *schedule);
-    out.push_back({"/pipeline/pipeline_schedule", json_literal(*schedule, name), name});
+    out.push_back({"/pipeline/pipeline_schedule", json_value(*schedule, *schedule), name});
   }
   add_number(out, "/pipeline/gradient_accumulation_count", gac, "--gac");
   add_number(out, "/pipeline/micro_batch_size", micro_batch, "--micro-batch");
@@ -50,7 +48,7 @@ std::vector<core::Override> ConfigArgs::overrides() const {
     for (const auto& split : *splits)
       joined += (joined.empty() ? "" : ",") + split;
     const std::string name = label("--splits", joined);
-    out.push_back({"/pipeline/splits", json_literal(*splits, name), name});
+    out.push_back({"/pipeline/splits", json_value(*splits, joined), name});
   }
   for (const auto& set : sets)
     out.push_back(core::parse_set_argument(set));

@@ -6,6 +6,7 @@
 #include "schedules/build.hpp"
 #include "schedules/render.hpp"
 #include "sim/core/error.hpp"
+#include "sim/format.hpp"
 #include "sim/model_summary.hpp"
 #include "tools/ipusim/command.hpp"
 
@@ -16,17 +17,18 @@ namespace {
 constexpr std::int64_t kMaxPrintedTasks = 10'000'000;
 
 void check_printable(const sim::RunSpec& spec) {
-  const std::int64_t tasks =
-      spec.schedule->tasks_per_microbatch() * spec.pipeline.gradient_accumulation_count;
+  const std::int64_t per_microbatch = spec.schedule->tasks_per_microbatch();
+  const std::int64_t tasks = per_microbatch * spec.pipeline.gradient_accumulation_count;
   if (tasks <= kMaxPrintedTasks)
     return;
   const std::string pointer = "/pipeline/gradient_accumulation_count";
-  throw core::ConfigError(spec.source_of(pointer), pointer,
-                          "ipusim schedule prints every task of a repeat, and " +
-                              std::to_string(spec.pipeline.gradient_accumulation_count) +
-                              " micro-batches make " + std::to_string(tasks) +
-                              " tasks, more than the 10,000,000 it prints; the pattern repeats "
-                              "after the ramp-up, so a smaller count shows it");
+  throw core::ConfigError(
+      spec.source_of(pointer), pointer,
+      "ipusim schedule prints every task of a repeat, and " +
+          sim::with_commas(spec.pipeline.gradient_accumulation_count) + " micro-batches make " +
+          sim::with_commas(tasks) + " tasks, more than the " + sim::with_commas(kMaxPrintedTasks) +
+          " it prints; the pattern repeats after the ramp-up, so a count of at most " +
+          sim::with_commas(kMaxPrintedTasks / per_microbatch) + " shows it");
 }
 
 }  // namespace

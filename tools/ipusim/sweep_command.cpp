@@ -136,7 +136,9 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->type_name("PATH=V1,V2,...")
       ->allow_extra_args(false)
       ->required();
-  command->add_option("-o,--output", a->output, "The CSV file; rerunning skips its runs")
+  command
+      ->add_option("-o,--output", a->output,
+                   "The CSV file; rerunning skips its runs; locked while a sweep writes it")
       ->required()
       ->check(non_empty_path());
   command->add_option("--jobs", a->jobs, "Runs simulated at once (default: the number of cores)")

@@ -225,7 +225,7 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   command
       ->add_option("--save", o->save,
                    "Write initial and final parameters, first gradients, losses, inputs and "
-                   "labels as .npy files to this directory")
+                   "labels as .npy files to this directory (created if missing), all or none")
       ->check(non_empty_path());
   command
       ->add_option("--load", o->load,
