@@ -503,6 +503,48 @@ TEST_CASE("grouped streams stage 0's FIFO in all 8 steps and each step waits for
   CHECK(streams[6].start.count == 6'600);
 }
 
+namespace {
+
+// Records the compute tasks and the FIFO traffic of one run.
+struct TaskAndStreamLog : sim::ReplayObserver {
+  std::vector<sim::TaskSpan> tasks;
+  std::vector<sim::StreamSpan> streams;
+  void on_task(const sim::TaskSpan& span) override { tasks.push_back(span); }
+  void on_stream(const sim::StreamSpan& span) override { streams.push_back(span); }
+};
+
+}  // namespace
+
+// recompute_and_backpropagate_interleaved lists R_k before B_k in a step; the FIFO still runs
+// after the stage programs (F and B), so each read starts when IPU0's last F or B of its step
+// ends, and the recomputation runs before both.
+TEST_CASE("offloaded FIFOs run after the stage programs even where recomputation comes first") {
+  auto config = offload_stages("grouped", true);
+  config["pipeline"]["recomputation_mode"] = "recompute_and_backpropagate_interleaved";
+  const auto spec = sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  TaskAndStreamLog log;
+  sim::SimulateOptions options;
+  options.observers = {&log};
+  sim::simulate(spec, options);
+  REQUIRE_FALSE(log.streams.empty());
+  for (const auto& stream : log.streams) {
+    if (stream.kind != sim::StreamSpan::Kind::kStashRead)
+      continue;
+    core::Cycles programs_end{-1};
+    for (const auto& task : log.tasks) {
+      if (task.task.ipu != 0 || task.task.step != stream.step)
+        continue;
+      if (task.task.op == schedules::Op::kRecompute)
+        CHECK(task.end <= stream.start);
+      else if (schedules::is_compute(task.task.op))
+        programs_end = std::max(programs_end, task.end);
+    }
+    INFO("step " << stream.step);
+    if (programs_end.count >= 0)
+      CHECK(stream.start == programs_end);
+  }
+}
+
 // Interleaved N=2 M=4 runs 12 steps; stage 0's forward slots are steps 1, 3, ..., 11. F0 runs
 // in 1, 3, 5 and 7, and the FIFO (depth N-1 = 1) runs in all six slots. The steps cost 100,
 // 100, then 200 each up to step 10, then 0 twice: 1,800 cycles. With the 2,000 cycles of
