@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/core/file_size_limit.hpp"
+#include "tests/sim/core/file_size_limit.hpp"
 #include "tests/tools/cli_support.hpp"
 
 namespace {

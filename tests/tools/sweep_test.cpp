@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/spec.hpp"
-#include "sim/sweep.hpp"
+#include "sim/spec/spec.hpp"
+#include "sim/sweep/sweep.hpp"
 #include "tests/tools/cli_support.hpp"
 
 extern char** environ;

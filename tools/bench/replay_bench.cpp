@@ -12,7 +12,7 @@
 #include <string>
 
 #include "sim/core/config_file.hpp"
-#include "sim/report.hpp"
+#include "sim/report/report.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "sim/sweep.hpp"
+#include "sim/sweep/sweep.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <ostream>
 
 #include "sim/core/error.hpp"
-#include "sim/numeric.hpp"
+#include "sim/numeric/numeric.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {

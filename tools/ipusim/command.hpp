@@ -11,7 +11,7 @@
 
 #include "sim/core/config_file.hpp"
 #include "sim/core/output_file.hpp"
-#include "sim/spec.hpp"
+#include "sim/spec/spec.hpp"
 
 namespace ipusim::cli {
 

@@ -12,10 +12,10 @@
 #include <set>
 
 #include "sim/core/error.hpp"
-#include "sim/format.hpp"
-#include "sim/html_report.hpp"
-#include "sim/sweep.hpp"
-#include "sim/timeline.hpp"
+#include "sim/core/format.hpp"
+#include "sim/html/html_report.hpp"
+#include "sim/replay/timeline.hpp"
+#include "sim/sweep/sweep.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {

@@ -6,8 +6,8 @@
 #include "schedules/build.hpp"
 #include "schedules/render.hpp"
 #include "sim/core/error.hpp"
-#include "sim/format.hpp"
-#include "sim/model_summary.hpp"
+#include "sim/core/format.hpp"
+#include "sim/report/model_summary.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {

@@ -1,11 +1,11 @@
 #include <memory>
 #include <ostream>
 
-#include "sim/html_report.hpp"
-#include "sim/numeric.hpp"
-#include "sim/report.hpp"
-#include "sim/timeline.hpp"
-#include "sim/trace.hpp"
+#include "sim/html/html_report.hpp"
+#include "sim/numeric/numeric.hpp"
+#include "sim/replay/timeline.hpp"
+#include "sim/report/report.hpp"
+#include "sim/report/trace.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {

@@ -8,9 +8,9 @@
 #include <memory>
 #include <thread>
 
-#include "sim/format.hpp"
-#include "sim/html_report.hpp"
-#include "sim/sweep.hpp"
+#include "sim/core/format.hpp"
+#include "sim/html/html_report.hpp"
+#include "sim/sweep/sweep.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {

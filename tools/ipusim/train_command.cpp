@@ -9,10 +9,10 @@
 
 #include "models/npy.hpp"
 #include "sim/core/error.hpp"
-#include "sim/format.hpp"
-#include "sim/numeric.hpp"
-#include "sim/replay.hpp"
-#include "sim/training.hpp"
+#include "sim/core/format.hpp"
+#include "sim/numeric/numeric.hpp"
+#include "sim/numeric/training.hpp"
+#include "sim/replay/replay.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {

@@ -1,0 +1,67 @@
+#include "sim/core/format.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+namespace ipusim::sim {
+
+std::string with_commas(std::int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+std::string si(double value, const std::string& unit) {
+  constexpr std::array<std::pair<double, const char*>, 6> kPrefixes = {
+      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}}};
+  for (const auto& [scale, prefix] : kPrefixes) {
+    if (std::fabs(value) >= scale || scale == 1) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof buffer, "%.3g %s%s", value / scale, prefix, unit.c_str());
+      return buffer;
+    }
+  }
+  return "";
+}
+
+std::string percent(double share) {
+  return fixed(100.0 * share, 1) + "%";
+}
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string render_table(const std::vector<std::vector<std::string>>& rows,
+                         const std::vector<bool>& right_aligned) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t c = 0; c < row.size(); ++c)
+      widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(widths[c] - row[c].size(), ' ');
+      const bool right = c < right_aligned.size() && right_aligned[c];
+      line += (c == 0 ? "" : "  ") + (right ? pad + row[c] : row[c] + pad);
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,656 @@
+#include "sim/html/gantt.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "sim/core/format.hpp"
+#include "sim/html/svg.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+using svg::num;
+
+// What a box is, which decides its colour.
+enum class Kind {
+  kForward,
+  kBackward,
+  kRecompute,
+  kWeightGrad,
+  kAllReduce,
+  kStateStream,
+  kWeightUpdate,
+  kInfeed,
+  kOutfeed,
+  kSync,
+  kExchange,
+  kActivation,
+  kGradient,
+  kStashStream,
+};
+constexpr int kKinds = 14;
+
+struct KindStyle {
+  const char* css;
+  const char* colour;
+  const char* legend;
+  bool dark_text;  // on light fills
+};
+
+constexpr std::array<KindStyle, kKinds> kStyles = {{
+    {"k-f", "#4c78a8", "F forward", false},
+    {"k-b", "#f58518", "B backward", false},
+    {"k-r", "#b279a2", "R recompute", false},
+    {"k-w", "#54a24b", "W weight gradient", false},
+    {"k-ar", "#9d755d", "all-reduce", false},
+    {"k-st", "#c9c2bf", "optimizer state stream", true},
+    {"k-wu", "#d64545", "weight update", false},
+    {"k-in", "#72b7b2", "infeed", true},
+    {"k-out", "#3a8f8a", "outfeed", false},
+    {"k-sy", "#8c8c8c", "sync", false},
+    {"k-ex", "#e6b800", "exchange", true},
+    {"k-act", "#9ecae9", "activation copy", true},
+    {"k-gr", "#ffbf79", "gradient copy", true},
+    {"k-ss", "#8f6bb3", "stash FIFO to or from streaming memory", false},
+}};
+
+struct PhaseStyle {
+  const char* css;
+  const char* fill;
+  const char* text;
+  const char* label;
+  const char* short_label;
+};
+
+constexpr std::array<PhaseStyle, 4> kPhaseStyles = {{
+    {"ph-up", "#fdf0e1", "#9a5b13", "ramp-up", "up"},
+    {"ph-main", "#e7f3e7", "#2e6b2e", "main", "main"},
+    {"ph-down", "#efe9f7", "#5b3f8c", "ramp-down", "down"},
+    {"ph-wu", "#fbe3e3", "#9b2c2c", "weight update", "WU"},
+}};
+
+const KindStyle& style(Kind kind) {
+  return kStyles[std::size_t(kind)];
+}
+
+constexpr double kWidth = 1400;
+constexpr double kLabelWidth = 118;
+constexpr double kPlotWidth = kWidth - kLabelWidth - 14;
+constexpr double kIpuRow = 28;
+constexpr double kThinRow = 10;
+constexpr double kRowGap = 4;
+constexpr double kPhaseRow = 18;
+constexpr double kRunTitle = 22;
+constexpr double kAxis = 24;
+constexpr int kLevels = 8;  // height steps of the per-pixel shares
+
+double text_width(const std::string& text, double font_px) {
+  return double(text.size()) * font_px * 0.6 + 4;
+}
+
+// The smallest of 1, 2, 5, 10, 20, 50, ... that is at least `n`.
+std::int64_t round_up_1_2_5(std::int64_t n) {
+  for (std::int64_t scale = 1;; scale *= 10) {
+    for (const std::int64_t factor : {1, 2, 5}) {
+      if (factor * scale >= n)
+        return factor * scale;
+    }
+  }
+}
+
+// One box of a row, in cycles.
+struct RowSpan {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  Kind kind = Kind::kForward;
+  std::string label;        // drawn when it fits
+  std::string short_label;  // tried next
+  std::string title;        // tooltip
+};
+
+struct Row {
+  std::string name;
+  double height = kIpuRow;
+  std::vector<RowSpan> spans;
+};
+
+Kind compute_kind(schedules::Op op) {
+  switch (op) {
+    case schedules::Op::kBackward:
+      return Kind::kBackward;
+    case schedules::Op::kRecompute:
+      return Kind::kRecompute;
+    case schedules::Op::kWeightGrad:
+      return Kind::kWeightGrad;
+    default:
+      return Kind::kForward;
+  }
+}
+
+std::string cycles_text(std::int64_t start, std::int64_t end) {
+  return "cycles " + with_commas(start) + " \u2013 " + with_commas(end) + " (" +
+         with_commas(end - start) + ")";
+}
+
+// The rows of one run, in drawing order.
+class RowBuilder {
+ public:
+  RowBuilder(const Timeline& timeline, bool links_and_host)
+      : timeline_(timeline), links_and_host_(links_and_host) {}
+
+  std::vector<Row> build() {
+    const int ipus = timeline_.layout.ipus;
+    rows_.clear();
+    for (int ipu = 0; ipu < ipus; ++ipu)
+      rows_.push_back({"IPU" + std::to_string(ipu), kIpuRow, {}});
+    add_tasks();
+    add_weight_updates();
+    if (!timeline_.barriers.empty())
+      add_barriers();
+    if (links_and_host_) {
+      add_links();
+      add_host_links();
+      add_streaming();
+    }
+    return std::move(rows_);
+  }
+
+ private:
+  void add_tasks() {
+    for (const auto& span : timeline_.tasks) {
+      if (!schedules::is_compute(span.task.op))
+        continue;
+      const auto& task = span.task;
+      const std::string m = std::to_string(task.microbatch + 1);
+      const std::string letter(1, schedules::op_letter(task.op));
+      rows_[task.ipu].spans.push_back(
+          {span.start.count, span.end.count, compute_kind(task.op), letter + m, m,
+           span_label(task) + " on IPU" + std::to_string(task.ipu) + " \u00b7 " +
+               cycles_text(span.start.count, span.end.count)});
+    }
+  }
+
+  void add_weight_updates() {
+    for (const auto& span : timeline_.weight_updates) {
+      const std::array<std::tuple<Kind, core::Cycles, core::Cycles, const char*, const char*>, 3>
+          parts = {{{Kind::kAllReduce, span.start, span.all_reduce_end, "all-reduce", "AR"},
+                    {Kind::kStateStream, span.all_reduce_end, span.offload_end, "optimizer state",
+                     "opt"},
+                    {Kind::kWeightUpdate, span.offload_end, span.end, "weight update", "WU"}}};
+      for (const auto& [kind, start, end, label, short_label] : parts) {
+        if (end <= start)
+          continue;
+        rows_[span.ipu].spans.push_back({start.count, end.count, kind, label, short_label,
+                                         std::string(label) + " on IPU" + std::to_string(span.ipu) +
+                                             " \u00b7 " + cycles_text(start.count, end.count)});
+      }
+    }
+  }
+
+  void add_barriers() {
+    Row row{"sync / exchange", kThinRow, {}};
+    for (const auto& span : timeline_.barriers) {
+      const bool sync = span.kind == BarrierSpan::Kind::kSync;
+      row.spans.push_back({span.start.count, span.end.count, sync ? Kind::kSync : Kind::kExchange,
+                           "", "",
+                           std::string(sync ? "sync" : "exchange") + " after step " +
+                               std::to_string(span.step + 1) + " \u00b7 " +
+                               cycles_text(span.start.count, span.end.count)});
+    }
+    rows_.push_back(std::move(row));
+  }
+
+  // One row per directed link, named by logical IPUs; the tooltips give the physical ones.
+  void add_links() {
+    std::set<std::pair<int, int>> links;
+    for (const auto& span : timeline_.transfers)
+      links.insert({span.task.ipu, span.task.peer_ipu});
+    for (const auto& [from, to] : links) {
+      Row row{"IPU" + std::to_string(from) + " \u2192 IPU" + std::to_string(to), kThinRow, {}};
+      for (const auto& span : timeline_.transfers) {
+        if (span.task.ipu != from || span.task.peer_ipu != to)
+          continue;
+        const bool gradient = span.task.copy == schedules::CopyKind::kGradient;
+        row.spans.push_back({span.start.count, span.end.count,
+                             gradient ? Kind::kGradient : Kind::kActivation, "", "",
+                             span_label(span.task) + " \u00b7 " + si(double(span.bytes), "B") +
+                                 " \u00b7 physical IPU" + std::to_string(span.from_physical) +
+                                 " \u2192 IPU" + std::to_string(span.to_physical) + " \u00b7 " +
+                                 cycles_text(span.start.count, span.end.count)});
+      }
+      rows_.push_back(std::move(row));
+    }
+  }
+
+  // Each IPU's link to streaming memory: offloaded stash FIFOs and optimizer state.
+  void add_streaming() {
+    const int ipus = timeline_.layout.ipus;
+    std::vector<Row> rows(ipus);
+    for (int ipu = 0; ipu < ipus; ++ipu)
+      rows[ipu] = {"IPU" + std::to_string(ipu) + " \u2194 streaming", kThinRow, {}};
+    for (const auto& span : timeline_.streams) {
+      const bool read = span.kind == StreamSpan::Kind::kStashRead;
+      rows[span.ipu].spans.push_back({span.start.count, span.end.count, Kind::kStashStream, "", "",
+                                      std::string(read ? "stash read s" : "stash write s") +
+                                          std::to_string(span.stage) + " \u00b7 " +
+                                          si(double(span.bytes), "B") + " \u00b7 " +
+                                          cycles_text(span.start.count, span.end.count)});
+    }
+    for (const auto& span : timeline_.weight_updates) {
+      if (span.offload_end <= span.all_reduce_end)
+        continue;
+      rows[span.ipu].spans.push_back(
+          {span.all_reduce_end.count, span.offload_end.count, Kind::kStateStream, "", "",
+           "optimizer state stream \u00b7 " +
+               cycles_text(span.all_reduce_end.count, span.offload_end.count)});
+    }
+    for (auto& row : rows) {
+      if (!row.spans.empty())
+        rows_.push_back(std::move(row));
+    }
+  }
+
+  void add_host_links() {
+    const int ipus = timeline_.layout.ipus;
+    std::vector<Row> host(ipus);
+    bool any = false;
+    for (int ipu = 0; ipu < ipus; ++ipu)
+      host[ipu] = {"host \u2194 IPU" + std::to_string(ipu), kThinRow, {}};
+    for (const auto& span : timeline_.tasks) {
+      if (schedules::is_compute(span.task.op))
+        continue;
+      any = true;
+      const bool in = span.task.op == schedules::Op::kInfeed;
+      host[span.task.ipu].spans.push_back(
+          {span.start.count, span.end.count, in ? Kind::kInfeed : Kind::kOutfeed, "", "",
+           span_label(span.task) + " \u00b7 " + si(double(span.bytes), "B") + " \u00b7 " +
+               cycles_text(span.start.count, span.end.count)});
+    }
+    if (!any)
+      return;
+    for (auto& row : host) {
+      if (!row.spans.empty())
+        rows_.push_back(std::move(row));
+    }
+  }
+
+  const Timeline& timeline_;
+  bool links_and_host_;
+  std::vector<Row> rows_;
+};
+
+// A run ready to draw: rows of boxes on an x axis of `units` (cycles, or step slots).
+struct PhaseBand {
+  int phase = 0;
+  std::int64_t from = 0;
+  std::int64_t to = 0;
+};
+
+struct RunView {
+  std::string label;
+  std::vector<Row> rows;
+  std::vector<PhaseBand> bands;
+  std::int64_t end = 0;         // units drawn
+  double units_per_second = 1;  // the clock for cycles
+  bool truncated = false;
+  std::int64_t steps = 0;  // step view: columns before the weight update's
+};
+
+std::int64_t view_end(const Timeline& timeline) {
+  return timeline.truncated ? timeline.recorded_until.count : timeline.end.count;
+}
+
+std::vector<PhaseBand> time_bands(const Timeline& timeline) {
+  auto starts = timeline.phases;
+  std::stable_sort(starts.begin(), starts.end(),
+                   [](const PhaseStart& a, const PhaseStart& b) { return a.start < b.start; });
+  std::vector<PhaseBand> bands;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const auto next = i + 1 < starts.size() ? starts[i + 1].start : timeline.end;
+    bands.push_back({starts[i].phase, starts[i].start.count, next.count});
+  }
+  return bands;
+}
+
+RunView time_view(const GanttRun& run, bool links_and_host) {
+  const Timeline& timeline = *run.timeline;
+  return {run.label,
+          RowBuilder(timeline, links_and_host).build(),
+          time_bands(timeline),
+          view_end(timeline),
+          timeline.clock_hz(),
+          timeline.truncated};
+}
+
+// Units of one step column in the step view.
+constexpr std::int64_t kSlot = 1000;
+
+// The tutorials' picture of a BSP schedule: every step one column, each IPU's compute tasks
+// of the step side by side in program order, the weight update in a last column.
+RunView step_view(const GanttRun& run) {
+  const Timeline& timeline = *run.timeline;
+  const auto& schedule = *run.report->spec->schedule;
+  const std::int64_t steps = timeline.recorded_steps;
+  RunView view{run.label, {}, {}, steps * kSlot, 1, timeline.truncated, steps};
+  for (int ipu = 0; ipu < timeline.layout.ipus; ++ipu)
+    view.rows.push_back({"IPU" + std::to_string(ipu), kIpuRow, {}});
+  std::map<std::pair<int, std::int64_t>, std::vector<const TaskSpan*>> cells;
+  for (const auto& span : timeline.tasks) {
+    if (schedules::is_compute(span.task.op) && span.task.step < steps)
+      cells[{span.task.ipu, span.task.step}].push_back(&span);
+  }
+  for (const auto& [key, spans] : cells) {
+    const auto width = kSlot / std::int64_t(spans.size());
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const auto& task = spans[i]->task;
+      const std::string m = std::to_string(task.microbatch + 1);
+      const std::int64_t from = key.second * kSlot + std::int64_t(i) * width;
+      view.rows[key.first].spans.push_back(
+          {from, from + width, compute_kind(task.op), schedules::op_letter(task.op) + m, m,
+           span_label(task) + " on IPU" + std::to_string(task.ipu) + " in step " +
+               std::to_string(task.step + 1) + " \u00b7 " +
+               cycles_text(spans[i]->start.count, spans[i]->end.count)});
+    }
+  }
+  for (std::int64_t step = 0; step < steps; ++step) {
+    const int phase = int(schedule.step_phase(step));
+    if (view.bands.empty() || view.bands.back().phase != phase)
+      view.bands.push_back({phase, step * kSlot, step * kSlot});
+    view.bands.back().to = (step + 1) * kSlot;
+  }
+  if (!timeline.truncated && !timeline.weight_updates.empty()) {
+    const std::int64_t from = view.end;
+    view.end += kSlot;
+    view.bands.push_back({kWeightUpdate, from, view.end});
+    for (const auto& span : timeline.weight_updates) {
+      view.rows[span.ipu].spans.push_back({from, view.end, Kind::kWeightUpdate, "WU", "",
+                                           "weight update on IPU" + std::to_string(span.ipu) +
+                                               " \u00b7 " +
+                                               cycles_text(span.start.count, span.end.count)});
+    }
+  }
+  return view;
+}
+
+enum class AxisKind { kTime, kSteps };
+
+class GanttWriter {
+ public:
+  GanttWriter(std::vector<RunView> views, AxisKind axis, std::string id)
+      : views_(std::move(views)), axis_(axis), id_(std::move(id)), w_(out_) {
+    double seconds_end = 0;
+    for (const auto& view : views_) {
+      seconds_end = std::max(seconds_end, double(view.end) / view.units_per_second);
+      clocks_.insert(view.units_per_second);
+    }
+    seconds_end_ = seconds_end > 0 ? seconds_end : 1;
+  }
+
+  std::string write() {
+    const bool top_axis = axis_ == AxisKind::kTime && clocks_.size() == 1;
+    double height = top_axis ? kAxis : 4;
+    for (const auto& view : views_)
+      height += run_height(view);
+    height += kAxis + 8;
+    w_.open(id_, kWidth, height,
+            axis_ == AxisKind::kTime ? "Pipeline Gantt chart: IPUs against time"
+                                     : "Pipeline by step: IPUs against BSP steps");
+    if (top_axis)
+      cycles_axis(*clocks_.begin());
+    double y = top_axis ? kAxis : 4;
+    for (const auto& view : views_)
+      y = draw_run(view, y);
+    if (axis_ == AxisKind::kTime)
+      ms_axis(y);
+    else
+      step_axis(y);
+    w_.close();
+    return out_;
+  }
+
+ private:
+  double x(std::int64_t units, const RunView& view) const {
+    return kLabelWidth + double(units) / view.units_per_second / seconds_end_ * kPlotWidth;
+  }
+
+  double run_height(const RunView& view) const {
+    double height = (views_.size() > 1 ? kRunTitle : 0) + kPhaseRow + 10;
+    for (const auto& row : view.rows)
+      height += row.height + kRowGap;
+    return height;
+  }
+
+  double draw_run(const RunView& view, double y) {
+    if (views_.size() > 1) {
+      w_.text(4, y + 15, view.label, "run-title");
+      y += kRunTitle;
+    }
+    const double bottom = y + run_height(view) - 10 - (views_.size() > 1 ? kRunTitle : 0);
+    phase_bands(view, y, bottom);
+    if (axis_ == AxisKind::kTime)
+      grid(y + kPhaseRow, bottom);
+    double row_y = y + kPhaseRow;
+    for (const auto& row : view.rows) {
+      w_.text(kLabelWidth - 8, row_y + row.height / 2 + (row.height > 14 ? 4 : 3), row.name,
+              row.height > 14 ? "row-label" : "row-label minor", "end");
+      draw_row(row, row_y, view);
+      row_y += row.height + kRowGap;
+    }
+    if (view.truncated) {
+      const double cut = x(view.end, view);
+      w_.line(cut, y, cut, bottom, "cut");
+      w_.text(cut - 4, y + 12, "truncated", "cut-label", "end");
+    }
+    return bottom + 10;
+  }
+
+  // Shaded bands behind the rows, the phase names above them and a line where each begins.
+  void phase_bands(const RunView& view, double top, double bottom) {
+    for (std::size_t i = 0; i < view.bands.size(); ++i) {
+      const auto& band = view.bands[i];
+      const std::int64_t to = std::min(view.end, band.to);
+      if (to <= band.from)
+        continue;
+      const auto& phase = kPhaseStyles.at(band.phase);
+      const double x0 = x(band.from, view);
+      const double x1 = x(to, view);
+      w_.rect(x0, top, x1 - x0, bottom - top, phase.css, phase.label);
+      if (i > 0)
+        w_.line(x0, top, x0, bottom, "phase-edge");
+      for (const char* label : {phase.label, phase.short_label}) {
+        if (text_width(label, 11) <= x1 - x0) {
+          w_.text((x0 + x1) / 2, top + 13, label, phase.css + std::string("-t"), "middle");
+          break;
+        }
+      }
+    }
+  }
+
+  double plot_x(double seconds) const { return kLabelWidth + seconds / seconds_end_ * kPlotWidth; }
+
+  std::vector<double> ms_ticks() const { return svg::ticks(seconds_end_ * 1e3, 10); }
+
+  void grid(double top, double bottom) {
+    for (const double ms : ms_ticks())
+      w_.line(plot_x(ms / 1e3), top, plot_x(ms / 1e3), bottom, "grid");
+  }
+
+  void cycles_axis(double clock) {
+    w_.text(kLabelWidth - 8, 14, "cycles", "axis-unit", "end");
+    for (const double c : svg::ticks(seconds_end_ * clock, 10)) {
+      const double at = plot_x(c / clock);
+      w_.line(at, kAxis - 6, at, kAxis, "axis");
+      w_.text(at, 13, svg::tick_label(c), "tick", "middle");
+    }
+  }
+
+  void ms_axis(double y) {
+    w_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
+    w_.text(kLabelWidth - 8, y + 16, "time (ms)", "axis-unit", "end");
+    for (const double ms : ms_ticks()) {
+      w_.line(plot_x(ms / 1e3), y, plot_x(ms / 1e3), y + 5, "axis");
+      w_.text(plot_x(ms / 1e3), y + 17, svg::tick_label(ms), "tick", "middle");
+    }
+  }
+
+  // Step numbers under the columns, thinned out to keep them apart.
+  void step_axis(double y) {
+    w_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
+    w_.text(kLabelWidth - 8, y + 16, "step", "axis-unit", "end");
+    const auto columns = std::int64_t(std::llround(seconds_end_)) / kSlot;
+    const double column_width = kPlotWidth / double(std::max<std::int64_t>(columns, 1));
+    const std::int64_t steps = views_.front().steps;
+    const double label_width = text_width(std::to_string(steps), 10.5) + 10;
+    const auto every = round_up_1_2_5(std::int64_t(std::ceil(label_width / column_width)));
+    for (std::int64_t step = 0; step < columns; ++step) {
+      const double at = plot_x(double((step * 2 + 1) * kSlot / 2));
+      if (step >= steps) {
+        w_.text(at, y + 17, "WU", "tick", "middle");
+      } else if ((step + 1) % every == 0 || (step == 0 && every > 2)) {
+        w_.line(at, y, at, y + 4, "axis");
+        w_.text(at, y + 17, std::to_string(step + 1), "tick", "middle");
+      }
+    }
+  }
+
+  void draw_row(const Row& row, double y, const RunView& view) {
+    std::vector<std::array<double, kKinds>> bins(std::size_t(std::ceil(kPlotWidth)) + 1);
+    for (const auto& span : row.spans) {
+      if (span.start >= view.end || span.end <= span.start)
+        continue;
+      const double x0 = x(span.start, view);
+      const double x1 = x(std::min(span.end, view.end), view);
+      if (x1 - x0 >= 1.0) {
+        box(span, x0, x1, y, row.height);
+        continue;
+      }
+      const auto bin = std::size_t(std::clamp((x0 + x1) / 2 - kLabelWidth, 0.0, kPlotWidth));
+      bins[bin][std::size_t(span.kind)] += x1 - x0;
+    }
+    shares(bins, y, row.height);
+  }
+
+  void box(const RowSpan& span, double x0, double x1, double y, double height) {
+    const auto& kind = style(span.kind);
+    w_.rect(x0, y, x1 - x0, height, std::string("box ") + kind.css, span.title);
+    if (height < 14)
+      return;
+    for (const auto* label : {&span.label, &span.short_label}) {
+      if (!label->empty() && text_width(*label, 11) <= x1 - x0) {
+        w_.text((x0 + x1) / 2, y + height / 2 + 4, *label, kind.dark_text ? "lbl dark" : "lbl",
+                "middle");
+        return;
+      }
+    }
+  }
+
+  // Sub-pixel boxes: each column stacks the shares of its time per kind, in kLevels steps.
+  void shares(const std::vector<std::array<double, kKinds>>& bins, double y, double height) {
+    using Levels = std::array<int, kKinds>;
+    auto levels_of = [](const std::array<double, kKinds>& bin) {
+      double total = 0;
+      for (const double share : bin)
+        total += share;
+      const double scale = total > 1 ? 1 / total : 1;
+      Levels levels{};
+      // Work, however little, stays visible as the lowest level.
+      for (int k = 0; k < kKinds; ++k)
+        levels[k] = bin[k] > 0 ? std::max(1, int(std::lround(bin[k] * scale * kLevels))) : 0;
+      return levels;
+    };
+    std::size_t i = 0;
+    while (i < bins.size()) {
+      const Levels levels = levels_of(bins[i]);
+      std::size_t j = i + 1;
+      while (j < bins.size() && levels_of(bins[j]) == levels)
+        ++j;
+      double top = y + height;
+      for (int k = 0; k < kKinds; ++k) {
+        if (levels[k] == 0)
+          continue;
+        const double h = std::min(top - y, height * levels[k] / kLevels);
+        top -= h;
+        w_.rect(kLabelWidth + double(i), top, double(j - i), h,
+                std::string("agg ") + kStyles[k].css);
+      }
+      i = j;
+    }
+  }
+
+  std::vector<RunView> views_;
+  AxisKind axis_;
+  std::string id_;
+  std::string out_;
+  svg::Writer w_;
+  double seconds_end_ = 1;
+  std::set<double> clocks_;
+};
+
+std::string legend(const std::vector<RunView>& views) {
+  std::array<bool, kKinds> present{};
+  for (const auto& view : views) {
+    for (const auto& row : view.rows) {
+      for (const auto& span : row.spans)
+        present[std::size_t(span.kind)] = true;
+    }
+  }
+  std::string out = "<div class=\"legend\">";
+  for (int k = 0; k < kKinds; ++k) {
+    if (present[k]) {
+      out += "<span><i style=\"background:" + std::string(kStyles[k].colour) + "\"></i>" +
+             svg::escape(kStyles[k].legend) + "</span>";
+    }
+  }
+  for (const auto& phase : kPhaseStyles) {
+    out += "<span><i class=\"band\" style=\"background:" + std::string(phase.fill) + "\"></i>" +
+           phase.label + "</span>";
+  }
+  return out + "</div>\n";
+}
+
+}  // namespace
+
+std::string gantt_html(const std::vector<GanttRun>& runs, const GanttOptions& options) {
+  std::vector<RunView> views;
+  for (const auto& run : runs)
+    views.push_back(time_view(run, options.links_and_host));
+  const std::string chart = GanttWriter(views, AxisKind::kTime, options.id).write();
+  return legend(views) + "<div class=\"gantt-frame\">" + chart + "</div>\n";
+}
+
+std::string step_chart_html(const GanttRun& run, const std::string& id) {
+  if (!run.report->spec->schedule->step_based())
+    return "";
+  std::vector<RunView> views = {step_view(run)};
+  return legend(views) + "<div class=\"gantt-frame\">" +
+         GanttWriter(views, AxisKind::kSteps, id).write() + "</div>\n";
+}
+
+std::string gantt_css() {
+  std::string css =
+      ".box{stroke:#fff;stroke-width:.6}"
+      ".lbl{font-size:11px;fill:#fff;font-weight:600;pointer-events:none}"
+      ".lbl.dark{fill:#222}"
+      ".row-label{font-size:12px;font-weight:600;fill:#333}"
+      ".row-label.minor{font-size:9.5px;font-weight:400;fill:#666}"
+      ".run-title{font-size:13px;font-weight:700;fill:#222}"
+      ".grid{stroke:#000;stroke-opacity:.07}"
+      ".axis{stroke:#888}"
+      ".tick{font-size:10.5px;fill:#555}"
+      ".axis-unit{font-size:10.5px;fill:#555;font-style:italic}"
+      ".phase-edge{stroke:#999;stroke-dasharray:3 3}"
+      ".cut{stroke:#c00;stroke-width:1.5;stroke-dasharray:5 3}"
+      ".cut-label{font-size:11px;fill:#c00}";
+  for (const auto& kind : kStyles)
+    css += "." + std::string(kind.css) + "{fill:" + kind.colour + "}";
+  for (const auto& phase : kPhaseStyles) {
+    css += "." + std::string(phase.css) + "{fill:" + phase.fill + "}." + phase.css +
+           "-t{font-size:11px;font-weight:600;fill:" + phase.text + "}";
+  }
+  return css + "\n";
+}
+
+}  // namespace ipusim::sim

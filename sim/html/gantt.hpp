@@ -1,0 +1,42 @@
+#pragma once
+// The pipeline Gantt chart of the HTML reports, as the Graphcore tutorials draw it: one row
+// per IPU, time across, F/B/R/W boxes labelled with their micro-batch, the phases shaded
+// behind and named above; then thin rows for the BSP sync and exchange, every IPU-Link (named
+// by logical IPUs), every host link and, when used, each IPU's link to streaming memory.
+// Several runs stack on one time axis (in ms; in cycles too when they share a clock).
+//
+// Boxes narrower than a pixel are not drawn one by one: each pixel column shows the share of
+// its time spent on each kind of work, and equal neighbouring columns merge, so the chart's
+// size is bounded by its width, not by the number of tasks.
+
+#include <string>
+#include <vector>
+
+#include "sim/replay/timeline.hpp"
+#include "sim/report/report.hpp"
+
+namespace ipusim::sim {
+
+struct GanttRun {
+  const RunReport* report = nullptr;
+  const Timeline* timeline = nullptr;
+  std::string label;  // drawn above the run's rows when there are several runs
+};
+
+struct GanttOptions {
+  std::string id = "gantt";  // of the <svg> element
+  bool links_and_host = true;
+};
+
+// The legend (HTML) and the chart (inline SVG).
+std::string gantt_html(const std::vector<GanttRun>& runs, const GanttOptions& options);
+
+// Step-based schedules only (empty otherwise): the picture the Graphcore tutorials draw, one
+// column per BSP step with each IPU's F/B/R boxes of the step side by side and the weight
+// update in a last column; the <svg> element has id `id`.
+std::string step_chart_html(const GanttRun& run, const std::string& id);
+
+// CSS rules for the chart's classes.
+std::string gantt_css();
+
+}  // namespace ipusim::sim

@@ -1,0 +1,65 @@
+#pragma once
+// Turns a validated run into the numbers the replay needs per sub-stage (one IPU's part of a
+// computational stage) and per micro-batch: cycles of each task kind, bytes copied between
+// IPUs, bytes stashed under the recomputation mode, and the static memory of each IPU.
+//
+// Compute time of a layer: its FLOPs at the dtype's peak times the achieved efficiency, or
+// its bytes moved at the in-processor memory bandwidth when that is slower (a roofline),
+// unless the layer carries profiled `cycles`. Stage times are sums of layer times.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+#include "sim/spec/spec.hpp"
+
+namespace ipusim::sim {
+
+struct SubstageCost {
+  int ipu = 0;
+  std::int64_t forward_cycles = 0;
+  std::int64_t backward_cycles = 0;     // input and weight gradients together
+  std::int64_t weight_grad_cycles = 0;  // the W part, for schedules that split the backward
+  std::int64_t recompute_cycles = 0;
+  double forward_flops = 0;  // per micro-batch
+  double backward_flops = 0;
+  std::int64_t stash_bytes = 0;  // one FIFO entry (one micro-batch) under the mode
+  std::int64_t live_bytes = 0;   // activations alive while a task of it runs
+  std::int64_t params = 0;
+};
+
+// One category of memory on one IPU, at the granularity the out-of-memory message names.
+struct MemoryItem {
+  std::string
+      category;      // always_live, weights, optimizer_state, gradient_accumulators, copy_buffers
+  std::string name;  // e.g. "weights of dense256"
+  std::int64_t bytes = 0;
+};
+
+struct CostModel {
+  std::vector<std::vector<SubstageCost>> stages;  // [stage][substage]
+  // Bytes of one micro-batch's copy from `ipu` to `peer` for stage `stage`'s boundary.
+  std::map<std::tuple<int, int, int, bool>, std::int64_t>
+      copy_bytes;                                  // (stage, ipu, peer, gradient)
+  std::int64_t infeed_bytes = 0;                   // one micro-batch of inputs and labels
+  std::int64_t outfeed_bytes = 0;                  // one micro-batch's loss
+  std::vector<std::int64_t> weight_update_cycles;  // per IPU, on chip
+  std::vector<std::int64_t> offload_bytes;         // per IPU: optimizer state streamed in and out
+  std::vector<std::int64_t> gradient_bytes;        // per IPU: accumulated gradients to all-reduce
+  std::vector<std::vector<MemoryItem>> static_memory;  // per IPU, on chip
+  // Per IPU, off chip: the offloaded optimizer state (the replay adds offloaded stash FIFOs).
+  std::vector<std::vector<MemoryItem>> streaming_memory;
+
+  std::int64_t copy(int stage, int ipu, int peer, bool gradient) const;
+  const SubstageCost& substage(int stage, int substage) const { return stages[stage][substage]; }
+};
+
+CostModel build_cost_model(const RunSpec& spec, const schedules::Schedule& schedule);
+
+// Cycles to run `flops` reading and writing `bytes` on one IPU.
+std::int64_t compute_cycles(const HardwareSpec& hardware, models::DType dtype, double flops,
+                            double bytes);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,79 @@
+#pragma once
+// What numeric runs need around the pipeline: the data a spec asks for, whether numeric mode
+// can run, test accuracy by inference through the whole model, and parameters as .npy files
+// named by layer and parameter ("dense128.kernel.final.npy").
+//
+// Data: Fashion-MNIST's training and test files, or the seeded synthetic source. The synthetic
+// set mirrors Fashion-MNIST's sizes: samples 0 .. 59,999 train and 60,000 .. 69,999 test, all
+// drawn around the same class prototypes.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/data.hpp"
+#include "models/stage_executor.hpp"
+#include "sim/spec/spec.hpp"
+
+namespace ipusim::core {
+class OutputSet;
+}
+
+namespace ipusim::sim {
+
+// Whether numeric mode can run on `spec`; otherwise why not, naming the config entry.
+struct NumericSupport {
+  bool supported = false;
+  std::string file;     // the config file that sets that entry
+  std::string pointer;  // JSON pointer of the entry that prevents it
+  std::string reason;
+};
+NumericSupport numeric_support(const RunSpec& spec);
+// Throws the core::ConfigError that `support` describes.
+[[noreturn]] void throw_unsupported(const NumericSupport& support);
+
+// The training stream; throws core::ConfigError (at /data) when the files are missing or
+// truncated or do not fit the model.
+std::unique_ptr<models::DataSource> training_data(const RunSpec& spec);
+
+// The test images: `count` samples of `source` from stream index `first`.
+struct TestSet {
+  std::unique_ptr<models::DataSource> source;
+  std::int64_t first = 0;
+  std::int64_t count = 0;
+};
+TestSet test_data(const RunSpec& spec);
+
+// "fashion-mnist (/usr/share/datasets/fashion-mnist)" or "synthetic (seed 0)".
+std::string data_description(const DataSpec& data);
+
+// The model's logits for `inputs` (batch first), by a forward pass without dropout and without
+// the loss, on the parameters as they are.
+models::Tensor infer(const models::Model& model, const models::ParameterStore& parameters,
+                     const models::Tensor& inputs);
+
+// How many of the test samples infer() classifies right (arg-max of the logits).
+std::int64_t correct_predictions(const models::Model& model,
+                                 const models::ParameterStore& parameters, TestSet& test);
+
+// "<layer id>.<parameter>" of each parameter tensor of `layer`: "kernel" for weights and
+// "bias" for biases, numbered from the second of a role ("kernel_1").
+std::vector<std::string> parameter_names(const models::Model& model, int layer);
+
+// "<layer>.<parameter>.<suffix>.npy" for every parameter tensor of the model: the files
+// save_parameters writes, for declaring them before a run.
+std::vector<std::string> parameter_files(const models::Model& model, const std::string& suffix);
+
+// Writes every parameter tensor to `<directory>/<layer>.<parameter>.<suffix>.npy` in `outputs`,
+// which must hold those paths (see parameter_files) and writes them at its commit.
+void save_parameters(core::OutputSet& outputs, const std::string& directory,
+                     const std::string& suffix, const models::Model& model,
+                     const models::ParameterStore& parameters);
+
+// Reads `<layer>.<parameter>.final.npy`, or `.initial.npy` when there is no final one, for every
+// parameter tensor; throws core::ConfigError naming the file and the expected shape.
+void load_parameters(const std::string& directory, const models::Model& model,
+                     models::ParameterStore& parameters);
+
+}  // namespace ipusim::sim

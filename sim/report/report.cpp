@@ -1,0 +1,483 @@
+#include "sim/report/report.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+
+#include "schedules/build.hpp"
+#include "sim/core/checked.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/numeric/numeric.hpp"
+#include "sim/numeric/training.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+constexpr std::array<const char*, 4> kPhaseLabels = {"ramp-up", "main", "ramp-down",
+                                                     "weight update"};
+const std::vector<std::string> kMemoryCategories = {
+    "always_live", "weights",     "optimizer_state", "gradient_accumulators",
+    "stash",       "activations", "copy_buffers"};
+
+double share(double part, double whole) {
+  return whole > 0 ? part / whole : 0.0;
+}
+
+std::string cycles_and_time(std::int64_t cycles, double clock_hz) {
+  return with_commas(cycles) + " cycles (" + fixed(double(cycles) / clock_hz * 1e3, 4) + " ms)";
+}
+
+// Tables and messages name IPUs logically; links also give the physical IPUs they join.
+std::string ipu_numbering(const RunReport& r) {
+  std::string physical;
+  for (const auto& ipu : r.replay.ipus)
+    physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+  return "IPU numbers are logical (device_mapping); their physical IPUs (selection_order " +
+         selection_order_name(r.spec->hardware.selection_order) + "): " + physical;
+}
+
+std::string header(const RunReport& r) {
+  const auto& spec = *r.spec;
+  const auto& p = spec.pipeline;
+  std::string out = "ipusim run: " + spec.model.name + " (" + spec.config_path + ")\n";
+  out += r.schedule + " schedule, " + std::to_string(p.stages.size()) + " stage(s) on " +
+         std::to_string(p.ipus_per_replica()) + " IPU(s) x " +
+         std::to_string(p.replication_factor) + " replica(s) of " + spec.hardware.preset + " at " +
+         fixed(spec.hardware.clock_hz / 1e9, 2) + " GHz\n";
+  out += ipu_numbering(r) + "\n";
+  if (r.relaxed) {
+    out += "relaxed divisibility: Graphcore would reject gradient_accumulation_count " +
+           std::to_string(p.gradient_accumulation_count) + " for this schedule\n";
+  }
+  for (const auto& note : spec.notes)
+    out += "note: " + note + "\n";
+  return out;
+}
+
+std::string timing(const RunReport& r) {
+  const auto& p = r.spec->pipeline;
+  const double clock = r.spec->hardware.clock_hz;
+  std::string out =
+      "\nStep (one weight update): " + cycles_and_time(r.replay.step_cycles, clock) + "\n";
+  out += "Throughput: " + with_commas(std::llround(r.throughput())) +
+         " samples/s (effective batch " + with_commas(p.samples_per_weight_update()) +
+         " = micro-batch " + std::to_string(p.micro_batch_size) + " x gradient accumulation " +
+         std::to_string(p.gradient_accumulation_count) + " x " +
+         std::to_string(p.replication_factor) + " replica(s))\n";
+  if (p.repeat_count > 1) {
+    out += "Repeat count " + std::to_string(p.repeat_count) + ": " +
+           cycles_and_time(r.run_cycles, clock) + " per run\n";
+  }
+  std::vector<std::vector<std::string>> rows = {{"Phase", "Cycles", "Time", "Share of step"}};
+  for (int i = 0; i < 4; ++i) {
+    const auto cycles = r.replay.phase_cycles[i];
+    rows.push_back({kPhaseLabels[i], with_commas(cycles),
+                    fixed(double(cycles) / clock * 1e3, 4) + " ms",
+                    percent(share(double(cycles), double(r.replay.step_cycles)))});
+  }
+  out += "\n" + render_table(rows, {false, true, true, true});
+  out += "Ramp overhead: " + percent(r.ramp_overhead()) + " of the step in ramp-up and ramp-down\n";
+  out += "Bubble: " + percent(r.bubble_fraction()) +
+         " of IPU time idle in the pipeline phases (idle/busy " + fixed(r.bubble_ratio(), 4) +
+         ")\n";
+  return out;
+}
+
+std::string utilisation(const RunReport& r) {
+  std::vector<std::vector<std::string>> rows = {{"IPU", "Utilisation", "Ramp-up", "Main",
+                                                 "Ramp-down", "Weight update", "Busy cycles",
+                                                 "Host link"}};
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
+    const auto& ipu = r.replay.ipus[i];
+    std::vector<std::string> row = {
+        std::to_string(i), percent(share(double(ipu.busy_cycles), double(r.replay.step_cycles)))};
+    for (int phase = 0; phase < 4; ++phase) {
+      row.push_back(
+          percent(share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase]))));
+    }
+    row.push_back(with_commas(ipu.busy_cycles));
+    row.push_back(percent(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))));
+    rows.push_back(row);
+  }
+  std::string out = "\nUtilisation per IPU (compute busy / phase length)\n" +
+                    render_table(rows, {true, true, true, true, true, true, true, true});
+  for (const auto& link : r.replay.links) {
+    out += "IPU-Link IPU" + std::to_string(link.from_ipu) + " -> IPU" +
+           std::to_string(link.to_ipu) + " (physical IPU" + std::to_string(link.from_physical) +
+           " -> IPU" + std::to_string(link.to_physical) +
+           "): " + percent(share(double(link.busy_cycles), double(r.replay.step_cycles))) +
+           " busy, " + si(double(link.bytes), "B") + " per step\n";
+  }
+  return out;
+}
+
+std::int64_t bytes_of(const std::map<std::string, std::int64_t>& categories,
+                      const std::string& name) {
+  const auto found = categories.find(name);
+  return found == categories.end() ? 0 : found->second;
+}
+
+bool uses_streaming_memory(const RunReport& r) {
+  for (const auto& ipu : r.replay.ipus) {
+    if (!ipu.streaming_memory.empty() || ipu.streaming_bytes > 0)
+      return true;
+  }
+  return false;
+}
+
+// Off chip: what each IPU keeps in streaming memory and how busy its link there is.
+std::string streaming(const RunReport& r) {
+  if (!uses_streaming_memory(r))
+    return "";
+  const auto& hw = r.spec->hardware;
+  std::vector<std::vector<std::string>> rows = {
+      {"IPU", "Stash FIFOs", "Optimizer state", "Link busy", "Link bytes per step"}};
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
+    const auto& ipu = r.replay.ipus[i];
+    rows.push_back({std::to_string(i), si(double(bytes_of(ipu.streaming_memory, "stash")), "B"),
+                    si(double(bytes_of(ipu.streaming_memory, "optimizer_state")), "B"),
+                    percent(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))),
+                    si(double(ipu.streaming_bytes), "B")});
+  }
+  return "\nStreaming memory per IPU (off chip, " + si(hw.streaming_memory_bandwidth, "B/s") +
+         " link per IPU)\n" + render_table(rows, {true, true, true, true, true});
+}
+
+std::string memory(const RunReport& r) {
+  const auto capacity = r.spec->hardware.memory_per_ipu_bytes;
+  std::vector<std::vector<std::string>> rows = {{"IPU", "Peak", "Stash", "Weights", "Optimizer",
+                                                 "Accumulators", "Activations", "Copy buffers",
+                                                 "Always-live", "Fits"}};
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
+    const auto& ipu = r.replay.ipus[i];
+    auto category = [&](const std::string& name) {
+      return si(double(bytes_of(ipu.memory_at_peak, name)), "B");
+    };
+    rows.push_back({std::to_string(i), si(double(ipu.peak_memory_bytes), "B"),
+                    si(double(ipu.peak_stash_bytes), "B"), category("weights"),
+                    category("optimizer_state"), category("gradient_accumulators"),
+                    category("activations"), category("copy_buffers"), category("always_live"),
+                    ipu.peak_memory_bytes <= capacity ? "yes" : "NO"});
+  }
+  std::string out =
+      "\nMemory per IPU at its peak (capacity " + si(double(capacity), "B") + ")\n" +
+      render_table(rows, {true, true, true, true, true, true, true, true, true, false});
+  std::string depths;
+  for (std::size_t k = 0; k < r.stash_depth.size(); ++k) {
+    depths += (k ? ", " : "") + std::to_string(r.stash_depth[k]);
+  }
+  out += "Stash FIFO depth per stage (micro-batches): " + depths +
+         (r.spec->pipeline.offload_activations
+              ? "; the FIFOs are in streaming memory (offload_activations)"
+              : "") +
+         "\n";
+  out += streaming(r);
+  if (r.replay.out_of_memory)
+    out += "\n" + r.replay.out_of_memory->message() + "\n";
+  return out;
+}
+
+nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
+  const auto& ipu = r.replay.ipus[i];
+  nlohmann::json phases = nlohmann::json::object();
+  for (int phase = 0; phase < 4; ++phase) {
+    phases[kPhaseNames[phase]] =
+        share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase]));
+  }
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (const auto& name : kMemoryCategories)
+    breakdown[name] = bytes_of(ipu.memory_at_peak, name);
+  nlohmann::json streaming = nlohmann::json::object();
+  std::int64_t streaming_total = 0;
+  for (const auto& name : {"stash", "optimizer_state"}) {
+    streaming[name] = bytes_of(ipu.streaming_memory, name);
+    streaming_total += bytes_of(ipu.streaming_memory, name);
+  }
+  return {
+      {"ipu", i},
+      {"physical_ipu", ipu.physical},
+      {"utilisation", share(double(ipu.busy_cycles), double(r.replay.step_cycles))},
+      {"utilisation_by_phase", phases},
+      {"busy_cycles", ipu.busy_cycles},
+      {"host_link_utilisation", share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))},
+      {"peak_memory_bytes", ipu.peak_memory_bytes},
+      {"peak_stash_bytes", ipu.peak_stash_bytes},
+      {"memory_breakdown", breakdown},
+      {"streaming_memory_bytes", streaming_total},
+      {"streaming_memory_breakdown", streaming},
+      {"streaming_link_bytes", ipu.streaming_bytes},
+      {"streaming_link_utilisation",
+       share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))},
+      {"fits_in_memory", ipu.peak_memory_bytes <= r.spec->hardware.memory_per_ipu_bytes}};
+}
+
+}  // namespace
+
+double RunReport::step_seconds() const {
+  return double(replay.step_cycles) / spec->hardware.clock_hz;
+}
+
+double RunReport::throughput() const {
+  return share(double(spec->pipeline.samples_per_weight_update()), step_seconds());
+}
+
+std::int64_t RunReport::pipeline_cycles() const {
+  return replay.phase_cycles[kRampUp] + replay.phase_cycles[kMain] + replay.phase_cycles[kRampDown];
+}
+
+double RunReport::ramp_overhead() const {
+  return share(double(replay.phase_cycles[kRampUp] + replay.phase_cycles[kRampDown]),
+               double(replay.step_cycles));
+}
+
+namespace {
+std::pair<double, double> pipeline_busy_and_capacity(const RunReport& r) {
+  double busy = 0;
+  for (const auto& ipu : r.replay.ipus) {
+    busy += double(ipu.busy_in_phase[kRampUp] + ipu.busy_in_phase[kMain] +
+                   ipu.busy_in_phase[kRampDown]);
+  }
+  return {busy, double(r.pipeline_cycles()) * double(r.replay.ipus.size())};
+}
+}  // namespace
+
+double RunReport::bubble_fraction() const {
+  const auto [busy, capacity] = pipeline_busy_and_capacity(*this);
+  return share(capacity - busy, capacity);
+}
+
+double RunReport::bubble_ratio() const {
+  const auto [busy, capacity] = pipeline_busy_and_capacity(*this);
+  return share(capacity - busy, busy);
+}
+
+std::vector<double> NumericReport::mean_loss_per_update() const {
+  std::vector<double> means;
+  for (const auto& update : losses) {
+    double sum = 0;
+    for (const float loss : update)
+      sum += loss;
+    means.push_back(update.empty() ? 0.0 : sum / double(update.size()));
+  }
+  return means;
+}
+
+namespace {
+
+// Whether numeric mode runs; kOn on an unsupported spec is the user's error.
+bool numeric_wanted(const RunSpec& spec, NumericMode mode, std::string& skipped) {
+  if (mode == NumericMode::kOff)
+    return false;
+  const NumericSupport support = numeric_support(spec);
+  if (support.supported)
+    return true;
+  if (mode == NumericMode::kOn)
+    throw_unsupported(support);
+  if (models::has_numeric_kernels(spec.model))
+    skipped = support.reason;
+  return false;
+}
+
+bool same_bits(float a, float b) {
+  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+// Runs the reference over the micro-batches the pipeline consumed and compares.
+NumericReport check_against_reference(const RunSpec& spec, const NumericPipeline& pipeline,
+                                      const models::ParameterStore& pipelined,
+                                      models::DataSource& data) {
+  NumericReport report;
+  report.data = data_description(spec.data);
+  report.losses = pipeline.losses();
+  models::ParameterStore reference(spec.model, training_options(spec));
+  report.reference_losses = run_reference(spec, reference, data, 0, pipeline.steps());
+  IPUSIM_CHECK(report.losses.size() == report.reference_losses.size());
+  bool identical = true;
+  for (std::size_t s = 0; s < report.losses.size(); ++s) {
+    const auto& mine = report.losses[s];
+    const auto& theirs = report.reference_losses[s];
+    IPUSIM_CHECK(mine.size() == theirs.size());
+    for (std::size_t m = 0; m < mine.size(); ++m) {
+      identical = identical && same_bits(mine[m], theirs[m]);
+      report.max_abs_diff_loss =
+          std::max(report.max_abs_diff_loss, std::abs(double(mine[m]) - double(theirs[m])));
+    }
+  }
+  const ParameterDifference weights = compare_parameters(spec.model, pipelined, reference);
+  report.max_abs_diff_weights = weights.max_abs;
+  report.bit_identical = identical && weights.bit_identical;
+  return report;
+}
+
+// Replays once per repeat with the kernels running; user observers hear the first repeat.
+ReplayResult replay_numeric(const RunSpec& spec, const CostModel& cost,
+                            const SimulateOptions& options, RunReport& report) {
+  auto data = training_data(spec);
+  models::ParameterStore parameters(spec.model, training_options(spec));
+  NumericPipeline pipeline(spec, parameters, *data);
+  ReplayOptions first{options.allow_oom, options.observers};
+  first.observers.push_back(&pipeline);
+  ReplayResult result = replay(spec, *spec.schedule, cost, first);
+  const ReplayOptions again{options.allow_oom, {&pipeline}};
+  for (std::int64_t r = 1; r < spec.pipeline.repeat_count; ++r)
+    replay(spec, *spec.schedule, cost, again);
+  report.numeric = check_against_reference(spec, pipeline, parameters, *data);
+  return result;
+}
+
+std::string loss_row(const std::vector<float>& losses) {
+  std::string row;
+  for (const float loss : losses)
+    row += " " + fixed(loss, 4);
+  return row;
+}
+
+// 0 exactly, otherwise three significant digits: differences are tiny or not at all.
+std::string difference_text(double value) {
+  if (value == 0)
+    return "0";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+constexpr std::size_t kShownUpdates = 5;  // at each end of a long run
+
+std::string numeric_text(const RunReport& r) {
+  if (!r.numeric) {
+    return r.numeric_skipped.empty() ? ""
+                                     : "\nNumeric check: skipped (" + r.numeric_skipped + ")\n";
+  }
+  const NumericReport& n = *r.numeric;
+  const auto& p = r.spec->pipeline;
+  std::string out = "\nNumeric check: pipelined run against a one-device reference on " + n.data +
+                    ", " + std::to_string(n.losses.size()) + " weight update(s) x " +
+                    std::to_string(p.gradient_accumulation_count) + " micro-batch(es) of " +
+                    std::to_string(p.micro_batch_size) + " samples\n";
+  out += "Loss per micro-batch (nats, mean over its samples):\n";
+  const std::vector<double> means = n.mean_loss_per_update();
+  const std::size_t updates = n.losses.size();
+  for (std::size_t s = 0; s < updates; ++s) {
+    if (updates > 2 * kShownUpdates && s >= kShownUpdates && s < updates - kShownUpdates) {
+      if (s == kShownUpdates)
+        out += "  ... " + std::to_string(updates - 2 * kShownUpdates) + " more update(s)\n";
+      continue;
+    }
+    out += "  update " + std::to_string(s + 1) + " (mean " + fixed(means[s], 4) +
+           " nats):" + loss_row(n.losses[s]) + "\n";
+  }
+  out += std::string(n.bit_identical ? "Bit-identical to the reference"
+                                     : "DIFFERS from the reference") +
+         ": largest |pipelined - reference| " + difference_text(n.max_abs_diff_loss) +
+         " nats in losses, " + difference_text(n.max_abs_diff_weights) + " in weights\n";
+  return out;
+}
+
+nlohmann::json numeric_json(const RunReport& r) {
+  if (!r.numeric)
+    return nullptr;
+  const NumericReport& n = *r.numeric;
+  return {{"bit_identical", n.bit_identical},
+          {"max_abs_diff_loss", n.max_abs_diff_loss},
+          {"max_abs_diff_weights", n.max_abs_diff_weights},
+          {"data", n.data},
+          {"losses", n.losses},
+          {"reference_losses", n.reference_losses},
+          {"mean_loss_per_update", n.mean_loss_per_update()}};
+}
+
+RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) {
+  const auto& schedule = spec.schedule;
+  const auto cost = build_cost_model(spec, *schedule);
+  RunReport report;
+  report.spec = std::make_shared<const RunSpec>(spec);
+  report.schedule = schedule->name();
+  report.relaxed = schedule->relaxed();
+  report.stash_depth = schedule->stash_depth();
+  if (numeric_wanted(spec, options.numeric, report.numeric_skipped)) {
+    report.replay = replay_numeric(spec, cost, options, report);
+  } else {
+    ReplayOptions replay_options;
+    replay_options.allow_oom = options.allow_oom;
+    replay_options.observers = options.observers;
+    report.replay = replay(spec, *schedule, cost, replay_options);
+  }
+  report.run_cycles =
+      core::checked_mul(report.replay.step_cycles, spec.pipeline.repeat_count, "simulated time");
+  return report;
+}
+
+}  // namespace
+
+RunReport simulate(const RunSpec& spec, const SimulateOptions& options) {
+  try {
+    return simulate_checked(spec, options);
+  } catch (const core::Overflow& overflow) {
+    throw core::ConfigError(spec.config_path, "",
+                            std::string("the run is too large to simulate: its ") +
+                                overflow.what() +
+                                " does not fit in 64 bits; check the hardware figures and the "
+                                "pipeline's sizes");
+  }
+}
+
+std::string render_text(const RunReport& report) {
+  return header(report) + timing(report) + utilisation(report) + memory(report) +
+         numeric_text(report);
+}
+
+nlohmann::json to_json(const RunReport& r) {
+  const double clock = r.spec->hardware.clock_hz;
+  nlohmann::json phases = nlohmann::json::object();
+  for (int i = 0; i < 4; ++i) {
+    phases[kPhaseNames[i]] = {{"cycles", r.replay.phase_cycles[i]},
+                              {"seconds", double(r.replay.phase_cycles[i]) / clock}};
+  }
+  nlohmann::json ipus = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i)
+    ipus.push_back(ipu_json(r, i));
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& link : r.replay.links) {
+    links.push_back(
+        {{"from_ipu", link.from_ipu},
+         {"to_ipu", link.to_ipu},
+         {"from_physical_ipu", link.from_physical},
+         {"to_physical_ipu", link.to_physical},
+         {"bytes", link.bytes},
+         {"utilisation", share(double(link.busy_cycles), double(r.replay.step_cycles))}});
+  }
+  const auto& p = r.spec->pipeline;
+  return {
+      {"config", r.spec->config_path},
+      {"model", r.spec->model.name},
+      {"schedule", r.schedule},
+      {"relaxed_divisibility", r.relaxed},
+      {"stages", p.stages.size()},
+      {"gradient_accumulation_count", p.gradient_accumulation_count},
+      {"micro_batch_size", p.micro_batch_size},
+      {"replication_factor", p.replication_factor},
+      {"repeat_count", p.repeat_count},
+      {"effective_batch", p.samples_per_weight_update()},
+      {"clock_hz", clock},
+      {"step_cycles", r.replay.step_cycles},
+      {"step_seconds", r.step_seconds()},
+      {"run_cycles", r.run_cycles},
+      {"throughput_samples_per_second", r.throughput()},
+      {"phases", phases},
+      {"ramp_overhead", r.ramp_overhead()},
+      {"bubble_fraction", r.bubble_fraction()},
+      {"bubble_ratio", r.bubble_ratio()},
+      {"stash_depth", r.stash_depth},
+      {"offload_activations", p.offload_activations},
+      {"selection_order", selection_order_name(r.spec->hardware.selection_order)},
+      {"ipus", ipus},
+      {"links", links},
+      {"fits_in_memory", r.fits_in_memory()},
+      {"out_of_memory", r.replay.out_of_memory ? nlohmann::json(r.replay.out_of_memory->message())
+                                               : nlohmann::json(nullptr)},
+      {"notes", r.spec->notes},
+      {"numeric", numeric_json(r)}};
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,68 @@
+#pragma once
+// The figures users read after a run, derived from the replay result alone: step time,
+// throughput, phases, ramp overhead, bubble share, utilisation per IPU and phase, link use and
+// memory. Written as a terminal report or as JSON (keys documented in the README).
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/replay/replay.hpp"
+#include "sim/spec/spec.hpp"
+
+namespace ipusim::sim {
+
+// The numeric check: the pipelined run against the one-device reference on the same
+// micro-batches. Losses are the softmax cross-entropy in nats, each the mean over its
+// micro-batch's samples, by weight update then micro-batch.
+struct NumericReport {
+  std::string data;  // data_description() of the source
+  std::vector<std::vector<float>> losses;
+  std::vector<std::vector<float>> reference_losses;
+  double max_abs_diff_loss = 0;
+  double max_abs_diff_weights = 0;
+  bool bit_identical = false;
+
+  std::vector<double> mean_loss_per_update() const;
+};
+
+struct RunReport {
+  std::shared_ptr<const RunSpec> spec;  // shared: a report outlives the spec it was run from
+  std::string schedule;
+  bool relaxed = false;
+  ReplayResult replay;
+  std::int64_t run_cycles = 0;  // the step times repeat_count
+  std::vector<std::int64_t> stash_depth;
+  std::optional<NumericReport> numeric;  // when numeric mode ran
+  std::string numeric_skipped;           // why the automatic numeric mode did not run
+
+  double step_seconds() const;
+  double throughput() const;             // samples per second
+  std::int64_t pipeline_cycles() const;  // ramp-up + main + ramp-down
+  double ramp_overhead() const;          // share of the step in ramp-up and ramp-down
+  double bubble_fraction() const;        // idle share of IPU time in the pipeline phases
+  double bubble_ratio() const;           // idle over busy IPU time in the pipeline phases
+  bool fits_in_memory() const { return !replay.out_of_memory.has_value(); }
+};
+
+// Whether the replay runs the real kernels: kAuto when every layer has one.
+enum class NumericMode { kAuto, kOn, kOff };
+
+struct SimulateOptions {
+  bool allow_oom = false;
+  NumericMode numeric = NumericMode::kOff;
+  std::vector<ReplayObserver*> observers;  // told of the first repeat's events; not owned
+};
+
+// Builds the cost model of `spec`, replays its schedule and returns the report. In numeric
+// mode the replay runs the kernels (sim/numeric.hpp) once per repeat, then the reference; kOn
+// on a spec numeric mode cannot run is a core::ConfigError naming the entry that prevents it,
+// and so is a run whose time or sizes overflow 64-bit counts.
+RunReport simulate(const RunSpec& spec, const SimulateOptions& options);
+
+std::string render_text(const RunReport& report);
+nlohmann::json to_json(const RunReport& report);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,291 @@
+#include "sim/report/trace.hpp"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace ipusim::sim {
+namespace {
+
+using nlohmann::json;
+
+// Process ids of the track groups; Perfetto shows them in the order of kGroupOrder.
+enum TrackGroup { kIpus = 1, kLinks = 2, kHostLinks = 3, kBsp = 4, kMemory = 5, kStreaming = 6 };
+constexpr std::array<TrackGroup, 6> kGroupOrder = {kIpus,      kLinks, kHostLinks,
+                                                   kStreaming, kBsp,   kMemory};
+constexpr int kSyncThread = 0;
+constexpr int kPhaseThread = 1;
+
+constexpr std::array<const char*, 4> kPhaseLabels = {"ramp-up", "main", "ramp-down",
+                                                     "weight update"};
+
+// Builds the event list; every event carries name, ph, ts, pid and tid.
+class TraceWriter {
+ public:
+  TraceWriter(const RunReport& report, const Timeline& timeline)
+      : report_(report), timeline_(timeline), us_per_cycle_(1e6 / timeline.clock_hz()) {}
+
+  json write() {
+    metadata();
+    tasks();
+    weight_updates();
+    transfers();
+    streams();
+    barriers();
+    phases();
+    memory();
+    json other = {{"generator", "ipusim"},
+                  {"config", report_.spec->config_path},
+                  {"model", report_.spec->model.name},
+                  {"schedule", report_.schedule},
+                  {"clock_hz", timeline_.clock_hz()},
+                  {"step_cycles", report_.replay.step_cycles},
+                  {"ipu_numbering",
+                   "IPUn is the logical IPU (device_mapping); physical_ipus[n] is where "
+                   "hardware.selection_order places it"},
+                  {"physical_ipus", timeline_.layout.physical},
+                  {"truncated", timeline_.truncated}};
+    if (timeline_.truncated)
+      other["truncation"] = timeline_.truncation_note();
+    return {{"traceEvents", std::move(events_)}, {"displayTimeUnit", "ns"}, {"otherData", other}};
+  }
+
+ private:
+  double us(core::Cycles at) const { return double(at.count) * us_per_cycle_; }
+
+  json event(const std::string& name, const char* ph, core::Cycles at, int pid, int tid) const {
+    return {{"name", name}, {"ph", ph}, {"ts", us(at)}, {"pid", pid}, {"tid", tid}};
+  }
+
+  void slice(const std::string& name, const char* category, core::Cycles start, core::Cycles end,
+             int pid, int tid, json args) {
+    auto e = event(name, "X", start, pid, tid);
+    e["cat"] = category;
+    e["dur"] = us(end) - us(start);
+    args["cycles"] = (end - start).count;
+    e["args"] = std::move(args);
+    events_.push_back(std::move(e));
+  }
+
+  void name_process(TrackGroup pid, const std::string& name) {
+    auto e = event("process_name", "M", core::Cycles{0}, pid, 0);
+    e["args"] = {{"name", name}};
+    events_.push_back(std::move(e));
+    auto order = event("process_sort_index", "M", core::Cycles{0}, pid, 0);
+    const auto position = std::find(kGroupOrder.begin(), kGroupOrder.end(), pid);
+    order["args"] = {{"sort_index", int(position - kGroupOrder.begin()) + 1}};
+    events_.push_back(std::move(order));
+  }
+
+  void name_thread(int pid, int tid, const std::string& name) {
+    auto e = event("thread_name", "M", core::Cycles{0}, pid, tid);
+    e["args"] = {{"name", name}};
+    events_.push_back(std::move(e));
+    auto order = event("thread_sort_index", "M", core::Cycles{0}, pid, tid);
+    order["args"] = {{"sort_index", tid}};
+    events_.push_back(std::move(order));
+  }
+
+  // Directed links by logical IPUs; a link's thread id is its index.
+  void collect_links() {
+    std::set<LinkName> links;
+    for (const auto& link : report_.replay.links)
+      links.insert({link.from_ipu, link.to_ipu, link.from_physical, link.to_physical});
+    for (const auto& transfer : timeline_.transfers) {
+      links.insert({transfer.task.ipu, transfer.task.peer_ipu, transfer.from_physical,
+                    transfer.to_physical});
+    }
+    links_.assign(links.begin(), links.end());
+  }
+
+  int link_thread(int from_physical, int to_physical) const {
+    const auto found = std::find_if(links_.begin(), links_.end(), [&](const LinkName& link) {
+      return link.from_physical == from_physical && link.to_physical == to_physical;
+    });
+    return int(found - links_.begin());
+  }
+
+  void metadata() {
+    const int ipus = timeline_.layout.ipus;
+    name_process(kIpus, "IPUs");
+    name_process(kHostLinks, "Host links");
+    name_process(kBsp, "BSP");
+    name_process(kMemory, "Memory");
+    for (int ipu = 0; ipu < ipus; ++ipu) {
+      name_thread(kIpus, ipu, ipu_name(ipu));
+      name_thread(kHostLinks, ipu, "host link IPU" + std::to_string(ipu));
+    }
+    if (streams_memory()) {
+      name_process(kStreaming, "Streaming memory");
+      for (int ipu = 0; ipu < ipus; ++ipu)
+        name_thread(kStreaming, ipu, "streaming memory IPU" + std::to_string(ipu));
+    }
+    name_thread(kBsp, kSyncThread, "sync / exchange");
+    name_thread(kBsp, kPhaseThread, "phases");
+    name_thread(kMemory, 0, "memory");
+    collect_links();
+    if (links_.empty())
+      return;
+    name_process(kLinks, "IPU-Links");
+    for (std::size_t i = 0; i < links_.size(); ++i) {
+      const auto& link = links_[i];
+      name_thread(kLinks, int(i),
+                  "link IPU" + std::to_string(link.from_ipu) + "->IPU" +
+                      std::to_string(link.to_ipu) + " (physical IPU" +
+                      std::to_string(link.from_physical) + "->IPU" +
+                      std::to_string(link.to_physical) + ")");
+    }
+  }
+
+  // "IPU2 (physical IPU3)": logical, then where selection_order places it.
+  std::string ipu_name(int ipu) const {
+    const auto& physical = timeline_.layout.physical;
+    return "IPU" + std::to_string(ipu) + " (physical IPU" +
+           std::to_string(ipu < int(physical.size()) ? physical[ipu] : ipu) + ")";
+  }
+
+  // Whether any IPU streams to or from streaming memory during the step.
+  bool streams_memory() const {
+    if (!timeline_.streams.empty())
+      return true;
+    return std::any_of(
+        timeline_.weight_updates.begin(), timeline_.weight_updates.end(),
+        [](const WeightUpdateSpan& span) { return span.offload_end > span.all_reduce_end; });
+  }
+
+  void tasks() {
+    for (const auto& span : timeline_.tasks) {
+      const auto& task = span.task;
+      json args = {{"stage", task.stage},
+                   {"micro_batch", task.microbatch + 1},
+                   {"phase", kPhaseLabels.at(span.phase)},
+                   {"flops", span.flops},
+                   {"bytes", span.bytes}};
+      if (task.step >= 0)
+        args["step"] = task.step + 1;
+      if (schedules::is_compute(task.op)) {
+        args["substage"] = task.substage;
+        slice(span_label(task), "compute", span.start, span.end, kIpus, task.ipu, std::move(args));
+      } else {
+        slice(span_label(task), "host", span.start, span.end, kHostLinks, task.ipu,
+              std::move(args));
+      }
+    }
+  }
+
+  void weight_updates() {
+    for (const auto& span : timeline_.weight_updates) {
+      const std::array<std::tuple<const char*, core::Cycles, core::Cycles>, 3> parts = {
+          {{"all-reduce", span.start, span.all_reduce_end},
+           {"optimizer state stream", span.all_reduce_end, span.offload_end},
+           {"weight update", span.offload_end, span.end}}};
+      for (const auto& [name, start, end] : parts) {
+        if (end > start) {
+          slice(name, "weight_update", start, end, kIpus, span.ipu,
+                {{"phase", kPhaseLabels[kWeightUpdate]}});
+        }
+      }
+      if (span.offload_end > span.all_reduce_end) {
+        slice("optimizer state stream", "streaming", span.all_reduce_end, span.offload_end,
+              kStreaming, span.ipu, {{"phase", kPhaseLabels[kWeightUpdate]}});
+      }
+    }
+  }
+
+  // Stash FIFO traffic under offload_activations: "stash read s0" brings the oldest entry
+  // back, "stash write s0" sends the newest out.
+  void streams() {
+    for (const auto& span : timeline_.streams) {
+      const bool read = span.kind == StreamSpan::Kind::kStashRead;
+      slice(std::string(read ? "stash read s" : "stash write s") + std::to_string(span.stage),
+            "streaming", span.start, span.end, kStreaming, span.ipu,
+            {{"stage", span.stage},
+             {"bytes", span.bytes},
+             {"step", span.step + 1},
+             {"phase", kPhaseLabels.at(span.phase)}});
+    }
+  }
+
+  void transfers() {
+    for (const auto& span : timeline_.transfers) {
+      json args = {{"stage", span.task.stage},
+                   {"bytes", span.bytes},
+                   {"from_ipu", span.task.ipu},
+                   {"to_ipu", span.task.peer_ipu}};
+      if (span.task.microbatch >= 0)
+        args["micro_batch"] = span.task.microbatch + 1;
+      slice(span_label(span.task), "link", span.start, span.end, kLinks,
+            link_thread(span.from_physical, span.to_physical), std::move(args));
+    }
+  }
+
+  void barriers() {
+    for (const auto& span : timeline_.barriers) {
+      const bool sync = span.kind == BarrierSpan::Kind::kSync;
+      slice(sync ? "sync" : "exchange", "bsp", span.start, span.end, kBsp, kSyncThread,
+            {{"step", span.step + 1}});
+    }
+  }
+
+  // One slice per phase from its start to the next phase's, and a global marker at each start.
+  void phases() {
+    auto starts = timeline_.phases;
+    std::stable_sort(starts.begin(), starts.end(),
+                     [](const PhaseStart& a, const PhaseStart& b) { return a.start < b.start; });
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      const auto& phase = starts[i];
+      const auto end = i + 1 < starts.size() ? starts[i + 1].start : timeline_.end;
+      const std::string name = kPhaseLabels.at(phase.phase);
+      auto marker = event(name, "i", phase.start, kBsp, kPhaseThread);
+      marker["s"] = "g";
+      events_.push_back(std::move(marker));
+      if (end > phase.start)
+        slice(name, "phase", phase.start, end, kBsp, kPhaseThread, json::object());
+    }
+    if (timeline_.truncated) {
+      auto marker = event("truncated: " + timeline_.truncation_note(), "i",
+                          timeline_.recorded_until, kBsp, kPhaseThread);
+      marker["s"] = "g";
+      events_.push_back(std::move(marker));
+    }
+  }
+
+  void memory() {
+    for (int ipu = 0; ipu < timeline_.layout.ipus; ++ipu) {
+      auto points = timeline_.memory[ipu];
+      if (points.empty() || points.front().at.count > 0)
+        points.insert(points.begin(), MemoryPoint{});
+      for (const auto& point : points) {
+        auto e = event("IPU" + std::to_string(ipu) + " memory", "C", point.at, kMemory, 0);
+        json args = json::object();
+        for (const auto& [category, bytes] : timeline_.memory_by_category(ipu, point))
+          args[category] = bytes;
+        e["args"] = std::move(args);
+        events_.push_back(std::move(e));
+      }
+    }
+  }
+
+  const RunReport& report_;
+  const Timeline& timeline_;
+  double us_per_cycle_;
+  struct LinkName {
+    int from_ipu = 0;
+    int to_ipu = 0;
+    int from_physical = 0;
+    int to_physical = 0;
+    friend auto operator<=>(const LinkName&, const LinkName&) = default;
+  };
+  std::vector<LinkName> links_;
+  json events_ = json::array();
+};
+
+}  // namespace
+
+nlohmann::json chrome_trace(const RunReport& report, const Timeline& timeline) {
+  return TraceWriter(report, timeline).write();
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,294 @@
+#include "sim/spec/hardware.hpp"
+
+#include <cmath>
+
+#include "sim/core/error.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+using core::ConfigNode;
+using core::Dimension;
+
+// ipu-hardware.md §2, ladder model (poplibs lib/poplibs_test/Util.cpp): 128 Gbit/s per link at
+// 0.85 efficiency; 4 links inside a pair, 2 up, 2 down and 2 cross links per IPU.
+constexpr double kLadderLinkBandwidth = 128e9 / 8 * 0.85;
+
+// ipu-hardware.md §3: the IPUModel's cross-IPU sync is ceil(15 ns x f x 2 x (1 + N/4)) cycles,
+// i.e. 30 ns x f plus 7.5 ns x f per IPU.
+void set_sync_from_ipumodel_formula(HardwareSpec& hw) {
+  hw.sync_base_cycles = static_cast<std::int64_t>(std::ceil(30e-9 * hw.clock_hz));
+  hw.sync_per_ipu_cycles = static_cast<std::int64_t>(std::ceil(7.5e-9 * hw.clock_hz));
+}
+
+HardwareSpec gc200() {
+  HardwareSpec hw;
+  hw.preset = "gc200";
+  hw.clock_hz = 1.33e9;                       // §1: MLPerf v1 system JSON; tut6 cycles/µs
+  hw.tiles = 1472;                            // §1: libpva tutorial
+  hw.memory_per_ipu_bytes = 638976LL * 1472;  // §1: 624 KB/tile x 1472 = 897 MB
+  hw.peak_flops_fp16 = 250e12;                // §1: POD128 datasheet, 31.955 PF / 128
+  hw.peak_flops_fp32 = 62.5e12;               // §1: POD128 datasheet, 7.989 PF / 128
+  hw.efficiency = 0.5;                        // assumed: no published achieved-FLOPs figure
+  hw.memory_bandwidth = 47.5e12;              // §1: 47.5 TB/s in-processor memory
+  hw.link_bandwidth = kLadderLinkBandwidth;   // §2 ladder model
+  hw.link_latency_cycles = 100;               // §3: fixed exchange overhead ≈100 cycles
+  hw.links_in_pair = 4;                       // §2 ladder model
+  hw.links_up_down = 2;
+  hw.links_cross = 1;                    // 2 cross links per IPU: one per diagonal neighbour
+  hw.host_link_bandwidth = 12.5e9;       // §2: host path is 100 GbE RoCE per IPU-Machine
+  hw.streaming_memory_bandwidth = 16e9;  // §2: PCIe Gen4 x8 to the Gateway, an upper bound
+  hw.exchange_overhead_cycles = 100;     // §3: poplibs CTCLossPlan cost model
+  hw.always_live_bytes = 100'000'000;    // assumed: code and control, configurable
+  return hw;
+}
+
+HardwareSpec bow() {
+  HardwareSpec hw = gc200();
+  hw.preset = "bow";
+  hw.clock_hz = 1.85e9;         // §1: MLPerf v2 system JSON
+  hw.peak_flops_fp16 = 350e12;  // §1: convergedigest
+  hw.peak_flops_fp32 = 87e12;   // §1: derived, 62.4 x 1.85 / 1.33
+  hw.memory_bandwidth = 66e12;  // §1: derived
+  return hw;
+}
+
+HardwareSpec gc2() {
+  HardwareSpec hw = gc200();
+  hw.preset = "gc2";
+  hw.clock_hz = 1.6e9;                        // §1: TF profiling report sample
+  hw.tiles = 1216;                            // §1
+  hw.memory_per_ipu_bytes = 262144LL * 1216;  // §1: 256 KB/tile, 304 MB
+  hw.peak_flops_fp16 = 124.5e12;              // §1: Jia et al.
+  hw.peak_flops_fp32 = 31.1e12;               // §1: Jia et al.
+  hw.memory_bandwidth = 45e12;                // §1: Jia et al.
+  hw.link_bandwidth = 64e9 / 2;               // §1: C2 card, 64 GB/s bidirectional per link
+  hw.links_in_pair = 3;                       // §1: 3 links between the card's 2 IPUs
+  hw.links_up_down = 2;                       // §1: 128 GB/s card to card
+  hw.host_link_bandwidth = 16e9;              // §1: PCIe card
+  hw.streaming_memory_bandwidth = 16e9;
+  return hw;
+}
+
+// For analytic checks: a GC200 whose syncs, copies and host I/O cost nothing.
+HardwareSpec ideal() {
+  HardwareSpec hw = gc200();
+  hw.preset = "ideal";
+  hw.link_bandwidth = 0;  // 0 means unlimited
+  hw.link_latency_cycles = 0;
+  hw.host_link_bandwidth = 0;
+  hw.streaming_memory_bandwidth = 0;
+  hw.host_sync_cycles = 0;
+  hw.sync_base_cycles = 0;
+  hw.sync_per_ipu_cycles = 0;
+  hw.exchange_overhead_cycles = 0;
+  hw.always_live_bytes = 0;
+  return hw;
+}
+
+HardwareSpec clocked_preset(const std::string& name) {
+  if (name == "bow")
+    return bow();
+  if (name == "gc2")
+    return gc2();
+  return gc200();
+}
+
+// The sources give syncs in time, so their cycle counts follow each preset's clock.
+HardwareSpec preset(const std::string& name) {
+  if (name == "ideal")
+    return ideal();
+  HardwareSpec hw = clocked_preset(name);
+  hw.host_sync_cycles = static_cast<std::int64_t>(5e-6 * hw.clock_hz);  // §3: uncalibrated guess
+  set_sync_from_ipumodel_formula(hw);                                   // §3: IPUModel formula
+  return hw;
+}
+
+int round_up_to_power_of_two(int count) {
+  int power = 1;
+  while (power < count)
+    power *= 2;
+  return power;
+}
+
+std::int64_t read_cycles(const ConfigNode& node) {
+  return node.as_int(0, std::int64_t{1} << 40);
+}
+
+// Plausible from a slow serial line to far beyond any memory; outside, times overflow or vanish.
+double read_bandwidth(const ConfigNode& node) {
+  const double bandwidth = node.as_quantity(Dimension::kBandwidth);
+  if (bandwidth < 1e3 || bandwidth > 1e15) {
+    node.fail("expected a bandwidth from 1kB/s to 1PB/s, found " + node.json().dump() +
+              " (the ideal preset models free transfers)");
+  }
+  return bandwidth;
+}
+
+double read_flop_rate(const ConfigNode& node) {
+  const double rate = node.as_quantity(Dimension::kFlopRate);
+  if (rate < 1e6 || rate > 1e18)
+    node.fail("expected a FLOP rate from 1MFLOPS to 1000PFLOPS, found " + node.json().dump());
+  return rate;
+}
+
+void read_links(const ConfigNode& node, HardwareSpec& hw) {
+  node.expect_only_keys(
+      {"bandwidth", "latency_cycles", "links_in_pair", "links_up_down", "links_cross"});
+  if (auto v = node.find("bandwidth"))
+    hw.link_bandwidth = read_bandwidth(*v);
+  if (auto v = node.find("latency_cycles"))
+    hw.link_latency_cycles = read_cycles(*v);
+  if (auto v = node.find("links_in_pair"))
+    hw.links_in_pair = int(v->as_int(0, 16));
+  if (auto v = node.find("links_up_down"))
+    hw.links_up_down = int(v->as_int(0, 16));
+  if (auto v = node.find("links_cross"))
+    hw.links_cross = int(v->as_int(0, 16));
+}
+
+void read_sync(const ConfigNode& node, HardwareSpec& hw) {
+  node.expect_only_keys(
+      {"base_cycles", "per_ipu_cycles", "exchange_overhead_cycles", "host_cycles"});
+  if (auto v = node.find("base_cycles"))
+    hw.sync_base_cycles = read_cycles(*v);
+  if (auto v = node.find("per_ipu_cycles"))
+    hw.sync_per_ipu_cycles = read_cycles(*v);
+  if (auto v = node.find("exchange_overhead_cycles"))
+    hw.exchange_overhead_cycles = read_cycles(*v);
+  if (auto v = node.find("host_cycles"))
+    hw.host_sync_cycles = read_cycles(*v);
+}
+
+std::int64_t read_memory(const ConfigNode& node) {
+  const double bytes = node.as_quantity(Dimension::kBytes);
+  if (bytes > 1e15)
+    node.fail("a memory of more than 1 PB per IPU is not plausible");
+  if (bytes < 1)
+    node.fail("the memory must be at least 1 byte");
+  return static_cast<std::int64_t>(bytes);
+}
+
+void read_peak(const ConfigNode& node, HardwareSpec& hw) {
+  node.expect_only_keys({"fp32", "fp16"});
+  if (auto v = node.find("fp32"))
+    hw.peak_flops_fp32 = read_flop_rate(*v);
+  if (auto v = node.find("fp16"))
+    hw.peak_flops_fp16 = read_flop_rate(*v);
+}
+
+void read_overrides(const ConfigNode& node, HardwareSpec& hw) {
+  if (auto v = node.find("clock")) {
+    hw.clock_hz = v->as_quantity(Dimension::kFrequency);
+    if (hw.clock_hz < 1e6 || hw.clock_hz > 1e11)
+      v->fail("expected a clock between 1MHz and 100GHz");
+  }
+  if (auto v = node.find("tiles"))
+    hw.tiles = v->as_int(1, 1 << 20);
+  if (auto v = node.find("memory_per_ipu"))
+    hw.memory_per_ipu_bytes = read_memory(*v);
+  if (auto v = node.find("peak_flops"))
+    read_peak(*v, hw);
+  if (auto v = node.find("efficiency")) {
+    hw.efficiency = v->as_number();
+    if (!(hw.efficiency > 0 && hw.efficiency <= 1))
+      v->fail("expected a share in (0, 1]");
+  }
+  if (auto v = node.find("memory_bandwidth"))
+    hw.memory_bandwidth = read_bandwidth(*v);
+  if (auto v = node.find("ipu_link"))
+    read_links(*v, hw);
+  if (auto v = node.find("selection_order")) {
+    const auto name = v->as_enum({"snake", "hoof", "zigzag"});
+    hw.selection_order = name == "hoof"     ? SelectionOrder::kHoof
+                         : name == "zigzag" ? SelectionOrder::kZigzag
+                                            : SelectionOrder::kSnake;
+  }
+  if (auto v = node.find("host_link_bandwidth"))
+    hw.host_link_bandwidth = read_bandwidth(*v);
+  if (auto v = node.find("streaming_memory_bandwidth")) {
+    hw.streaming_memory_bandwidth = read_bandwidth(*v);
+  }
+  if (auto v = node.find("sync"))
+    read_sync(*v, hw);
+  if (auto v = node.find("always_live_memory"))
+    hw.always_live_bytes = read_memory(*v);
+}
+
+}  // namespace
+
+const std::vector<std::string>& hardware_preset_names() {
+  static const std::vector<std::string> names = {"gc200", "bow", "gc2", "ideal"};
+  return names;
+}
+
+HardwareSpec parse_hardware(const ConfigNode& node, int ipus_needed, std::string* note) {
+  node.expect_only_keys({"preset", "ipus", "clock", "tiles", "memory_per_ipu", "peak_flops",
+                         "efficiency", "memory_bandwidth", "ipu_link", "topology",
+                         "selection_order", "host_link_bandwidth", "streaming_memory_bandwidth",
+                         "sync", "always_live_memory"});
+  HardwareSpec hw = preset(node.get_enum("preset", "gc200", hardware_preset_names()));
+  if (auto topology = node.find("topology"))
+    topology->as_enum({"ladder"});
+  read_overrides(node, hw);
+  if (auto ipus = node.find("ipus")) {
+    hw.ipus = int(ipus->as_int(1, 1024));
+    if (hw.ipus < ipus_needed) {
+      ipus->fail("the pipeline needs " + std::to_string(ipus_needed) + " IPUs, but only " +
+                 std::to_string(hw.ipus) + " are configured");
+    }
+  } else {
+    hw.ipus = round_up_to_power_of_two(ipus_needed);
+    if (hw.ipus != ipus_needed) {
+      *note = "the pipeline uses " + std::to_string(ipus_needed) + " IPUs; the device has " +
+              std::to_string(hw.ipus) + " because multi-IPU devices come in powers of two";
+    }
+  }
+  return hw;
+}
+
+int physical_ipu(SelectionOrder order, int index, int count) {
+  IPUSIM_CHECK(index >= 0 && index < count);
+  switch (order) {
+    case SelectionOrder::kZigzag:
+      return index;
+    case SelectionOrder::kSnake: {
+      // 0,1,3,2,4,5,7,6: every second rung is walked right to left.
+      const int rung = index / 2;
+      const int side = index % 2;
+      return 2 * rung + (rung % 2 == 0 ? side : 1 - side);
+    }
+    case SelectionOrder::kHoof: {
+      // Up the left rail (0,2,4,...) and down the right rail (...,5,3,1).
+      const int half = (count + 1) / 2;
+      return index < half ? 2 * index : 2 * (count - 1 - index) + 1;
+    }
+  }
+  return index;
+}
+
+int links_between(const HardwareSpec& hw, int a, int b) {
+  if (a > b)
+    std::swap(a, b);
+  const int rung_a = a / 2;
+  const int rung_b = b / 2;
+  if (rung_a == rung_b)
+    return hw.links_in_pair;
+  if (rung_b != rung_a + 1)
+    return 0;
+  return (a % 2) == (b % 2) ? hw.links_up_down : hw.links_cross;
+}
+
+std::string selection_order_name(SelectionOrder order) {
+  switch (order) {
+    case SelectionOrder::kSnake:
+      return "snake";
+    case SelectionOrder::kHoof:
+      return "hoof";
+    case SelectionOrder::kZigzag:
+      return "zigzag";
+  }
+  return "?";
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,519 @@
+#include "sim/spec/spec.hpp"
+
+#include <algorithm>
+
+#include "schedules/build.hpp"
+#include "schedules/schedule_error.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/core/suggest.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+using core::ConfigNode;
+using schedules::RecomputationMode;
+
+// Scale bounds: far beyond any real run, low enough that products and sums of them over
+// micro-batches, stash depths and repeats stay within 64 bits.
+constexpr std::int64_t kMaxSamplesPerUpdate = std::int64_t{1} << 50;
+constexpr std::int64_t kMaxMicroBatchBytes = std::int64_t{1} << 50;
+constexpr std::size_t kMaxDescriptionBytes = 10'000;
+
+const std::vector<std::string> kPipelineKeys = {"splits",
+                                                "stages",
+                                                "device_mapping",
+                                                "pipeline_schedule",
+                                                "gradient_accumulation_count",
+                                                "repeat_count",
+                                                "micro_batch_size",
+                                                "replication_factor",
+                                                "recomputation_mode",
+                                                "offload_weight_update_variables",
+                                                "offload_activations",
+                                                "gradient_accumulation_dtype",
+                                                "gradient_accumulation_reduction",
+                                                "optimizer",
+                                                "dtype",
+                                                "relaxed_divisibility",
+                                                "training",
+                                                "seed"};
+
+std::vector<std::string> layer_ids(const models::Model& model) {
+  std::vector<std::string> ids;
+  for (const auto& layer : model.layers)
+    ids.push_back(layer.id);
+  return ids;
+}
+
+int find_layer(const models::Model& model, const ConfigNode& node) {
+  const std::string id = node.as_string();
+  const int index = model.index_of(id);
+  if (index < 0) {
+    node.fail("no layer has the id '" + id + "'" + core::did_you_mean(id, layer_ids(model)));
+  }
+  return index;
+}
+
+// The TF1 tutorial's rule: each split names the first layer of the next stage.
+std::vector<StageSpec> stages_from_splits(const models::Model& model, const ConfigNode& splits) {
+  std::vector<int> starts;
+  for (const auto& split : splits.items()) {
+    const int index = find_layer(model, split);
+    if (index == 0)
+      split.fail("splitting at the first layer '" + model.layers[0].id +
+                 "' would leave stage 0 empty");
+    if (!starts.empty() && index <= starts.back()) {
+      split.fail("splits must follow the layer order: '" + model.layers[index].id +
+                 "' does not come after '" + model.layers[starts.back()].id +
+                 "', so a stage would be empty");
+    }
+    starts.push_back(index);
+  }
+  std::vector<StageSpec> stages(starts.size() + 1);
+  std::size_t stage = 0;
+  for (int i = 0; i < int(model.layers.size()); ++i) {
+    if (stage < starts.size() && i == starts[stage])
+      ++stage;
+    if (stages[stage].substage_layers.empty())
+      stages[stage].substage_layers.emplace_back();
+    stages[stage].substage_layers[0].push_back(i);
+  }
+  return stages;
+}
+
+std::vector<int> read_layer_list(const models::Model& model, const ConfigNode& list,
+                                 std::vector<std::string>& placed) {
+  if (list.size() == 0)
+    list.fail("a stage needs at least one layer");
+  std::vector<int> layers;
+  for (const auto& item : list.items()) {
+    const int index = find_layer(model, item);
+    if (!placed[index].empty()) {
+      item.fail("layer '" + model.layers[index].id + "' is already in stage " + placed[index]);
+    }
+    placed[index] = list.pointer();
+    layers.push_back(index);
+  }
+  std::sort(layers.begin(), layers.end());
+  return layers;
+}
+
+std::vector<StageSpec> explicit_stages(const models::Model& model, const ConfigNode& node) {
+  if (node.size() == 0)
+    node.fail("expected at least one stage");
+  std::vector<std::string> placed(model.layers.size());
+  std::vector<StageSpec> stages;
+  for (const auto& entry : node.items()) {
+    StageSpec stage;
+    const bool concurrent = entry.size() > 0 && entry.at(std::size_t{0}).is_array();
+    if (concurrent) {
+      for (const auto& sub : entry.items())
+        stage.substage_layers.push_back(read_layer_list(model, sub, placed));
+    } else {
+      stage.substage_layers.push_back(read_layer_list(model, entry, placed));
+    }
+    stages.push_back(std::move(stage));
+  }
+  for (std::size_t i = 0; i < placed.size(); ++i) {
+    if (placed[i].empty())
+      node.fail("layer '" + model.layers[i].id + "' is in no stage");
+  }
+  return stages;
+}
+
+std::vector<int> stage_of_layers(const models::Model& model, const std::vector<StageSpec>& stages,
+                                 std::vector<int>* substage_of) {
+  std::vector<int> stage_of(model.layers.size(), -1);
+  substage_of->assign(model.layers.size(), 0);
+  for (int s = 0; s < int(stages.size()); ++s) {
+    for (int sub = 0; sub < int(stages[s].substage_layers.size()); ++sub) {
+      for (int layer : stages[s].substage_layers[sub]) {
+        stage_of[layer] = s;
+        (*substage_of)[layer] = sub;
+      }
+    }
+  }
+  return stage_of;
+}
+
+// A layer may not run before its inputs: never in an earlier stage, and never in a sibling
+// sub-stage of a concurrent stage (those run at the same time).
+void check_stage_order(const models::Model& model, const std::vector<StageSpec>& stages,
+                       const ConfigNode& where) {
+  std::vector<int> substage_of;
+  const auto stage_of = stage_of_layers(model, stages, &substage_of);
+  for (int layer = 0; layer < int(model.layers.size()); ++layer) {
+    for (int input : model.graph.inputs_of(layer)) {
+      const auto& a = model.layers[input];
+      const auto& b = model.layers[layer];
+      if (stage_of[input] > stage_of[layer]) {
+        where.fail("layer '" + b.id + "' is in stage " + std::to_string(stage_of[layer]) +
+                   " but its input '" + a.id + "' is in the later stage " +
+                   std::to_string(stage_of[input]));
+      }
+      if (stage_of[input] == stage_of[layer] && substage_of[input] != substage_of[layer]) {
+        where.fail("layer '" + b.id + "' and its input '" + a.id +
+                   "' are in different sub-stages of the concurrent stage " +
+                   std::to_string(stage_of[layer]) + ", which run at the same time");
+      }
+    }
+  }
+}
+
+void read_device_mapping(const ConfigNode* node, std::vector<StageSpec>& stages) {
+  if (!node) {
+    int next = 0;
+    for (auto& stage : stages) {
+      for (std::size_t sub = 0; sub < stage.substage_layers.size(); ++sub)
+        stage.ipus.push_back(next++);
+    }
+    return;
+  }
+  if (node->size() != stages.size()) {
+    node->fail("expected one entry per stage (" + std::to_string(stages.size()) + "), found " +
+               std::to_string(node->size()));
+  }
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const auto entry = node->at(s);
+    const std::size_t subs = stages[s].substage_layers.size();
+    if (entry.is_array()) {
+      if (entry.size() != subs) {
+        entry.fail("stage " + std::to_string(s) + " has " + std::to_string(subs) +
+                   " sub-stage(s), so its entry needs " + std::to_string(subs) + " IPU(s)");
+      }
+      for (const auto& ipu : entry.items())
+        stages[s].ipus.push_back(int(ipu.as_int(0, 1023)));
+    } else {
+      if (subs != 1) {
+        entry.fail("stage " + std::to_string(s) + " is concurrent with " + std::to_string(subs) +
+                   " sub-stages: give a list of " + std::to_string(subs) + " IPUs");
+      }
+      stages[s].ipus.push_back(int(entry.as_int(0, 1023)));
+    }
+  }
+}
+
+RecomputationMode read_recomputation(const ConfigNode& pipeline) {
+  const auto name = pipeline.get_enum(
+      "recomputation_mode", "none",
+      {"none", "auto", "recompute_then_backpropagate", "recompute_and_backpropagate_interleaved"});
+  if (name == "auto")
+    return RecomputationMode::kAuto;
+  if (name == "recompute_then_backpropagate")
+    return RecomputationMode::kRecomputeThenBackpropagate;
+  if (name == "recompute_and_backpropagate_interleaved") {
+    return RecomputationMode::kRecomputeAndBackpropagateInterleaved;
+  }
+  return RecomputationMode::kNone;
+}
+
+models::DType read_dtype(const ConfigNode& node) {
+  return node.as_enum({"fp32", "fp16"}) == "fp16" ? models::DType::kFp16 : models::DType::kFp32;
+}
+
+double read_positive_number(const ConfigNode& node) {
+  const double value = node.as_number();
+  if (!(value > 0) || value > 1e6)
+    node.fail("expected a positive number");
+  return value;
+}
+
+double read_share(const ConfigNode& node) {
+  const double value = node.as_number();
+  if (!(value >= 0 && value < 1))
+    node.fail("expected a number in [0, 1)");
+  return value;
+}
+
+models::OptimizerConfig read_optimizer(const ConfigNode* node) {
+  models::OptimizerConfig optimizer;
+  optimizer.kind = models::OptimizerConfig::Kind::kSgd;
+  optimizer.learning_rate = 0.01;
+  if (!node)
+    return optimizer;
+  const auto type = node->at("type").as_enum({"sgd", "momentum", "adam"});
+  if (type == "sgd")
+    node->expect_only_keys({"type", "learning_rate"});
+  if (type == "momentum")
+    node->expect_only_keys({"type", "learning_rate", "momentum"});
+  if (type == "adam") {
+    node->expect_only_keys(
+        {"type", "learning_rate", "beta1", "beta2", "epsilon", "bias_correction"});
+    optimizer.learning_rate = 0.001;
+  }
+  optimizer.kind = type == "adam"       ? models::OptimizerConfig::Kind::kAdam
+                   : type == "momentum" ? models::OptimizerConfig::Kind::kMomentum
+                                        : models::OptimizerConfig::Kind::kSgd;
+  if (auto v = node->find("learning_rate"))
+    optimizer.learning_rate = read_positive_number(*v);
+  if (auto v = node->find("momentum"))
+    optimizer.momentum = read_share(*v);
+  if (auto v = node->find("beta1"))
+    optimizer.beta1 = read_share(*v);
+  if (auto v = node->find("beta2"))
+    optimizer.beta2 = read_share(*v);
+  if (auto v = node->find("epsilon"))
+    optimizer.epsilon = read_positive_number(*v);
+  optimizer.bias_correction = node->get_bool("bias_correction", true);
+  return optimizer;
+}
+
+std::vector<StageSpec> read_stages(const models::Model& model, const ConfigNode& pipeline) {
+  const auto splits = pipeline.find("splits");
+  const auto stages = pipeline.find("stages");
+  if (splits && stages) {
+    stages->fail("give either 'splits' or 'stages', not both");
+  }
+  std::vector<StageSpec> out;
+  if (splits) {
+    out = stages_from_splits(model, *splits);
+  } else if (stages) {
+    out = explicit_stages(model, *stages);
+  } else {
+    out.resize(1);
+    out[0].substage_layers.emplace_back();
+    for (int i = 0; i < int(model.layers.size()); ++i)
+      out[0].substage_layers[0].push_back(i);
+  }
+  check_stage_order(model, out, splits ? *splits : stages ? *stages : pipeline);
+  const auto mapping = pipeline.find("device_mapping");
+  read_device_mapping(mapping ? &*mapping : nullptr, out);
+  return out;
+}
+
+void read_scalars(const ConfigNode& pipeline, const models::Model& model, PipelineSpec& spec) {
+  spec.schedule = pipeline.get_enum("pipeline_schedule", "grouped", schedule_names());
+  spec.gradient_accumulation_count =
+      pipeline.get_int("gradient_accumulation_count", 1, 1, core::kMaxCount);
+  spec.repeat_count = pipeline.get_int("repeat_count", 1, 1, core::kMaxCount);
+  spec.micro_batch_size = pipeline.get_int("micro_batch_size", 1, 1, 1 << 24);
+  spec.replication_factor = int(pipeline.get_int("replication_factor", 1, 1, 1024));
+  spec.recomputation = read_recomputation(pipeline);
+  spec.offload_weight_update_variables =
+      pipeline.get_bool("offload_weight_update_variables", false);
+  spec.offload_activations = pipeline.get_bool("offload_activations", false);
+  spec.dtype = pipeline.find("dtype") ? read_dtype(pipeline.at("dtype")) : model.dtype;
+  spec.gradient_accumulation_dtype = pipeline.find("gradient_accumulation_dtype")
+                                         ? read_dtype(pipeline.at("gradient_accumulation_dtype"))
+                                         : spec.dtype;
+  spec.gradient_accumulation_mean =
+      pipeline.get_enum("gradient_accumulation_reduction", "mean", {"mean", "sum"}) == "mean";
+  const auto optimizer = pipeline.find("optimizer");
+  spec.optimizer = read_optimizer(optimizer ? &*optimizer : nullptr);
+  spec.relaxed_divisibility = pipeline.get_bool("relaxed_divisibility", false);
+  spec.training = pipeline.get_bool("training", model.trainable);
+  if (spec.training && !model.trainable) {
+    pipeline.at("training").fail("the model has no loss layer, so it can only run inference");
+  }
+  spec.seed = std::uint64_t(pipeline.get_int("seed", 0, 0, std::int64_t{1} << 62));
+}
+
+// Free text shown in reports; bounded so that no report grows with a runaway field.
+std::string read_description(const ConfigNode& root) {
+  const auto node = root.find("description");
+  if (!node)
+    return "";
+  std::string text = node->as_string();
+  if (text.size() > kMaxDescriptionBytes) {
+    node->fail("expected a description of at most " +
+               with_commas(std::int64_t(kMaxDescriptionBytes)) + " bytes, found " +
+               std::to_string(text.size()));
+  }
+  return text;
+}
+
+// Samples per weight update are counted in 64 bits, with room for sums over repeats.
+void check_samples_per_update(const ConfigNode& pipeline, const PipelineSpec& spec) {
+  const long double samples = (long double)spec.micro_batch_size *
+                              (long double)spec.gradient_accumulation_count *
+                              (long double)spec.replication_factor;
+  if (samples <= (long double)kMaxSamplesPerUpdate)
+    return;
+  const auto node = pipeline.find("gradient_accumulation_count");
+  (node ? *node : pipeline)
+      .fail(
+          "micro_batch_size x gradient_accumulation_count x replication_factor is more than "
+          "2^50 samples per weight update; ipusim counts at most " +
+          with_commas(kMaxSamplesPerUpdate));
+}
+
+PipelineSpec read_pipeline(const ConfigNode& pipeline, const models::Model& model) {
+  pipeline.expect_only_keys(kPipelineKeys);
+  PipelineSpec spec;
+  spec.stages = read_stages(model, pipeline);
+  read_scalars(pipeline, model, spec);
+  check_samples_per_update(pipeline, spec);
+  return spec;
+}
+
+// Bytes one micro-batch touches across the model, bounded so that every byte count the cost
+// model and the replay derive from it (per micro-batch, times stash depths) fits in 64 bits.
+void check_micro_batch_bytes(const RunSpec& spec, const ConfigNode& root) {
+  long double per_sample = 0;
+  for (const auto& info : spec.model.info) {
+    per_sample += (long double)info.activation_bytes + (long double)info.saved_bytes +
+                  (long double)info.bytes_moved_forward + (long double)info.bytes_moved_backward;
+  }
+  if (per_sample * (long double)spec.pipeline.micro_batch_size <= (long double)kMaxMicroBatchBytes)
+    return;
+  const auto pipeline = root.find("pipeline");
+  const auto node = pipeline ? pipeline->find("micro_batch_size") : std::nullopt;
+  (node ? *node : root.at("model"))
+      .fail("one micro-batch of " + std::to_string(spec.pipeline.micro_batch_size) +
+            " samples moves more than 2^50 bytes (1 PiB) through the model; that is not "
+            "plausible for one weight update's micro-batch");
+}
+
+DataSpec read_data(const std::optional<ConfigNode>& node) {
+  DataSpec data;
+  data.path = "/usr/share/datasets/fashion-mnist";
+  if (!node)
+    return data;
+  if (node->is_string()) {
+    data.source = node->as_enum({"synthetic", "fashion-mnist"});
+    return data;
+  }
+  node->expect_only_keys({"source", "path", "shuffle", "seed"});
+  data.source = node->get_enum("source", "synthetic", {"synthetic", "fashion-mnist"});
+  data.path = node->get_string("path", data.path);
+  data.shuffle = node->get_bool("shuffle", false);
+  data.seed = std::uint64_t(node->get_int("seed", 0, 0, std::int64_t{1} << 62));
+  return data;
+}
+
+// The schedule builder knows Graphcore's rules; its refusal becomes a config error at the
+// option that caused it.
+std::shared_ptr<const schedules::Schedule> build_schedule(const RunSpec& spec,
+                                                          const ConfigNode& root) {
+  try {
+    return schedules::build_schedule(spec.pipeline.schedule, spec.pipeline_shape());
+  } catch (const schedules::ScheduleError& error) {
+    const std::string key(schedules::option_key(error.option()));
+    const auto pipeline = root.at("pipeline");
+    const auto node = pipeline.find(key);
+    (node ? *node : pipeline).fail(error.what());
+  }
+}
+
+// Why offload_activations would have nothing to act on: it moves Graphcore's stash FIFOs to
+// streaming memory, and some runs keep none; empty when it acts.
+std::string offload_without_fifos(const RunSpec& spec) {
+  const auto& schedule = *spec.schedule;
+  if (!schedule.step_based()) {
+    const std::string rest =
+        " schedule has none (its stash is held in flight): use grouped or interleaved";
+    return "offload_activations moves Graphcore's stash FIFOs to streaming memory, and the " +
+           schedule.name() + rest;
+  }
+  const std::string nothing = "offload_activations has nothing to move: ";
+  if (!spec.pipeline.training)
+    return nothing + "an inference pipeline keeps no stash";
+  const auto depth = schedule.stash_depth();
+  if (std::any_of(depth.begin(), depth.end(), [](std::int64_t d) { return d > 0; }))
+    return "";
+  if (depth.size() == 1)
+    return nothing + "a single stage keeps no stash FIFO";
+  return nothing + "the " + schedule.name() + " schedule keeps no stash FIFOs";
+}
+
+// An option that is accepted must act.
+void check_offload_activations(const RunSpec& spec, const ConfigNode& root) {
+  if (!spec.pipeline.offload_activations)
+    return;
+  const std::string why = offload_without_fifos(spec);
+  if (!why.empty())
+    root.at("pipeline").at("offload_activations").fail(why);
+}
+
+}  // namespace
+
+std::vector<int> StageSpec::layers() const {
+  std::vector<int> out;
+  for (const auto& sub : substage_layers)
+    out.insert(out.end(), sub.begin(), sub.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string StageSpec::name(const models::Model& model) const {
+  std::string out;
+  for (std::size_t sub = 0; sub < substage_layers.size(); ++sub) {
+    if (sub > 0)
+      out += " | ";
+    for (std::size_t i = 0; i < substage_layers[sub].size(); ++i) {
+      if (i > 0)
+        out += "-";
+      out += model.layers[substage_layers[sub][i]].id;
+    }
+  }
+  return out;
+}
+
+int PipelineSpec::ipus_per_replica() const {
+  int count = 0;
+  for (const auto& stage : stages) {
+    for (int ipu : stage.ipus)
+      count = std::max(count, ipu + 1);
+  }
+  return count;
+}
+
+const std::vector<std::string>& schedule_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& info : schedules::schedule_catalogue())
+      out.push_back(info.name);
+    return out;
+  }();
+  return names;
+}
+
+schedules::PipelineShape RunSpec::pipeline_shape() const {
+  schedules::PipelineShape shape;
+  for (const auto& stage : pipeline.stages)
+    shape.device_mapping.push_back(stage.ipus);
+  shape.microbatches = pipeline.gradient_accumulation_count;
+  shape.repeat_count = pipeline.repeat_count;
+  shape.recomputation = pipeline.recomputation;
+  shape.training = pipeline.training;
+  shape.relaxed_divisibility = pipeline.relaxed_divisibility;
+  shape.replicas = pipeline.replication_factor;
+  return shape;
+}
+
+std::string RunSpec::source_of(const std::string& pointer) const {
+  return document ? document->source_of(pointer) : config_path;
+}
+
+RunSpec build_run_spec(const core::ConfigDocument& document) {
+  const ConfigNode root = document.root();
+  root.expect_only_keys({"description", "model", "pipeline", "hardware", "data"});
+  RunSpec spec;
+  spec.config_path = document.path();
+  spec.document = document;
+  spec.description = read_description(root);
+  spec.model = models::parse_model(root.at("model"));
+  const auto pipeline = root.find("pipeline");
+  // An absent optional section reads as an empty object, so defaults come from one place.
+  const auto empty = core::ConfigDocument::from_json(nlohmann::json::object(), document.path());
+  spec.pipeline = read_pipeline(pipeline ? *pipeline : empty.root(), spec.model);
+  spec.model = models::with_compute_dtype(std::move(spec.model), spec.pipeline.dtype);
+  check_micro_batch_bytes(spec, root);
+  std::string note;
+  const auto hardware = root.find("hardware");
+  const int needed = spec.pipeline.ipus_per_replica() * spec.pipeline.replication_factor;
+  spec.hardware = parse_hardware(hardware ? *hardware : empty.root(), needed, &note);
+  if (!note.empty())
+    spec.notes.push_back(note);
+  spec.data = read_data(root.find("data"));
+  spec.schedule = build_schedule(spec, root);
+  check_offload_activations(spec, root);
+  return spec;
+}
+
+RunSpec load_run_spec(const std::string& path, const std::vector<core::Override>& overrides) {
+  return build_run_spec(core::ConfigDocument::load(path, overrides));
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,88 @@
+#pragma once
+// A validated run: the model, how it is cut into stages and mapped onto IPUs, the pipeline
+// options, the hardware and the data. Every user error is found while building it, before
+// the first simulated event; later stages of the data flow can trust it.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/dtype.hpp"
+#include "models/model.hpp"
+#include "models/optimizer.hpp"
+#include "schedules/pipeline_shape.hpp"
+#include "schedules/schedule.hpp"
+#include "sim/core/config_file.hpp"
+#include "sim/spec/hardware.hpp"
+
+namespace ipusim::sim {
+
+// One computational stage: its layers (indices into Model::layers, in topological order),
+// split into sub-stages when the stage is concurrent, and the IPU of each sub-stage.
+struct StageSpec {
+  std::vector<std::vector<int>> substage_layers;
+  std::vector<int> ipus;
+  std::vector<int> layers() const;
+  std::string name(const models::Model& model) const;  // "flatten-dense256-dense128"
+};
+
+struct PipelineSpec {
+  std::vector<StageSpec> stages;
+  std::string schedule = "grouped";
+  std::int64_t gradient_accumulation_count = 1;
+  std::int64_t repeat_count = 1;
+  std::int64_t micro_batch_size = 1;
+  int replication_factor = 1;
+  schedules::RecomputationMode recomputation = schedules::RecomputationMode::kNone;
+  bool offload_weight_update_variables = false;
+  bool offload_activations = false;
+  models::DType dtype = models::DType::kFp32;
+  models::DType gradient_accumulation_dtype = models::DType::kFp32;
+  bool gradient_accumulation_mean = true;  // "mean" divides the sum by M; "sum" does not
+  models::OptimizerConfig optimizer;
+  bool relaxed_divisibility = false;
+  bool training = true;
+  std::uint64_t seed = 0;
+
+  int ipus_per_replica() const;
+  std::int64_t samples_per_weight_update() const {
+    return micro_batch_size * gradient_accumulation_count * replication_factor;
+  }
+};
+
+struct DataSpec {
+  std::string source = "synthetic";  // or "fashion-mnist"
+  std::string path;                  // fashion-mnist directory
+  bool shuffle = false;
+  std::uint64_t seed = 0;
+};
+
+struct RunSpec {
+  std::string config_path;
+  // The loaded document, so that errors found after validation name the file or override that
+  // set the value at fault.
+  std::optional<core::ConfigDocument> document;
+  std::string description;
+  models::Model model;
+  PipelineSpec pipeline;
+  HardwareSpec hardware;
+  DataSpec data;
+  std::vector<std::string> notes;  // facts the output should mention (e.g. IPU rounding)
+  // Built while validating (its rules are part of validation) and kept: the GPU-world
+  // builders simulate their order once, which is costly for large M.
+  std::shared_ptr<const schedules::Schedule> schedule;
+
+  schedules::PipelineShape pipeline_shape() const;
+  // Who set the value at `pointer`: a file or an override such as "--replicas 2".
+  std::string source_of(const std::string& pointer) const;
+};
+
+// Loads, merges and validates a config; throws core::ConfigError on any user error.
+RunSpec load_run_spec(const std::string& path, const std::vector<core::Override>& overrides);
+RunSpec build_run_spec(const core::ConfigDocument& document);
+
+const std::vector<std::string>& schedule_names();
+
+}  // namespace ipusim::sim

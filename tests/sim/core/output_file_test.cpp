@@ -1,0 +1,230 @@
+#include "sim/core/output_file.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "sim/core/error.hpp"
+#include "tests/sim/core/file_size_limit.hpp"
+
+namespace fs = std::filesystem;
+
+using ipusim::core::AppendFile;
+using ipusim::core::ConfigError;
+using ipusim::core::OutputSet;
+using ipusim::core::write_file_atomically;
+
+namespace {
+
+// An empty folder of the test's own.
+fs::path fresh_folder(const std::string& name) {
+  const fs::path dir = fs::path(IPUSIM_BINARY_DIR) / "output_file_test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The names in `dir`, sorted: what a failure must not add to.
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+const std::string kAdvice = "; give the path of a regular file or of a new one";
+
+}  // namespace
+
+TEST_CASE("an output file is written whole and no temporary file is left behind") {
+  const auto dir = fresh_folder("whole");
+  const auto path = (dir / "report.json").string();
+  write_file_atomically(path, "{}\n");
+  CHECK(read(path) == "{}\n");
+  CHECK(entries(dir) == std::vector<std::string>{"report.json"});
+}
+
+TEST_CASE("an output file in a missing folder is an error naming the file and the folder") {
+  CHECK(error_of([] { write_file_atomically("/nonexistent/ipusim/x.json", "{}"); }) ==
+        "/nonexistent/ipusim/x.json: cannot write the output file: the folder "
+        "/nonexistent/ipusim does not exist");
+}
+
+TEST_CASE("a character device as an output is refused and stays a device") {
+  OutputSet outputs;
+  CHECK(error_of([&] { outputs.add("/dev/null", "--json"); }) ==
+        "/dev/null: cannot write the --json output: it is a character device" + kAdvice);
+  CHECK(error_of([] { write_file_atomically("/dev/full", "{}"); }) ==
+        "/dev/full: cannot write the output file: it is a character device" + kAdvice);
+  CHECK(fs::is_character_file("/dev/null"));
+  CHECK(fs::is_character_file("/dev/full"));
+}
+
+TEST_CASE("a FIFO as an output is refused and stays a FIFO") {
+  const auto dir = fresh_folder("fifo");
+  const auto fifo = dir / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK(error_of([&] { write_file_atomically(fifo.string(), "{}"); }) ==
+        fifo.string() + ": cannot write the output file: it is a FIFO (named pipe)" + kAdvice);
+  CHECK(fs::is_fifo(fifo));
+  CHECK(entries(dir) == std::vector<std::string>{"pipe"});
+}
+
+TEST_CASE("a symbolic link as an output is refused and neither it nor its target changes") {
+  const auto dir = fresh_folder("symlink");
+  write_file_atomically((dir / "target.json").string(), "old\n");
+  fs::create_symlink("target.json", dir / "link.json");
+  const auto link = (dir / "link.json").string();
+  CHECK(error_of([&] { write_file_atomically(link, "new\n"); }) ==
+        link + ": cannot write the output file: it is a symbolic link" + kAdvice);
+  CHECK(fs::is_symlink(link));
+  CHECK(read(dir / "target.json") == "old\n");
+}
+
+TEST_CASE("a directory as an output is refused and no partial file is left beside it") {
+  const auto dir = fresh_folder("directory");
+  fs::create_directory(dir / "report.html");
+  const auto path = (dir / "report.html").string();
+  CHECK(error_of([&] { write_file_atomically(path, "<html>"); }) ==
+        path + ": cannot write the output file: it is a directory" + kAdvice);
+  CHECK(entries(dir) == std::vector<std::string>{"report.html"});
+  CHECK(fs::is_empty(path));
+}
+
+TEST_CASE("an output under a regular file is refused naming that file as not a folder") {
+  const auto dir = fresh_folder("not_a_folder");
+  const auto file = (dir / "plain").string();
+  write_file_atomically(file, "x");
+  CHECK(error_of([&] { write_file_atomically(file + "/x.json", "{}"); }) ==
+        file + "/x.json: cannot write the output file: " + file + " is not a folder");
+}
+
+TEST_CASE("two outputs that are one file are refused, however the paths are spelt") {
+  const auto dir = fresh_folder("same");
+  OutputSet outputs;
+  outputs.add((dir / "run.json").string(), "--json");
+  const auto other = (dir / "." / "run.json").string();
+  CHECK(error_of([&] { outputs.add(other, "--trace"); }) ==
+        other +
+            ": cannot write the --trace output: the --json output is the same file; give each "
+            "output its own path");
+}
+
+TEST_CASE("a write that fails is reported and leaves no file behind") {
+  const auto dir = fresh_folder("too_large");
+  const auto path = (dir / "big.json").string();
+  const std::string text(100000, 'x');
+  std::string error;
+  {
+    const ipusim::testing::FileSizeLimit limit(1000);
+    error = error_of([&] { write_file_atomically(path, text); });
+  }
+  CHECK(error == path + ": cannot write the output file: File too large");
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("when one output of a set fails to be written the others are left as they were") {
+  const auto dir = fresh_folder("one_fails");
+  const auto small = (dir / "small.json").string();
+  const auto big = (dir / "big.html").string();
+  write_file_atomically(small, "old\n");
+  std::string error;
+  {
+    const ipusim::testing::FileSizeLimit limit(1000);
+    OutputSet outputs;
+    outputs.add(small, "--json");
+    outputs.add(big, "--html");
+    outputs.write(small, "new\n");
+    error = error_of([&] { outputs.write(big, std::string(100000, 'x')); });
+  }
+  CHECK(error == big + ": cannot write the --html output: File too large");
+  CHECK(entries(dir) == std::vector<std::string>{"small.json"});
+  CHECK(read(small) == "old\n");
+}
+
+TEST_CASE("commit checks every path again before renaming any") {
+  const auto dir = fresh_folder("spoilt");
+  const auto first = (dir / "a.json").string();
+  const auto second = (dir / "b.json").string();
+  OutputSet outputs;
+  outputs.add(first, "--json");
+  outputs.add(second, "--csv");
+  outputs.write(first, "a\n");
+  outputs.write(second, "b\n");
+  fs::create_directory(second);  // put there by someone else while the work ran
+  CHECK(error_of([&] { outputs.commit(); }) ==
+        second + ": cannot write the --csv output: it is a directory" + kAdvice);
+  CHECK_FALSE(fs::exists(first));
+}
+
+TEST_CASE("a set given up before commit removes its temporaries and the folders it created") {
+  const auto dir = fresh_folder("given_up");
+  const auto folder = (dir / "save" / "run1").string();
+  {
+    OutputSet outputs;
+    outputs.add_folder(folder, "--save");
+    CHECK(fs::is_directory(folder));
+    outputs.add(folder + "/losses.npy", "--save");
+    outputs.write(folder + "/losses.npy", "npy");
+  }
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("a committed set keeps the folders it created and every output") {
+  const auto dir = fresh_folder("committed");
+  const auto folder = (dir / "save").string();
+  OutputSet outputs;
+  outputs.add_folder(folder + "/", "--save");
+  outputs.add(folder + "/a.npy", "--save");
+  outputs.add(folder + "/b.npy", "--save");
+  outputs.write(folder + "/a.npy", {"head", "data"});
+  outputs.write(folder + "/b.npy", "b");
+  outputs.commit();
+  CHECK(entries(folder) == std::vector<std::string>{"a.npy", "b.npy"});
+  CHECK(read(folder + "/a.npy") == "headdata");
+}
+
+TEST_CASE("a folder for outputs that is a regular file is refused") {
+  const auto dir = fresh_folder("folder_is_file");
+  const auto file = (dir / "out").string();
+  write_file_atomically(file, "x");
+  OutputSet outputs;
+  CHECK(error_of([&] { outputs.add_folder(file, "--save"); }) ==
+        file + ": cannot write the --save output: it is a regular file, not a folder");
+}
+
+TEST_CASE("a file appended to in place is locked against a second writer until released") {
+  const auto dir = fresh_folder("locked");
+  const auto path = (dir / "rows.csv").string();
+  const std::string busy = "another writer holds it";
+  {
+    AppendFile first(path, "the -o output", busy);
+    first.append("a\n");
+    CHECK(error_of([&] { AppendFile second(path, "the -o output", busy); }) == path + ": " + busy);
+  }
+  AppendFile again(path, "the -o output", busy);
+  again.append("b\n");
+  CHECK(read(path) == "a\nb\n");
+}

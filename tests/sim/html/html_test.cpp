@@ -1,0 +1,245 @@
+#include "sim/html/html_report.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "sim/core/format.hpp"
+#include "tests/sim/report/report_fixture.hpp"
+
+using namespace ipusim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kTf1 = "configs/tf1_mnist_2ipu.json";
+const char* const kChromium = "/usr/bin/chromium";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++n;
+  return n;
+}
+
+// What headless Chromium printed for one page: the DOM after load (or nothing) and the
+// console messages it logged as errors.
+struct BrowserRun {
+  std::string dom;
+  std::vector<std::string> console_errors;
+};
+
+BrowserRun open_in_chromium(const fs::path& page, const std::string& mode) {
+  const fs::path out = page.string() + ".out";
+  const fs::path err = page.string() + ".err";
+  const std::string command = std::string("timeout 60 ") + kChromium +
+                              " --headless --no-sandbox --disable-gpu --enable-logging=stderr"
+                              " --v=0 --no-first-run --user-data-dir=" +
+                              page.string() + ".profile " + mode + " file://" +
+                              fs::absolute(page).string() + " >" + out.string() + " 2>" +
+                              err.string();
+  const int status = std::system(command.c_str());
+  INFO(command << "\n" << read_file(err));
+  REQUIRE(status == 0);
+  BrowserRun run{read_file(out), {}};
+  std::istringstream lines(read_file(err));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("Uncaught") != std::string::npos ||
+        (line.find("CONSOLE") != std::string::npos && line.find(":ERROR:") != std::string::npos))
+      run.console_errors.push_back(line);
+  }
+  return run;
+}
+
+void require_chromium() {
+  if (!fs::exists(kChromium))
+    FAIL("headless Chromium (" << kChromium << ") is missing: tools/setup installs it");
+}
+
+// References that would make the browser fetch something from the network.
+bool fetches_network(const std::string& html) {
+  static const std::regex remote(
+      R"((src|href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?(https?:)?//)", std::regex::icase);
+  return std::regex_search(html, remote) || html.find("http://") != std::string::npos ||
+         html.find("https://") != std::string::npos;
+}
+
+// The <svg> element with this id, or "" when there is none.
+std::string svg_element(const std::string& html, const std::string& id) {
+  const auto begin = html.find("<svg id=\"" + id + "\"");
+  if (begin == std::string::npos)
+    return "";
+  return html.substr(begin, html.find("</svg>", begin) - begin);
+}
+
+fs::path build_dir() {
+  return fs::path(IPUSIM_BINARY_DIR);
+}
+
+}  // namespace
+
+TEST_CASE("the tf1 report renders in headless Chromium with its Gantt chart and no errors") {
+  require_chromium();
+  const auto run = testing::record(kTf1);
+  const auto html = sim::html_report(run->report, run->timeline());
+  const fs::path page = build_dir() / "html_report.html";
+  write_file(page, html);
+
+  const auto loaded = open_in_chromium(page, "--dump-dom");
+  CHECK(loaded.console_errors.empty());
+  // To scale, IPU1's tasks are narrower than a pixel: only IPU0's F1..F16 are boxes.
+  const auto gantt = svg_element(loaded.dom, "gantt");
+  CHECK(count(gantt, "class=\"box k-f\"") == 16);
+  CHECK(count(gantt, "class=\"box k-b\"") == 16);
+  CHECK(count(gantt, "class=\"agg k-f\"") > 0);
+  // By step, every F and B of both IPUs is a labelled box.
+  const auto steps = svg_element(loaded.dom, "steps");
+  CHECK(count(steps, "class=\"box k-f\"") == 32);
+  CHECK(count(steps, "class=\"box k-b\"") == 32);
+  CHECK(count(steps, ">F1</text>") == 2);
+  CHECK(count(steps, ">B16</text>") == 2);
+
+  const fs::path png = build_dir() / "html_report.png";
+  fs::remove(png);
+  open_in_chromium(page, "--hide-scrollbars --window-size=1440,2000 --screenshot=" + png.string());
+  CHECK(fs::exists(png));
+  CHECK(fs::file_size(png) > 20'000);
+}
+
+TEST_CASE("the console error check catches an uncaught exception") {
+  require_chromium();
+  const fs::path page = build_dir() / "html_report_broken.html";
+  write_file(page, "<!DOCTYPE html><html><body><script>missing_function();</script></body></html>");
+  CHECK(open_in_chromium(page, "--dump-dom").console_errors.size() == 1);
+}
+
+TEST_CASE("the tf1 report is self-contained and has every section") {
+  const auto run = testing::record(kTf1);
+  const auto html = sim::html_report(run->report, run->timeline());
+  CHECK(!fetches_network(html));
+  CHECK(count(html, "<script") == 0);
+  CHECK(count(html, "<link") == 0);
+  for (const char* id :
+       {"config", "pipeline-steps", "pipeline", "timing", "utilisation", "memory", "stash"})
+    CHECK(html.find(std::string("<section id=\"") + id + "\">") != std::string::npos);
+  CHECK(html.find("<title>ipusim: tf1_mnist (grouped)</title>") != std::string::npos);
+  CHECK(html.find("<dt>Gradient accumulation (M)</dt><dd>16</dd>") != std::string::npos);
+  CHECK(html.find("<svg id=\"memory-ipu1\"") != std::string::npos);
+  CHECK(html.find(">ramp-up</text>") != std::string::npos);
+  CHECK(svg_element(html, "steps").find(">WU</text>") != std::string::npos);
+  CHECK(html.find("class=\"box k-sy\"") == std::string::npos);  // syncs are sub-pixel here
+  CHECK(html.find("agg k-sy") != std::string::npos);
+  CHECK(fetches_network("<img src=\"https://example.com/a.png\">"));
+}
+
+TEST_CASE("the same run gives a byte-identical report") {
+  const auto a = testing::record(kTf1);
+  const auto b = testing::record(kTf1);
+  CHECK(sim::html_report(a->report, a->timeline()) == sim::html_report(b->report, b->timeline()));
+}
+
+TEST_CASE("text from the config is escaped in the report") {
+  auto json = nlohmann::json::parse(read_file(kTf1));
+  json.erase("include");
+  json.erase("data");
+  const auto model = nlohmann::json::parse(read_file("configs/models/tf1_mnist_mlp.json"));
+  json["model"] = model["model"];
+  json["model"]["name"] = "mlp <b>&amp;";
+  json["description"] = "a \"quoted\" <script>alert(1)</script>";
+  json["hardware"] = {{"preset", "gc200"}};
+  const auto run =
+      testing::record(sim::build_run_spec(core::ConfigDocument::from_json(json, "x.json")));
+  const auto html = sim::html_report(run->report, run->timeline());
+  CHECK(html.find("<script>") == std::string::npos);
+  CHECK(html.find("a &quot;quoted&quot; &lt;script&gt;alert(1)&lt;/script&gt;") !=
+        std::string::npos);
+  CHECK(html.find("mlp &lt;b&gt;&amp;amp;") != std::string::npos);
+}
+
+TEST_CASE("the BERT report and a 100,000 micro-batch report stay under 5 MB") {
+  const auto bert = testing::record("configs/bert_large_4ipu.json");
+  const auto bert_html = sim::html_report(bert->report, bert->timeline());
+  write_file(build_dir() / "html_report_bert.html", bert_html);
+  CHECK(bert_html.size() < 5'000'000);
+  CHECK(!bert->timeline().truncated);
+
+  const auto large = testing::record(kTf1, {"pipeline.gradient_accumulation_count=100000"});
+  const auto large_html = sim::html_report(large->report, large->timeline());
+  write_file(build_dir() / "html_report_large.html", large_html);
+  CHECK(large_html.size() < 5'000'000);
+  REQUIRE(large->timeline().truncated);
+  CHECK(large_html.find("Long run: showing the first ") != std::string::npos);
+}
+
+TEST_CASE("a comparison stacks the runs' Gantt charts in one chart with a table") {
+  const auto grouped = testing::record(kTf1);
+  const auto interleaved = testing::record(kTf1, {"pipeline.pipeline_schedule=interleaved"});
+  const auto html = sim::compare_html({&grouped->report, &interleaved->report},
+                                      {&grouped->timeline(), &interleaved->timeline()},
+                                      {"grouped", "interleaved"});
+  write_file(build_dir() / "compare_report.html", html);
+  CHECK(count(html, "<svg id=\"gantt\"") == 1);
+  CHECK(html.find("class=\"run-title\" x=\"4\" y=\"39\">grouped</text>") != std::string::npos);
+  CHECK(html.find(">interleaved</text>") != std::string::npos);
+  CHECK(html.find("<tr><th></th><th>grouped</th><th>interleaved</th></tr>") != std::string::npos);
+  CHECK(count(html, "class=\"box k-f\"") == 32);  // IPU0's of each run; IPU1's are sub-pixel
+  CHECK(html.find("<svg id=\"steps\"") == std::string::npos);
+  CHECK(!fetches_network(html));
+}
+
+TEST_CASE("a sweep plots ramp overhead and throughput with one line per schedule") {
+  sim::SweepPlotTable table;
+  table.varied = {"pipeline.gradient_accumulation_count", "pipeline.pipeline_schedule"};
+  table.metrics = {"step_cycles", "ramp_overhead", "throughput_samples_per_second"};
+  for (const int ramp : {8, 2}) {
+    for (int gac : {8, 16, 32, 64, 128}) {
+      table.rows.push_back({std::to_string(gac), ramp == 8 ? "grouped" : "interleaved",
+                            std::to_string(1000 * gac), sim::fixed(double(ramp) / (gac + ramp), 6),
+                            std::to_string((100 - ramp) * gac)});
+    }
+  }
+  const auto html = sim::sweep_html(table);
+  write_file(build_dir() / "sweep_report.html", html);
+  CHECK(html.find("<svg id=\"sweep-ramp_overhead-0\"") != std::string::npos);
+  CHECK(html.find("<svg id=\"sweep-throughput-0\"") != std::string::npos);
+  CHECK(html.find("sweep-ramp_overhead-1") == std::string::npos);  // schedule is not an axis
+  CHECK(count(html, "<polyline") == 4);
+  CHECK(count(html, "<circle") == 20);
+  CHECK(html.find(">ramp overhead (% of step)</text>") != std::string::npos);
+  CHECK(html.find("pipeline.gradient_accumulation_count (log scale)") != std::string::npos);
+  CHECK(html.find("<title>interleaved: 8 \u2192 20</title>") != std::string::npos);
+  CHECK(!fetches_network(html));
+}
+
+TEST_CASE("the numeric section shows the check's fields and nothing when absent") {
+  CHECK(sim::numeric_section(nullptr) == "");
+  const auto html = sim::numeric_section(
+      {{"bit_identical", true}, {"max_abs_diff_loss", 0.0}, {"mean_loss", {2.3, 2.1, 1.9}}});
+  CHECK(html.find("<td>bit_identical</td><td><span class=\"ok\">yes</span></td>") !=
+        std::string::npos);
+  CHECK(html.find("<td>max_abs_diff_loss</td><td>0</td>") != std::string::npos);
+  CHECK(html.find("<svg id=\"numeric-mean_loss\"") != std::string::npos);
+}
+
+TEST_CASE("a 1f1b report draws its tasks to scale and has no step chart") {
+  const auto run = testing::record(kTf1, {"pipeline.pipeline_schedule=1f1b"});
+  const auto html = sim::html_report(run->report, run->timeline());
+  CHECK(html.find("<svg id=\"steps\"") == std::string::npos);
+  CHECK(html.find("<section id=\"pipeline-steps\">") == std::string::npos);
+  CHECK(html.find("<title>F1 s0 on IPU0 \u00b7 cycles ") != std::string::npos);
+  CHECK(!fetches_network(html));
+}

@@ -1,0 +1,323 @@
+#include "sim/numeric/numeric.hpp"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/machine/cost_model.hpp"
+#include "sim/numeric/training.hpp"
+#include "sim/report/report.hpp"
+
+using namespace ipusim;
+
+namespace {
+
+const std::vector<std::string> kConfigs = {"configs/tf1_mnist_2ipu.json",
+                                           "configs/popxl_mnist_3stage.json",
+                                           "configs/keras_cnn_2stage.json"};
+
+// Every schedule of the issue with the recomputation modes it accepts.
+const std::vector<std::pair<std::string, std::vector<std::string>>> kSchedules = {
+    {"grouped",
+     {"none", "recompute_then_backpropagate", "recompute_and_backpropagate_interleaved"}},
+    {"interleaved", {"none", "recompute_then_backpropagate"}},
+    {"sequential", {"none", "recompute_and_backpropagate_interleaved"}},
+    {"gpipe", {"none", "recompute_and_backpropagate_interleaved"}},
+    {"1f1b", {"none", "recompute_and_backpropagate_interleaved"}},
+};
+
+// A shipped config made small: micro-batch 4, 8 micro-batches, 2 repeats, synthetic data;
+// `sets` apply last.
+sim::RunSpec small(const std::string& config, const std::string& schedule,
+                   const std::string& recomputation, const std::vector<std::string>& sets = {}) {
+  std::vector<std::string> all = {"pipeline.pipeline_schedule=\"" + schedule + "\"",
+                                  "pipeline.recomputation_mode=\"" + recomputation + "\"",
+                                  "pipeline.micro_batch_size=4",
+                                  "pipeline.gradient_accumulation_count=8",
+                                  "pipeline.repeat_count=2",
+                                  "data.source=\"synthetic\""};
+  all.insert(all.end(), sets.begin(), sets.end());
+  std::vector<core::Override> overrides;
+  for (const auto& set : all)
+    overrides.push_back(core::parse_set_argument(set));
+  return sim::load_run_spec(config, overrides);
+}
+
+sim::RunReport simulate_numeric(const sim::RunSpec& spec,
+                                sim::NumericMode mode = sim::NumericMode::kOn) {
+  sim::SimulateOptions options;
+  options.numeric = mode;
+  return sim::simulate(spec, options);
+}
+
+// The pipeline of `spec` over its own store, replayed once per repeat.
+struct PipelineRun {
+  explicit PipelineRun(const sim::RunSpec& spec, sim::NumericOptions options = {})
+      : data(sim::training_data(spec)),
+        parameters(spec.model, sim::training_options(spec)),
+        pipeline(spec, parameters, *data, options),
+        cost(sim::build_cost_model(spec, *spec.schedule)) {
+    const sim::ReplayOptions replay_options{false, {&pipeline}};
+    for (std::int64_t r = 0; r < spec.pipeline.repeat_count; ++r)
+      sim::replay(spec, *spec.schedule, cost, replay_options);
+  }
+
+  std::unique_ptr<models::DataSource> data;
+  models::ParameterStore parameters;
+  sim::NumericPipeline pipeline;
+  sim::CostModel cost;
+};
+
+models::Stash entry(std::int64_t microbatch, std::int64_t repeat = 0) {
+  models::Stash stash;
+  stash.microbatch = microbatch;
+  stash.repeat = repeat;
+  stash.inputs.emplace(models::kModelInput, models::Tensor({2, 3}));
+  return stash;
+}
+
+}  // namespace
+
+TEST_CASE("pipelined runs equal the reference bit for bit under every schedule and recomputation") {
+  for (const auto& config : kConfigs) {
+    std::optional<std::vector<std::vector<float>>> first_losses;
+    for (const auto& [schedule, modes] : kSchedules) {
+      for (const auto& mode : modes) {
+        const sim::RunSpec spec = small(config, schedule, mode);
+        const sim::RunReport report = simulate_numeric(spec);
+        INFO(config << " " << schedule << " " << mode);
+        REQUIRE(report.numeric);
+        CHECK(report.numeric->bit_identical);
+        CHECK(report.numeric->max_abs_diff_loss == 0.0);
+        CHECK(report.numeric->max_abs_diff_weights == 0.0);
+        REQUIRE(report.numeric->losses.size() == 2);
+        CHECK(report.numeric->losses[1].size() == 8);
+        CHECK(report.numeric->losses == report.numeric->reference_losses);
+        // The same seed and data give the same training whatever the schedule.
+        if (!first_losses)
+          first_losses = report.numeric->losses;
+        CHECK(report.numeric->losses == *first_losses);
+      }
+    }
+  }
+}
+
+TEST_CASE("zero-bubble's split weight gradient keeps the reference's numbers") {
+  const sim::RunReport report =
+      simulate_numeric(small("configs/keras_cnn_2stage.json", "zero_bubble_h1", "none"));
+  REQUIRE(report.numeric);
+  CHECK(report.numeric->bit_identical);
+}
+
+TEST_CASE("each numeric FIFO entry holds the bytes the memory model charges for it") {
+  for (const auto& config : kConfigs) {
+    for (const auto& [schedule, modes] : kSchedules) {
+      for (const auto& mode : modes) {
+        const sim::RunSpec spec = small(config, schedule, mode);
+        const PipelineRun run(spec);
+        const auto depth = spec.schedule->stash_depth();
+        const auto kinds = spec.schedule->stash_kind();
+        for (int s = 0; s < static_cast<int>(spec.pipeline.stages.size()); ++s) {
+          INFO(config << " " << schedule << " " << mode << " stage " << s);
+          const auto& fifo = run.pipeline.fifo(s, 0);
+          const sim::SubstageCost& cost = run.cost.substage(s, 0);
+          CHECK(fifo.capacity() == depth[s]);
+          // The FIFO's buffers fill to the depth, as the memory model allocates them.
+          CHECK(fifo.peak_bytes() == depth[s] * cost.stash_bytes);
+          if (kinds[s] != schedules::StashKind::kNone) {
+            CHECK(fifo.entry_bytes() > 0);
+            CHECK(fifo.entry_bytes() == cost.stash_bytes);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("recomputation keeps only stage inputs or checkpoints in the FIFO") {
+  const sim::RunSpec full = small(kConfigs[0], "grouped", "none");
+  const sim::RunSpec inputs = small(kConfigs[0], "grouped", "recompute_then_backpropagate");
+  // tf1 stage 0 (flatten, dense256, dense128, dense64) for 4 samples: the saved inputs and
+  // outputs of its layers, or only its 28x28 fp32 input.
+  CHECK(PipelineRun(full).pipeline.fifo(0, 0).entry_bytes() ==
+        4 * 4 * (784 + 2 * 256 + 2 * 128 + 64));
+  CHECK(PipelineRun(inputs).pipeline.fifo(0, 0).entry_bytes() == 4 * 784 * 4);
+}
+
+TEST_CASE("a FIFO one entry short of the grouped schedule's depth underflows") {
+  const sim::RunSpec spec = small(kConfigs[0], "grouped", "none");
+  CHECK_THROWS_WITH(PipelineRun(spec, {.short_fifo_stage = 0}),
+                    "internal error (this is a bug in ipusim): stash underflow: the FIFO of stage "
+                    "0 (capacity 1) holds no entry for micro-batch 1 of weight update 1");
+}
+
+TEST_CASE("a FIFO one entry short of 1f1b's depth underflows") {
+  const sim::RunSpec spec = small(kConfigs[1], "1f1b", "recompute_and_backpropagate_interleaved");
+  CHECK_THROWS_WITH(PipelineRun(spec, {.short_fifo_stage = 0}),
+                    "internal error (this is a bug in ipusim): stash underflow: the FIFO of stage "
+                    "0 (capacity 1) holds no entry for micro-batch 1 of weight update 1");
+}
+
+TEST_CASE("a full ring drops its oldest entry and a read of it underflows") {
+  sim::StashFifo fifo("stage 3", 2, false);
+  fifo.push(entry(0));
+  fifo.push(entry(1));
+  fifo.push(entry(2));
+  CHECK(fifo.peak_bytes() == 2 * 24);
+  CHECK_THROWS_WITH(fifo.pop(0, 0),
+                    "internal error (this is a bug in ipusim): stash underflow: the FIFO of stage "
+                    "3 (capacity 2) holds no entry for micro-batch 1 of weight update 1");
+  CHECK(fifo.pop(0, 1).microbatch == 1);
+  CHECK(fifo.pop(0, 2).microbatch == 2);
+  CHECK(fifo.empty());
+}
+
+TEST_CASE("a Graphcore FIFO shifts its oldest entry into the output tensor") {
+  sim::StashFifo fifo("stage 0", 2, true);
+  for (int m = 0; m < 3; ++m)
+    fifo.push(entry(m, 4));
+  CHECK(fifo.peak_bytes() == 2 * 24);
+  CHECK(fifo.pop(4, 0).microbatch == 0);  // from the output tensor
+  fifo.push(entry(3, 4));
+  CHECK(fifo.pop(4, 1).microbatch == 1);
+  // Reads are in push order: micro-batch 3 is not next.
+  CHECK_THROWS_WITH(fifo.pop(4, 3),
+                    "internal error (this is a bug in ipusim): stash underflow: the FIFO of stage "
+                    "0 (capacity 2) holds no entry for micro-batch 4 of weight update 5");
+  CHECK(fifo.pop(4, 2).microbatch == 2);
+  CHECK(fifo.pop(4, 3).microbatch == 3);
+  CHECK(fifo.empty());
+}
+
+TEST_CASE("a depth-0 Graphcore FIFO is a plain copy") {
+  sim::StashFifo fifo("stage 1", 0, true);
+  fifo.push(entry(0));
+  CHECK_FALSE(fifo.empty());
+  CHECK(fifo.peak_bytes() == 0);
+  CHECK(fifo.entry_bytes() == 24);
+  CHECK(fifo.pop(0, 0).microbatch == 0);
+  CHECK(fifo.empty());
+}
+
+TEST_CASE("the report gives each micro-batch's loss and the verdict") {
+  const sim::RunSpec spec =
+      small(kConfigs[0], "grouped", "none", {"pipeline.gradient_accumulation_count=4"});
+  const sim::RunReport report = simulate_numeric(spec);
+  const std::string text = sim::render_text(report);
+  const std::string section = text.substr(text.find("\nNumeric check"));
+  CHECK(section ==
+        "\nNumeric check: pipelined run against a one-device reference on synthetic (seed 0), 2 "
+        "weight update(s) x 4 micro-batch(es) of 4 samples\n"
+        "Loss per micro-batch (nats, mean over its samples):\n"
+        "  update 1 (mean 2.7091 nats): 2.8513 2.9601 2.4028 2.6224\n"
+        "  update 2 (mean 2.0689 nats): 1.8370 2.2017 2.4175 1.8194\n"
+        "Bit-identical to the reference: largest |pipelined - reference| 0 nats in losses, 0 in "
+        "weights\n");
+  const auto json = sim::to_json(report)["numeric"];
+  CHECK(json["bit_identical"] == true);
+  CHECK(json["max_abs_diff_loss"] == 0.0);
+  CHECK(json["max_abs_diff_weights"] == 0.0);
+  CHECK(json["losses"].size() == 2);
+  CHECK(json["losses"][0][0] == report.numeric->losses[0][0]);
+}
+
+TEST_CASE("a long run's report elides the middle weight updates") {
+  const sim::RunReport report = simulate_numeric(
+      small(kConfigs[0], "1f1b", "none",
+            {"pipeline.gradient_accumulation_count=1", "pipeline.repeat_count=12"}));
+  const std::string text = sim::render_text(report);
+  CHECK(text.find("  update 5 (mean") != std::string::npos);
+  CHECK(text.find("\n  ... 2 more update(s)\n  update 8 (mean") != std::string::npos);
+  CHECK(text.find("  update 6 ") == std::string::npos);
+  CHECK(report.numeric->losses.size() == 12);
+}
+
+TEST_CASE("numeric mode on a model without kernels names the first such layer") {
+  const sim::RunSpec spec = sim::load_run_spec("configs/bert_large_4ipu.json", {});
+  CHECK_THROWS_WITH(simulate_numeric(spec),
+                    "configs/bert_large_4ipu.json: at /model/layers/0: layer 'embeddings' "
+                    "(embedding) models cost only: it has no numeric kernel, so the kernels "
+                    "cannot run");
+  CHECK_FALSE(simulate_numeric(spec, sim::NumericMode::kAuto).numeric);
+}
+
+TEST_CASE("the automatic numeric mode skips replicated runs and says why") {
+  const sim::RunSpec spec =
+      small(kConfigs[0], "grouped", "none", {"pipeline.replication_factor=2"});
+  const sim::RunReport report = simulate_numeric(spec, sim::NumericMode::kAuto);
+  CHECK_FALSE(report.numeric);
+  CHECK(sim::render_text(report).find("\nNumeric check: skipped (numeric mode runs one replica, "
+                                      "but replication_factor is 2)\n") != std::string::npos);
+  CHECK(sim::to_json(report)["numeric"].is_null());
+}
+
+TEST_CASE("with numeric mode off a run never reads the data set") {
+  const sim::RunSpec spec = small(kConfigs[0], "grouped", "none",
+                                  {"data.source=\"fashion-mnist\"", "data.path=\"/nonexistent\""});
+  CHECK_FALSE(sim::simulate(spec, {}).numeric);
+  CHECK_THROWS_WITH(simulate_numeric(spec),
+                    "--set data.path=\"/nonexistent\": at /data/path: "
+                    "/nonexistent/train-images-idx3-ubyte.gz: file not found");
+}
+
+TEST_CASE("a truncated Fashion-MNIST file is named with what is missing") {
+  const std::string directory = std::string(IPUSIM_BINARY_DIR) + "/truncated-fashion-mnist";
+  std::filesystem::create_directories(directory);
+  std::filesystem::copy_file("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
+                             directory + "/train-labels-idx1-ubyte.gz",
+                             std::filesystem::copy_options::overwrite_existing);
+  {
+    // An uncompressed IDX header for 60,000 28x28 images followed by 100 bytes.
+    std::ofstream images(directory + "/train-images-idx3-ubyte.gz", std::ios::binary);
+    const unsigned char header[16] = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28};
+    images.write(reinterpret_cast<const char*>(header), sizeof header);
+    images << std::string(100, '\0');
+  }
+  const sim::RunSpec spec =
+      small(kConfigs[0], "grouped", "none",
+            {"data.source=\"fashion-mnist\"", "data.path=\"" + directory + "\""});
+  CHECK_THROWS_WITH(simulate_numeric(spec),
+                    "--set data.path=\"" + directory + "\": at /data/path: " + directory +
+                        "/train-images-idx3-ubyte.gz: expected 47040000 bytes of image data, "
+                        "found 100");
+}
+
+TEST_CASE("inference through the reference model classifies the test images") {
+  const sim::RunSpec spec = small(kConfigs[0], "grouped", "none");
+  PipelineRun run(spec);
+  sim::TestSet test = sim::test_data(spec);
+  CHECK(test.first == 60000);
+  CHECK(test.count == 10000);
+  const models::ParameterStore untrained(spec.model, sim::training_options(spec));
+  CHECK(sim::correct_predictions(spec.model, untrained, test) == 1061);
+  CHECK(sim::correct_predictions(spec.model, run.parameters, test) == 3388);
+}
+
+TEST_CASE("concurrent sub-stages run their own kernels and match the reference") {
+  const std::string path = std::string(IPUSIM_BINARY_DIR) + "/concurrent_numeric.json";
+  std::ofstream(path) << R"({
+    "model": {"name": "branches", "input": {"shape": [6, 6]}, "classes": 4, "layers": [
+      {"id": "flatten", "type": "flatten"},
+      {"id": "trunk", "type": "dense", "units": 12, "activation": "relu"},
+      {"id": "left", "type": "dense", "units": 8, "activation": "gelu", "inputs": ["trunk"]},
+      {"id": "right", "type": "dense", "units": 8, "activation": "tanh", "inputs": ["trunk"]},
+      {"id": "both", "type": "concat", "inputs": ["left", "right"]},
+      {"id": "logits", "type": "dense", "units": 4},
+      {"id": "loss", "type": "softmax_cross_entropy"}]},
+    "pipeline": {"stages": [["flatten", "trunk"], [["left"], ["right"]], ["both", "logits", "loss"]],
+                 "device_mapping": [0, [1, 2], 3], "micro_batch_size": 3,
+                 "gradient_accumulation_count": 12, "repeat_count": 2,
+                 "optimizer": {"type": "adam", "learning_rate": 0.01}},
+    "hardware": {"preset": "gc200"},
+    "data": {"source": "synthetic", "seed": 3}})";
+  for (const char* schedule : {"grouped", "1f1b"}) {
+    const sim::RunSpec spec = sim::load_run_spec(
+        path,
+        {core::parse_set_argument("pipeline.pipeline_schedule=\"" + std::string(schedule) + "\"")});
+    const sim::RunReport report = simulate_numeric(spec);
+    INFO(schedule);
+    REQUIRE(report.numeric);
+    CHECK(report.numeric->bit_identical);
+    CHECK(report.numeric->losses[0].size() == 12);
+  }
+}

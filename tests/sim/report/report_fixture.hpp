@@ -1,0 +1,43 @@
+#pragma once
+// A simulated run with its timeline, for the trace and HTML report tests.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/config_file.hpp"
+#include "sim/replay/timeline.hpp"
+#include "sim/report/report.hpp"
+#include "sim/spec/spec.hpp"
+
+namespace ipusim::testing {
+
+// Owns the spec the report points to.
+struct RecordedRun {
+  explicit RecordedRun(sim::TimelineOptions options) : recorder(options) {}
+  sim::RunSpec spec;
+  sim::TimelineRecorder recorder;
+  sim::RunReport report;
+  const sim::Timeline& timeline() const { return recorder.timeline(); }
+};
+
+inline std::unique_ptr<RecordedRun> record(sim::RunSpec spec, sim::TimelineOptions options = {}) {
+  auto run = std::make_unique<RecordedRun>(options);
+  run->spec = std::move(spec);
+  sim::SimulateOptions simulate;
+  simulate.observers = {&run->recorder};
+  run->report = sim::simulate(run->spec, simulate);
+  return run;
+}
+
+// `sets` are --set arguments ("pipeline.pipeline_schedule=1f1b").
+inline std::unique_ptr<RecordedRun> record(const std::string& config,
+                                           const std::vector<std::string>& sets = {},
+                                           sim::TimelineOptions options = {}) {
+  std::vector<core::Override> overrides;
+  for (const auto& set : sets)
+    overrides.push_back(core::parse_set_argument(set));
+  return record(sim::load_run_spec(config, overrides), options);
+}
+
+}  // namespace ipusim::testing

@@ -1,0 +1,176 @@
+#include "sim/sweep/sweep.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/core/error.hpp"
+
+namespace {
+
+using namespace ipusim;
+
+// A file name of its own under the system's temporary directory, removed at the end.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& name)
+      : path_((std::filesystem::temp_directory_path() /
+               ("ipusim-sweep-" + std::to_string(::getpid()) + "-" + name))
+                  .string()) {
+    std::filesystem::remove(path_);
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+  void write(const std::string& text) const { std::ofstream(path_, std::ios::binary) << text; }
+
+ private:
+  std::string path_;
+};
+
+std::string config_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const core::ConfigError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+const std::string kHeader = "run,a,step_cycles\n";
+
+}  // namespace
+
+TEST_CASE("a --vary value list splits at commas outside JSON lists and strings") {
+  const auto axis =
+      sim::parse_vary_argument(R"(pipeline.splits=["dense32"],["dense64","dense32"],"a,b")");
+  CHECK(axis.path == "pipeline.splits");
+  CHECK(axis.values ==
+        std::vector<std::string>{R"(["dense32"])", R"(["dense64","dense32"])", R"("a,b")"});
+  CHECK(axis.label == R"(--vary pipeline.splits=["dense32"],["dense64","dense32"],"a,b")");
+}
+
+TEST_CASE("a --vary without '=' or with an empty value is refused with the expected form") {
+  CHECK(config_error([] { sim::parse_vary_argument("pipeline.repeat_count"); }) ==
+        "--vary pipeline.repeat_count: expected PATH=V1,V2,..., such as "
+        "pipeline.gradient_accumulation_count=8,16,32");
+  CHECK(config_error([] { sim::parse_vary_argument("pipeline.repeat_count=1,,2"); }) ==
+        "--vary pipeline.repeat_count=1,,2: a value is empty (two commas in a row, or none "
+        "given)");
+}
+
+TEST_CASE("the first --vary varies slowest and every run has a stable key") {
+  const sim::SweepPlan plan(
+      {sim::parse_vary_argument("a.b=1,2"), sim::parse_vary_argument("/c=x,y,z")});
+  CHECK(plan.size() == 6);
+  CHECK(plan.values(0) == std::vector<std::string>{"1", "x"});
+  CHECK(plan.values(4) == std::vector<std::string>{"2", "y"});
+  CHECK(plan.key(5) == "a.b=2 /c=z");
+  const auto overrides = plan.overrides(2);
+  REQUIRE(overrides.size() == 2);
+  CHECK(overrides[1].path == "/c");
+  CHECK(overrides[1].value == "z");
+  CHECK(overrides[1].label == "--vary /c=z");
+  CHECK(plan.columns().front() == "run");
+  CHECK(plan.columns()[1] == "a.b");
+  CHECK(plan.columns()[2] == "/c");
+  CHECK(plan.columns()[3] == "step_cycles");
+  CHECK(plan.columns().back() == "error");
+}
+
+TEST_CASE("one path varied twice, once dotted and once as a pointer, is refused") {
+  CHECK(config_error([] {
+          sim::SweepPlan({sim::parse_vary_argument("pipeline.seed=1,2"),
+                          sim::parse_vary_argument("/pipeline/seed=3")});
+        }) ==
+        "--vary /pipeline/seed=3: '/pipeline/seed' is already varied by --vary "
+        "pipeline.seed=1,2");
+}
+
+TEST_CASE("shards take runs round robin and a shard beyond its count is refused") {
+  const auto shard = sim::parse_shard("2/3");
+  CHECK(shard.index == 2);
+  CHECK(shard.count == 3);
+  CHECK_FALSE(shard.contains(0));
+  CHECK(shard.contains(1));
+  CHECK(shard.contains(4));
+  CHECK_FALSE(shard.contains(5));
+  CHECK(config_error([] { sim::parse_shard("3/2"); }) ==
+        "--shard 3/2: expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 slices");
+  CHECK(config_error([] { sim::parse_shard("2"); }) ==
+        "--shard 2: expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 slices");
+}
+
+TEST_CASE("a CSV cell with a comma or a quote is quoted and a line break becomes a space") {
+  CHECK(sim::csv_line({"1", "a,b", "say \"hi\"", "x\ny", ""}) ==
+        "1,\"a,b\",\"say \"\"hi\"\"\",x y,\n");
+}
+
+TEST_CASE("reading a sweep file drops a trailing partial line left by a kill") {
+  const TempFile file("partial.csv");
+  file.write(kHeader + "0,\"1,2\",100\n1,3,2");
+  const auto read = sim::read_sweep_csv(file.path());
+  CHECK(read.table.columns == std::vector<std::string>{"run", "a", "step_cycles"});
+  REQUIRE(read.table.rows.size() == 1);
+  CHECK(read.table.rows[0] == std::vector<std::string>{"0", "1,2", "100"});
+  CHECK(read.complete_bytes == kHeader.size() + 12);  // the partial row is not counted
+}
+
+TEST_CASE("a missing sweep file reads as empty") {
+  const TempFile file("missing.csv");
+  const auto read = sim::read_sweep_csv(file.path());
+  CHECK(read.table.columns.empty());
+  CHECK(read.complete_bytes == 0);
+}
+
+TEST_CASE("a row with the wrong number of cells is refused with its line number") {
+  const TempFile file("short.csv");
+  file.write(kHeader + "0,1,100\n1,2\n");
+  CHECK(config_error([&] { sim::read_sweep_csv(file.path()); }) ==
+        file.path() + ": line 3 is not a sweep row (2 cells for 3 columns)");
+}
+
+TEST_CASE("merging sorts by run, keeps a run found twice once and lists the runs none holds") {
+  const TempFile first("merge-1.csv");
+  const TempFile second("merge-2.csv");
+  first.write(kHeader + "4,x,40\n0,x,0\n");
+  second.write(kHeader + "1,y,10\n0,x,0\n");
+  const auto merged = sim::merge_sweep_csvs({first.path(), second.path()});
+  CHECK(merged.table.to_csv() == kHeader + "0,x,0\n1,y,10\n4,x,40\n");
+  CHECK(merged.missing == std::vector<std::size_t>{2, 3});
+}
+
+TEST_CASE("merging refuses two different rows for one run") {
+  const TempFile first("conflict-1.csv");
+  const TempFile second("conflict-2.csv");
+  first.write(kHeader + "0,x,0\n");
+  second.write(kHeader + "0,x,7\n");
+  CHECK(config_error([&] {
+          sim::merge_sweep_csvs({first.path(), second.path()});
+        }) == second.path() + ": run 0 differs from run 0 in " + first.path());
+}
+
+TEST_CASE("merging refuses files of different sweeps") {
+  const TempFile first("columns-1.csv");
+  const TempFile second("columns-2.csv");
+  first.write(kHeader + "0,x,0\n");
+  second.write("run,b,step_cycles\n0,x,0\n");
+  CHECK(config_error([&] {
+          sim::merge_sweep_csvs({first.path(), second.path()});
+        }) == second.path() + ": its columns differ from those of " + first.path());
+}
+
+TEST_CASE("a sweep of more than 100,000,000 runs is refused with the --vary that tips it over") {
+  std::string thousand = "1";
+  for (int i = 2; i <= 1000; ++i)
+    thousand += "," + std::to_string(i);
+  CHECK(config_error([&] {
+          sim::SweepPlan({sim::parse_vary_argument("a=" + thousand),
+                          sim::parse_vary_argument("b=" + thousand),
+                          sim::parse_vary_argument("c=" + thousand)});
+        }) ==
+        "--vary c=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,2...: the sweep "
+        "would have more than 100,000,000 runs; vary fewer values or split it into several "
+        "sweeps");
+}
