@@ -430,26 +430,6 @@ void OrderedSchedule::extrapolate_phases(const OrderedSchedule& simulated, std::
   }
 }
 
-void OrderedSchedule::tasks_in_step(std::int64_t, int, std::vector<Task>&) const {
-  // Only step-based schedules have steps; asking otherwise is a caller bug.
-  IPUSIM_CHECK(step_based());
-}
-
-std::int64_t OrderedSchedule::next_busy_step(int, std::int64_t) const {
-  IPUSIM_CHECK(step_based());
-  return 0;
-}
-
-Phase OrderedSchedule::step_phase(std::int64_t) const {
-  IPUSIM_CHECK(step_based());
-  return Phase::kMain;
-}
-
-CodePhase OrderedSchedule::step_code_phase(std::int64_t) const {
-  IPUSIM_CHECK(step_based());
-  return CodePhase::kMain;
-}
-
 std::int64_t OrderedSchedule::program_length(int ipu) const {
   IPUSIM_CHECK(ipu >= 0 && ipu < layout().ipus());
   return programs_[ipu].tasks;

@@ -55,12 +55,6 @@ class OrderedSchedule final : public Schedule {
   OrderedSchedule(OrderKind kind, PipelineShape shape, RecomputationMode resolved);
 
   std::string name() const override;
-  bool step_based() const override { return false; }
-  std::int64_t steps() const override { return 0; }
-  void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const override;
-  std::int64_t next_busy_step(int ipu, std::int64_t from) const override;
-  Phase step_phase(std::int64_t step) const override;
-  CodePhase step_code_phase(std::int64_t step) const override;
   std::int64_t program_length(int ipu) const override;
   Task program_task(int ipu, std::int64_t index) const override;
   std::vector<std::int64_t> stash_depth() const override { return stash_depth_; }

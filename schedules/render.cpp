@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "schedules/build.hpp"
+#include "schedules/step_schedule.hpp"
 
 namespace ipusim::schedules {
 namespace {
@@ -43,7 +44,7 @@ std::vector<Task> compute_order(const Schedule& schedule, int ipu) {
   return tasks;
 }
 
-void render_table(const Schedule& schedule, std::ostream& out) {
+void render_table(const StepSchedule& schedule, std::ostream& out) {
   const int ipus = schedule.layout().ipus();
   out << "| t | ph |";
   for (int ipu = 0; ipu < ipus; ++ipu)
@@ -134,7 +135,7 @@ nlohmann::json phases_json(const PhaseCounts& c) {
   return phases;
 }
 
-nlohmann::json steps_json(const Schedule& schedule) {
+nlohmann::json steps_json(const StepSchedule& schedule) {
   nlohmann::json steps = nlohmann::json::array();
   std::vector<Task> tasks;
   for (std::int64_t step = 0; step < schedule.steps(); ++step) {
@@ -160,8 +161,8 @@ nlohmann::json steps_json(const Schedule& schedule) {
 
 std::string render_step_table(const Schedule& schedule) {
   std::ostringstream out;
-  if (schedule.step_based())
-    render_table(schedule, out);
+  if (const auto* steps = schedule.as_steps())
+    render_table(*steps, out);
   else
     render_orders(schedule, out);
   render_summary(schedule, out);
@@ -173,8 +174,8 @@ nlohmann::json schedule_to_json(const Schedule& schedule) {
   nlohmann::json json = {{"schedule", schedule.name()}, {"N", shape.stages()},
                          {"M", shape.microbatches},     {"relaxed", schedule.relaxed()},
                          {"training", shape.training},  {"ipus", schedule.layout().ipus()}};
-  if (schedule.step_based()) {
-    json["steps"] = steps_json(schedule);
+  if (const auto* steps = schedule.as_steps()) {
+    json["steps"] = steps_json(*steps);
   } else {
     nlohmann::json order = nlohmann::json::array();
     for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {

@@ -1,5 +1,7 @@
 #include "schedules/schedule.hpp"
 
+#include "schedules/step_schedule.hpp"
+
 #include "schedules/schedule_error.hpp"
 #include "sim/core/error.hpp"
 
@@ -99,7 +101,7 @@ std::vector<Task> Schedule::weight_update_tasks(int ipu) const {
     return tasks;
   Task task;
   task.ipu = ipu;
-  task.step = step_based() ? steps() : -1;
+  task.step = step_based() ? as_steps()->steps() : -1;
   task.phase = Phase::kWeightUpdate;
   task.code_phase = CodePhase::kWeightUpdate;
   if (shape_.replicas > 1) {

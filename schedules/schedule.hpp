@@ -21,6 +21,8 @@
 
 namespace ipusim::schedules {
 
+class StepSchedule;
+
 // What a stage keeps in its FIFO (stash) between F_k(m) and the task that consumes it.
 enum class StashKind {
   kNone,         // nothing is stashed (inference, sequential schedule)
@@ -61,11 +63,12 @@ class Schedule {
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
 
-  // "grouped", "interleaved", "sequential", "gpipe", "1f1b", "interleaved_1f1b",
-  // "zero_bubble_h1".
+  // The registry name ("grouped", "1f1b", ...): for output only; no code branches on it.
   virtual std::string name() const = 0;
-  // True for the three Graphcore schedules: all IPUs synchronise at every step boundary.
-  virtual bool step_based() const = 0;
+  // The step-based form of this schedule (Graphcore's three: all IPUs synchronise at every
+  // step boundary), or nullptr for a dependency-ordered one.
+  virtual const StepSchedule* as_steps() const { return nullptr; }
+  bool step_based() const { return as_steps() != nullptr; }
 
   // The shape the schedule was built for; repeat_count and replicas are read from here, and
   // the tasks of every repeat are those of the first.
@@ -79,17 +82,6 @@ class Schedule {
   bool recomputes(int stage) const;
   bool splits_weight_grad() const { return split_weight_grad_ && shape_.training; }
 
-  // Step-based: steps of one repeat, the weight update excluded. 0 for dependency-ordered.
-  virtual std::int64_t steps() const = 0;
-  // Step-based only: the tasks `ipu` runs in `step`, in program order (infeed, stage programs,
-  // recomputation, copies, outfeed). `out` is cleared first.
-  virtual void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const = 0;
-  // Step-based only: the first step from `from` on in which `ipu` has a task, steps() if none;
-  // lets the replay skip idle IPUs (Sequential keeps all but one idle in every step).
-  virtual std::int64_t next_busy_step(int ipu, std::int64_t from) const = 0;
-  // Step-based only: the phases of a step (steps without tasks have phases too).
-  virtual Phase step_phase(std::int64_t step) const = 0;
-  virtual CodePhase step_code_phase(std::int64_t step) const = 0;
   // Every schedule: the per-IPU program of one repeat without the weight update. Copies are
   // listed on their source IPU.
   virtual std::int64_t program_length(int ipu) const = 0;

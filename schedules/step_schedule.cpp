@@ -142,6 +142,13 @@ void StepSchedule::build_slots() {
       high = std::max(high, slot.offset);
     }
   }
+  copies_by_residue_.assign(std::size_t(period_), {});
+  for (const auto& slots : slots_) {
+    for (const Slot& slot : slots) {
+      if (slot.work.op == Op::kCopy)
+        copies_by_residue_[std::size_t(slot.offset % period_)].push_back(slot);
+    }
+  }
 }
 
 std::int64_t StepSchedule::microbatch_at(const Slot& slot, std::int64_t step) const {
@@ -197,6 +204,45 @@ void StepSchedule::tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& 
     if (m >= 0)
       out.push_back(stamped(slot.work, m, step));
   }
+}
+
+void StepSchedule::exchange_in_step(std::int64_t step, std::vector<Task>& out) const {
+  IPUSIM_CHECK(step >= 0 && step < steps_);
+  out.clear();
+  if (kind_ == StepKind::kSequential)
+    scheduled_copies(step, out);
+  else
+    slot_copies(step, out);
+}
+
+void StepSchedule::scheduled_copies(std::int64_t step, std::vector<Task>& out) const {
+  for (const Slot& slot : copies_by_residue_[std::size_t(step % period_)]) {
+    const std::int64_t m = microbatch_at(slot, step);
+    if (m >= 0)
+      out.push_back(stamped(slot.work, m, step));
+  }
+}
+
+void StepSchedule::slot_copies(std::int64_t step, std::vector<Task>& out) const {
+  const bool every_step = kind_ == StepKind::kGrouped;
+  for (int k = 0; k < layout().stages(); ++k) {
+    const bool forward_slot = every_step || (step - k) % 2 == 0;
+    const bool backward_slot = every_step || (step - k) % 2 != 0;
+    for (const int ipu : layout().ipus_of(k)) {
+      if (forward_slot)
+        append_boundary_copies(ipu, k, CopyKind::kActivation, out);
+      if (backward_slot && shape().training)
+        append_boundary_copies(ipu, k, CopyKind::kGradient, out);
+    }
+  }
+}
+
+bool StepSchedule::fifo_runs(std::int64_t step, int stage) const {
+  if (step_code_phase(step) == CodePhase::kRampUp) {
+    const std::int64_t since = step - offset_of(Op::kForward, stage);
+    return since >= 0 && since % period_ == 0 && since / period_ < shape().microbatches;
+  }
+  return kind_ == StepKind::kGrouped || (step - stage) % 2 == 0;
 }
 
 std::int64_t StepSchedule::next_busy_step(int ipu, std::int64_t from) const {

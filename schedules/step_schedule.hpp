@@ -41,12 +41,28 @@ class StepSchedule final : public Schedule {
   StepSchedule(StepKind kind, PipelineShape shape, RecomputationMode resolved, bool relaxed);
 
   std::string name() const override;
-  bool step_based() const override { return true; }
-  std::int64_t steps() const override { return steps_; }
-  void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const override;
-  std::int64_t next_busy_step(int ipu, std::int64_t from) const override;
-  Phase step_phase(std::int64_t step) const override;
-  CodePhase step_code_phase(std::int64_t step) const override;
+  const StepSchedule* as_steps() const override { return this; }
+
+  // Steps of one repeat, the weight update excluded.
+  std::int64_t steps() const { return steps_; }
+  // The tasks `ipu` runs in `step`, in program order (infeed, stage programs, recomputation,
+  // copies, outfeed). `out` is cleared first.
+  void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const;
+  // The first step from `from` on in which `ipu` has a task, steps() if none; lets the replay
+  // skip idle IPUs (Sequential keeps all but one idle in every step).
+  std::int64_t next_busy_step(int ipu, std::int64_t from) const;
+  // The phases of a step (steps without tasks have phases too).
+  Phase step_phase(std::int64_t step) const;
+  CodePhase step_code_phase(std::int64_t step) const;
+  // The copies the exchange at the end of `step` moves, by sending IPU. Grouped runs every
+  // stage's forward and backward copy programs in every step and Interleaved each in alternate
+  // steps, masked or not (a masked one carries no micro-batch); Sequential moves only the
+  // copies of the stage program that ran. `out` is cleared first.
+  void exchange_in_step(std::int64_t step, std::vector<Task>& out) const;
+  // Whether stage k's stash FIFO runs in `step`. It runs in k's forward slot: in the ramp-up
+  // only where F_k runs, after that in every slot, masked or not, so that the last entries
+  // drain in the ramp-down.
+  bool fifo_runs(std::int64_t step, int stage) const;
   std::int64_t program_length(int ipu) const override;
   Task program_task(int ipu, std::int64_t index) const override;
   std::vector<std::int64_t> stash_depth() const override;
@@ -75,6 +91,8 @@ class StepSchedule final : public Schedule {
   void add_copies(int ipu, int stage, CopyKind kind, std::vector<Slot>& slots) const;
   bool full(std::int64_t step) const;
   void find_full_steps();
+  void slot_copies(std::int64_t step, std::vector<Task>& out) const;
+  void scheduled_copies(std::int64_t step, std::vector<Task>& out) const;
 
   StepKind kind_;
   int slots_per_microbatch_;  // S
@@ -84,6 +102,8 @@ class StepSchedule final : public Schedule {
   std::int64_t code_ramp_down_ = 0;
   std::vector<std::vector<Slot>> slots_;  // per IPU, in program order within a step
   std::vector<std::pair<std::int64_t, std::int64_t>> slot_offsets_;  // per IPU: lowest, highest
+  // Sequential: the copy slots by step modulo the period, IPU by IPU in program order.
+  std::vector<std::vector<Slot>> copies_by_residue_;
   std::int64_t first_full_ = -1;
   std::int64_t last_full_ = -1;
   std::int64_t full_steps_ = 0;

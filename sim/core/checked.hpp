@@ -29,4 +29,12 @@ constexpr std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* w
   return out;
 }
 
+// The smallest power of two >= count (1 for count <= 1): multi-IPU devices come in powers of two.
+constexpr int round_up_to_power_of_two(int count) {
+  int power = 1;
+  while (power < count)
+    power *= 2;
+  return power;
+}
+
 }  // namespace ipusim::core

@@ -26,17 +26,20 @@ enum class EventPriority : std::uint8_t {
   kStart = 3,
 };
 
+// An event carries its owner's typed payload (what happened, to what).
+template <typename Payload>
 struct Event {
   Cycles time;
   EventPriority priority = EventPriority::kStart;
-  std::uint32_t kind = 0;      // the owner's event type
-  std::int64_t subject = 0;    // e.g. an IPU or link index
-  std::int64_t detail = 0;     // e.g. a task index
+  Payload payload{};
   std::uint64_t sequence = 0;  // insertion order, set by the queue
 };
 
+template <typename Payload>
 class EventQueue {
  public:
+  using Event = core::Event<Payload>;
+
   Cycles now() const { return now_; }
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }

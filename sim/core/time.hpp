@@ -38,4 +38,12 @@ inline std::int64_t cycles_from_seconds(double seconds, double clock_hz) {
   return cycles < 0 ? 0 : static_cast<std::int64_t>(cycles);
 }
 
+// Cycles to move `bytes` at `bandwidth` bytes/s; nothing to move, or no bandwidth modelled, takes
+// 0.
+inline std::int64_t transfer_cycles(double bytes, double bandwidth, double clock_hz) {
+  if (bandwidth <= 0 || bytes <= 0)
+    return 0;
+  return cycles_from_seconds(bytes / bandwidth, clock_hz);
+}
+
 }  // namespace ipusim::core

@@ -1,4 +1,5 @@
 #include "sim/html/gantt.hpp"
+#include "schedules/step_schedule.hpp"
 
 #include <algorithm>
 #include <array>
@@ -356,7 +357,7 @@ RunView step_view(const GanttRun& run) {
     }
   }
   for (std::int64_t step = 0; step < steps; ++step) {
-    const int phase = int(schedule.step_phase(step));
+    const int phase = int(schedule.as_steps()->step_phase(step));
     if (view.bands.empty() || view.bands.back().phase != phase)
       view.bands.push_back({phase, step * kSlot, step * kSlot});
     view.bands.back().to = (step + 1) * kSlot;

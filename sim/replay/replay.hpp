@@ -5,9 +5,18 @@
 // tasks come from the schedule on demand and only running totals are kept.
 //
 // Graphcore's schedules are BSP: in a step every IPU runs its tasks, then all sync and the
-// inter-IPU copies of the step are exchanged; the next step starts when the exchange is over.
-// The other schedules run each IPU's program order as soon as its dependencies are met, on
-// the event queue; copies travel over the links without blocking the sending IPU.
+// inter-IPU copies of the step are exchanged; the next step starts when the exchange is over
+// (step_replay.cpp). The other schedules run each IPU's program order as soon as its
+// dependencies are met, on the event queue; copies travel over the links without blocking the
+// sending IPU (ordered_replay.cpp). Both engines take every task from the schedule: compute,
+// host transfers, copies (a BSP step's exchange included) and the weight update.
+//
+// Why BSP steps do not run on the event queue: within a step nothing is concurrent in a way
+// events would order. Every IPU runs its step program back to back from the step's start,
+// the sync waits for the last of them, and the exchange starts after it, so a step's end is a
+// maximum over IPUs computed in one pass. Putting each task on the queue would add a heap
+// operation per task and change no time; the dependency-ordered engine needs the queue
+// because there an IPU's next task waits on another IPU's progress.
 //
 // IPUs are logical (a stage's device_mapping entry) unless a name says physical.
 
@@ -20,6 +29,8 @@
 
 #include "schedules/schedule.hpp"
 #include "sim/machine/cost_model.hpp"
+#include "sim/machine/memory_tracker.hpp"
+#include "sim/machine/topology.hpp"
 #include "sim/replay/replay_observer.hpp"
 #include "sim/spec/spec.hpp"
 
@@ -29,46 +40,16 @@ enum PhaseIndex { kRampUp = 0, kMain = 1, kRampDown = 2, kWeightUpdate = 3 };
 inline constexpr std::array<const char*, 4> kPhaseNames = {"ramp_up", "main", "ramp_down",
                                                            "weight_update"};
 
-struct IpuStats {
+// One IPU's figures for one step. Invariant: busy_in_phase sums to busy_cycles.
+struct IpuStats : MemoryPeak {
   int physical = 0;              // the physical IPU it is placed on
   std::int64_t busy_cycles = 0;  // compute: F, B, R, W and the weight update
   std::array<std::int64_t, 4> busy_in_phase{};
   std::int64_t host_busy_cycles = 0;
-  std::int64_t peak_memory_bytes = 0;                  // on chip
-  std::int64_t peak_stash_bytes = 0;                   // on chip
-  std::map<std::string, std::int64_t> memory_at_peak;  // on chip, by category
-  // Off chip: what lives in streaming memory by category ("stash", "optimizer_state"), and
-  // the traffic of the step over the IPU's link to it (stash FIFOs, optimizer state).
-  std::map<std::string, std::int64_t> streaming_memory;
+  // The traffic of the step over the IPU's link to streaming memory (stash FIFOs, optimizer
+  // state).
   std::int64_t streaming_busy_cycles = 0;
   std::int64_t streaming_bytes = 0;
-};
-
-// The copies from one IPU to another over the links joining their physical IPUs.
-struct LinkStats {
-  int from_ipu = 0;  // logical
-  int to_ipu = 0;
-  int from_physical = 0;
-  int to_physical = 0;
-  std::int64_t busy_cycles = 0;
-  std::int64_t bytes = 0;
-};
-
-// One IPU over its capacity, at its peak.
-struct IpuOverflow {
-  int ipu = 0;  // logical
-  int physical = 0;
-  std::int64_t step = 0;  // 1-based step (BSP) or 0 when not step-based
-  std::int64_t cycle = 0;
-  std::int64_t bytes = 0;
-  std::vector<MemoryItem> largest;  // the five largest consumers at the peak
-};
-
-// Every IPU that overflows, the worst (largest need) first; the message details the worst.
-struct OutOfMemory {
-  std::int64_t capacity = 0;
-  std::vector<IpuOverflow> ipus;
-  std::string message() const;
 };
 
 struct ReplayResult {

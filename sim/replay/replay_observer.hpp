@@ -16,6 +16,7 @@
 
 #include "schedules/task.hpp"
 #include "sim/core/time.hpp"
+#include "sim/machine/memory_tracker.hpp"
 
 namespace ipusim::sim {
 
@@ -86,15 +87,6 @@ struct WeightUpdateSpan {
   core::Cycles all_reduce_end;
   core::Cycles offload_end;
   core::Cycles end;
-};
-
-// Memory of one IPU that changes during the step: stash entries in flight (dynamic FIFOs)
-// and the activations of the running task.
-struct MemorySample {
-  int ipu = 0;
-  core::Cycles at;
-  std::int64_t stash_bytes = 0;
-  std::int64_t live_bytes = 0;
 };
 
 class ReplayObserver {

@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/time.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -17,8 +19,8 @@ constexpr double kLadderLinkBandwidth = 128e9 / 8 * 0.85;
 // ipu-hardware.md §3: the IPUModel's cross-IPU sync is ceil(15 ns x f x 2 x (1 + N/4)) cycles,
 // i.e. 30 ns x f plus 7.5 ns x f per IPU.
 void set_sync_from_ipumodel_formula(HardwareSpec& hw) {
-  hw.sync_base_cycles = static_cast<std::int64_t>(std::ceil(30e-9 * hw.clock_hz));
-  hw.sync_per_ipu_cycles = static_cast<std::int64_t>(std::ceil(7.5e-9 * hw.clock_hz));
+  hw.sync_base_cycles = core::cycles_from_seconds(30e-9, hw.clock_hz);
+  hw.sync_per_ipu_cycles = core::cycles_from_seconds(7.5e-9, hw.clock_hz);
 }
 
 HardwareSpec gc200() {
@@ -99,16 +101,9 @@ HardwareSpec preset(const std::string& name) {
   if (name == "ideal")
     return ideal();
   HardwareSpec hw = clocked_preset(name);
-  hw.host_sync_cycles = static_cast<std::int64_t>(5e-6 * hw.clock_hz);  // §3: uncalibrated guess
-  set_sync_from_ipumodel_formula(hw);                                   // §3: IPUModel formula
+  hw.host_sync_cycles = core::cycles_from_seconds(5e-6, hw.clock_hz);  // §3: uncalibrated guess
+  set_sync_from_ipumodel_formula(hw);                                  // §3: IPUModel formula
   return hw;
-}
-
-int round_up_to_power_of_two(int count) {
-  int power = 1;
-  while (power < count)
-    power *= 2;
-  return power;
 }
 
 std::int64_t read_cycles(const ConfigNode& node) {
@@ -238,45 +233,13 @@ HardwareSpec parse_hardware(const ConfigNode& node, int ipus_needed, std::string
                  std::to_string(hw.ipus) + " are configured");
     }
   } else {
-    hw.ipus = round_up_to_power_of_two(ipus_needed);
+    hw.ipus = core::round_up_to_power_of_two(ipus_needed);
     if (hw.ipus != ipus_needed) {
       *note = "the pipeline uses " + std::to_string(ipus_needed) + " IPUs; the device has " +
               std::to_string(hw.ipus) + " because multi-IPU devices come in powers of two";
     }
   }
   return hw;
-}
-
-int physical_ipu(SelectionOrder order, int index, int count) {
-  IPUSIM_CHECK(index >= 0 && index < count);
-  switch (order) {
-    case SelectionOrder::kZigzag:
-      return index;
-    case SelectionOrder::kSnake: {
-      // 0,1,3,2,4,5,7,6: every second rung is walked right to left.
-      const int rung = index / 2;
-      const int side = index % 2;
-      return 2 * rung + (rung % 2 == 0 ? side : 1 - side);
-    }
-    case SelectionOrder::kHoof: {
-      // Up the left rail (0,2,4,...) and down the right rail (...,5,3,1).
-      const int half = (count + 1) / 2;
-      return index < half ? 2 * index : 2 * (count - 1 - index) + 1;
-    }
-  }
-  return index;
-}
-
-int links_between(const HardwareSpec& hw, int a, int b) {
-  if (a > b)
-    std::swap(a, b);
-  const int rung_a = a / 2;
-  const int rung_b = b / 2;
-  if (rung_a == rung_b)
-    return hw.links_in_pair;
-  if (rung_b != rung_a + 1)
-    return 0;
-  return (a % 2) == (b % 2) ? hw.links_up_down : hw.links_cross;
 }
 
 std::string selection_order_name(SelectionOrder order) {

@@ -54,12 +54,6 @@ const std::vector<std::string>& hardware_preset_names();
 // count, rounded up to a power of two; `note` says so when rounding happened.
 HardwareSpec parse_hardware(const core::ConfigNode& hardware, int ipus_needed, std::string* note);
 
-// The physical IPU that pipeline IPU `index` (of `count`) is placed on.
-int physical_ipu(SelectionOrder order, int index, int count);
-
-// Links joining two physical IPUs of the ladder directly (0 when not neighbours).
-int links_between(const HardwareSpec& hardware, int a, int b);
-
 std::string selection_order_name(SelectionOrder order);
 
 }  // namespace ipusim::sim

@@ -1,4 +1,5 @@
 #include "audit.hpp"
+#include "schedules/step_schedule.hpp"
 
 #include <algorithm>
 #include <map>
@@ -55,10 +56,10 @@ class Auditor {
     for (int ipu = 0; ipu < s_.layout().ipus(); ++ipu) {
       std::size_t next = 0;
       std::int64_t busy_from = 0;  // steps before it must come out idle
-      for (std::int64_t step = 0; step < s_.steps(); ++step) {
-        s_.tasks_in_step(step, ipu, step_tasks);
+      for (std::int64_t step = 0; step < s_.as_steps()->steps(); ++step) {
+        s_.as_steps()->tasks_in_step(step, ipu, step_tasks);
         if (step >= busy_from) {
-          busy_from = s_.next_busy_step(ipu, step);
+          busy_from = s_.as_steps()->next_busy_step(ipu, step);
           if ((busy_from == step) == step_tasks.empty())
             return "next_busy_step of IPU" + std::to_string(ipu) + " is wrong at step " +
                    std::to_string(step);
@@ -70,7 +71,8 @@ class Auditor {
           if (next >= programs_[ipu].size() || !(programs_[ipu][next] == task))
             return "step " + std::to_string(step) + " of IPU" + std::to_string(ipu) +
                    " disagrees with program_task at " + std::to_string(next);
-          if (task.phase != s_.step_phase(step) || task.code_phase != s_.step_code_phase(step))
+          if (task.phase != s_.as_steps()->step_phase(step) ||
+              task.code_phase != s_.as_steps()->step_code_phase(step))
             return to_string(task) + " has other phases than its step";
           ++next;
         }
@@ -231,16 +233,16 @@ class Auditor {
   std::string step_phases_add_up(const PhaseCounts& counts) {
     std::array<std::int64_t, 4> phase{};
     std::array<std::int64_t, 4> code{};
-    for (std::int64_t step = 0; step < s_.steps(); ++step) {
-      ++phase[static_cast<int>(s_.step_phase(step))];
-      ++code[static_cast<int>(s_.step_code_phase(step))];
+    for (std::int64_t step = 0; step < s_.as_steps()->steps(); ++step) {
+      ++phase[static_cast<int>(s_.as_steps()->step_phase(step))];
+      ++code[static_cast<int>(s_.as_steps()->step_code_phase(step))];
     }
     std::int64_t idle = 0;
     std::vector<Task> tasks;
-    for (std::int64_t step = s_.steps() - 1; step >= 0; --step) {
+    for (std::int64_t step = s_.as_steps()->steps() - 1; step >= 0; --step) {
       bool busy = false;
       for (int ipu = 0; ipu < s_.layout().ipus(); ++ipu) {
-        s_.tasks_in_step(step, ipu, tasks);
+        s_.as_steps()->tasks_in_step(step, ipu, tasks);
         busy = busy || std::any_of(tasks.begin(), tasks.end(),
                                    [](const Task& t) { return is_compute(t.op); });
       }
@@ -319,9 +321,9 @@ class Auditor {
     std::vector<std::int64_t> peaks(s_.layout().stages(), 0);
     std::vector<std::int64_t> in_flight(s_.layout().stages(), 0);
     std::vector<Task> tasks;
-    for (std::int64_t step = 0; step < s_.steps(); ++step) {
+    for (std::int64_t step = 0; step < s_.as_steps()->steps(); ++step) {
       for (int ipu = 0; ipu < s_.layout().ipus(); ++ipu) {
-        s_.tasks_in_step(step, ipu, tasks);
+        s_.as_steps()->tasks_in_step(step, ipu, tasks);
         for (const Task& task : tasks) {
           if (task.op == Op::kForward && task.substage == 0)
             ++in_flight[task.stage];

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "schedules/build.hpp"
+#include "schedules/step_schedule.hpp"
 #include "shapes.hpp"
 
 using namespace ipusim::schedules;
@@ -88,7 +89,7 @@ TEST_CASE(
     "an M that makes more than 2^60 tasks in a repeat is refused with the largest M that fits") {
   // 2 stages: infeed, F, copy and B on IPU0; F, outfeed, B and copy on IPU1.
   const std::int64_t largest = (std::int64_t{1} << 60) / 8;
-  CHECK(build_schedule("grouped", one_per_ipu(2, largest))->steps() == largest + 4);
+  CHECK(build_schedule("grouped", one_per_ipu(2, largest))->as_steps()->steps() == largest + 4);
   const ScheduleError error = error_of("grouped", one_per_ipu(2, largest + 4));
   CHECK(error.option() == ScheduleOption::kGradientAccumulationCount);
   CHECK(std::string(error.what()) ==

@@ -5,6 +5,7 @@
 
 #include "schedules/build.hpp"
 #include "schedules/render.hpp"
+#include "schedules/step_schedule.hpp"
 #include "shapes.hpp"
 
 using namespace ipusim::schedules;
@@ -168,8 +169,8 @@ std::string orders(const std::string& name, const PipelineShape& shape) {
 // The 1-based step in which the backward of stage 0 finishes micro-batch 0.
 std::int64_t first_backward_end(const Schedule& schedule) {
   std::vector<Task> tasks;
-  for (std::int64_t step = 0; step < schedule.steps(); ++step) {
-    schedule.tasks_in_step(step, 0, tasks);
+  for (std::int64_t step = 0; step < schedule.as_steps()->steps(); ++step) {
+    schedule.as_steps()->tasks_in_step(step, 0, tasks);
     for (const Task& task : tasks) {
       if (task.op == Op::kBackward && task.stage == 0 && task.microbatch == 0)
         return step + 1;
@@ -183,11 +184,11 @@ std::int64_t first_backward_end(const Schedule& schedule) {
 std::int64_t drawn_column(const Schedule& schedule) {
   std::vector<Task> tasks;
   std::int64_t column = 0;
-  for (std::int64_t step = 0; step < schedule.steps(); ++step) {
+  for (std::int64_t step = 0; step < schedule.as_steps()->steps(); ++step) {
     bool any_backward = false;
     bool first_ends = false;
     for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
-      schedule.tasks_in_step(step, ipu, tasks);
+      schedule.as_steps()->tasks_in_step(step, ipu, tasks);
       for (const Task& task : tasks) {
         any_backward = any_backward || task.op == Op::kBackward;
         first_ends =

@@ -6,6 +6,7 @@
 
 #include "schedules/build.hpp"
 #include "schedules/render.hpp"
+#include "schedules/step_schedule.hpp"
 #include "shapes.hpp"
 
 using namespace ipusim::schedules;
@@ -28,7 +29,7 @@ std::vector<std::string> names(const std::vector<Task>& tasks) {
 
 std::vector<std::string> step_tasks(const Schedule& schedule, int step, int ipu) {
   std::vector<Task> tasks;
-  schedule.tasks_in_step(step, ipu, tasks);
+  schedule.as_steps()->tasks_in_step(step, ipu, tasks);
   return names(tasks);
 }
 
@@ -104,7 +105,7 @@ TEST_CASE("a concurrent stage takes one slot with one sub-task per IPU") {
   PipelineShape shape = one_per_ipu(3, 6);
   shape.device_mapping = {{0}, {1, 2}, {3}};
   const auto schedule = build_schedule("grouped", shape);
-  CHECK(schedule->steps() == 12);
+  CHECK(schedule->as_steps()->steps() == 12);
   CHECK(row(*schedule, 2) == "| 2 | U | F2 | F1 | F1 | · |");
   CHECK(row(*schedule, 5) == "| 5 | U | F5 | B1 F4 | B1 F4 | B2 F3 |");
   CHECK(step_tasks(*schedule, 0, 0) == Names{"infeed[m1]@IPU0", "F[s0,m1]@IPU0",
@@ -174,7 +175,7 @@ TEST_CASE("phase counts follow the spec's formulas for every legal M") {
 TEST_CASE("the closed forms need no memory for huge M") {
   const std::int64_t m = 8'000'000'000'000;
   const auto schedule = build_schedule("grouped", one_per_ipu(4, m));
-  CHECK(schedule->steps() == m + 8);
+  CHECK(schedule->as_steps()->steps() == m + 8);
   CHECK(schedule->program_length(0) == 4 * m);
   const Task last = schedule->program_task(0, 4 * m - 1);
   CHECK(to_string(last) == "B[s0,m8000000000000]@IPU0");
@@ -229,7 +230,7 @@ TEST_CASE("inference runs only forwards, grouped and interleaved alike") {
       lines_starting(render_step_table(*build_schedule("interleaved", shape)), "|");
   CHECK(grouped == interleaved);
   CHECK(row(*build_schedule("grouped", shape), 3) == "| 3 | U | F3 | F2 | F1 |");
-  CHECK(build_schedule("grouped", shape)->steps() == 9);
+  CHECK(build_schedule("grouped", shape)->as_steps()->steps() == 9);
   CHECK(lines_starting(render_step_table(*build_schedule("1f1b", shape)), "IPU0") ==
         "IPU0: F1 F2 F3 F4 F5 F6\n");
 }
@@ -283,4 +284,37 @@ TEST_CASE("the catalogue names every schedule build_schedule accepts") {
                                            "interleaved_1f1b", "zero_bubble_h1"});
   CHECK(build_schedule("grouped", one_per_ipu(2, 4))->step_based());
   CHECK_FALSE(build_schedule("gpipe", one_per_ipu(2, 4))->step_based());
+}
+
+namespace {
+
+// "0>1a 1>0g" for the copies of a step's exchange: from, to, activation or gradient.
+std::string exchange_text(const StepSchedule& schedule, std::int64_t step) {
+  std::vector<Task> copies;
+  schedule.exchange_in_step(step, copies);
+  std::string text;
+  for (const Task& copy : copies) {
+    text += (text.empty() ? "" : " ") + std::to_string(copy.ipu) + ">" +
+            std::to_string(copy.peer_ipu) + (copy.copy == CopyKind::kGradient ? "g" : "a");
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("a step's exchange: Grouped copies every slot, Interleaved alternate, Sequential as run") {
+  const auto shape = one_per_ipu(2, 4);
+  const auto grouped = build_schedule("grouped", shape);
+  const auto interleaved = build_schedule("interleaved", shape);
+  const auto sequential = build_schedule("sequential", shape);
+  for (std::int64_t step = 0; step < grouped->as_steps()->steps(); ++step)
+    CHECK(exchange_text(*grouped->as_steps(), step) == "0>1a 1>0g");
+  // Stage 0's forward slot and stage 1's backward slot fall on even steps; the other two slots
+  // copy past the pipeline's ends.
+  for (std::int64_t step = 0; step < interleaved->as_steps()->steps(); ++step)
+    CHECK(exchange_text(*interleaved->as_steps(), step) == (step % 2 == 0 ? "0>1a 1>0g" : ""));
+  // S = 4 slots: F_0 (copies forward), F_1, B_1 (copies back), B_0.
+  const char* sequential_steps[] = {"0>1a", "", "1>0g", ""};
+  for (std::int64_t step = 0; step < sequential->as_steps()->steps(); ++step)
+    CHECK(exchange_text(*sequential->as_steps(), step) == sequential_steps[step % 4]);
 }

@@ -21,12 +21,6 @@ class HandWritten final : public Schedule {
         programs_(std::move(programs)) {}
 
   std::string name() const override { return "hand-written"; }
-  bool step_based() const override { return false; }
-  std::int64_t steps() const override { return 0; }
-  void tasks_in_step(std::int64_t, int, std::vector<Task>& out) const override { out.clear(); }
-  std::int64_t next_busy_step(int, std::int64_t) const override { return 0; }
-  Phase step_phase(std::int64_t) const override { return Phase::kMain; }
-  CodePhase step_code_phase(std::int64_t) const override { return CodePhase::kMain; }
   std::int64_t program_length(int ipu) const override {
     return static_cast<std::int64_t>(programs_[ipu].size());
   }

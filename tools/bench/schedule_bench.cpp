@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "schedules/build.hpp"
+#include "schedules/step_schedule.hpp"
 
 namespace {
 
@@ -88,12 +89,13 @@ double step_rate(const Schedule& schedule, std::int64_t budget, std::int64_t& si
   std::int64_t per_step = 0;
   for (int ipu = 0; ipu < ipus; ++ipu)
     per_step += schedule.program_length(ipu);
-  per_step = std::max<std::int64_t>(1, per_step / std::max<std::int64_t>(1, schedule.steps()));
+  per_step =
+      std::max<std::int64_t>(1, per_step / std::max<std::int64_t>(1, schedule.as_steps()->steps()));
   const auto start = Clock::now();
-  visit_spread(schedule.steps(), std::max<std::int64_t>(1, budget / per_step),
+  visit_spread(schedule.as_steps()->steps(), std::max<std::int64_t>(1, budget / per_step),
                [&](std::int64_t step) {
                  for (int ipu = 0; ipu < ipus; ++ipu) {
-                   schedule.tasks_in_step(step, ipu, tasks);
+                   schedule.as_steps()->tasks_in_step(step, ipu, tasks);
                    count += static_cast<std::int64_t>(tasks.size());
                    sink += static_cast<std::int64_t>(tasks.size());
                  }

@@ -6,23 +6,29 @@
 using namespace ipusim::core;
 
 namespace {
+// A payload of the tests' own: which subject the event is about.
+struct Subject {
+  std::int64_t id = 0;
+};
+using Queue = EventQueue<Subject>;
+
 struct Recorder {
   std::vector<std::int64_t> subjects;
   std::vector<std::int64_t> times;
-  void operator()(const Event& event) {
-    subjects.push_back(event.subject);
+  void operator()(const Event<Subject>& event) {
+    subjects.push_back(event.payload.id);
     times.push_back(event.time.count);
   }
 };
 }  // namespace
 
 TEST_CASE("events run in time order, then by priority, then in insertion order") {
-  EventQueue queue;
-  queue.schedule({Cycles{10}, EventPriority::kStart, 0, 1});
-  queue.schedule({Cycles{10}, EventPriority::kComputeDone, 0, 2});
-  queue.schedule({Cycles{5}, EventPriority::kStart, 0, 3});
-  queue.schedule({Cycles{10}, EventPriority::kComputeDone, 0, 4});
-  queue.schedule({Cycles{10}, EventPriority::kTransferDone, 0, 5});
+  Queue queue;
+  queue.schedule({Cycles{10}, EventPriority::kStart, {1}});
+  queue.schedule({Cycles{10}, EventPriority::kComputeDone, {2}});
+  queue.schedule({Cycles{5}, EventPriority::kStart, {3}});
+  queue.schedule({Cycles{10}, EventPriority::kComputeDone, {4}});
+  queue.schedule({Cycles{10}, EventPriority::kTransferDone, {5}});
   Recorder recorder;
   queue.run(recorder);
   CHECK(recorder.subjects == std::vector<std::int64_t>{3, 5, 2, 4, 1});
@@ -32,9 +38,9 @@ TEST_CASE("events run in time order, then by priority, then in insertion order")
 }
 
 TEST_CASE("step advances one event at a time") {
-  EventQueue queue;
-  queue.schedule({Cycles{3}, EventPriority::kStart, 0, 7});
-  queue.schedule({Cycles{4}, EventPriority::kStart, 0, 8});
+  Queue queue;
+  queue.schedule({Cycles{3}, EventPriority::kStart, {7}});
+  queue.schedule({Cycles{4}, EventPriority::kStart, {8}});
   Recorder recorder;
   CHECK(queue.step(recorder));
   CHECK(queue.now() == Cycles{3});
@@ -44,11 +50,11 @@ TEST_CASE("step advances one event at a time") {
 }
 
 TEST_CASE("scheduling an event before the current time is an internal error") {
-  EventQueue queue;
-  queue.schedule({Cycles{10}, EventPriority::kStart, 0, 1});
+  Queue queue;
+  queue.schedule({Cycles{10}, EventPriority::kStart, {1}});
   Recorder recorder;
   queue.step(recorder);
-  CHECK_THROWS_WITH(queue.schedule({Cycles{9}, EventPriority::kStart, 0, 2}),
+  CHECK_THROWS_WITH(queue.schedule({Cycles{9}, EventPriority::kStart, {2}}),
                     "internal error (this is a bug in ipusim): an event was scheduled at cycle 9, "
                     "before the current cycle 10");
 }

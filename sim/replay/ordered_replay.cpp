@@ -1,0 +1,288 @@
+// The event engine for dependency-ordered schedules (GPipe, 1F1B, interleaved 1F1B,
+// zero-bubble): each IPU walks its program order and starts the next task as soon as
+// Readiness says its dependencies are met; compute, transfers and wake-ups are events on the
+// queue. Copies and host transfers run on their links without blocking the IPU that starts
+// them. Phases: ramp-up until the last IPU starts its first compute task, ramp-down from when
+// the first IPU finishes its last one.
+
+#include <algorithm>
+#include <string>
+
+#include "sim/core/event_queue.hpp"
+#include "sim/core/resource.hpp"
+#include "sim/replay/readiness.hpp"
+#include "sim/replay/replay_state.hpp"
+
+namespace ipusim::sim::detail {
+namespace {
+
+using core::Cycles;
+using core::EventPriority;
+using schedules::Op;
+using schedules::Task;
+
+struct ReplayEvent {
+  enum class Kind : std::uint8_t { kComputeDone, kTransferDone, kWake };
+  Kind kind = Kind::kWake;
+  int ipu = 0;
+  std::int64_t transfer = 0;  // kTransferDone: the slot of the pending transfer
+};
+
+// Where one IPU is in its program.
+struct IpuCursor {
+  std::int64_t next = 0;
+  bool busy = false;
+  bool started = false;
+  Cycles running_since{0};
+  std::int64_t running_cycles = 0;
+  std::int64_t running_index = -1;
+  Task running;
+  // The task at `next`, kept while it waits: computing it again on every wake is costly.
+  std::int64_t waiting_index = -1;
+  Task waiting;
+};
+
+class OrderedReplay {
+ public:
+  explicit OrderedReplay(ReplayState& state)
+      : state_(state),
+        schedule_(state.schedule),
+        readiness_(state.schedule),
+        cursors_(std::size_t(state.ipus)),
+        host_links_(std::size_t(state.ipus)),
+        before_up_(std::size_t(state.ipus), 0),
+        before_down_(std::size_t(state.ipus), 0) {}
+
+  Cycles run();
+
+ private:
+  void handle(const core::Event<ReplayEvent>& event);
+  void advance(int ipu);
+  void start_compute(int ipu, const Task& task);
+  void finish_compute(int ipu);
+  void start_transfer(int ipu, const Task& task);
+  void complete(const Task& task);
+  void release_stash(int ipu, const Task& task);
+  void mark_started(int ipu);
+  int phase_now() const;
+  void snapshot(std::vector<std::int64_t>& busy_until_now) const;
+  void split_busy_by_phase(Cycles end);
+  std::int64_t last_compute_index(int ipu) const;
+  [[noreturn]] void report_deadlock() const;
+
+  ReplayState& state_;
+  const schedules::Schedule& schedule_;
+  Readiness readiness_;
+  core::EventQueue<ReplayEvent> queue_;
+  std::vector<IpuCursor> cursors_;
+  std::vector<std::int64_t> last_compute_;
+  std::vector<Task> pending_transfers_;
+  std::vector<std::int64_t> free_transfers_;
+  std::vector<core::Resource> host_links_;
+  std::vector<std::int64_t> before_up_;    // busy cycles when the ramp-up ended
+  std::vector<std::int64_t> before_down_;  // busy cycles when the ramp-down began
+  int started_ipus_ = 0;
+  bool first_finished_ = false;
+  Cycles ramp_up_end_{0};
+  Cycles ramp_down_begin_{0};
+};
+
+Cycles OrderedReplay::run() {
+  for (int ipu = 0; ipu < state_.ipus; ++ipu)
+    last_compute_.push_back(last_compute_index(ipu));
+  for (int ipu = 0; ipu < state_.ipus; ++ipu)
+    queue_.schedule({Cycles{0}, EventPriority::kStart, {ReplayEvent::Kind::kWake, ipu, 0}});
+  state_.observers.phase(kRampUp, Cycles{0});
+  auto handler = [this](const core::Event<ReplayEvent>& event) { handle(event); };
+  queue_.run(handler);
+  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
+    if (cursors_[ipu].next < schedule_.program_length(ipu))
+      report_deadlock();
+  }
+  const Cycles end = queue_.now();
+  split_busy_by_phase(end);
+  return end;
+}
+
+void OrderedReplay::split_busy_by_phase(Cycles end) {
+  const Cycles up = std::min(ramp_up_end_, end);
+  const Cycles down = std::max(up, std::min(ramp_down_begin_, end));
+  state_.phase_cycles[kRampUp] = up.count;
+  state_.phase_cycles[kMain] = (down - up).count;
+  state_.phase_cycles[kRampDown] = (end - down).count;
+  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
+    auto& b = state_.busy[ipu];
+    b.in_phase[kRampUp] = before_up_[ipu];
+    b.in_phase[kMain] = before_down_[ipu] - before_up_[ipu];
+    b.in_phase[kRampDown] = b.total - before_down_[ipu];
+  }
+}
+
+void OrderedReplay::report_deadlock() const {
+  std::string stuck;
+  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
+    if (cursors_[ipu].next >= schedule_.program_length(ipu))
+      continue;
+    stuck += " IPU" + std::to_string(ipu) + " waits to run " +
+             schedules::to_string(schedule_.program_task(ipu, cursors_[ipu].next)) + ";";
+  }
+  throw core::InternalError("the schedule deadlocked:" + stuck);
+}
+
+void OrderedReplay::handle(const core::Event<ReplayEvent>& event) {
+  const auto& payload = event.payload;
+  if (payload.kind == ReplayEvent::Kind::kTransferDone) {
+    complete(pending_transfers_[payload.transfer]);
+    free_transfers_.push_back(payload.transfer);
+    return;
+  }
+  if (payload.kind == ReplayEvent::Kind::kComputeDone)
+    finish_compute(payload.ipu);
+  advance(payload.ipu);
+}
+
+void OrderedReplay::complete(const Task& task) {
+  for (const int ipu : readiness_.complete(task))
+    queue_.schedule({queue_.now(), EventPriority::kStart, {ReplayEvent::Kind::kWake, ipu, 0}});
+}
+
+void OrderedReplay::finish_compute(int ipu) {
+  auto& cursor = cursors_[ipu];
+  cursor.busy = false;
+  state_.busy[ipu].total += cursor.running_cycles;
+  state_.memory.set_live(ipu, 0);
+  release_stash(ipu, cursor.running);
+  state_.observers.memory(state_.memory, ipu, queue_.now());
+  complete(cursor.running);
+  if (cursor.running_index == last_compute_[ipu] && !first_finished_) {
+    first_finished_ = true;
+    ramp_down_begin_ = queue_.now();
+    snapshot(before_down_);
+    state_.observers.phase(kRampDown, ramp_down_begin_);
+  }
+}
+
+// Programs end with a few copies at most, so this scans only their tails.
+std::int64_t OrderedReplay::last_compute_index(int ipu) const {
+  for (auto i = schedule_.program_length(ipu) - 1; i >= 0; --i) {
+    if (schedules::is_compute(schedule_.program_task(ipu, i).op))
+      return i;
+  }
+  return -1;
+}
+
+void OrderedReplay::advance(int ipu) {
+  auto& cursor = cursors_[ipu];
+  if (cursor.busy)
+    return;
+  const auto length = schedule_.program_length(ipu);
+  while (cursor.next < length) {
+    if (cursor.waiting_index != cursor.next) {
+      cursor.waiting = schedule_.program_task(ipu, cursor.next);
+      cursor.waiting_index = cursor.next;
+    }
+    const Task task = cursor.waiting;
+    if (!readiness_.ready(task, ipu))
+      return;
+    ++cursor.next;
+    ++state_.tasks;
+    if (schedules::is_compute(task.op)) {
+      start_compute(ipu, task);
+      return;
+    }
+    start_transfer(ipu, task);
+  }
+}
+
+void OrderedReplay::start_compute(int ipu, const Task& task) {
+  auto& cursor = cursors_[ipu];
+  const auto cycles = state_.costs.compute_cycles(task);
+  cursor.busy = true;
+  cursor.running = task;
+  cursor.running_index = cursor.next - 1;
+  cursor.running_since = queue_.now();
+  cursor.running_cycles = cycles;
+  if (!cursor.started)
+    mark_started(ipu);
+  const auto& sub = state_.costs.substage(task);
+  if (task.op == Op::kForward && schedule_.stash_depth()[task.stage] > 0)
+    state_.memory.add_stash(ipu, sub.stash_bytes);
+  state_.memory.set_live(ipu, sub.live_bytes);
+  state_.memory.observe(ipu, 0, queue_.now());
+  const double flops = state_.observers.any() ? state_.costs.flops(task) : 0.0;
+  state_.observers.task(task, queue_.now(), cycles, phase_now(), flops, sub.live_bytes);
+  state_.observers.memory(state_.memory, ipu, queue_.now());
+  queue_.schedule({queue_.now() + Cycles{cycles},
+                   EventPriority::kComputeDone,
+                   {ReplayEvent::Kind::kComputeDone, ipu, 0}});
+}
+
+// A stash entry lives until the last task that reads it: W when the backward is split.
+void OrderedReplay::release_stash(int ipu, const Task& task) {
+  const Op last_reader = schedule_.splits_weight_grad() ? Op::kWeightGrad : Op::kBackward;
+  if (task.op != last_reader || schedule_.stash_depth()[task.stage] == 0)
+    return;
+  state_.memory.add_stash(ipu, -state_.costs.substage(task).stash_bytes);
+}
+
+void OrderedReplay::mark_started(int ipu) {
+  cursors_[ipu].started = true;
+  if (++started_ipus_ < state_.ipus)
+    return;
+  ramp_up_end_ = queue_.now();
+  snapshot(before_up_);
+  state_.observers.phase(kMain, ramp_up_end_);
+}
+
+int OrderedReplay::phase_now() const {
+  if (first_finished_)
+    return kRampDown;
+  return started_ipus_ == state_.ipus ? kMain : kRampUp;
+}
+
+// Busy cycles of every IPU up to now, counting the part of tasks in progress that has run.
+void OrderedReplay::snapshot(std::vector<std::int64_t>& busy_until_now) const {
+  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
+    const auto& cursor = cursors_[ipu];
+    std::int64_t running = 0;
+    if (cursor.busy)
+      running = std::min(cursor.running_cycles, (queue_.now() - cursor.running_since).count);
+    busy_until_now[ipu] = state_.busy[ipu].total + running;
+  }
+}
+
+void OrderedReplay::start_transfer(int ipu, const Task& task) {
+  Cycles end = queue_.now();
+  if (task.op == Op::kCopy) {
+    const auto bytes = state_.costs.copy_bytes(task);
+    const auto use = state_.topology.send(task.ipu, task.peer_ipu, bytes, end);
+    state_.observers.transfer(task, bytes, use);
+    end = use.end;
+  } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
+    const auto bytes = state_.costs.host_bytes(task);
+    const auto cycles = state_.costs.host_cycles(bytes);
+    const auto held = host_links_[ipu].occupy(end, cycles);
+    end = held.end;
+    state_.busy[ipu].host += cycles;
+    state_.observers.task(task, held.begin, cycles, phase_now(), 0.0, bytes);
+  }
+  std::int64_t slot;
+  if (free_transfers_.empty()) {
+    slot = std::int64_t(pending_transfers_.size());
+    pending_transfers_.push_back(task);
+  } else {
+    slot = free_transfers_.back();
+    free_transfers_.pop_back();
+    pending_transfers_[slot] = task;
+  }
+  queue_.schedule(
+      {end, EventPriority::kTransferDone, {ReplayEvent::Kind::kTransferDone, ipu, slot}});
+}
+
+}  // namespace
+
+Cycles replay_in_dependency_order(ReplayState& state) {
+  return OrderedReplay(state).run();
+}
+
+}  // namespace ipusim::sim::detail

@@ -1,0 +1,75 @@
+#pragma once
+// Internal to the replay: what its two engines share while one step replays (the inputs, the
+// machine, the observers, the running totals). Not part of the room's interface.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "sim/machine/memory_tracker.hpp"
+#include "sim/machine/topology.hpp"
+#include "sim/replay/replay.hpp"
+#include "sim/replay/task_costs.hpp"
+
+namespace ipusim::sim::detail {
+
+// Fans every event out to the observers, in order; free when there are none.
+class Observers {
+ public:
+  explicit Observers(const std::vector<ReplayObserver*>& observers) : observers_(observers) {}
+
+  bool any() const { return !observers_.empty(); }
+  template <typename Call>
+  void notify(const Call& call) const {
+    for (auto* observer : observers_)
+      call(*observer);
+  }
+  void task(const schedules::Task& task, core::Cycles start, std::int64_t cycles, int phase,
+            double flops, std::int64_t bytes) const;
+  void transfer(const schedules::Task& task, std::int64_t bytes, const LinkUse& use) const;
+  void memory(const MemoryTracker& memory, int ipu, core::Cycles now) const;
+  void phase(int phase, core::Cycles start) const;
+  void barrier(BarrierSpan::Kind kind, std::int64_t step, core::Cycles start,
+               core::Cycles end) const;
+
+ private:
+  const std::vector<ReplayObserver*>& observers_;
+};
+
+// Cycles an IPU was busy, in total and by phase.
+struct BusyTotals {
+  std::int64_t total = 0;  // compute: F, B, R, W and the weight update
+  std::array<std::int64_t, 4> in_phase{};
+  std::int64_t host = 0;
+  std::int64_t streaming = 0;  // cycles on the link to streaming memory
+  std::int64_t streamed_bytes = 0;
+};
+
+struct ReplayState {
+  ReplayState(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
+              const ReplayOptions& options);
+
+  // Compute time, counted towards a phase.
+  void add_busy(int ipu, std::int64_t cycles, int phase);
+  void add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes);
+
+  const RunSpec& spec;
+  const schedules::Schedule& schedule;
+  const CostModel& cost;
+  const int ipus;
+  const Observers observers;
+  const TaskCosts costs;
+  MemoryTracker memory;
+  Topology topology;
+  std::vector<BusyTotals> busy;
+  std::array<std::int64_t, 4> phase_cycles{};
+  std::int64_t tasks = 0;
+};
+
+// The pipeline part of the step (everything before the weight update); each returns its end.
+// Both report phases, tasks, transfers and memory through state.observers, and fill busy and
+// phase_cycles.
+core::Cycles replay_steps(ReplayState& state, const schedules::StepSchedule& schedule);
+core::Cycles replay_in_dependency_order(ReplayState& state);
+
+}  // namespace ipusim::sim::detail

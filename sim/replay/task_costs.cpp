@@ -1,0 +1,92 @@
+#include "sim/replay/task_costs.hpp"
+
+#include <algorithm>
+
+#include "sim/core/error.hpp"
+#include "sim/core/time.hpp"
+
+namespace ipusim::sim {
+
+using schedules::Op;
+using schedules::Task;
+
+TaskCosts::TaskCosts(const RunSpec& spec, const schedules::Schedule& schedule,
+                     const CostModel& cost)
+    : spec_(spec),
+      cost_(cost),
+      split_weight_grad_(schedule.splits_weight_grad()),
+      routes_(cost.stages.size()) {
+  for (const auto& [key, bytes] : cost.copy_bytes) {
+    const auto& [stage, ipu, peer, gradient] = key;
+    routes_[stage].push_back({ipu, peer, gradient, bytes});
+  }
+}
+
+std::int64_t TaskCosts::compute_cycles(const Task& task) const {
+  const auto& sub = substage(task);
+  switch (task.op) {
+    case Op::kForward:
+      return sub.forward_cycles;
+    case Op::kRecompute:
+      return sub.recompute_cycles;
+    case Op::kWeightGrad:
+      return sub.weight_grad_cycles;
+    case Op::kBackward:
+      return split_weight_grad_ ? sub.backward_cycles - sub.weight_grad_cycles
+                                : sub.backward_cycles;
+    default:
+      return 0;
+  }
+}
+
+double TaskCosts::flops(const Task& task) const {
+  const auto& sub = substage(task);
+  switch (task.op) {
+    case Op::kForward:
+    case Op::kRecompute:
+      return sub.forward_flops;
+    case Op::kBackward:
+    case Op::kWeightGrad:
+      return sub.backward_cycles > 0
+                 ? sub.backward_flops * double(compute_cycles(task)) / double(sub.backward_cycles)
+                 : 0.0;
+    default:
+      return 0.0;
+  }
+}
+
+std::int64_t TaskCosts::host_bytes(const Task& task) const {
+  IPUSIM_CHECK(task.op == Op::kInfeed || task.op == Op::kOutfeed);
+  return task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes;
+}
+
+std::int64_t TaskCosts::host_cycles(std::int64_t bytes) const {
+  const auto& hw = spec_.hardware;
+  return hw.host_sync_cycles +
+         core::transfer_cycles(double(bytes), hw.host_link_bandwidth, hw.clock_hz);
+}
+
+std::int64_t TaskCosts::copy_bytes(const Task& task) const {
+  const bool gradient = task.copy == schedules::CopyKind::kGradient;
+  for (const auto& route : routes_[task.stage]) {
+    if (route.ipu == task.ipu && route.peer == task.peer_ipu && route.gradient == gradient)
+      return route.bytes;
+  }
+  return 0;
+}
+
+std::int64_t TaskCosts::streaming_cycles(std::int64_t bytes) const {
+  const auto& hw = spec_.hardware;
+  return core::transfer_cycles(double(bytes), hw.streaming_memory_bandwidth, hw.clock_hz);
+}
+
+std::int64_t TaskCosts::all_reduce_cycles(int ipu) const {
+  const auto& hw = spec_.hardware;
+  const int replicas = spec_.pipeline.replication_factor;
+  const double chunk = double(cost_.gradient_bytes[ipu]) / replicas;
+  const double bandwidth = hw.link_bandwidth * std::max(1, hw.links_up_down);
+  return 2 * (replicas - 1) *
+         (hw.link_latency_cycles + core::transfer_cycles(chunk, bandwidth, hw.clock_hz));
+}
+
+}  // namespace ipusim::sim

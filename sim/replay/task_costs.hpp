@@ -1,0 +1,56 @@
+#pragma once
+// What one task costs on the hardware model: compute cycles and FLOPs of F, B, R and W, bytes
+// and cycles of host transfers, bytes of inter-IPU copies, streaming-memory transfers and the
+// weight update's parts. Pure functions of the cost model and the hardware; the replay decides
+// when tasks run.
+
+#include <cstdint>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+#include "schedules/task.hpp"
+#include "sim/machine/cost_model.hpp"
+#include "sim/spec/spec.hpp"
+
+namespace ipusim::sim {
+
+class TaskCosts {
+ public:
+  TaskCosts(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost);
+
+  // F, B, R, W: cycles on the IPU (B without its W part when the schedule splits W off).
+  std::int64_t compute_cycles(const schedules::Task& task) const;
+  // FLOPs of a compute task; a split-off W gets the backward's FLOPs in proportion to cycles.
+  double flops(const schedules::Task& task) const;
+  const SubstageCost& substage(const schedules::Task& task) const {
+    return cost_.substage(task.stage, task.substage);
+  }
+  // Infeed and outfeed: bytes of one micro-batch, and the cycles the host link takes.
+  std::int64_t host_bytes(const schedules::Task& task) const;
+  std::int64_t host_cycles(std::int64_t bytes) const;
+  // A copy's bytes; a route the cost model has no bytes for carries nothing.
+  std::int64_t copy_bytes(const schedules::Task& task) const;
+  // At the streaming-memory link's bandwidth only: no fixed cost per transfer is published
+  // (ipu-hardware.md §2 has only the bandwidth's upper bound), so none is modelled.
+  std::int64_t streaming_cycles(std::int64_t bytes) const;
+  // A ring all-reduce of `ipu`'s gradients over the rails joining the replicas: 2(R-1) steps
+  // of 1/R of the data.
+  std::int64_t all_reduce_cycles(int ipu) const;
+  std::int64_t offload_bytes(int ipu) const { return cost_.offload_bytes[ipu]; }
+  std::int64_t weight_update_cycles(int ipu) const { return cost_.weight_update_cycles[ipu]; }
+
+ private:
+  struct Route {
+    int ipu = 0;
+    int peer = 0;
+    bool gradient = false;
+    std::int64_t bytes = 0;
+  };
+
+  const RunSpec& spec_;
+  const CostModel& cost_;
+  bool split_weight_grad_;
+  std::vector<std::vector<Route>> routes_;  // by stage: a short scan beats a map lookup
+};
+
+}  // namespace ipusim::sim
