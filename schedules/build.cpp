@@ -5,6 +5,7 @@
 
 #include "schedules/ordered_schedule.hpp"
 #include "schedules/step_schedule.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
 
 namespace ipusim::schedules {
@@ -13,14 +14,51 @@ namespace {
 constexpr const char* kThenBackpropagate = "recompute_then_backpropagate";
 constexpr const char* kInterleavedRecompute = "recompute_and_backpropagate_interleaved";
 
-bool is_graphcore(const std::string& name) {
-  return name == "grouped" || name == "interleaved" || name == "sequential";
+// The schedules ipusim builds: one row each. Adding a schedule is a builder file and a row.
+// `lanes` gives Graphcore's overlap length (0: a GPU schedule, which has no divisibility rule);
+// `placement` checks the stage-to-IPU mapping the schedule accepts.
+struct Registered {
+  ScheduleInfo info;
+  bool graphcore;
+  RecomputationMode auto_recomputation;
+  bool then_backpropagate;     // supports recompute_then_backpropagate
+  bool interleaved_recompute;  // supports recompute_and_backpropagate_interleaved
+  std::int64_t (*lanes)(const PipelineShape& shape);
+  void (*placement)(const std::string& name, const PipelineShape& shape);
+  std::unique_ptr<Schedule> (*make)(const PipelineShape& shape, RecomputationMode mode,
+                                    bool relaxed);
+};
+
+template <StepKind kind>
+std::unique_ptr<Schedule> make_steps(const PipelineShape& shape, RecomputationMode mode,
+                                     bool relaxed) {
+  return std::make_unique<StepSchedule>(kind, shape, mode, relaxed);
 }
+
+template <OrderKind kind>
+std::unique_ptr<Schedule> make_order(const PipelineShape& shape, RecomputationMode mode, bool) {
+  return std::make_unique<OrderedSchedule>(kind, shape, mode);
+}
+
+std::int64_t grouped_lanes(const PipelineShape& shape) {
+  return shape.training ? 2 * shape.stages() : shape.stages();
+}
+std::int64_t interleaved_lanes(const PipelineShape& shape) {
+  return shape.stages();
+}
+std::int64_t sequential_lanes(const PipelineShape&) {
+  return 1;
+}
+std::int64_t no_lanes(const PipelineShape&) {
+  return 0;
+}
+
+const std::vector<Registered>& registry();
 
 std::vector<std::string> schedule_names() {
   std::vector<std::string> names;
-  for (const ScheduleInfo& info : schedule_catalogue())
-    names.push_back(info.name);
+  for (const Registered& row : registry())
+    names.push_back(row.info.name);
   return names;
 }
 
@@ -109,22 +147,29 @@ void check_interleaved_1f1b(const PipelineShape& shape) {
              ") when using interleaved schedule (Megatron-LM's rule for interleaved_1f1b)");
 }
 
-void check_placement(const std::string& name, const PipelineShape& shape) {
+// Graphcore's grouped and sequential schedules run several stages on one IPU back to back.
+void any_placement(const std::string&, const PipelineShape&) {}
+
+void interleaved_placement(const std::string&, const PipelineShape& shape) {
   const std::string shared = shared_ipu(shape);
-  if (name == "interleaved" && shape.training && !shared.empty())
+  if (shape.training && !shared.empty())
     throw ScheduleError(ScheduleOption::kDeviceMapping,
                         "The pipelining schedule 'Interleaved' does not currently support "
                         "multiple pipeline stages on the same device for training graphs. "
                         "Please use a different pipeline schedule. (" +
                             shared + ")");
-  if (name == "interleaved_1f1b") {
-    check_interleaved_1f1b(shape);
-    return;
-  }
-  if (!is_graphcore(name) && !shared.empty())
+}
+
+void one_stage_per_ipu(const std::string& name, const PipelineShape& shape) {
+  const std::string shared = shared_ipu(shape);
+  if (!shared.empty())
     throw ScheduleError(ScheduleOption::kDeviceMapping,
                         "the " + name + " schedule runs one stage per IPU, but " + shared +
                             " (interleaved_1f1b runs several stages per IPU)");
+}
+
+void virtual_stages(const std::string&, const PipelineShape& shape) {
+  check_interleaved_1f1b(shape);
 }
 
 std::string plural(std::int64_t count, const std::string& noun) {
@@ -156,69 +201,126 @@ void check_divisibility(const std::string& name, const PipelineShape& shape) {
          ", but it is " + std::to_string(m) + why);
 }
 
-std::unique_ptr<Schedule> make(const std::string& name, const PipelineShape& shape,
-                               RecomputationMode mode, bool relaxed) {
-  if (name == "grouped")
-    return std::make_unique<StepSchedule>(StepKind::kGrouped, shape, mode, relaxed);
-  if (name == "interleaved")
-    return std::make_unique<StepSchedule>(StepKind::kInterleaved, shape, mode, relaxed);
-  if (name == "sequential")
-    return std::make_unique<StepSchedule>(StepKind::kSequential, shape, mode, relaxed);
-  if (name == "gpipe")
-    return std::make_unique<OrderedSchedule>(OrderKind::kGPipe, shape, mode);
-  if (name == "1f1b")
-    return std::make_unique<OrderedSchedule>(OrderKind::kOneFOneB, shape, mode);
-  if (name == "interleaved_1f1b")
-    return std::make_unique<OrderedSchedule>(OrderKind::kInterleaved1F1B, shape, mode);
-  return std::make_unique<OrderedSchedule>(OrderKind::kZeroBubbleH1, shape, mode);
+const std::vector<Registered>& registry() {
+  static const std::vector<Registered> rows = {
+      {.info =
+           {"grouped",
+            "Graphcore's default: each step every IPU runs its backward then its forward. Fastest "
+            "when stages are balanced; stashes 2(N-1-k) micro-batches on stage k; M a multiple of "
+            "2N."},
+       .graphcore = true,
+       .auto_recomputation = RecomputationMode::kRecomputeThenBackpropagate,
+       .then_backpropagate = true,
+       .interleaved_recompute = true,
+       .lanes = grouped_lanes,
+       .placement = any_placement,
+       .make = make_steps<StepKind::kGrouped>},
+      {.info =
+           {"interleaved",
+            "Graphcore: IPUs alternate forward and backward steps. Half grouped's stash, but every "
+            "step waits for the slower of a forward and a backward; M a multiple of N, one stage "
+            "per IPU."},
+       .graphcore = true,
+       .auto_recomputation = RecomputationMode::kRecomputeThenBackpropagate,
+       .then_backpropagate = true,
+       .interleaved_recompute = false,
+       .lanes = interleaved_lanes,
+       .placement = interleaved_placement,
+       .make = make_steps<StepKind::kInterleaved>},
+      {.info = {"sequential",
+                "Graphcore's debug mode: one stage at a time, like a sharded model. No overlap, no "
+                "stash, any M."},
+       .graphcore = true,
+       .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
+       .then_backpropagate = false,
+       .interleaved_recompute = true,
+       .lanes = sequential_lanes,
+       .placement = any_placement,
+       .make = make_steps<StepKind::kSequential>},
+      {.info = {"gpipe",
+                "GPU: all forwards, then all backwards. Simplest; stashes all M micro-batches."},
+       .graphcore = false,
+       .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
+       .then_backpropagate = false,
+       .interleaved_recompute = true,
+       .lanes = no_lanes,
+       .placement = one_stage_per_ipu,
+       .make = make_order<OrderKind::kGPipe>},
+      {.info = {"1f1b",
+                "GPU, PipeDream-flush / Megatron-LM: a warm-up of forwards, then one forward one "
+                "backward. Gpipe's bubble with at most N-k micro-batches stashed on stage k."},
+       .graphcore = false,
+       .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
+       .then_backpropagate = false,
+       .interleaved_recompute = true,
+       .lanes = no_lanes,
+       .placement = one_stage_per_ipu,
+       .make = make_order<OrderKind::kOneFOneB>},
+      {.info =
+           {"interleaved_1f1b",
+            "GPU, Megatron-LM interleaved: v stages per IPU (stage k on IPU k mod P) divide the "
+            "bubble by v at the cost of more copies; M a multiple of P."},
+       .graphcore = false,
+       .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
+       .then_backpropagate = false,
+       .interleaved_recompute = true,
+       .lanes = no_lanes,
+       .placement = virtual_stages,
+       .make = make_order<OrderKind::kInterleaved1F1B>},
+      {.info = {"zero_bubble_h1",
+                "GPU, ZB-H1 (Qi et al. 2023): backward split into input and weight gradients, the "
+                "weight gradients filling the cool-down. 1f1b's peak memory, about a third of its "
+                "bubble."},
+       .graphcore = false,
+       .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
+       .then_backpropagate = false,
+       .interleaved_recompute = true,
+       .lanes = no_lanes,
+       .placement = one_stage_per_ipu,
+       .make = make_order<OrderKind::kZeroBubbleH1>},
+  };
+  return rows;
+}
+
+// The row of a known schedule (check_known first).
+const Registered& row_of(const std::string& name) {
+  for (const Registered& row : registry()) {
+    if (row.info.name == name)
+      return row;
+  }
+  IPUSIM_CHECK(false);
+  return registry().front();
 }
 
 }  // namespace
 
 const std::vector<ScheduleInfo>& schedule_catalogue() {
-  static const std::vector<ScheduleInfo> catalogue = {
-      {"grouped",
-       "Graphcore's default: each step every IPU runs its backward then its forward. Fastest "
-       "when stages are balanced; stashes 2(N-1-k) micro-batches on stage k; M a multiple of "
-       "2N."},
-      {"interleaved",
-       "Graphcore: IPUs alternate forward and backward steps. Half grouped's stash, but every "
-       "step waits for the slower of a forward and a backward; M a multiple of N, one stage "
-       "per IPU."},
-      {"sequential",
-       "Graphcore's debug mode: one stage at a time, like a sharded model. No overlap, no "
-       "stash, any M."},
-      {"gpipe", "GPU: all forwards, then all backwards. Simplest; stashes all M micro-batches."},
-      {"1f1b",
-       "GPU, PipeDream-flush / Megatron-LM: a warm-up of forwards, then one forward one "
-       "backward. Gpipe's bubble with at most N-k micro-batches stashed on stage k."},
-      {"interleaved_1f1b",
-       "GPU, Megatron-LM interleaved: v stages per IPU (stage k on IPU k mod P) divide the "
-       "bubble by v at the cost of more copies; M a multiple of P."},
-      {"zero_bubble_h1",
-       "GPU, ZB-H1 (Qi et al. 2023): backward split into input and weight gradients, the "
-       "weight gradients filling the cool-down. 1f1b's peak memory, about a third of its "
-       "bubble."},
-  };
+  static const std::vector<ScheduleInfo> catalogue = [] {
+    std::vector<ScheduleInfo> infos;
+    for (const Registered& row : registry())
+      infos.push_back(row.info);
+    return infos;
+  }();
   return catalogue;
+}
+
+const std::string& default_schedule() {
+  return registry().front().info.name;
 }
 
 RecomputationMode resolve_recomputation(const std::string& schedule, RecomputationMode requested) {
   check_known(schedule);
-  if (requested == RecomputationMode::kAuto) {
-    return schedule == "grouped" || schedule == "interleaved"
-               ? RecomputationMode::kRecomputeThenBackpropagate
-               : RecomputationMode::kRecomputeAndBackpropagateInterleaved;
-  }
-  if (requested == RecomputationMode::kRecomputeThenBackpropagate && schedule != "grouped" &&
-      schedule != "interleaved")
+  const Registered& row = row_of(schedule);
+  if (requested == RecomputationMode::kAuto)
+    return row.auto_recomputation;
+  if (requested == RecomputationMode::kRecomputeThenBackpropagate && !row.then_backpropagate)
     throw ScheduleError(ScheduleOption::kRecomputationMode,
                         std::string("recomputation mode ") + kThenBackpropagate +
                             " is supported only by the grouped and interleaved schedules, not "
                             "by " +
                             schedule);
   if (requested == RecomputationMode::kRecomputeAndBackpropagateInterleaved &&
-      schedule == "interleaved")
+      !row.interleaved_recompute)
     throw ScheduleError(ScheduleOption::kRecomputationMode,
                         std::string("recomputation mode ") + kInterleavedRecompute +
                             " is supported only by the grouped and sequential schedules (and "
@@ -227,14 +329,8 @@ RecomputationMode resolve_recomputation(const std::string& schedule, Recomputati
 }
 
 std::int64_t graphcore_lanes(const std::string& schedule, const PipelineShape& shape) {
-  const int n = shape.stages();
-  if (schedule == "grouped")
-    return shape.training ? 2 * n : n;
-  if (schedule == "interleaved")
-    return n;
-  if (schedule == "sequential")
-    return 1;
-  return 0;
+  check_known(schedule);
+  return row_of(schedule).lanes(shape);
 }
 
 std::unique_ptr<Schedule> build_schedule(const std::string& name, const PipelineShape& shape) {
@@ -244,9 +340,10 @@ std::unique_ptr<Schedule> build_schedule(const std::string& name, const Pipeline
   // Inference has no backward, so nothing to recompute.
   const RecomputationMode mode =
       shape.training ? resolve_recomputation(name, shape.recomputation) : RecomputationMode::kNone;
-  check_placement(name, shape);
+  const Registered& row = row_of(name);
+  row.placement(name, shape);
   bool relaxed = false;
-  if (is_graphcore(name)) {
+  if (row.graphcore) {
     check_divisibility(name, shape);
     const std::int64_t lanes = graphcore_lanes(name, shape);
     relaxed = shape.microbatches % lanes != 0 || shape.microbatches < lanes;
@@ -255,7 +352,7 @@ std::unique_ptr<Schedule> build_schedule(const std::string& name, const Pipeline
                         "gradient_accumulation_count must be at least 1, but it is " +
                             std::to_string(shape.microbatches));
   }
-  return make(name, shape, mode, relaxed);
+  return row.make(shape, mode, relaxed);
 }
 
 }  // namespace ipusim::schedules

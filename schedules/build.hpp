@@ -21,7 +21,10 @@ struct ScheduleInfo {
   std::string name;
   std::string when_to_use;
 };
+// Every schedule, in the order `ipusim schedules` lists them; the first is the default.
 const std::vector<ScheduleInfo>& schedule_catalogue();
+// The schedule a config gets without pipeline.pipeline_schedule (Graphcore's default).
+const std::string& default_schedule();
 
 // The mode a training run uses, as Graphcore resolves it: Auto is recompute_then_backpropagate
 // for grouped and interleaved and recompute_and_backpropagate_interleaved for sequential; the

@@ -30,7 +30,7 @@ struct StageSpec {
 
 struct PipelineSpec {
   std::vector<StageSpec> stages;
-  std::string schedule = "grouped";
+  std::string schedule;  // a name from schedules::schedule_catalogue()
   std::int64_t gradient_accumulation_count = 1;
   std::int64_t repeat_count = 1;
   std::int64_t micro_batch_size = 1;
