@@ -8,6 +8,8 @@
 // Boxes narrower than a pixel are not drawn one by one: each pixel column shows the share of
 // its time spent on each kind of work, and equal neighbouring columns merge, so the chart's
 // size is bounded by its width, not by the number of tasks.
+// Part of sim/html, which may include sim/core, sim/report, sim/replay/timeline and
+// schedules; never sim/sweep or tools.
 
 #include <string>
 #include <vector>
@@ -17,15 +19,17 @@
 
 namespace ipusim::sim {
 
+// One run to chart; the report and the timeline are of the same run and outlive the call.
 struct GanttRun {
   const RunReport* report = nullptr;
   const Timeline* timeline = nullptr;
   std::string label;  // drawn above the run's rows when there are several runs
 };
 
+// What the time chart holds besides the IPU rows, and the id of its <svg>.
 struct GanttOptions {
-  std::string id = "gantt";  // of the <svg> element
-  bool links_and_host = true;
+  std::string id = "gantt";    // of the <svg> element
+  bool links_and_host = true;  // the IPU-Link, host link and streaming memory rows
 };
 
 // The legend (HTML) and the chart (inline SVG).

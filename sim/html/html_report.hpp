@@ -1,6 +1,8 @@
 #pragma once
-// Self-contained HTML reports: one file each, with inline CSS and SVG, no scripts and nothing
-// fetched from the network, byte-identical for the same input.
+// sim/html: self-contained HTML reports, one file each, with inline CSS and SVG, no scripts and
+// nothing fetched from the network, byte-identical for the same input. The pages read the
+// typed report and timeline; they never go through the JSON writer. This room may include
+// sim/core, sim/report, sim/replay/timeline and schedules; never sim/sweep or tools.
 //  - html_report: one run. The configuration, the headline figures, a Gantt chart of the
 //    pipeline (IPUs against time, F/B/R/W boxes with their micro-batch, phase bands, sync and
 //    exchange, links and host transfers), utilisation per IPU and phase, memory over time per
@@ -10,16 +12,16 @@
 //  - sweep_html: ramp overhead and throughput against each varied value.
 // Long runs stay small: sub-pixel tasks are drawn as per-pixel shares of each kind of work.
 
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/replay/timeline.hpp"
 #include "sim/report/report.hpp"
 
 namespace ipusim::sim {
 
+// `timeline` is the recorded step of the run `report` describes.
 std::string html_report(const RunReport& report, const Timeline& timeline);
 
 // `labels` name the runs in the chart and the table; all three vectors have the same length.
@@ -27,7 +29,8 @@ std::string compare_html(const std::vector<const RunReport*>& reports,
                          const std::vector<const Timeline*>& timelines,
                          const std::vector<std::string>& labels);
 
-// A sweep as its CSV holds it: each row has the varied values, then the metric values, as text.
+// A sweep as its CSV holds it: each row has the varied values, then the metric values, as
+// text; every row has varied.size() + metrics.size() cells.
 struct SweepPlotTable {
   std::vector<std::string> varied;   // config paths, e.g. "pipeline.gradient_accumulation_count"
   std::vector<std::string> metrics;  // e.g. "ramp_overhead", "throughput_samples_per_second"
@@ -36,8 +39,8 @@ struct SweepPlotTable {
 
 std::string sweep_html(const SweepPlotTable& table);
 
-// The numeric check as an HTML section, from the run JSON's "numeric" object
-// (to_json(report)["numeric"]); empty when it is absent or null.
-std::string numeric_section(const nlohmann::json& numeric);
+// The numeric check as an HTML section: its figures and the mean loss per weight update;
+// empty when the run has no numeric check.
+std::string numeric_section(const std::optional<NumericReport>& numeric);
 
 }  // namespace ipusim::sim

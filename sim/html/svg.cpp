@@ -88,13 +88,9 @@ void Writer::rect(double x, double y, double w, double h, const std::string& css
   out_ += "><title>" + escape(title) + "</title></rect>";
 }
 
-void Writer::rect_fill(double x, double y, double w, double h, const std::string& fill,
-                       double opacity) {
+void Writer::rect_fill(double x, double y, double w, double h, const std::string& fill) {
   out_ += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" +
-          num(h) + "\" fill=\"" + escape(fill) + "\"";
-  if (opacity < 1.0)
-    out_ += " fill-opacity=\"" + num(opacity, 3) + "\"";
-  out_ += "/>";
+          num(h) + "\" fill=\"" + escape(fill) + "\"/>";
 }
 
 void Writer::line(double x1, double y1, double x2, double y2, const std::string& css_class) {
@@ -136,13 +132,14 @@ void Writer::circle(double x, double y, double r, const std::string& fill,
           escape(fill) + "\"><title>" + escape(title) + "</title></circle>";
 }
 
+namespace {
+
+// Colours of the line chart's series, in order.
 const std::vector<std::string>& series_colours() {
   static const std::vector<std::string> colours = {"#4c78a8", "#f58518", "#54a24b", "#e45756",
                                                    "#b279a2", "#72b7b2", "#9d755d", "#eeca3b"};
   return colours;
 }
-
-namespace {
 
 constexpr double kWidth = 640;
 constexpr double kHeight = 300;
@@ -201,6 +198,44 @@ void x_ticks(Writer& w, const LineChart& chart, const XAxis& axis, const std::se
   }
 }
 
+// Maps data y to the plot's vertical position; the axis ends on the first tick above the
+// data.
+struct YAxis {
+  double top = 1;
+  double step = 1;
+  double operator()(double y) const {
+    return kHeight - kBottom - y / top * (kHeight - kTop - kBottom);
+  }
+};
+
+YAxis y_axis(double y_max) {
+  const double headroom = y_max > 0 ? y_max * 1.05 : 1.0;
+  const auto rough = ticks(headroom, 5);
+  const double step = rough.size() > 1 ? rough[1] : headroom;
+  return {std::ceil(headroom / step - 1e-9) * step, step};
+}
+
+// Each series as a line through its points, sorted by x, with a circle and tooltip at each.
+void draw_series(Writer& w, const LineChart& chart, const XAxis& x_of, const YAxis& y_of) {
+  const auto& colours = series_colours();
+  for (std::size_t s = 0; s < chart.series.size(); ++s) {
+    auto points = chart.series[s].points;
+    std::stable_sort(points.begin(), points.end());
+    std::vector<std::pair<double, double>> drawn;
+    for (const auto& [x, y] : points)
+      drawn.push_back({x_of(x), y_of(y)});
+    const auto& colour = colours[s % colours.size()];
+    w.polyline(drawn, colour);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const std::string x_text = chart.categories.empty()
+                                     ? tick_label(points[i].first)
+                                     : chart.categories.at(std::size_t(points[i].first));
+      w.circle(drawn[i].first, drawn[i].second, 3.5, colour,
+               chart.series[s].label + ": " + x_text + " \u2192 " + tick_label(points[i].second));
+    }
+  }
+}
+
 }  // namespace
 
 std::string line_chart(const LineChart& chart) {
@@ -212,22 +247,14 @@ std::string line_chart(const LineChart& chart) {
       y_max = std::max(y_max, y);
     }
   }
-  // The axis ends on the first tick above the data.
-  const double headroom = y_max > 0 ? y_max * 1.05 : 1.0;
-  const auto rough = ticks(headroom, 5);
-  const double step = rough.size() > 1 ? rough[1] : headroom;
-  const double y_top = std::ceil(headroom / step - 1e-9) * step;
-  const auto y_ticks = ticks(y_top, int(std::llround(y_top / step)));
-  const auto y_of = [&](double y) {
-    return kHeight - kBottom - y / y_top * (kHeight - kTop - kBottom);
-  };
+  const YAxis y_of = y_axis(y_max);
   const XAxis axis = x_axis(chart, xs);
 
   std::string out = "<figure class=\"chart\">";
   Writer w(out);
   w.open(chart.id, kWidth, kHeight, chart.title);
   w.text(kLeft, 18, chart.title, "chart-title");
-  for (const double y : y_ticks) {
+  for (const double y : ticks(y_of.top, int(std::llround(y_of.top / y_of.step)))) {
     w.line(kLeft, y_of(y), kWidth - kRight, y_of(y), "grid");
     w.text(kLeft - 6, y_of(y) + 4, tick_label(y), "tick", "end");
   }
@@ -238,25 +265,10 @@ std::string line_chart(const LineChart& chart) {
   out += "<text class=\"axis-label\" transform=\"translate(16 " +
          num((kTop + kHeight - kBottom) / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
          escape(chart.y_label) + "</text>";
-  const auto& colours = series_colours();
-  for (std::size_t s = 0; s < chart.series.size(); ++s) {
-    auto points = chart.series[s].points;
-    std::stable_sort(points.begin(), points.end());
-    std::vector<std::pair<double, double>> drawn;
-    for (const auto& [x, y] : points)
-      drawn.push_back({axis(x), y_of(y)});
-    const auto& colour = colours[s % colours.size()];
-    w.polyline(drawn, colour);
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      const std::string x_text = chart.categories.empty()
-                                     ? tick_label(points[i].first)
-                                     : chart.categories.at(std::size_t(points[i].first));
-      w.circle(drawn[i].first, drawn[i].second, 3.5, colour,
-               chart.series[s].label + ": " + x_text + " \u2192 " + tick_label(points[i].second));
-    }
-  }
+  draw_series(w, chart, axis, y_of);
   w.close();
   out += "<figcaption class=\"legend\">";
+  const auto& colours = series_colours();
   for (std::size_t s = 0; s < chart.series.size(); ++s) {
     out += "<span><i style=\"background:" + colours[s % colours.size()] + "\"></i>" +
            escape(chart.series[s].label) + "</span>";

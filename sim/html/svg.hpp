@@ -2,6 +2,8 @@
 // Small pieces the HTML reports draw with: escaping, locale-independent number text, an SVG
 // element writer, "nice" axis ticks and a line chart. Everything is deterministic: the same
 // input gives the same bytes.
+// Part of sim/html, which may include sim/core, sim/report, sim/replay/timeline and
+// schedules; never sim/sweep or tools. This file needs only sim/core.
 
 #include <string>
 #include <string_view>
@@ -20,7 +22,8 @@ std::vector<double> ticks(double max, int count);
 // A tick value as text with thousands separators or a short decimal: 200000 -> "200,000".
 std::string tick_label(double value);
 
-// Appends SVG elements to a string. Text content and attributes are escaped.
+// Appends SVG elements to a string it does not own. Text content and attribute values are
+// escaped; CSS class names are written as given.
 class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) {}
@@ -28,13 +31,10 @@ class Writer {
   // <svg> scaled to the width of its container, `height` in the same units as `width`.
   void open(const std::string& id, double width, double height, const std::string& label);
   void close() { out_ += "</svg>\n"; }
-  void open_group(const std::string& attributes) { out_ += "<g " + attributes + ">"; }
-  void close_group() { out_ += "</g>\n"; }
 
   void rect(double x, double y, double w, double h, const std::string& css_class,
             const std::string& title = "");
-  void rect_fill(double x, double y, double w, double h, const std::string& fill,
-                 double opacity = 1.0);
+  void rect_fill(double x, double y, double w, double h, const std::string& fill);
   void line(double x1, double y1, double x2, double y2, const std::string& css_class);
   // anchor: "start", "middle" or "end".
   void text(double x, double y, const std::string& content, const std::string& css_class,
@@ -67,8 +67,5 @@ struct LineChart {
 
 // The chart as inline SVG followed by its legend.
 std::string line_chart(const LineChart& chart);
-
-// Colours of the line chart's series, in order.
-const std::vector<std::string>& series_colours();
 
 }  // namespace ipusim::sim::svg

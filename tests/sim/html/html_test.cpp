@@ -226,13 +226,19 @@ TEST_CASE("a sweep plots ramp overhead and throughput with one line per schedule
 }
 
 TEST_CASE("the numeric section shows the check's fields and nothing when absent") {
-  CHECK(sim::numeric_section(nullptr) == "");
-  const auto html = sim::numeric_section(
-      {{"bit_identical", true}, {"max_abs_diff_loss", 0.0}, {"mean_loss", {2.3, 2.1, 1.9}}});
+  CHECK(sim::numeric_section(std::nullopt) == "");
+  sim::NumericReport numeric;
+  numeric.data = "synthetic";
+  numeric.losses = {{2.5f, 2.1f}, {1.9f, 1.7f}};
+  numeric.reference_losses = numeric.losses;
+  numeric.bit_identical = true;
+  const auto html = sim::numeric_section(numeric);
   CHECK(html.find("<td>bit_identical</td><td><span class=\"ok\">yes</span></td>") !=
         std::string::npos);
   CHECK(html.find("<td>max_abs_diff_loss</td><td>0</td>") != std::string::npos);
-  CHECK(html.find("<svg id=\"numeric-mean_loss\"") != std::string::npos);
+  CHECK(html.find("<td>losses</td><td>2 \u00d7 2 values</td>") != std::string::npos);
+  CHECK(html.find("<td>mean_loss_per_update</td><td>[2.3, 1.8]</td>") != std::string::npos);
+  CHECK(html.find("<svg id=\"numeric-mean_loss_per_update\"") != std::string::npos);
 }
 
 TEST_CASE("a 1f1b report draws its tasks to scale and has no step chart") {

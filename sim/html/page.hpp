@@ -1,0 +1,43 @@
+#pragma once
+// The scaffolding every HTML page of the room shares: the document with its stylesheet,
+// sections, table cells with bars, and the few figures more than one page shows.
+// Part of sim/html, which may include sim/core, sim/report, sim/replay/timeline and
+// schedules; never sim/sweep or tools.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/report/report.hpp"
+
+namespace ipusim::sim::html {
+
+// The phases' names in tables, in PhaseIndex order.
+constexpr std::array<const char*, 4> kPhaseLabels = {"ramp-up", "main", "ramp-down",
+                                                     "weight update"};
+
+// A whole HTML document: `title` in the <title>, the room's CSS, `body` inside <main>.
+std::string page(const std::string& title, const std::string& body);
+
+// A <section> with an <h2>; `title` is escaped, `body` is HTML.
+std::string section(const std::string& id, const std::string& title, const std::string& body);
+
+// Cycles of a `clock_hz` clock as milliseconds: "1.2345 ms".
+std::string ms(std::int64_t cycles, double clock_hz);
+
+// part / whole, or 0 when `whole` is not positive.
+double share(double part, double whole);
+
+// A table cell with a horizontal bar of `fraction` (0..1) and its percentage.
+std::string bar_cell(double fraction, bool warn = false);
+
+// A table cell of escaped text, right-aligned unless `is_text`.
+std::string cell(const std::string& text, bool is_text = false);
+
+std::string header_row(const std::vector<std::string>& names);
+
+// The largest peak memory of any IPU of the run.
+std::int64_t peak_memory(const RunReport& report);
+
+}  // namespace ipusim::sim::html

@@ -1,0 +1,234 @@
+#include "sim/html/html_report.hpp"
+
+#include <cmath>
+
+#include "sim/core/format.hpp"
+#include "sim/html/gantt.hpp"
+#include "sim/html/memory_chart.hpp"
+#include "sim/html/page.hpp"
+#include "sim/html/svg.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+using html::bar_cell;
+using html::cell;
+using html::header_row;
+using html::kPhaseLabels;
+using html::ms;
+using html::peak_memory;
+using html::section;
+using html::share;
+using svg::escape;
+
+// ---- configuration and headline figures ----
+
+std::string recomputation_name(schedules::RecomputationMode mode) {
+  switch (mode) {
+    case schedules::RecomputationMode::kNone:
+      return "none";
+    case schedules::RecomputationMode::kAuto:
+      return "auto";
+    case schedules::RecomputationMode::kRecomputeThenBackpropagate:
+      return "recompute then backpropagate";
+    case schedules::RecomputationMode::kRecomputeAndBackpropagateInterleaved:
+      return "recompute and backpropagate interleaved";
+  }
+  return "";
+}
+
+std::string optimizer_name(const models::OptimizerConfig& optimizer) {
+  switch (optimizer.kind) {
+    case models::OptimizerConfig::Kind::kSgd:
+      return "SGD";
+    case models::OptimizerConfig::Kind::kMomentum:
+      return "SGD with momentum";
+    case models::OptimizerConfig::Kind::kAdam:
+      return "Adam";
+  }
+  return "";
+}
+
+// "flatten-dense256" or, for long stages, "encoder4 … encoder10 (7 layers)".
+std::string stage_layers(const RunSpec& spec, int stage) {
+  const auto layers = spec.pipeline.stages[stage].layers();
+  if (layers.size() <= 4)
+    return spec.pipeline.stages[stage].name(spec.model);
+  return spec.model.layers[layers.front()].id + " \u2026 " + spec.model.layers[layers.back()].id +
+         " (" + std::to_string(layers.size()) + " layers)";
+}
+
+std::string ipu_list(const std::vector<int>& ipus) {
+  std::string out;
+  for (const int ipu : ipus)
+    out += (out.empty() ? "IPU" : ", IPU") + std::to_string(ipu);
+  return out;
+}
+
+// "logical (device_mapping); on physical IPUs 0, 1, 3, 2 (selection order snake)".
+std::string ipu_numbering(const RunReport& r) {
+  std::string physical;
+  for (const auto& ipu : r.replay.ipus)
+    physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+  return "IPUn is logical (device_mapping); on physical IPUs " + physical + " (selection order " +
+         selection_order_name(r.spec->hardware.selection_order) + ")";
+}
+
+std::string config_section(const RunReport& r) {
+  const auto& spec = *r.spec;
+  const auto& p = spec.pipeline;
+  const auto& hw = spec.hardware;
+  const std::vector<std::pair<std::string, std::string>> items = {
+      {"Model", spec.model.name + " (" + with_commas(spec.model.total_params()) + " parameters)"},
+      {"Config", spec.config_path},
+      {"Schedule", r.schedule + (r.relaxed ? " (relaxed divisibility)" : "")},
+      {"Stages", std::to_string(p.stages.size())},
+      {"IPUs per replica", std::to_string(p.ipus_per_replica())},
+      {"Replicas", std::to_string(p.replication_factor)},
+      {"Gradient accumulation (M)", with_commas(p.gradient_accumulation_count)},
+      {"Micro-batch size", with_commas(p.micro_batch_size)},
+      {"Effective batch", with_commas(p.samples_per_weight_update())},
+      {"Repeat count", with_commas(p.repeat_count)},
+      {"Recomputation", recomputation_name(spec.schedule->recomputation())},
+      {"Data type", models::dtype_name(p.dtype) + " (accumulators " +
+                        models::dtype_name(p.gradient_accumulation_dtype) + ")"},
+      {"Optimizer", optimizer_name(p.optimizer) +
+                        (p.offload_weight_update_variables ? ", state offloaded" : "")},
+      {"Stash FIFOs",
+       p.offload_activations ? "in streaming memory (offload_activations)" : "in IPU memory"},
+      {"Hardware", hw.preset + ", " + std::to_string(hw.ipus) + " IPUs at " +
+                       fixed(hw.clock_hz / 1e9, 3) + " GHz"},
+      {"IPU numbering", ipu_numbering(r)},
+      {"Memory per IPU", si(double(hw.memory_per_ipu_bytes), "B")},
+      {"Training", p.training ? "yes" : "no (inference)"}};
+  std::string out = "<dl class=\"config\">";
+  for (const auto& [name, value] : items)
+    out += "<div><dt>" + escape(name) + "</dt><dd>" + escape(value) + "</dd></div>";
+  out += "</dl>\n";
+  for (const auto& note : spec.notes)
+    out += "<p class=\"note\">" + escape(note) + "</p>\n";
+  return section("config", "Configuration", out);
+}
+
+std::string card(const std::string& value, const std::string& label) {
+  return "<div class=\"card\"><b>" + escape(value) + "</b><span>" + escape(label) + "</span></div>";
+}
+
+std::string headline(const RunReport& r) {
+  const double clock = r.spec->hardware.clock_hz;
+  const auto capacity = r.spec->hardware.memory_per_ipu_bytes;
+  std::string out = "<div class=\"cards\">";
+  out += card(ms(r.replay.step_cycles, clock),
+              "step (one weight update), " + with_commas(r.replay.step_cycles) + " cycles");
+  out += card(with_commas(std::llround(r.throughput())), "samples/s throughput");
+  out += card(percent(r.ramp_overhead()), "ramp overhead (ramp-up + ramp-down)");
+  out += card(percent(r.bubble_fraction()), "bubble: idle IPU time in the pipeline");
+  out += card(si(double(peak_memory(r)), "B"),
+              "peak memory of an IPU (" + percent(share(double(peak_memory(r)), double(capacity))) +
+                  " of " + si(double(capacity), "B") + ")");
+  out += card(r.fits_in_memory() ? "fits" : "out of memory", "memory check");
+  return out + "</div>\n";
+}
+
+// ---- timing and utilisation ----
+
+std::string phases_table(const RunReport& r) {
+  const double clock = r.spec->hardware.clock_hz;
+  std::string out = "<table>" + header_row({"Phase", "Cycles", "Time", "Share of step"});
+  for (int i = 0; i < 4; ++i) {
+    const auto cycles = r.replay.phase_cycles[i];
+    out += "<tr>" + cell(kPhaseLabels[i]) + cell(with_commas(cycles)) + cell(ms(cycles, clock)) +
+           bar_cell(share(double(cycles), double(r.replay.step_cycles))) + "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+std::string utilisation_table(const RunReport& r) {
+  std::string out =
+      "<table>" + header_row({"IPU", "Whole step", "Ramp-up", "Main", "Ramp-down", "Weight update",
+                              "Busy cycles", "Host link", "Streaming memory link"});
+  for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
+    const auto& ipu = r.replay.ipus[i];
+    out += "<tr>" + cell("IPU" + std::to_string(i)) +
+           bar_cell(share(double(ipu.busy_cycles), double(r.replay.step_cycles)));
+    for (int phase = 0; phase < 4; ++phase) {
+      out +=
+          bar_cell(share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase])));
+    }
+    out += cell(with_commas(ipu.busy_cycles)) +
+           bar_cell(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))) +
+           bar_cell(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))) +
+           "</tr>\n";
+  }
+  out += "</table>\n";
+  if (r.replay.links.empty())
+    return out;
+  out += "<h3 style=\"margin-top:12px\">IPU-Links</h3><table>" +
+         header_row({"Link", "Physical IPUs", "Bytes per step", "Busy"});
+  for (const auto& link : r.replay.links) {
+    out +=
+        "<tr>" +
+        cell("IPU" + std::to_string(link.from_ipu) + " \u2192 IPU" + std::to_string(link.to_ipu)) +
+        cell("IPU" + std::to_string(link.from_physical) + " \u2192 IPU" +
+             std::to_string(link.to_physical)) +
+        cell(si(double(link.bytes), "B")) +
+        bar_cell(share(double(link.busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+// ---- stash FIFOs ----
+
+std::string stash_section(const RunReport& r) {
+  const auto& spec = *r.spec;
+  const auto kinds = spec.schedule->stash_kind();
+  std::string out = "<table>" + header_row({"Stage", "Layers", "IPUs", "Stash holds",
+                                            "FIFO depth (micro-batches)", "Kept in"});
+  const bool offloaded = spec.pipeline.offload_activations;
+  for (std::size_t k = 0; k < r.stash_depth.size(); ++k) {
+    out += "<tr>" + cell("s" + std::to_string(k)) + cell(stage_layers(spec, int(k)), true) +
+           cell(ipu_list(spec.pipeline.stages[k].ipus), true) +
+           cell(k < kinds.size() ? std::string(schedules::to_string(kinds[k])) : "", true) +
+           cell(with_commas(r.stash_depth[k])) +
+           cell(r.stash_depth[k] == 0 ? ""
+                : offloaded           ? "streaming memory"
+                                      : "IPU memory",
+                true) +
+           "</tr>\n";
+  }
+  return section("stash", "Stash FIFOs", out + "</table>\n");
+}
+
+}  // namespace
+
+std::string html_report(const RunReport& report, const Timeline& timeline) {
+  const auto& spec = *report.spec;
+  std::string body = "<header><h1>" + escape(spec.model.name) + " \u00b7 " +
+                     escape(report.schedule) + " schedule</h1>\n";
+  if (!spec.description.empty())
+    body += "<p class=\"sub\">" + escape(spec.description) + "</p>\n";
+  body += headline(report) + "</header>\n";
+  body += config_section(report);
+  std::string gantt;
+  if (timeline.truncated) {
+    gantt += "<p class=\"note\">Long run: " + escape(timeline.truncation_note()) +
+             ". The figures and tables cover the whole step.</p>\n";
+  }
+  const GanttRun run{&report, &timeline, report.schedule};
+  const std::string steps = step_chart_html(run, "steps");
+  if (!steps.empty()) {
+    body += section("pipeline-steps", "Pipeline by step (BSP steps as columns, not to scale)",
+                    gantt + steps);
+  }
+  body += section("pipeline", "Pipeline over time (one step, to scale)",
+                  (steps.empty() ? gantt : "") + gantt_html({run}, {}));
+  body += section("timing", "Phases", phases_table(report));
+  body += section("utilisation", "Utilisation (compute busy / phase length)",
+                  utilisation_table(report));
+  body += html::memory_section(report, timeline);
+  body += stash_section(report);
+  body += numeric_section(report.numeric);
+  return html::page("ipusim: " + spec.model.name + " (" + report.schedule + ")", body);
+}
+
+}  // namespace ipusim::sim

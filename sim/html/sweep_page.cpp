@@ -1,0 +1,174 @@
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <optional>
+
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/html/html_report.hpp"
+#include "sim/html/page.hpp"
+#include "sim/html/svg.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+using html::cell;
+using html::header_row;
+using html::section;
+using svg::escape;
+
+// A CSV cell as a number: "12", "0.25", "45.7%" (percent: 45.7) or "1,024".
+std::optional<double> parse_number(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), ','), text.end());
+  if (!text.empty() && text.back() == '%')
+    text.pop_back();
+  double value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || ptr != end)
+    return std::nullopt;
+  return value;
+}
+
+int column_of(const std::vector<std::string>& names, const std::string& part, std::size_t offset) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i].find(part) != std::string::npos)
+      return int(offset + i);
+  }
+  return -1;
+}
+
+// One chart of each varied value: a metric against it.
+struct SweepPlot {
+  std::string metric_part;  // matched against the metric names
+  std::string title;
+  std::string y_label;
+  bool as_percent;
+};
+
+// The x axis of one varied value: its distinct values in the order of the rows; numbers
+// when every value is one (log-spaced when they span a factor of 16 or more), else
+// categories placed at their index.
+struct SweepAxis {
+  std::vector<std::string> categories;
+  bool numeric = true;
+  bool log_x = false;
+
+  double x(const std::string& value) const {
+    return numeric ? *parse_number(value)
+                   : double(std::find(categories.begin(), categories.end(), value) -
+                            categories.begin());
+  }
+};
+
+SweepAxis sweep_axis(const SweepPlotTable& table, std::size_t varied_index) {
+  SweepAxis axis;
+  for (const auto& row : table.rows) {
+    const auto& value = row.at(varied_index);
+    if (std::find(axis.categories.begin(), axis.categories.end(), value) == axis.categories.end())
+      axis.categories.push_back(value);
+    axis.numeric = axis.numeric && parse_number(value).has_value();
+  }
+  double min_x = 0;
+  double max_x = 0;
+  if (axis.numeric && !axis.categories.empty()) {
+    min_x = max_x = *parse_number(axis.categories.front());
+    for (const auto& value : axis.categories) {
+      min_x = std::min(min_x, *parse_number(value));
+      max_x = std::max(max_x, *parse_number(value));
+    }
+  }
+  axis.log_x = axis.numeric && min_x > 0 && max_x / min_x >= 16;
+  return axis;
+}
+
+// One line per combination of the other varied values (e.g. per schedule), in the order of
+// their first rows; rows whose metric is not a number are left out.
+std::vector<svg::Series> sweep_series(const SweepPlotTable& table, std::size_t varied_index,
+                                      const SweepAxis& axis, const SweepPlot& plot,
+                                      std::size_t metric) {
+  const std::size_t columns = table.varied.size();
+  std::map<std::string, svg::Series> lines;
+  std::vector<std::string> order;
+  for (const auto& row : table.rows) {
+    auto y = parse_number(row.at(metric));
+    if (!y)
+      continue;
+    if (plot.as_percent && row.at(metric).find('%') == std::string::npos)
+      *y *= 100;
+    std::string key;
+    for (std::size_t v = 0; v < columns; ++v) {
+      if (v == varied_index)
+        continue;
+      const auto& path = table.varied[v];
+      key += (key.empty() ? "" : ", ") +
+             (columns == 2 ? row[v] : path.substr(path.rfind('.') + 1) + "=" + row[v]);
+    }
+    if (!lines.count(key))
+      order.push_back(key);
+    auto& series = lines[key];
+    series.label = key.empty() ? plot.title : key;
+    series.points.push_back({axis.x(row[varied_index]), *y});
+  }
+  std::vector<svg::Series> series;
+  for (const auto& key : order)
+    series.push_back(lines[key]);
+  return series;
+}
+
+std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
+  const SweepAxis axis = sweep_axis(table, varied_index);
+  const std::string name = table.varied[varied_index];
+  std::string out;
+  for (const SweepPlot& plot :
+       {SweepPlot{"ramp_overhead", "Ramp overhead", "ramp overhead (% of step)", true},
+        SweepPlot{"throughput", "Throughput", "throughput (samples/s)", false}}) {
+    const int metric = column_of(table.metrics, plot.metric_part, table.varied.size());
+    if (metric < 0)
+      continue;
+    const svg::LineChart chart{"sweep-" + plot.metric_part + "-" + std::to_string(varied_index),
+                               plot.title + " against " + name,
+                               name + (axis.log_x ? " (log scale)" : ""),
+                               plot.y_label,
+                               axis.numeric ? std::vector<std::string>{} : axis.categories,
+                               axis.log_x,
+                               sweep_series(table, varied_index, axis, plot, std::size_t(metric))};
+    out += "<div>" + svg::line_chart(chart) + "</div>\n";
+  }
+  return out;
+}
+
+std::string sweep_rows(const SweepPlotTable& table) {
+  std::vector<std::string> header = table.varied;
+  header.insert(header.end(), table.metrics.begin(), table.metrics.end());
+  std::string out = "<div style=\"overflow-x:auto\"><table>" + header_row(header);
+  for (const auto& row : table.rows) {
+    out += "<tr>";
+    for (const auto& value : row)
+      out += cell(value, !parse_number(value).has_value());
+    out += "</tr>\n";
+  }
+  return out + "</table></div>\n";
+}
+
+}  // namespace
+
+std::string sweep_html(const SweepPlotTable& table) {
+  for (const auto& row : table.rows)
+    IPUSIM_CHECK(row.size() == table.varied.size() + table.metrics.size());
+  std::string body = "<header><h1>ipusim sweep</h1><p class=\"sub\">" +
+                     with_commas(std::int64_t(table.rows.size())) + " runs varying ";
+  for (std::size_t v = 0; v < table.varied.size(); ++v)
+    body += (v ? ", " : "") + escape(table.varied[v]);
+  body += "</p></header>\n";
+  for (std::size_t v = 0; v < table.varied.size(); ++v) {
+    if (table.varied[v] == "pipeline.pipeline_schedule" && table.varied.size() > 1)
+      continue;
+    body += section("sweep-" + std::to_string(v), "Against " + table.varied[v],
+                    "<div class=\"grid2\">" + sweep_plots(table, v) + "</div>");
+  }
+  body += section("runs", "Runs", sweep_rows(table));
+  return html::page("ipusim sweep", body);
+}
+
+}  // namespace ipusim::sim
