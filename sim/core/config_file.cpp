@@ -206,9 +206,9 @@ void set_at_pointer(nlohmann::json& root, const std::string& pointer, const nloh
     if (node->is_array()) {
       const auto index = array_index(token);
       if (!index || *index > node->size()) {
-        throw ConfigError(label, at + "/" + escape_pointer_token(token),
-                          "'" + token + "' is not an index of this list of " +
-                              std::to_string(node->size()) + " entries");
+        throw UnknownPathError(label, at + "/" + escape_pointer_token(token),
+                               "'" + token + "' is not an index of this list of " +
+                                   std::to_string(node->size()) + " entries");
       }
       if (*index == node->size())
         node->push_back(nullptr);

@@ -103,8 +103,10 @@ void ConfigNode::expect_only_keys(const std::vector<std::string>& allowed) const
       continue;
     ConfigNode unknown(child, pointer_ + "/" + escape_pointer_token(key), *origins_);
     const std::string hint = did_you_mean(key, allowed);
-    unknown.fail("unknown key '" + key + "'" +
-                 (hint.empty() ? "; the keys allowed here are " + quoted_list(allowed) : hint));
+    throw UnknownPathError(
+        unknown.file(), unknown.pointer(),
+        "unknown key '" + key + "'" +
+            (hint.empty() ? "; the keys allowed here are " + quoted_list(allowed) : hint));
   }
 }
 

@@ -33,6 +33,14 @@ class ConfigError : public std::runtime_error {
   std::string message_;
 };
 
+// A ConfigError about a path that names nothing: a key the reader does not know, or an index
+// beyond a list. Kept apart from errors about a value, so that a caller varying a path can tell
+// a misspelt path from a value that does not fit.
+class UnknownPathError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 // A valid run whose result is a failure the user must act on (e.g. an IPU runs out of memory).
 class SimulationOutcome : public std::runtime_error {
  public:

@@ -1,13 +1,14 @@
 #pragma once
 // What numeric runs need around the pipeline: the data a spec asks for, whether numeric mode
-// can run, test accuracy by inference through the whole model, and parameters as .npy files
-// named by layer and parameter ("dense128.kernel.final.npy").
+// can run, test accuracy by inference through the whole model, parameters as .npy files named
+// by layer and parameter ("dense128.kernel.final.npy"), and training a config end to end.
 //
 // Data: Fashion-MNIST's training and test files, or the seeded synthetic source. The synthetic
 // set mirrors Fashion-MNIST's sizes: samples 0 .. 59,999 train and 60,000 .. 69,999 test, all
 // drawn around the same class prototypes.
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,5 +76,21 @@ void save_parameters(core::OutputSet& outputs, const std::string& directory,
 // parameter tensor; throws core::ConfigError naming the file and the expected shape.
 void load_parameters(const std::string& directory, const models::Model& model,
                      models::ParameterStore& parameters);
+
+// What `ipusim train` asks for besides the config.
+struct TrainRequest {
+  std::int64_t epochs = 1;
+  std::int64_t steps = 0;  // 0: no cap
+  std::string save;        // directory for the .npy files, or empty
+  std::string load;        // directory to start from, or empty
+};
+
+// Trains `spec` through the simulated pipeline, each weight update one replay of the schedule
+// with the kernels running, and prints to `out` what it does, a progress line at every tenth of
+// the steps (the same on a terminal and in a file), the test accuracy and the simulated time
+// beside the wall time. With `save`, writes the initial and final parameters, the first
+// gradients, the losses, inputs and labels, all or none. Throws core::ConfigError when numeric
+// mode cannot run on `spec` or one weight update needs more samples than the training set.
+void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out);
 
 }  // namespace ipusim::sim

@@ -1,0 +1,315 @@
+#include "sim/sweep/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/html/html_report.hpp"
+#include "sim/replay/timeline.hpp"
+#include "sim/report/report.hpp"
+#include "sim/sweep/metrics.hpp"
+#include "sim/sweep/sweep_csv.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+// One column of the comparison.
+struct CompareRun {
+  std::string config;
+  std::string schedule;  // as given to --schedules, or empty
+  std::string with;      // as given to --with, or empty
+  std::string label;
+  std::optional<std::string> model;            // the model's name, once the config is read
+  std::unique_ptr<TimelineRecorder> recorder;  // with a page only
+  std::optional<RunReport> report;
+  std::optional<RunMetrics> metrics;  // with the report
+  std::string error;
+  std::exception_ptr failure;  // why the run did not simulate
+};
+
+// "PATH=VALUE;PATH=VALUE" as overrides named "--with TEXT".
+std::vector<core::Override> with_overrides(const std::string& text) {
+  std::vector<core::Override> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(';', start);
+    if (end == std::string::npos)
+      end = text.size();
+    auto override_ = core::parse_set_argument(text.substr(start, end - start));
+    override_.label = "--with " + text;
+    out.push_back(std::move(override_));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<CompareRun> plan_runs(const CompareRequest& request) {
+  const auto or_none = [](const std::vector<std::string>& given) {
+    return given.empty() ? std::vector<std::string>{""} : given;
+  };
+  std::vector<CompareRun> runs;
+  for (const auto& config : request.configs) {
+    for (const auto& schedule : or_none(request.schedules)) {
+      for (const auto& with : or_none(request.withs)) {
+        CompareRun run;
+        run.config = config;
+        run.schedule = schedule;
+        run.with = with;
+        runs.push_back(std::move(run));
+      }
+    }
+  }
+  return runs;
+}
+
+void simulate_run(CompareRun& run, const CompareRequest& request) {
+  auto overrides = request.base_overrides;
+  if (!run.schedule.empty()) {
+    overrides.push_back(
+        {"/pipeline/pipeline_schedule", "\"" + run.schedule + "\"", "--schedules " + run.schedule});
+  }
+  if (!run.with.empty()) {
+    const auto extra = with_overrides(run.with);
+    overrides.insert(overrides.end(), extra.begin(), extra.end());
+  }
+  try {
+    const RunSpec spec = load_run_spec(run.config, overrides);
+    run.model = spec.model.name;
+    SimulateOptions options;
+    options.allow_oom = true;
+    options.numeric = NumericMode::kOff;
+    if (!request.html_path.empty()) {
+      run.recorder = std::make_unique<TimelineRecorder>();
+      options.observers.push_back(run.recorder.get());
+    }
+    run.report = simulate(spec, options);
+    run.metrics = run_metrics(*run.report);
+  } catch (const core::ConfigError& error) {
+    run.error = error.what();
+    run.failure = std::current_exception();
+  } catch (const core::SimulationOutcome& outcome) {
+    run.error = outcome.what();
+    run.failure = std::current_exception();
+  }
+}
+
+// Labels name only what differs between runs: the model (or the file, when two configs hold
+// the same model or no run of a config got far enough to name its model), the schedule and the
+// --with text.
+void label_runs(std::vector<CompareRun>& runs, const CompareRequest& request) {
+  std::map<std::string, std::string> model_of;  // config -> model name
+  for (const auto& run : runs) {
+    if (run.model)
+      model_of.emplace(run.config, *run.model);
+  }
+  std::set<std::string> models;
+  bool by_file = model_of.size() < request.configs.size();
+  for (const auto& [config, model] : model_of)
+    by_file = by_file || !models.insert(model).second;
+  for (auto& run : runs) {
+    run.label = by_file ? std::filesystem::path(run.config).stem().string() : model_of[run.config];
+    if (!request.schedules.empty())
+      run.label += " " + run.schedule;
+    if (!run.with.empty())
+      run.label += " " + run.with;
+  }
+}
+
+// --- The table ----------------------------------------------------------------------------
+
+std::string megabytes(std::int64_t bytes) {
+  return fixed(double(bytes) / 1e6, 2) + " MB";
+}
+
+std::string cycles(std::int64_t value) {
+  return with_commas(value) + " cycles";
+}
+
+using Row = std::vector<std::string>;
+
+// One table row: the label, then `cell(run)` for each run.
+template <typename Cell>
+Row table_row(const std::string& label, const std::vector<const CompareRun*>& runs, Cell cell) {
+  Row row = {label};
+  for (const auto* run : runs)
+    row.push_back(cell(*run));
+  return row;
+}
+
+std::vector<Row> timing_rows(const std::vector<const CompareRun*>& ran) {
+  const char* phases[] = {"Ramp-up", "Main", "Ramp-down", "Weight update"};
+  std::vector<Row> rows;
+  rows.push_back(
+      table_row("Step", ran, [](const CompareRun& r) { return cycles(r.metrics->step_cycles); }));
+  rows.push_back(table_row("Step time", ran, [](const CompareRun& r) {
+    return fixed(r.metrics->step_seconds * 1e3, 4) + " ms";
+  }));
+  rows.push_back(table_row("Throughput", ran, [](const CompareRun& r) {
+    return with_commas(std::llround(r.metrics->throughput)) + " samples/s";
+  }));
+  rows.push_back(table_row("Utilisation (mean of IPUs)", ran, [](const CompareRun& r) {
+    return percent(r.metrics->utilisation_mean);
+  }));
+  for (std::size_t phase = 0; phase < 4; ++phase) {
+    rows.push_back(table_row(phases[phase], ran, [phase](const CompareRun& r) {
+      return cycles(r.metrics->phase_cycles[phase]);
+    }));
+  }
+  rows.push_back(table_row("Ramp overhead", ran,
+                           [](const CompareRun& r) { return percent(r.metrics->ramp_overhead); }));
+  rows.push_back(table_row(
+      "Bubble", ran, [](const CompareRun& r) { return percent(r.metrics->bubble_fraction); }));
+  return rows;
+}
+
+std::vector<Row> memory_rows(const std::vector<const CompareRun*>& ran) {
+  std::size_t ipus = 0;
+  for (const auto* run : ran)
+    ipus = std::max(ipus, run->report->replay.ipus.size());
+  std::vector<Row> rows;
+  // IPUn is logical (device_mapping); this row says where selection_order places each.
+  rows.push_back(table_row("Physical IPU of each IPU", ran, [](const CompareRun& r) {
+    std::string physical;
+    for (const auto& ipu : r.report->replay.ipus)
+      physical += (physical.empty() ? "" : ", ") + std::to_string(ipu.physical);
+    return physical;
+  }));
+  for (std::size_t i = 0; i < ipus; ++i) {
+    auto ipu_cell = [i](const CompareRun& r, auto field) {
+      const auto& stats = r.report->replay.ipus;
+      return i < stats.size() ? megabytes(field(stats[i])) : std::string("-");
+    };
+    rows.push_back(table_row("IPU" + std::to_string(i) + " peak memory", ran, [&](const auto& r) {
+      return ipu_cell(r, [](const auto& s) { return s.peak_memory_bytes; });
+    }));
+    rows.push_back(table_row("IPU" + std::to_string(i) + " peak stash", ran, [&](const auto& r) {
+      return ipu_cell(r, [](const auto& s) { return s.peak_stash_bytes; });
+    }));
+  }
+  rows.push_back(table_row("Fits in memory", ran, [](const CompareRun& r) {
+    return std::string(r.metrics->fits_in_memory ? "yes" : "NO");
+  }));
+  return rows;
+}
+
+std::string fastest_text(const std::vector<const CompareRun*>& ran) {
+  std::vector<const RunMetrics*> metrics;
+  for (const auto* run : ran)
+    metrics.push_back(&*run->metrics);
+  const auto order = fastest_first(metrics);
+  if (order.empty())
+    return "fastest: none (no run fits in memory)\n";
+  const double best = metrics[order.front()]->throughput;
+  auto times = [&](std::size_t other) {
+    return fixed(best / metrics[other]->throughput, 2) + "x the throughput of " + ran[other]->label;
+  };
+  std::string out = "fastest: " + ran[order.front()]->label;
+  if (order.size() == 2)
+    out += " (" + times(order[1]) + ")";
+  if (order.size() > 2)
+    out += " (" + times(order[1]) + ", the next fastest; " + times(order.back()) + ", the slowest)";
+  return out + "\n";
+}
+
+std::string comparison_text(const std::vector<CompareRun>& runs) {
+  std::vector<const CompareRun*> ran;
+  std::string invalid;
+  for (const auto& run : runs) {
+    if (run.report) {
+      ran.push_back(&run);
+    } else {
+      invalid += "invalid: " + run.label + ": " + run.error + "\n";
+    }
+  }
+  std::string out;
+  if (!ran.empty()) {
+    std::vector<Row> rows = {table_row("", ran, [](const CompareRun& r) { return r.label; })};
+    for (auto& row : timing_rows(ran))
+      rows.push_back(std::move(row));
+    for (auto& row : memory_rows(ran))
+      rows.push_back(std::move(row));
+    std::vector<bool> right(ran.size() + 1, true);
+    right[0] = false;
+    out += render_table(rows, right);
+  }
+  out += invalid;
+  if (ran.size() > 1)
+    out += fastest_text(ran);
+  return out;
+}
+
+// --- The files ----------------------------------------------------------------------------
+
+std::string comparison_csv(const std::vector<CompareRun>& runs) {
+  std::vector<std::string> columns = {"label", "config", "schedule", "with"};
+  columns.insert(columns.end(), metric_columns().begin(), metric_columns().end());
+  columns.push_back("error");
+  std::string out = csv_line(columns);
+  for (const auto& run : runs) {
+    std::vector<std::string> cells = {run.label, run.config, run.schedule, run.with};
+    const auto metrics = run.metrics ? metric_cells(*run.metrics)
+                                     : std::vector<std::string>(metric_columns().size());
+    cells.insert(cells.end(), metrics.begin(), metrics.end());
+    cells.push_back(run.error);
+    out += csv_line(cells);
+  }
+  return out;
+}
+
+nlohmann::json comparison_json(const std::vector<CompareRun>& runs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& run : runs) {
+    nlohmann::json entry = {{"label", run.label}, {"config", run.config}};
+    if (run.report) {
+      entry["report"] = to_json(*run.report);
+    } else {
+      entry["error"] = run.error;
+    }
+    out.push_back(std::move(entry));
+  }
+  return {{"runs", out}};
+}
+
+// The runs that simulated, their charts stacked on one time axis.
+std::string comparison_html(const std::vector<CompareRun>& runs) {
+  std::vector<const RunReport*> reports;
+  std::vector<const Timeline*> timelines;
+  std::vector<std::string> labels;
+  for (const auto& run : runs) {
+    if (!run.report)
+      continue;
+    reports.push_back(&*run.report);
+    timelines.push_back(&run.recorder->timeline());
+    labels.push_back(run.label);
+  }
+  return compare_html(reports, timelines, labels);
+}
+
+}  // namespace
+
+std::string compare(const CompareRequest& request, core::OutputSet& outputs) {
+  auto runs = plan_runs(request);
+  for (auto& run : runs)
+    simulate_run(run, request);
+  label_runs(runs, request);
+  // With nothing to compare, the first failure is the command's error and sets the exit code.
+  if (std::none_of(runs.begin(), runs.end(),
+                   [](const CompareRun& run) { return run.report.has_value(); }))
+    std::rethrow_exception(runs.front().failure);
+  if (!request.json_path.empty())
+    outputs.write(request.json_path, comparison_json(runs).dump(2) + "\n");
+  if (!request.csv_path.empty())
+    outputs.write(request.csv_path, comparison_csv(runs));
+  if (!request.html_path.empty())
+    outputs.write(request.html_path, comparison_html(runs));
+  return comparison_text(runs);
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,146 @@
+#include "sim/sweep/metrics.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+double busy_share(std::int64_t busy_cycles, std::int64_t step_cycles) {
+  return step_cycles > 0 ? double(busy_cycles) / double(step_cycles) : 0.0;
+}
+
+// Reads one cell of a sweep file back; `what` names its column in the error.
+class CellReader {
+ public:
+  CellReader(const std::string& file, std::size_t line) : file_(file), line_(line) {}
+
+  std::int64_t integer(const std::string& cell, const std::string& what) const {
+    std::int64_t value = 0;
+    const char* end = cell.data() + cell.size();
+    const auto [stop, error] = std::from_chars(cell.data(), end, value);
+    if (cell.empty() || error != std::errc() || stop != end)
+      fail(cell, what, "an integer");
+    return value;
+  }
+
+  double number(const std::string& cell, const std::string& what) const {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(cell, &used);
+    } catch (const std::exception&) {
+      fail(cell, what, "a number");
+    }
+    if (used != cell.size())
+      fail(cell, what, "a number");
+    return value;
+  }
+
+  bool boolean(const std::string& cell, const std::string& what) const {
+    if (cell != "true" && cell != "false")
+      fail(cell, what, "true or false");
+    return cell == "true";
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& cell, const std::string& what,
+                         const std::string& expected) const {
+    throw core::ConfigError(
+        file_, "",
+        "line " + std::to_string(line_) + ": " + what + " is '" + cell + "', expected " + expected);
+  }
+
+  const std::string& file_;
+  std::size_t line_;
+};
+
+}  // namespace
+
+RunMetrics run_metrics(const RunReport& report) {
+  const auto& replay = report.replay;
+  RunMetrics m;
+  m.step_cycles = replay.step_cycles;
+  m.step_seconds = report.step_seconds();
+  m.throughput = report.throughput();
+  m.phase_cycles = replay.phase_cycles;
+  m.ramp_overhead = report.ramp_overhead();
+  m.bubble_fraction = report.bubble_fraction();
+  double utilisation_sum = 0;
+  m.utilisation_min = replay.ipus.empty() ? 0.0 : 1.0;
+  for (const auto& ipu : replay.ipus) {
+    const double utilisation = busy_share(ipu.busy_cycles, replay.step_cycles);
+    utilisation_sum += utilisation;
+    m.utilisation_min = std::min(m.utilisation_min, utilisation);
+    m.peak_memory_bytes_max = std::max(m.peak_memory_bytes_max, ipu.peak_memory_bytes);
+    m.peak_stash_bytes_max = std::max(m.peak_stash_bytes_max, ipu.peak_stash_bytes);
+  }
+  m.utilisation_mean = replay.ipus.empty() ? 0.0 : utilisation_sum / double(replay.ipus.size());
+  m.fits_in_memory = report.fits_in_memory();
+  return m;
+}
+
+const std::vector<std::string>& metric_columns() {
+  static const std::vector<std::string> columns = {
+      "step_cycles",          "step_seconds",    "throughput_samples_per_second",
+      "ramp_up_cycles",       "main_cycles",     "ramp_down_cycles",
+      "weight_update_cycles", "ramp_overhead",   "bubble_fraction",
+      "utilisation_mean",     "utilisation_min", "peak_memory_bytes_max",
+      "peak_stash_bytes_max", "fits_in_memory"};
+  return columns;
+}
+
+std::vector<std::string> metric_cells(const RunMetrics& m) {
+  return {std::to_string(m.step_cycles),
+          fixed(m.step_seconds, 12),
+          fixed(m.throughput, 3),
+          std::to_string(m.phase_cycles[kRampUp]),
+          std::to_string(m.phase_cycles[kMain]),
+          std::to_string(m.phase_cycles[kRampDown]),
+          std::to_string(m.phase_cycles[kWeightUpdate]),
+          fixed(m.ramp_overhead, 6),
+          fixed(m.bubble_fraction, 6),
+          fixed(m.utilisation_mean, 6),
+          fixed(m.utilisation_min, 6),
+          std::to_string(m.peak_memory_bytes_max),
+          std::to_string(m.peak_stash_bytes_max),
+          m.fits_in_memory ? "true" : "false"};
+}
+
+RunMetrics parse_metric_cells(const std::vector<std::string>& cells, const std::string& file,
+                              std::size_t line) {
+  IPUSIM_CHECK(cells.size() == metric_columns().size());
+  const CellReader read(file, line);
+  const auto& name = metric_columns();
+  RunMetrics m;
+  m.step_cycles = read.integer(cells[0], name[0]);
+  m.step_seconds = read.number(cells[1], name[1]);
+  m.throughput = read.number(cells[2], name[2]);
+  for (std::size_t phase = 0; phase < m.phase_cycles.size(); ++phase)
+    m.phase_cycles[phase] = read.integer(cells[3 + phase], name[3 + phase]);
+  m.ramp_overhead = read.number(cells[7], name[7]);
+  m.bubble_fraction = read.number(cells[8], name[8]);
+  m.utilisation_mean = read.number(cells[9], name[9]);
+  m.utilisation_min = read.number(cells[10], name[10]);
+  m.peak_memory_bytes_max = read.integer(cells[11], name[11]);
+  m.peak_stash_bytes_max = read.integer(cells[12], name[12]);
+  m.fits_in_memory = read.boolean(cells[13], name[13]);
+  return m;
+}
+
+std::vector<std::size_t> fastest_first(const std::vector<const RunMetrics*>& runs) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->fits_in_memory)
+      order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return runs[x]->throughput > runs[y]->throughput;
+  });
+  return order;
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,52 @@
+#pragma once
+// The figures of one run that sweep and compare report, typed: computed once from a RunReport,
+// written as the metric cells of their CSVs, read back from a sweep file being resumed, and
+// ranked by throughput to name the fastest run.
+//
+// May include sim/core and sim/report.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/report/report.hpp"
+
+namespace ipusim::sim {
+
+// One run's figures, named like the run JSON's keys. Shares are 0..1.
+struct RunMetrics {
+  std::int64_t step_cycles = 0;
+  double step_seconds = 0;
+  double throughput = 0;                       // samples per second
+  std::array<std::int64_t, 4> phase_cycles{};  // by PhaseIndex
+  double ramp_overhead = 0;
+  double bubble_fraction = 0;
+  double utilisation_mean = 0;  // busy share of the step, mean of the IPUs
+  double utilisation_min = 0;   // busy share of the step of the least busy IPU
+  std::int64_t peak_memory_bytes_max = 0;
+  std::int64_t peak_stash_bytes_max = 0;
+  bool fits_in_memory = false;
+};
+
+RunMetrics run_metrics(const RunReport& report);
+
+// The metric columns shared by sweep and compare CSVs: step_cycles .. fits_in_memory, in the
+// order of RunMetrics. Integers are exact; seconds print with 12 decimals, throughput with 3
+// and shares with 6, so equal runs give equal bytes.
+const std::vector<std::string>& metric_columns();
+std::vector<std::string> metric_cells(const RunMetrics& metrics);
+
+// The inverse of metric_cells, for the rows of a sweep file: `cells` holds the metric columns.
+// A cell that is not a number (or "true"/"false") is a core::ConfigError naming `file` and
+// `line`.
+RunMetrics parse_metric_cells(const std::vector<std::string>& cells, const std::string& file,
+                              std::size_t line);
+
+// The runs that fit in memory, fastest first, as indices into `runs`. By throughput, since step
+// times of runs with different batch sizes do not compare; equal throughputs keep their order,
+// so the fastest is the first of them.
+std::vector<std::size_t> fastest_first(const std::vector<const RunMetrics*>& runs);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,130 @@
+#include "sim/sweep/plan.hpp"
+
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/sweep/metrics.hpp"
+#include "sim/sweep/sweep_csv.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+// Far beyond what one machine simulates in a day, and small enough that the product of the
+// axes cannot overflow on the way.
+constexpr std::size_t kMaxRuns = 100'000'000;
+
+// Splits at commas outside quotes, brackets and braces.
+std::vector<std::string> split_top_level(const std::string& text) {
+  std::vector<std::string> out;
+  std::string current;
+  int depth = 0;
+  bool quoted = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (quoted) {
+      quoted = escaped || c != '"';
+      escaped = !escaped && c == '\\';
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      out.push_back(current);
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  out.push_back(current);
+  return out;
+}
+
+}  // namespace
+
+SweepAxis parse_vary_argument(const std::string& argument) {
+  // Long value lists are cut in messages; the path and the first values say which --vary it is.
+  const std::string label =
+      "--vary " + (argument.size() > 60 ? argument.substr(0, 57) + "..." : argument);
+  const auto equals = argument.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw core::ConfigError(label, "",
+                            "expected PATH=V1,V2,..., such as "
+                            "pipeline.gradient_accumulation_count=8,16,32");
+  }
+  SweepAxis axis{argument.substr(0, equals), split_top_level(argument.substr(equals + 1)), label};
+  for (const auto& value : axis.values) {
+    if (value.empty())
+      throw core::ConfigError(label, "", "a value is empty (two commas in a row, or none given)");
+  }
+  return axis;
+}
+
+SweepShard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  const auto index = parse_index(text.substr(0, slash));
+  const auto count =
+      slash == std::string::npos ? std::nullopt : parse_index(text.substr(slash + 1));
+  if (!index || !count || *index < 1 || *index > *count || *count > 1000000) {
+    throw core::ConfigError("--shard " + text, "",
+                            "expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 "
+                            "slices");
+  }
+  return {int(*index), int(*count)};
+}
+
+SweepPlan::SweepPlan(std::vector<SweepAxis> axes) : axes_(std::move(axes)) {
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    IPUSIM_CHECK(!axes_[a].values.empty());
+    for (std::size_t b = 0; b < a; ++b) {
+      if (core::to_json_pointer(axes_[a].path) == core::to_json_pointer(axes_[b].path)) {
+        throw core::ConfigError(axes_[a].label, "",
+                                "'" + axes_[a].path + "' is already varied by " + axes_[b].label);
+      }
+    }
+    size_ *= axes_[a].values.size();
+    if (size_ > kMaxRuns) {
+      throw core::ConfigError(axes_[a].label, "",
+                              "the sweep would have more than " +
+                                  with_commas(std::int64_t(kMaxRuns)) +
+                                  " runs; vary fewer values or split it into several sweeps");
+    }
+  }
+}
+
+std::vector<std::string> SweepPlan::values(std::size_t run) const {
+  IPUSIM_CHECK(run < size_);
+  std::vector<std::string> out(axes_.size());
+  for (std::size_t a = axes_.size(); a-- > 0;) {
+    out[a] = axes_[a].values[run % axes_[a].values.size()];
+    run /= axes_[a].values.size();
+  }
+  return out;
+}
+
+std::vector<core::Override> SweepPlan::overrides(std::size_t run) const {
+  const auto chosen = values(run);
+  std::vector<core::Override> out;
+  for (std::size_t a = 0; a < axes_.size(); ++a)
+    out.push_back({axes_[a].path, chosen[a], "--vary " + axes_[a].path + "=" + chosen[a]});
+  return out;
+}
+
+std::string SweepPlan::key(std::size_t run) const {
+  const auto chosen = values(run);
+  std::string out;
+  for (std::size_t a = 0; a < axes_.size(); ++a)
+    out += (a ? " " : "") + axes_[a].path + "=" + chosen[a];
+  return out;
+}
+
+std::vector<std::string> SweepPlan::columns() const {
+  std::vector<std::string> out = {"run"};
+  for (const auto& axis : axes_)
+    out.push_back(one_line(axis.path));
+  out.insert(out.end(), metric_columns().begin(), metric_columns().end());
+  out.push_back("error");
+  return out;
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,63 @@
+#pragma once
+// Sweep CSV files as text: one line per run, read back to resume a sweep and to merge the files
+// of a sweep's shards. Nothing here knows what a run computes; the metric cells are
+// sim/sweep/metrics.hpp's.
+//
+// May include sim/core only.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ipusim::sim {
+
+// A sweep CSV in memory: the header and the rows, each a list of cells. Cell 0 is the run index.
+struct SweepTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+
+  std::optional<std::size_t> column(const std::string& name) const;
+  std::string to_csv() const;  // header and rows, each line ending in '\n'
+};
+
+// A cell as csv_line writes it, before quoting: line breaks become spaces.
+std::string one_line(std::string cell);
+
+// One CSV line with its '\n'. Cells with a comma or a quote are quoted ("" escapes a quote);
+// line breaks become spaces so that every row is one line.
+std::string csv_line(const std::vector<std::string>& cells);
+
+// The result of reading a CSV: the table and the byte length of its whole lines (a trailing
+// line without '\n' was cut by a kill and is not part of the table).
+struct SweepFile {
+  SweepTable table;
+  std::size_t complete_bytes = 0;
+};
+
+// Reads a sweep CSV. A missing file reads as empty; a row whose cell count differs from the
+// header or whose run index is not a number is a core::ConfigError naming the file and line.
+SweepFile read_sweep_csv(const std::string& path);
+
+// The run index of a row (its first cell).
+std::size_t run_index(const std::vector<std::string>& row);
+
+// Reads a run index or a shard number: decimal digits only, at most 18 of them.
+std::optional<std::size_t> parse_index(const std::string& text);
+
+// `table`'s rows by run index, the first of duplicates kept.
+SweepTable sorted_by_run(const SweepTable& table);
+
+// Joins sweep CSVs (the shards of one sweep): the same header everywhere, each run once, sorted
+// by run index. A run present in two files with different cells is a core::ConfigError.
+struct MergedSweep {
+  SweepTable table;
+  std::vector<std::size_t> missing;  // run indices below the largest present that no file has
+};
+MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths);
+
+// "warning: 2 run(s) missing below the last one present ...: 1 4" naming the first ten, or
+// empty when none is missing.
+std::string missing_runs_warning(const MergedSweep& merged);
+
+}  // namespace ipusim::sim
