@@ -43,32 +43,36 @@ char op_letter(Op op) {
   }
 }
 
+namespace {
+
+struct PhaseSpelling {
+  std::string_view label;
+  std::string_view key;
+};
+
+constexpr std::array<PhaseSpelling, 4> kPhaseSpellings = {{{"ramp-up", "ramp_up"},
+                                                           {"main", "main"},
+                                                           {"ramp-down", "ramp_down"},
+                                                           {"weight update", "weight_update"}}};
+
+}  // namespace
+
 std::string_view to_string(Phase phase) {
-  switch (phase) {
-    case Phase::kRampUp:
-      return "ramp-up";
-    case Phase::kMain:
-      return "main";
-    case Phase::kRampDown:
-      return "ramp-down";
-    case Phase::kWeightUpdate:
-      return "weight-update";
-  }
-  return "";
+  return kPhaseSpellings[index(phase)].label;
+}
+
+std::string_view phase_key(Phase phase) {
+  return kPhaseSpellings[index(phase)].key;
+}
+
+std::string phase_heading(Phase phase) {
+  std::string heading(to_string(phase));
+  heading[0] = static_cast<char>(heading[0] - 'a' + 'A');
+  return heading;
 }
 
 std::string_view to_string(CodePhase phase) {
-  switch (phase) {
-    case CodePhase::kRampUp:
-      return "ramp-up";
-    case CodePhase::kMain:
-      return "main";
-    case CodePhase::kRampDown:
-      return "ramp-down";
-    case CodePhase::kWeightUpdate:
-      return "weight-update";
-  }
-  return "";
+  return to_string(static_cast<Phase>(static_cast<int>(phase)));
 }
 
 std::string to_string(const Task& task) {

@@ -3,6 +3,7 @@
 // which stage and micro-batch, on which IPU, and where it sits in the program (step, phases).
 // Tasks are values generated on demand by a Schedule; none are stored.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -66,8 +67,19 @@ struct TaskWorkEqual {
 // 'F', 'B', 'R' or 'W' for compute ops.
 char op_letter(Op op);
 
-std::string_view to_string(Phase phase);      // "ramp-up", "main", "ramp-down", "weight-update"
-std::string_view to_string(CodePhase phase);  // same words
+// Every phase, in order; arrays of per-phase figures are indexed by index(phase).
+inline constexpr std::array<Phase, 4> kPhases = {Phase::kRampUp, Phase::kMain, Phase::kRampDown,
+                                                 Phase::kWeightUpdate};
+constexpr std::size_t index(Phase phase) {
+  return static_cast<std::size_t>(phase);
+}
+// The phases' one spelling each, in tables and traces ("ramp-up", "main", "ramp-down",
+// "weight update") and as JSON or CSV keys ("ramp_up", "main", "ramp_down", "weight_update").
+std::string_view to_string(Phase phase);
+std::string_view phase_key(Phase phase);
+// The label as a table heading: "Ramp-up", "Main", "Ramp-down", "Weight update".
+std::string phase_heading(Phase phase);
+std::string_view to_string(CodePhase phase);  // the words of the matching Phase
 
 // A readable name with 1-based micro-batches: "F[s1,m3]@IPU1", "copy-act[s1,m3] IPU1->IPU2".
 std::string to_string(const Task& task);

@@ -12,7 +12,6 @@ namespace {
 
 using html::cell;
 using html::header_row;
-using html::kPhaseLabels;
 using html::ms;
 using html::peak_memory;
 using html::section;
@@ -43,9 +42,10 @@ std::string compare_table(const std::vector<const RunReport*>& reports,
       [](const RunReport& r) { return ms(r.replay.step_cycles, r.spec->hardware.clock_hz); });
   row("Throughput (samples/s)",
       [](const RunReport& r) { return with_commas(std::llround(r.throughput())); });
-  for (int phase = 0; phase < 4; ++phase) {
-    row(std::string(kPhaseLabels[phase]) + " (cycles)",
-        [phase](const RunReport& r) { return with_commas(r.replay.phase_cycles[phase]); });
+  for (const auto phase : schedules::kPhases) {
+    row(std::string(schedules::to_string(phase)) + " (cycles)", [phase](const RunReport& r) {
+      return with_commas(r.replay.phase_cycles[schedules::index(phase)]);
+    });
   }
   row("Ramp overhead", [](const RunReport& r) { return percent(r.ramp_overhead()); });
   row("Bubble", [](const RunReport& r) { return percent(r.bubble_fraction()); });

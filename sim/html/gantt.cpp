@@ -43,21 +43,25 @@ constexpr std::array<KindStyle, kKinds> kStyles = {{
     {"k-ss", "#8f6bb3", "stash FIFO to or from streaming memory", false},
 }};
 
-// How a phase band looks: its CSS class, fill, text colour and names (long, then short).
+// How a phase band looks, by phase: its CSS class, fill, text colour and the short name
+// that fits a narrow band (the long one is the phase's own).
 struct PhaseStyle {
   const char* css;
   const char* fill;
   const char* text;
-  const char* label;
   const char* short_label;
 };
 
 constexpr std::array<PhaseStyle, 4> kPhaseStyles = {{
-    {"ph-up", "#fdf0e1", "#9a5b13", "ramp-up", "up"},
-    {"ph-main", "#e7f3e7", "#2e6b2e", "main", "main"},
-    {"ph-down", "#efe9f7", "#5b3f8c", "ramp-down", "down"},
-    {"ph-wu", "#fbe3e3", "#9b2c2c", "weight update", "WU"},
+    {"ph-up", "#fdf0e1", "#9a5b13", "up"},
+    {"ph-main", "#e7f3e7", "#2e6b2e", "main"},
+    {"ph-down", "#efe9f7", "#5b3f8c", "down"},
+    {"ph-wu", "#fbe3e3", "#9b2c2c", "WU"},
 }};
+
+std::string phase_label(std::size_t index) {
+  return std::string(schedules::to_string(schedules::kPhases[index]));
+}
 
 const KindStyle& style(Kind kind) {
   return kStyles[std::size_t(kind)];
@@ -167,13 +171,14 @@ class GanttWriter {
       const std::int64_t to = std::min(view.end, band.to);
       if (to <= band.from)
         continue;
-      const auto& phase = kPhaseStyles.at(band.phase);
+      const auto& phase = kPhaseStyles.at(schedules::index(band.phase));
+      const std::string long_label(schedules::to_string(band.phase));
       const double x0 = x(band.from, view);
       const double x1 = x(to, view);
-      w_.rect(x0, top, x1 - x0, bottom - top, phase.css, phase.label);
+      w_.rect(x0, top, x1 - x0, bottom - top, phase.css, long_label);
       if (i > 0)
         w_.line(x0, top, x0, bottom, "phase-edge");
-      for (const char* label : {phase.label, phase.short_label}) {
+      for (const std::string& label : {long_label, std::string(phase.short_label)}) {
         if (text_width(label, 11) <= x1 - x0) {
           w_.text((x0 + x1) / 2, top + 13, label, phase.css + std::string("-t"), "middle");
           break;
@@ -317,9 +322,9 @@ std::string legend(const std::vector<RunView>& views) {
              svg::escape(kStyles[k].legend) + "</span>";
     }
   }
-  for (const auto& phase : kPhaseStyles) {
-    out += "<span><i class=\"band\" style=\"background:" + std::string(phase.fill) + "\"></i>" +
-           phase.label + "</span>";
+  for (std::size_t i = 0; i < kPhaseStyles.size(); ++i) {
+    out += "<span><i class=\"band\" style=\"background:" + std::string(kPhaseStyles[i].fill) +
+           "\"></i>" + phase_label(i) + "</span>";
   }
   return out + "</div>\n";
 }

@@ -230,7 +230,7 @@ RunView step_view(const GanttRun& run) {
     }
   }
   for (std::int64_t step = 0; step < steps; ++step) {
-    const int phase = int(schedule.as_steps()->step_phase(step));
+    const auto phase = schedule.as_steps()->step_phase(step);
     if (view.bands.empty() || view.bands.back().phase != phase)
       view.bands.push_back({phase, step * kSlot, step * kSlot});
     view.bands.back().to = (step + 1) * kSlot;
@@ -238,7 +238,7 @@ RunView step_view(const GanttRun& run) {
   if (!timeline.truncated && !timeline.weight_updates.empty()) {
     const std::int64_t from = view.end;
     view.end += kSlot;
-    view.bands.push_back({kWeightUpdate, from, view.end});
+    view.bands.push_back({schedules::Phase::kWeightUpdate, from, view.end});
     for (const auto& span : timeline.weight_updates) {
       view.rows[span.ipu].spans.push_back({from, view.end, Kind::kWeightUpdate, "WU", "",
                                            "weight update on IPU" + std::to_string(span.ipu) +

@@ -57,7 +57,7 @@ struct Row {
 // A shaded phase behind the rows, over [from, to) units; `phase` indexes ramp-up, main,
 // ramp-down, weight update.
 struct PhaseBand {
-  int phase = 0;
+  schedules::Phase phase = schedules::Phase::kRampUp;
   std::int64_t from = 0;
   std::int64_t to = 0;
 };

@@ -13,10 +13,6 @@
 
 namespace ipusim::sim::html {
 
-// The phases' names in tables, in PhaseIndex order.
-constexpr std::array<const char*, 4> kPhaseLabels = {"ramp-up", "main", "ramp-down",
-                                                     "weight update"};
-
 // A whole HTML document: `title` in the <title>, the room's CSS, `body` inside <main>.
 std::string page(const std::string& title, const std::string& body);
 

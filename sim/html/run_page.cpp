@@ -14,7 +14,6 @@ namespace {
 using html::bar_cell;
 using html::cell;
 using html::header_row;
-using html::kPhaseLabels;
 using html::ms;
 using html::peak_memory;
 using html::section;
@@ -135,25 +134,28 @@ std::string headline(const RunReport& r) {
 std::string phases_table(const RunReport& r) {
   const double clock = r.spec->hardware.clock_hz;
   std::string out = "<table>" + header_row({"Phase", "Cycles", "Time", "Share of step"});
-  for (int i = 0; i < 4; ++i) {
-    const auto cycles = r.replay.phase_cycles[i];
-    out += "<tr>" + cell(kPhaseLabels[i]) + cell(with_commas(cycles)) + cell(ms(cycles, clock)) +
-           bar_cell(share(double(cycles), double(r.replay.step_cycles))) + "</tr>\n";
+  for (const auto phase : schedules::kPhases) {
+    const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
+    out += "<tr>" + cell(std::string(schedules::to_string(phase))) + cell(with_commas(cycles)) +
+           cell(ms(cycles, clock)) + bar_cell(share(double(cycles), double(r.replay.step_cycles))) +
+           "</tr>\n";
   }
   return out + "</table>\n";
 }
 
 std::string utilisation_table(const RunReport& r) {
-  std::string out =
-      "<table>" + header_row({"IPU", "Whole step", "Ramp-up", "Main", "Ramp-down", "Weight update",
-                              "Busy cycles", "Host link", "Streaming memory link"});
+  std::vector<std::string> heading = {"IPU", "Whole step"};
+  for (const auto phase : schedules::kPhases)
+    heading.push_back(schedules::phase_heading(phase));
+  heading.insert(heading.end(), {"Busy cycles", "Host link", "Streaming memory link"});
+  std::string out = "<table>" + header_row(heading);
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     out += "<tr>" + cell("IPU" + std::to_string(i)) +
            bar_cell(share(double(ipu.busy_cycles), double(r.replay.step_cycles)));
-    for (int phase = 0; phase < 4; ++phase) {
-      out +=
-          bar_cell(share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase])));
+    for (const auto phase : schedules::kPhases) {
+      out += bar_cell(share(double(ipu.busy_in_phase[schedules::index(phase)]),
+                            double(r.replay.phase_cycles[schedules::index(phase)])));
     }
     out += cell(with_commas(ipu.busy_cycles)) +
            bar_cell(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))) +

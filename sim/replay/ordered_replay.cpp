@@ -64,7 +64,7 @@ class OrderedReplay {
   void complete(const Task& task);
   void release_stash(int ipu, const Task& task);
   void mark_started(int ipu);
-  int phase_now() const;
+  schedules::Phase phase_now() const;
   void snapshot(std::vector<std::int64_t>& busy_until_now) const;
   void split_busy_by_phase(Cycles end);
   std::int64_t last_compute_index(int ipu) const;
@@ -92,7 +92,7 @@ Cycles OrderedReplay::run() {
     last_compute_.push_back(last_compute_index(ipu));
   for (int ipu = 0; ipu < state_.ipus; ++ipu)
     queue_.schedule({Cycles{0}, EventPriority::kStart, {ReplayEvent::Kind::kWake, ipu, 0}});
-  state_.observers.phase(kRampUp, Cycles{0});
+  state_.observers.phase(schedules::Phase::kRampUp, Cycles{0});
   auto handler = [this](const core::Event<ReplayEvent>& event) { handle(event); };
   queue_.run(handler);
   for (int ipu = 0; ipu < state_.ipus; ++ipu) {
@@ -107,14 +107,14 @@ Cycles OrderedReplay::run() {
 void OrderedReplay::split_busy_by_phase(Cycles end) {
   const Cycles up = std::min(ramp_up_end_, end);
   const Cycles down = std::max(up, std::min(ramp_down_begin_, end));
-  state_.phase_cycles[kRampUp] = up.count;
-  state_.phase_cycles[kMain] = (down - up).count;
-  state_.phase_cycles[kRampDown] = (end - down).count;
+  state_.phase_cycles[schedules::index(schedules::Phase::kRampUp)] = up.count;
+  state_.phase_cycles[schedules::index(schedules::Phase::kMain)] = (down - up).count;
+  state_.phase_cycles[schedules::index(schedules::Phase::kRampDown)] = (end - down).count;
   for (int ipu = 0; ipu < state_.ipus; ++ipu) {
     auto& b = state_.busy[ipu];
-    b.in_phase[kRampUp] = before_up_[ipu];
-    b.in_phase[kMain] = before_down_[ipu] - before_up_[ipu];
-    b.in_phase[kRampDown] = b.total - before_down_[ipu];
+    b.in_phase[schedules::index(schedules::Phase::kRampUp)] = before_up_[ipu];
+    b.in_phase[schedules::index(schedules::Phase::kMain)] = before_down_[ipu] - before_up_[ipu];
+    b.in_phase[schedules::index(schedules::Phase::kRampDown)] = b.total - before_down_[ipu];
   }
 }
 
@@ -158,7 +158,7 @@ void OrderedReplay::finish_compute(int ipu) {
     first_finished_ = true;
     ramp_down_begin_ = queue_.now();
     snapshot(before_down_);
-    state_.observers.phase(kRampDown, ramp_down_begin_);
+    state_.observers.phase(schedules::Phase::kRampDown, ramp_down_begin_);
   }
 }
 
@@ -231,13 +231,13 @@ void OrderedReplay::mark_started(int ipu) {
     return;
   ramp_up_end_ = queue_.now();
   snapshot(before_up_);
-  state_.observers.phase(kMain, ramp_up_end_);
+  state_.observers.phase(schedules::Phase::kMain, ramp_up_end_);
 }
 
-int OrderedReplay::phase_now() const {
+schedules::Phase OrderedReplay::phase_now() const {
   if (first_finished_)
-    return kRampDown;
-  return started_ipus_ == state_.ipus ? kMain : kRampUp;
+    return schedules::Phase::kRampDown;
+  return started_ipus_ == state_.ipus ? schedules::Phase::kMain : schedules::Phase::kRampUp;
 }
 
 // Busy cycles of every IPU up to now, counting the part of tasks in progress that has run.

@@ -12,8 +12,8 @@ namespace detail {
 
 using core::Cycles;
 
-void Observers::task(const schedules::Task& task, Cycles start, std::int64_t cycles, int phase,
-                     double flops, std::int64_t bytes) const {
+void Observers::task(const schedules::Task& task, Cycles start, std::int64_t cycles,
+                     schedules::Phase phase, double flops, std::int64_t bytes) const {
   if (!any())
     return;
   const TaskSpan span{task, start, start + Cycles{cycles}, phase, flops, bytes};
@@ -35,7 +35,7 @@ void Observers::memory(const MemoryTracker& memory, int ipu, Cycles now) const {
   notify([&sample](ReplayObserver& o) { o.on_memory(sample); });
 }
 
-void Observers::phase(int phase, Cycles start) const {
+void Observers::phase(schedules::Phase phase, Cycles start) const {
   notify([phase, start](ReplayObserver& o) { o.on_phase(phase, start); });
 }
 
@@ -57,9 +57,9 @@ ReplayState::ReplayState(const RunSpec& spec, const schedules::Schedule& schedul
       topology(spec.hardware, ipus),
       busy(std::size_t(ipus)) {}
 
-void ReplayState::add_busy(int ipu, std::int64_t cycles, int phase) {
+void ReplayState::add_busy(int ipu, std::int64_t cycles, schedules::Phase phase) {
   busy[ipu].total += cycles;
-  busy[ipu].in_phase[phase] += cycles;
+  busy[ipu].in_phase[schedules::index(phase)] += cycles;
 }
 
 void ReplayState::add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes) {
@@ -102,7 +102,7 @@ WeightUpdateSpan weight_update(ReplayState& state, int ipu, Cycles start) {
     span.offload_end = span.all_reduce_end + Cycles{offload};
     state.add_streaming(ipu, offload, bytes);
     span.end = span.offload_end + Cycles{state.costs.weight_update_cycles(ipu)};
-    state.add_busy(ipu, state.costs.weight_update_cycles(ipu), kWeightUpdate);
+    state.add_busy(ipu, state.costs.weight_update_cycles(ipu), schedules::Phase::kWeightUpdate);
   }
   return span;
 }
@@ -111,7 +111,7 @@ WeightUpdateSpan weight_update(ReplayState& state, int ipu, Cycles start) {
 Cycles run_weight_update(ReplayState& state, Cycles start) {
   if (!state.spec.pipeline.training)
     return start;
-  state.observers.phase(kWeightUpdate, start);
+  state.observers.phase(schedules::Phase::kWeightUpdate, start);
   std::int64_t longest = 0;
   for (int ipu = 0; ipu < state.ipus; ++ipu) {
     const auto span = weight_update(state, ipu, start);
@@ -121,7 +121,7 @@ Cycles run_weight_update(ReplayState& state, Cycles start) {
   const auto& hw = state.spec.hardware;
   const int replicas = state.spec.pipeline.replication_factor;
   const std::int64_t sync = state.ipus > 1 ? hw.global_sync_cycles(state.ipus * replicas) : 0;
-  state.phase_cycles[kWeightUpdate] = longest + sync;
+  state.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] = longest + sync;
   return start + Cycles{longest + sync};
 }
 

@@ -36,10 +36,6 @@
 
 namespace ipusim::sim {
 
-enum PhaseIndex { kRampUp = 0, kMain = 1, kRampDown = 2, kWeightUpdate = 3 };
-inline constexpr std::array<const char*, 4> kPhaseNames = {"ramp_up", "main", "ramp_down",
-                                                           "weight_update"};
-
 // One IPU's figures for one step. Invariant: busy_in_phase sums to busy_cycles.
 struct IpuStats : MemoryPeak {
   int physical = 0;              // the physical IPU it is placed on

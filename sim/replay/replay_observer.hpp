@@ -39,7 +39,7 @@ struct TaskSpan {
   schedules::Task task;
   core::Cycles start;
   core::Cycles end;
-  int phase = 0;  // PhaseIndex the time counts towards
+  schedules::Phase phase = schedules::Phase::kRampUp;  // the phase the time counts towards
   double flops = 0;
   std::int64_t bytes = 0;  // host transfers: bytes moved; compute: live activation bytes
 };
@@ -63,8 +63,8 @@ struct StreamSpan {
   Kind kind = Kind::kStashRead;
   int ipu = 0;
   int stage = 0;
-  std::int64_t step = 0;  // 0-based
-  int phase = 0;          // PhaseIndex the time counts towards
+  std::int64_t step = 0;                               // 0-based
+  schedules::Phase phase = schedules::Phase::kRampUp;  // the phase the time counts towards
   std::int64_t bytes = 0;
   core::Cycles start;
   core::Cycles end;
@@ -97,7 +97,7 @@ class ReplayObserver {
   virtual void on_transfer(const TransferSpan&) {}
   virtual void on_stream(const StreamSpan&) {}
   virtual void on_barrier(const BarrierSpan&) {}
-  virtual void on_phase(int /*phase*/, core::Cycles /*start*/) {}
+  virtual void on_phase(schedules::Phase /*phase*/, core::Cycles /*start*/) {}
   virtual void on_memory(const MemorySample&) {}
   virtual void on_weight_update(const WeightUpdateSpan&) {}
   virtual void on_end(core::Cycles /*end*/) {}

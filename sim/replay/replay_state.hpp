@@ -24,11 +24,11 @@ class Observers {
     for (auto* observer : observers_)
       call(*observer);
   }
-  void task(const schedules::Task& task, core::Cycles start, std::int64_t cycles, int phase,
-            double flops, std::int64_t bytes) const;
+  void task(const schedules::Task& task, core::Cycles start, std::int64_t cycles,
+            schedules::Phase phase, double flops, std::int64_t bytes) const;
   void transfer(const schedules::Task& task, std::int64_t bytes, const LinkUse& use) const;
   void memory(const MemoryTracker& memory, int ipu, core::Cycles now) const;
-  void phase(int phase, core::Cycles start) const;
+  void phase(schedules::Phase phase, core::Cycles start) const;
   void barrier(BarrierSpan::Kind kind, std::int64_t step, core::Cycles start,
                core::Cycles end) const;
 
@@ -50,7 +50,7 @@ struct ReplayState {
               const ReplayOptions& options);
 
   // Compute time, counted towards a phase.
-  void add_busy(int ipu, std::int64_t cycles, int phase);
+  void add_busy(int ipu, std::int64_t cycles, schedules::Phase phase);
   void add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes);
 
   const RunSpec& spec;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <utility>
 
@@ -41,14 +42,15 @@ class StepReplay {
 
   std::vector<std::vector<OffloadedFifo>> offloaded_fifos() const;
   std::vector<int> ipus_with_fifos() const;
-  Cycles run_ipu_step(int ipu, std::int64_t step, int phase, Cycles start);
-  Cycles run_host_transfer(int ipu, const Task& task, int phase, Cycles start);
-  Cycles run_compute(int ipu, const Task& task, std::int64_t step, int phase, Cycles start);
+  Cycles run_ipu_step(int ipu, std::int64_t step, schedules::Phase phase, Cycles start);
+  Cycles run_host_transfer(int ipu, const Task& task, schedules::Phase phase, Cycles start);
+  Cycles run_compute(int ipu, const Task& task, std::int64_t step, schedules::Phase phase,
+                     Cycles start);
   static std::size_t fifo_position(const std::vector<Task>& tasks);
-  Cycles stream_fifos(int ipu, std::int64_t step, int phase, Cycles cursor);
-  Cycles stream_idle_fifos(std::int64_t step, int phase, Cycles start);
+  Cycles stream_fifos(int ipu, std::int64_t step, schedules::Phase phase, Cycles cursor);
+  Cycles stream_idle_fifos(std::int64_t step, schedules::Phase phase, Cycles start);
   Cycles stream(int ipu, const OffloadedFifo& fifo, StreamSpan::Kind kind, std::int64_t step,
-                int phase, Cycles start);
+                schedules::Phase phase, Cycles start);
   Cycles exchange(std::int64_t step, Cycles compute_end);
 
   ReplayState& state_;
@@ -62,7 +64,7 @@ class StepReplay {
 
 Cycles StepReplay::run() {
   Cycles now{0};
-  int last_phase = -1;
+  std::optional<schedules::Phase> last_phase;
   // (next busy step, IPU), earliest first: IPUs run in index order within a step, and the
   // idle ones of Sequential's long steps cost nothing.
   using Wake = std::pair<std::int64_t, int>;
@@ -70,7 +72,7 @@ Cycles StepReplay::run() {
   for (int ipu = 0; ipu < state_.ipus; ++ipu)
     next_busy.push({schedule_.next_busy_step(ipu, 0), ipu});
   for (std::int64_t step = 0; step < schedule_.steps(); ++step) {
-    const int phase = int(schedule_.step_phase(step));
+    const auto phase = schedule_.step_phase(step);
     if (phase != last_phase)
       state_.observers.phase(phase, now);
     last_phase = phase;
@@ -84,14 +86,14 @@ Cycles StepReplay::run() {
     }
     compute_end = std::max(compute_end, stream_idle_fifos(step, phase, now));
     const Cycles exchanged = exchange(step, compute_end);
-    state_.phase_cycles[phase] += (exchanged - now).count;
+    state_.phase_cycles[schedules::index(phase)] += (exchanged - now).count;
     now = exchanged;
   }
   return now;
 }
 
 // Copies are not run here: they cross in the step's exchange.
-Cycles StepReplay::run_ipu_step(int ipu, std::int64_t step, int phase, Cycles start) {
+Cycles StepReplay::run_ipu_step(int ipu, std::int64_t step, schedules::Phase phase, Cycles start) {
   schedule_.tasks_in_step(step, ipu, tasks_);
   Cycles cursor = start;
   const std::size_t fifos_at = fifos_[ipu].empty() ? kNoFifos : fifo_position(tasks_);
@@ -110,7 +112,8 @@ Cycles StepReplay::run_ipu_step(int ipu, std::int64_t step, int phase, Cycles st
   return fifos_at == tasks_.size() ? stream_fifos(ipu, step, phase, cursor) : cursor;
 }
 
-Cycles StepReplay::run_host_transfer(int ipu, const Task& task, int phase, Cycles start) {
+Cycles StepReplay::run_host_transfer(int ipu, const Task& task, schedules::Phase phase,
+                                     Cycles start) {
   const auto bytes = state_.costs.host_bytes(task);
   const auto cycles = state_.costs.host_cycles(bytes);
   state_.busy[ipu].host += cycles;
@@ -118,7 +121,7 @@ Cycles StepReplay::run_host_transfer(int ipu, const Task& task, int phase, Cycle
   return start + Cycles{cycles};
 }
 
-Cycles StepReplay::run_compute(int ipu, const Task& task, std::int64_t step, int phase,
+Cycles StepReplay::run_compute(int ipu, const Task& task, std::int64_t step, schedules::Phase phase,
                                Cycles start) {
   const auto cycles = state_.costs.compute_cycles(task);
   const auto live = state_.costs.substage(task).live_bytes;
@@ -176,7 +179,7 @@ std::size_t StepReplay::fifo_position(const std::vector<Task>& tasks) {
 
 // Each run of an offloaded FIFO copies its oldest entry from streaming memory to its output,
 // then its input into the freed buffer (TF's FifoOp); the IPU waits for both.
-Cycles StepReplay::stream_fifos(int ipu, std::int64_t step, int phase, Cycles cursor) {
+Cycles StepReplay::stream_fifos(int ipu, std::int64_t step, schedules::Phase phase, Cycles cursor) {
   for (const auto& fifo : fifos_[ipu]) {
     if (!schedule_.fifo_runs(step, fifo.stage))
       continue;
@@ -187,7 +190,7 @@ Cycles StepReplay::stream_fifos(int ipu, std::int64_t step, int phase, Cycles cu
 }
 
 // The FIFOs of IPUs without tasks in this step still run in their slots.
-Cycles StepReplay::stream_idle_fifos(std::int64_t step, int phase, Cycles start) {
+Cycles StepReplay::stream_idle_fifos(std::int64_t step, schedules::Phase phase, Cycles start) {
   Cycles end = start;
   for (const int ipu : fifo_ipus_) {
     if (stepped_[ipu] != step)
@@ -197,7 +200,7 @@ Cycles StepReplay::stream_idle_fifos(std::int64_t step, int phase, Cycles start)
 }
 
 Cycles StepReplay::stream(int ipu, const OffloadedFifo& fifo, StreamSpan::Kind kind,
-                          std::int64_t step, int phase, Cycles start) {
+                          std::int64_t step, schedules::Phase phase, Cycles start) {
   const auto cycles = state_.costs.streaming_cycles(fifo.bytes);
   state_.add_streaming(ipu, cycles, fifo.bytes);
   const Cycles end = start + Cycles{cycles};

@@ -144,7 +144,7 @@ void TimelineRecorder::on_barrier(const BarrierSpan& span) {
     timeline_.barriers.push_back(span);
 }
 
-void TimelineRecorder::on_phase(int phase, core::Cycles start) {
+void TimelineRecorder::on_phase(schedules::Phase phase, core::Cycles start) {
   timeline_.phases.push_back({phase, start});
 }
 

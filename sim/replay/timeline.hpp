@@ -29,7 +29,7 @@ struct MemoryPoint {
 };
 
 struct PhaseStart {
-  int phase = 0;  // PhaseIndex
+  schedules::Phase phase = schedules::Phase::kRampUp;  // the phase the time counts towards
   core::Cycles start;
 };
 
@@ -84,7 +84,7 @@ class TimelineRecorder : public ReplayObserver {
   void on_transfer(const TransferSpan& span) override;
   void on_stream(const StreamSpan& span) override;
   void on_barrier(const BarrierSpan& span) override;
-  void on_phase(int phase, core::Cycles start) override;
+  void on_phase(schedules::Phase phase, core::Cycles start) override;
   void on_memory(const MemorySample& sample) override;
   void on_weight_update(const WeightUpdateSpan& span) override;
   void on_end(core::Cycles end) override;

@@ -14,8 +14,6 @@
 namespace ipusim::sim {
 namespace {
 
-constexpr std::array<const char*, 4> kPhaseLabels = {"ramp-up", "main", "ramp-down",
-                                                     "weight update"};
 const std::vector<std::string> kMemoryCategories = {
     "always_live", "weights",     "optimizer_state", "gradient_accumulators",
     "stash",       "activations", "copy_buffers"};
@@ -70,9 +68,9 @@ std::string timing(const RunReport& r) {
            cycles_and_time(r.run_cycles, clock) + " per run\n";
   }
   std::vector<std::vector<std::string>> rows = {{"Phase", "Cycles", "Time", "Share of step"}};
-  for (int i = 0; i < 4; ++i) {
-    const auto cycles = r.replay.phase_cycles[i];
-    rows.push_back({kPhaseLabels[i], with_commas(cycles),
+  for (const auto phase : schedules::kPhases) {
+    const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
+    rows.push_back({std::string(schedules::to_string(phase)), with_commas(cycles),
                     fixed(double(cycles) / clock * 1e3, 4) + " ms",
                     percent(share(double(cycles), double(r.replay.step_cycles)))});
   }
@@ -85,16 +83,18 @@ std::string timing(const RunReport& r) {
 }
 
 std::string utilisation(const RunReport& r) {
-  std::vector<std::vector<std::string>> rows = {{"IPU", "Utilisation", "Ramp-up", "Main",
-                                                 "Ramp-down", "Weight update", "Busy cycles",
-                                                 "Host link"}};
+  std::vector<std::string> heading = {"IPU", "Utilisation"};
+  for (const auto phase : schedules::kPhases)
+    heading.push_back(schedules::phase_heading(phase));
+  heading.insert(heading.end(), {"Busy cycles", "Host link"});
+  std::vector<std::vector<std::string>> rows = {heading};
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     std::vector<std::string> row = {
         std::to_string(i), percent(share(double(ipu.busy_cycles), double(r.replay.step_cycles)))};
-    for (int phase = 0; phase < 4; ++phase) {
-      row.push_back(
-          percent(share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase]))));
+    for (const auto phase : schedules::kPhases) {
+      row.push_back(percent(share(double(ipu.busy_in_phase[schedules::index(phase)]),
+                                  double(r.replay.phase_cycles[schedules::index(phase)]))));
     }
     row.push_back(with_commas(ipu.busy_cycles));
     row.push_back(percent(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))));
@@ -181,9 +181,10 @@ std::string memory(const RunReport& r) {
 nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
   const auto& ipu = r.replay.ipus[i];
   nlohmann::json phases = nlohmann::json::object();
-  for (int phase = 0; phase < 4; ++phase) {
-    phases[kPhaseNames[phase]] =
-        share(double(ipu.busy_in_phase[phase]), double(r.replay.phase_cycles[phase]));
+  for (const auto phase : schedules::kPhases) {
+    phases[std::string(schedules::phase_key(phase))] =
+        share(double(ipu.busy_in_phase[schedules::index(phase)]),
+              double(r.replay.phase_cycles[schedules::index(phase)]));
   }
   nlohmann::json breakdown = nlohmann::json::object();
   for (const auto& name : kMemoryCategories)
@@ -223,11 +224,14 @@ double RunReport::throughput() const {
 }
 
 std::int64_t RunReport::pipeline_cycles() const {
-  return replay.phase_cycles[kRampUp] + replay.phase_cycles[kMain] + replay.phase_cycles[kRampDown];
+  return replay.phase_cycles[schedules::index(schedules::Phase::kRampUp)] +
+         replay.phase_cycles[schedules::index(schedules::Phase::kMain)] +
+         replay.phase_cycles[schedules::index(schedules::Phase::kRampDown)];
 }
 
 double RunReport::ramp_overhead() const {
-  return share(double(replay.phase_cycles[kRampUp] + replay.phase_cycles[kRampDown]),
+  return share(double(replay.phase_cycles[schedules::index(schedules::Phase::kRampUp)] +
+                      replay.phase_cycles[schedules::index(schedules::Phase::kRampDown)]),
                double(replay.step_cycles));
 }
 
@@ -235,8 +239,9 @@ namespace {
 std::pair<double, double> pipeline_busy_and_capacity(const RunReport& r) {
   double busy = 0;
   for (const auto& ipu : r.replay.ipus) {
-    busy += double(ipu.busy_in_phase[kRampUp] + ipu.busy_in_phase[kMain] +
-                   ipu.busy_in_phase[kRampDown]);
+    busy += double(ipu.busy_in_phase[schedules::index(schedules::Phase::kRampUp)] +
+                   ipu.busy_in_phase[schedules::index(schedules::Phase::kMain)] +
+                   ipu.busy_in_phase[schedules::index(schedules::Phase::kRampDown)]);
   }
   return {busy, double(r.pipeline_cycles()) * double(r.replay.ipus.size())};
 }
@@ -430,9 +435,10 @@ std::string render_text(const RunReport& report) {
 nlohmann::json to_json(const RunReport& r) {
   const double clock = r.spec->hardware.clock_hz;
   nlohmann::json phases = nlohmann::json::object();
-  for (int i = 0; i < 4; ++i) {
-    phases[kPhaseNames[i]] = {{"cycles", r.replay.phase_cycles[i]},
-                              {"seconds", double(r.replay.phase_cycles[i]) / clock}};
+  for (const auto phase : schedules::kPhases) {
+    const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
+    phases[std::string(schedules::phase_key(phase))] = {{"cycles", cycles},
+                                                        {"seconds", double(cycles) / clock}};
   }
   nlohmann::json ipus = nlohmann::json::array();
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i)

@@ -18,9 +18,6 @@ constexpr std::array<TrackGroup, 6> kGroupOrder = {kIpus,      kLinks, kHostLink
 constexpr int kSyncThread = 0;
 constexpr int kPhaseThread = 1;
 
-constexpr std::array<const char*, 4> kPhaseLabels = {"ramp-up", "main", "ramp-down",
-                                                     "weight update"};
-
 // Builds the event list; every event carries name, ph, ts, pid and tid.
 class TraceWriter {
  public:
@@ -160,7 +157,7 @@ class TraceWriter {
       const auto& task = span.task;
       json args = {{"stage", task.stage},
                    {"micro_batch", task.microbatch + 1},
-                   {"phase", kPhaseLabels.at(span.phase)},
+                   {"phase", std::string(schedules::to_string(span.phase))},
                    {"flops", span.flops},
                    {"bytes", span.bytes}};
       if (task.step >= 0)
@@ -184,12 +181,13 @@ class TraceWriter {
       for (const auto& [name, start, end] : parts) {
         if (end > start) {
           slice(name, "weight_update", start, end, kIpus, span.ipu,
-                {{"phase", kPhaseLabels[kWeightUpdate]}});
+                {{"phase", std::string(schedules::to_string(schedules::Phase::kWeightUpdate))}});
         }
       }
       if (span.offload_end > span.all_reduce_end) {
         slice("optimizer state stream", "streaming", span.all_reduce_end, span.offload_end,
-              kStreaming, span.ipu, {{"phase", kPhaseLabels[kWeightUpdate]}});
+              kStreaming, span.ipu,
+              {{"phase", std::string(schedules::to_string(schedules::Phase::kWeightUpdate))}});
       }
     }
   }
@@ -204,7 +202,7 @@ class TraceWriter {
             {{"stage", span.stage},
              {"bytes", span.bytes},
              {"step", span.step + 1},
-             {"phase", kPhaseLabels.at(span.phase)}});
+             {"phase", std::string(schedules::to_string(span.phase))}});
     }
   }
 
@@ -237,7 +235,7 @@ class TraceWriter {
     for (std::size_t i = 0; i < starts.size(); ++i) {
       const auto& phase = starts[i];
       const auto end = i + 1 < starts.size() ? starts[i + 1].start : timeline_.end;
-      const std::string name = kPhaseLabels.at(phase.phase);
+      const std::string name = std::string(schedules::to_string(phase.phase));
       auto marker = event(name, "i", phase.start, kBsp, kPhaseThread);
       marker["s"] = "g";
       events_.push_back(std::move(marker));

@@ -144,7 +144,6 @@ Row table_row(const std::string& label, const std::vector<const CompareRun*>& ru
 }
 
 std::vector<Row> timing_rows(const std::vector<const CompareRun*>& ran) {
-  const char* phases[] = {"Ramp-up", "Main", "Ramp-down", "Weight update"};
   std::vector<Row> rows;
   rows.push_back(
       table_row("Step", ran, [](const CompareRun& r) { return cycles(r.metrics->step_cycles); }));
@@ -157,9 +156,9 @@ std::vector<Row> timing_rows(const std::vector<const CompareRun*>& ran) {
   rows.push_back(table_row("Utilisation (mean of IPUs)", ran, [](const CompareRun& r) {
     return percent(r.metrics->utilisation_mean);
   }));
-  for (std::size_t phase = 0; phase < 4; ++phase) {
-    rows.push_back(table_row(phases[phase], ran, [phase](const CompareRun& r) {
-      return cycles(r.metrics->phase_cycles[phase]);
+  for (const auto phase : schedules::kPhases) {
+    rows.push_back(table_row(schedules::phase_heading(phase), ran, [phase](const CompareRun& r) {
+      return cycles(r.metrics->phase_cycles[schedules::index(phase)]);
     }));
   }
   rows.push_back(table_row("Ramp overhead", ran,

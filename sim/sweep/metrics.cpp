@@ -84,12 +84,17 @@ RunMetrics run_metrics(const RunReport& report) {
 }
 
 const std::vector<std::string>& metric_columns() {
-  static const std::vector<std::string> columns = {
-      "step_cycles",          "step_seconds",    "throughput_samples_per_second",
-      "ramp_up_cycles",       "main_cycles",     "ramp_down_cycles",
-      "weight_update_cycles", "ramp_overhead",   "bubble_fraction",
-      "utilisation_mean",     "utilisation_min", "peak_memory_bytes_max",
-      "peak_stash_bytes_max", "fits_in_memory"};
+  static const std::vector<std::string> columns = [] {
+    std::vector<std::string> names = {"step_cycles", "step_seconds",
+                                      "throughput_samples_per_second"};
+    for (const auto phase : schedules::kPhases)
+      names.push_back(std::string(schedules::phase_key(phase)) + "_cycles");
+    for (const char* name :
+         {"ramp_overhead", "bubble_fraction", "utilisation_mean", "utilisation_min",
+          "peak_memory_bytes_max", "peak_stash_bytes_max", "fits_in_memory"})
+      names.push_back(name);
+    return names;
+  }();
   return columns;
 }
 
@@ -97,10 +102,10 @@ std::vector<std::string> metric_cells(const RunMetrics& m) {
   return {std::to_string(m.step_cycles),
           fixed(m.step_seconds, 12),
           fixed(m.throughput, 3),
-          std::to_string(m.phase_cycles[kRampUp]),
-          std::to_string(m.phase_cycles[kMain]),
-          std::to_string(m.phase_cycles[kRampDown]),
-          std::to_string(m.phase_cycles[kWeightUpdate]),
+          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kRampUp)]),
+          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kMain)]),
+          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kRampDown)]),
+          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)]),
           fixed(m.ramp_overhead, 6),
           fixed(m.bubble_fraction, 6),
           fixed(m.utilisation_mean, 6),

@@ -79,9 +79,10 @@ TEST_CASE("the N=2 M=8 grouped step with backward twice forward takes 2700 cycle
   sim::RunSpec spec;
   const auto report = simulate(equal_stages(2, 8, "grouped", 100, 200), spec);
   CHECK(report.pipeline_cycles() == 2700);
-  CHECK(report.replay.phase_cycles[sim::kRampUp] == 500);  // steps 1-3: F, F F, F | B F
-  CHECK(report.replay.phase_cycles[sim::kMain] == 1500);
-  CHECK(report.replay.phase_cycles[sim::kRampDown] == 700);
+  CHECK(report.replay.phase_cycles[schedules::index(schedules::Phase::kRampUp)] ==
+        500);  // steps 1-3: F, F F, F | B F
+  CHECK(report.replay.phase_cycles[schedules::index(schedules::Phase::kMain)] == 1500);
+  CHECK(report.replay.phase_cycles[schedules::index(schedules::Phase::kRampDown)] == 700);
 }
 
 TEST_CASE("sequential runs one IPU at a time: utilisation 1/N like sharding") {
@@ -90,7 +91,8 @@ TEST_CASE("sequential runs one IPU at a time: utilisation 1/N like sharding") {
     const auto report = simulate(equal_stages(n, 6, "sequential", 100, 200), spec);
     CHECK(report.pipeline_cycles() == 6 * n * 300);
     for (const auto& ipu : report.replay.ipus) {
-      CHECK(double(ipu.busy_in_phase[sim::kMain]) / double(report.pipeline_cycles()) ==
+      CHECK(double(ipu.busy_in_phase[schedules::index(schedules::Phase::kMain)]) /
+                double(report.pipeline_cycles()) ==
             Approx(1.0 / n));
     }
   }
@@ -249,7 +251,7 @@ TEST_CASE("sequential behaves like sharding: one IPU busy at a time and no stash
       run_shipped("configs/tf1_mnist_2ipu.json", {"pipeline.pipeline_schedule=sequential"}, spec);
   std::int64_t busy = 0;
   for (const auto& ipu : report.replay.ipus) {
-    busy += ipu.busy_in_phase[sim::kMain];
+    busy += ipu.busy_in_phase[schedules::index(schedules::Phase::kMain)];
     CHECK(ipu.peak_stash_bytes == 0);
   }
   CHECK(busy <= report.pipeline_cycles());  // never two IPUs computing at once
@@ -401,8 +403,8 @@ TEST_CASE("offloaded optimizer state streams in and out during the weight update
   config["pipeline"]["offload_weight_update_variables"] = true;
   const auto offloaded = simulate(config, spec);
   // Adam's two fp32 moments of 160,400 parameters, read and written back: 2,566,400 B.
-  CHECK(offloaded.replay.phase_cycles[sim::kWeightUpdate] -
-            on_chip.replay.phase_cycles[sim::kWeightUpdate] ==
+  CHECK(offloaded.replay.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] -
+            on_chip.replay.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] ==
         2'566'400);
   CHECK(on_chip.replay.ipus[0].memory_at_peak.at("optimizer_state") == 1'283'200);
   CHECK(offloaded.replay.ipus[0].memory_at_peak.count("optimizer_state") == 0);
@@ -416,11 +418,15 @@ TEST_CASE("replicas all-reduce their gradients in a ring over the rail links") {
       {1, 0}, {2, 2 * (100 + 160'400)}, {4, 6 * (100 + 80'200)}};
   sim::RunSpec spec;
   auto config = linked_stages(2, 4, "grouped");
-  const auto alone = simulate(config, spec).replay.phase_cycles[sim::kWeightUpdate];
+  const auto alone =
+      simulate(config, spec).replay.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)];
   for (const auto& [replicas, cycles] : all_reduce) {
     config["pipeline"]["replication_factor"] = replicas;
     INFO(replicas << " replicas");
-    CHECK(simulate(config, spec).replay.phase_cycles[sim::kWeightUpdate] - alone == cycles);
+    CHECK(simulate(config, spec)
+                  .replay.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] -
+              alone ==
+          cycles);
   }
 }
 
