@@ -118,12 +118,17 @@ nlohmann::json task_json(const Schedule& schedule, const Task& task, bool with_p
   return entry;
 }
 
+// {"ramp_up": ..., "main": ..., "ramp_down": ...}.
+nlohmann::json phase_object(std::int64_t ramp_up, std::int64_t main, std::int64_t ramp_down) {
+  return {{std::string(phase_key(Phase::kRampUp)), ramp_up},
+          {std::string(phase_key(Phase::kMain)), main},
+          {std::string(phase_key(Phase::kRampDown)), ramp_down}};
+}
+
 nlohmann::json phases_json(const PhaseCounts& c) {
-  nlohmann::json phases = {
-      {"counts", c.counts_steps ? "steps" : "compute_tasks"},
-      {"code",
-       {{"ramp_up", c.code_ramp_up}, {"main", c.code_main}, {"ramp_down", c.code_ramp_down}}},
-      {"utilisation", {{"ramp_up", c.ramp_up}, {"main", c.main}, {"ramp_down", c.ramp_down}}}};
+  nlohmann::json phases = {{"counts", c.counts_steps ? "steps" : "compute_tasks"},
+                           {"code", phase_object(c.code_ramp_up, c.code_main, c.code_ramp_down)},
+                           {"utilisation", phase_object(c.ramp_up, c.main, c.ramp_down)}};
   if (c.counts_steps) {
     phases["full"] = c.full;
     phases["idle_tail"] = c.idle_tail;

@@ -28,6 +28,13 @@ std::size_t TaskWorkHash::operator()(const Task& task) const {
   return h;
 }
 
+std::string_view to_string(Op op) {
+  static constexpr std::array<std::string_view, 9> kNames = {
+      "forward", "backward", "recompute",     "weight gradient", "copy",
+      "infeed",  "outfeed",  "weight update", "all-reduce"};
+  return kNames[static_cast<std::size_t>(op)];
+}
+
 char op_letter(Op op) {
   switch (op) {
     case Op::kForward:

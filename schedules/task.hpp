@@ -66,6 +66,9 @@ struct TaskWorkEqual {
 
 // 'F', 'B', 'R' or 'W' for compute ops.
 char op_letter(Op op);
+// The task kind's one name in reports, traces and charts: "forward", "backward", "recompute",
+// "weight gradient", "copy", "infeed", "outfeed", "weight update", "all-reduce".
+std::string_view to_string(Op op);
 
 // Every phase, in order; arrays of per-phase figures are indexed by index(phase).
 inline constexpr std::array<Phase, 4> kPhases = {Phase::kRampUp, Phase::kMain, Phase::kRampDown,

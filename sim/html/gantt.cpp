@@ -17,25 +17,32 @@ using gantt::kSlot;
 using gantt::Row;
 using gantt::RowSpan;
 using gantt::RunView;
+using schedules::Op;
 
 // How a kind of box looks: its CSS class, fill and legend entry.
 struct KindStyle {
   const char* css;
   const char* colour;
-  const char* legend;
+  std::string legend;
   bool dark_text;  // on light fills
 };
 
-constexpr std::array<KindStyle, kKinds> kStyles = {{
-    {"k-f", "#4c78a8", "F forward", false},
-    {"k-b", "#f58518", "B backward", false},
-    {"k-r", "#b279a2", "R recompute", false},
-    {"k-w", "#54a24b", "W weight gradient", false},
-    {"k-ar", "#9d755d", "all-reduce", false},
+// "F forward" for compute, the task kind's name for the rest.
+std::string op_legend(Op op) {
+  const std::string name(schedules::to_string(op));
+  return schedules::is_compute(op) ? std::string(1, schedules::op_letter(op)) + " " + name : name;
+}
+
+const std::array<KindStyle, kKinds> kStyles = {{
+    {"k-f", "#4c78a8", op_legend(Op::kForward), false},
+    {"k-b", "#f58518", op_legend(Op::kBackward), false},
+    {"k-r", "#b279a2", op_legend(Op::kRecompute), false},
+    {"k-w", "#54a24b", op_legend(Op::kWeightGrad), false},
+    {"k-ar", "#9d755d", op_legend(Op::kAllReduce), false},
     {"k-st", "#c9c2bf", "optimizer state stream", true},
-    {"k-wu", "#d64545", "weight update", false},
-    {"k-in", "#72b7b2", "infeed", true},
-    {"k-out", "#3a8f8a", "outfeed", false},
+    {"k-wu", "#d64545", op_legend(Op::kWeightUpdate), false},
+    {"k-in", "#72b7b2", op_legend(Op::kInfeed), true},
+    {"k-out", "#3a8f8a", op_legend(Op::kOutfeed), false},
     {"k-sy", "#8c8c8c", "sync", false},
     {"k-ex", "#e6b800", "exchange", true},
     {"k-act", "#9ecae9", "activation copy", true},

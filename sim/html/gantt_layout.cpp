@@ -69,15 +69,20 @@ class RowBuilder {
 
   void add_weight_updates() {
     for (const auto& span : timeline_.weight_updates) {
-      const std::array<std::tuple<Kind, core::Cycles, core::Cycles, const char*, const char*>, 3>
-          parts = {{{Kind::kAllReduce, span.start, span.all_reduce_end, "all-reduce", "AR"},
-                    {Kind::kStateStream, span.all_reduce_end, span.offload_end, "optimizer state",
-                     "opt"},
-                    {Kind::kWeightUpdate, span.offload_end, span.end, "weight update", "WU"}}};
+      using schedules::Op;
+      const std::array<std::tuple<Kind, core::Cycles, core::Cycles, std::string_view, const char*>,
+                       3>
+          parts = {{{Kind::kAllReduce, span.start, span.all_reduce_end,
+                     schedules::to_string(Op::kAllReduce), "AR"},
+                    {Kind::kStateStream, span.all_reduce_end, span.offload_end,
+                     std::string_view("optimizer state"), "opt"},
+                    {Kind::kWeightUpdate, span.offload_end, span.end,
+                     schedules::to_string(Op::kWeightUpdate), "WU"}}};
       for (const auto& [kind, start, end, label, short_label] : parts) {
         if (end <= start)
           continue;
-        rows_[span.ipu].spans.push_back({start.count, end.count, kind, label, short_label,
+        rows_[span.ipu].spans.push_back({start.count, end.count, kind, std::string(label),
+                                         short_label,
                                          std::string(label) + " on IPU" + std::to_string(span.ipu) +
                                              " \u00b7 " + cycles_text(start.count, end.count)});
       }

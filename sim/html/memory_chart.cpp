@@ -1,11 +1,13 @@
 #include "sim/html/memory_chart.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/html/page.hpp"
 #include "sim/html/svg.hpp"
@@ -15,28 +17,29 @@ namespace {
 
 using svg::escape;
 
-// Memory categories from the bottom of the stack up; the dynamic ones last.
-const std::vector<std::pair<std::string, std::string>>& memory_categories() {
-  static const std::vector<std::pair<std::string, std::string>> categories = {
-      {"always_live", "#b9bec5"},     {"weights", "#4c78a8"},
-      {"optimizer_state", "#72b7b2"}, {"gradient_accumulators", "#54a24b"},
-      {"copy_buffers", "#eeca3b"},    {"stash", "#f58518"},
-      {"activations", "#e45756"}};
-  return categories;
-}
+// Memory categories from the bottom of the stack up, with their colours; the dynamic ones last.
+struct CategoryStyle {
+  MemoryCategory category;
+  const char* colour;
+};
 
-bool known_category(const std::string& category) {
-  const auto& known = memory_categories();
-  return std::any_of(known.begin(), known.end(),
-                     [&category](const auto& entry) { return entry.first == category; });
-}
+constexpr std::array<CategoryStyle, kMemoryCategories.size()> kCategoryStyles = {{
+    {MemoryCategory::kAlwaysLive, "#b9bec5"},
+    {MemoryCategory::kWeights, "#4c78a8"},
+    {MemoryCategory::kOptimizerState, "#72b7b2"},
+    {MemoryCategory::kGradientAccumulators, "#54a24b"},
+    {MemoryCategory::kCopyBuffers, "#eeca3b"},
+    {MemoryCategory::kStash, "#f58518"},
+    {MemoryCategory::kActivations, "#e45756"},
+}};
 
-std::string category_colour(const std::string& category) {
-  for (const auto& [name, colour] : memory_categories()) {
-    if (name == category)
-      return colour;
+std::string category_colour(MemoryCategory category) {
+  for (const auto& style : kCategoryStyles) {
+    if (style.category == category)
+      return style.colour;
   }
-  return "#9d755d";
+  IPUSIM_CHECK(false);
+  return "";
 }
 
 // One IPU's memory over the step: static categories as bands, stash and activations as
@@ -76,20 +79,13 @@ class MemoryChart {
     axes(w);
     const auto& statics = timeline_.layout.static_memory.at(ipu);
     double base = 0;
-    for (const auto& [category, colour] : memory_categories()) {
+    for (const auto& [category, colour] : kCategoryStyles) {
       const auto found = statics.find(category);
       if (found == statics.end() || found->second == 0)
         continue;
       w.rect_fill(kLeft, y(base + double(found->second)), plot_width(),
                   y(base) - y(base + double(found->second)), colour);
       base += double(found->second);
-    }
-    for (const auto& [category, bytes] : statics) {
-      if (!known_category(category)) {
-        w.rect_fill(kLeft, y(base + double(bytes)), plot_width(), y(base) - y(base + double(bytes)),
-                    category_colour(category));
-        base += double(bytes);
-      }
     }
     dynamic_areas(w, ipu, base);
     capacity_line(w);
@@ -158,8 +154,8 @@ class MemoryChart {
       live_top[c] = stash_top[c] + double(pixels[c].live_bytes);
     }
     const std::vector<double> flat(pixels.size(), base);
-    area(w, flat, stash_top, category_colour("stash"));
-    area(w, stash_top, live_top, category_colour("activations"));
+    area(w, flat, stash_top, category_colour(MemoryCategory::kStash));
+    area(w, stash_top, live_top, category_colour(MemoryCategory::kActivations));
   }
 
   // The region between two step functions; runs of equal columns share vertices.
@@ -235,8 +231,9 @@ std::string memory_section(const RunReport& r, const Timeline& timeline) {
       peak >= 0.25 * double(capacity) ? double(capacity) * 1.05 : std::max(peak * 1.15, 1.0);
   const double y_top = axis_top(top);
   std::string out = "<div class=\"legend\">";
-  for (const auto& [category, colour] : memory_categories()) {
-    out += "<span><i style=\"background:" + colour + "\"></i>" + escape(category) + "</span>";
+  for (const auto& [category, colour] : kCategoryStyles) {
+    out += "<span><i style=\"background:" + std::string(colour) + "\"></i>" +
+           escape(std::string(to_string(category))) + "</span>";
   }
   out +=
       "<span><i style=\"background:#c62828;height:2px;vertical-align:3px\"></i>capacity</span>"

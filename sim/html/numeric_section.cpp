@@ -52,7 +52,7 @@ std::string mean_loss_chart(const std::vector<double>& means) {
   return "<div>" +
          svg::line_chart({"numeric-mean_loss_per_update",
                           "Mean loss per weight update",
-                          "weight update",
+                          std::string(schedules::to_string(schedules::Op::kWeightUpdate)),
                           "mean loss (nats)",
                           {},
                           false,

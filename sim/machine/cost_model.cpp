@@ -172,23 +172,13 @@ void add_copy_bytes(const RunSpec& spec, const Placement& where, CostModel& mode
   }
 }
 
-void add_ipu_memory(const RunSpec& spec, CostModel& model) {
-  const int ipus = spec.pipeline.ipus_per_replica();
+// Weights, accumulators and optimizer state of every layer, on its IPU (the optimizer state in
+// streaming memory when offloaded); returns the parameters per IPU.
+std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model) {
   const auto& p = spec.pipeline;
   const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
-  model.static_memory.assign(ipus, {});
-  model.streaming_memory.assign(ipus, {});
-  model.weight_update_cycles.assign(ipus, 0);
-  model.offload_bytes.assign(ipus, 0);
-  model.gradient_bytes.assign(ipus, 0);
-  for (int ipu = 0; ipu < ipus; ++ipu) {
-    if (spec.hardware.always_live_bytes > 0) {
-      model.static_memory[ipu].push_back(
-          {"always_live", "code and control", spec.hardware.always_live_bytes});
-    }
-  }
-  std::vector<std::int64_t> params(ipus, 0);
-  for (const auto& stage : spec.pipeline.stages) {
+  std::vector<std::int64_t> params(std::size_t(p.ipus_per_replica()), 0);
+  for (const auto& stage : p.stages) {
     for (std::size_t j = 0; j < stage.substage_layers.size(); ++j) {
       const int ipu = stage.ipus[j];
       for (int layer : stage.substage_layers[j]) {
@@ -197,20 +187,56 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
           continue;
         const auto& id = spec.model.layers[layer].id;
         auto& items = model.static_memory[ipu];
-        items.push_back({"weights", "weights of " + id, n * models::dtype_bytes(p.dtype)});
+        items.push_back(
+            {MemoryCategory::kWeights, "weights of " + id, n * models::dtype_bytes(p.dtype)});
         if (p.training) {
-          items.push_back({"gradient_accumulators", "gradient accumulators of " + id,
+          items.push_back({MemoryCategory::kGradientAccumulators, "gradient accumulators of " + id,
                            n * models::dtype_bytes(p.gradient_accumulation_dtype)});
           if (state_elements > 0) {
             auto& where = p.offload_weight_update_variables ? model.streaming_memory[ipu] : items;
-            where.push_back(
-                {"optimizer_state", "optimizer state of " + id, n * state_elements * 4});
+            where.push_back({MemoryCategory::kOptimizerState, "optimizer state of " + id,
+                             n * state_elements * 4});
           }
         }
         params[ipu] += n;
       }
     }
   }
+  return params;
+}
+
+// The weight update of `params` parameters on one IPU: its cycles, the optimizer state it
+// streams when offloaded, and the gradients replicas all-reduce.
+void add_weight_update(const RunSpec& spec, int ipu, std::int64_t params, CostModel& model) {
+  const auto& p = spec.pipeline;
+  const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
+  const double n = double(params);
+  const double bytes =
+      n * (2.0 * models::dtype_bytes(p.dtype) + models::dtype_bytes(p.gradient_accumulation_dtype) +
+           8.0 * state_elements);
+  model.weight_update_cycles[ipu] = compute_cycles(
+      spec.hardware, models::DType::kFp32, n * update_flops_per_param(p.optimizer.kind), bytes);
+  if (p.offload_weight_update_variables)
+    model.offload_bytes[ipu] =
+        core::checked_mul(params, state_elements * 4 * 2, "optimizer state byte count");
+  model.gradient_bytes[ipu] = core::checked_mul(
+      params, models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
+}
+
+void add_ipu_memory(const RunSpec& spec, CostModel& model) {
+  const int ipus = spec.pipeline.ipus_per_replica();
+  model.static_memory.assign(ipus, {});
+  model.streaming_memory.assign(ipus, {});
+  model.weight_update_cycles.assign(ipus, 0);
+  model.offload_bytes.assign(ipus, 0);
+  model.gradient_bytes.assign(ipus, 0);
+  for (int ipu = 0; ipu < ipus; ++ipu) {
+    if (spec.hardware.always_live_bytes > 0) {
+      model.static_memory[ipu].push_back(
+          {MemoryCategory::kAlwaysLive, "code and control", spec.hardware.always_live_bytes});
+    }
+  }
+  const auto params = add_layer_memory(spec, model);
   for (int ipu = 0; ipu < ipus; ++ipu) {
     std::int64_t copy_buffer = 0;
     for (const auto& [key, bytes] : model.copy_bytes) {
@@ -218,20 +244,10 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
         copy_buffer += bytes;
     }
     if (copy_buffer > 0)
-      model.static_memory[ipu].push_back({"copy_buffers", "inter-IPU copy buffers", copy_buffer});
-    if (!p.training)
-      continue;
-    const double n = double(params[ipu]);
-    const double bytes =
-        n * (2.0 * models::dtype_bytes(p.dtype) +
-             models::dtype_bytes(p.gradient_accumulation_dtype) + 8.0 * state_elements);
-    model.weight_update_cycles[ipu] = compute_cycles(
-        spec.hardware, models::DType::kFp32, n * update_flops_per_param(p.optimizer.kind), bytes);
-    if (p.offload_weight_update_variables)
-      model.offload_bytes[ipu] =
-          core::checked_mul(params[ipu], state_elements * 4 * 2, "optimizer state byte count");
-    model.gradient_bytes[ipu] = core::checked_mul(
-        params[ipu], models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
+      model.static_memory[ipu].push_back(
+          {MemoryCategory::kCopyBuffers, "inter-IPU copy buffers", copy_buffer});
+    if (spec.pipeline.training)
+      add_weight_update(spec, ipu, params[ipu], model);
   }
 }
 

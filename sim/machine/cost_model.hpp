@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
+#include "sim/machine/memory_category.hpp"
 #include "sim/spec/spec.hpp"
 
 namespace ipusim::sim {
@@ -32,8 +33,7 @@ struct SubstageCost {
 
 // One category of memory on one IPU, at the granularity the out-of-memory message names.
 struct MemoryItem {
-  std::string
-      category;      // always_live, weights, optimizer_state, gradient_accumulators, copy_buffers
+  MemoryCategory category = MemoryCategory::kWeights;
   std::string name;  // e.g. "weights of dense256"
   std::int64_t bytes = 0;
 };

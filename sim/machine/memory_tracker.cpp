@@ -61,7 +61,7 @@ MemoryTracker::MemoryTracker(const CostModel& cost, const schedules::Schedule& s
   for (int ipu = 0; ipu < ipus; ++ipu) {
     for (const auto& [category, bytes] : static_by_category_[ipu])
       static_total_[ipu] = core::checked_add(static_total_[ipu], bytes, kBytes);
-    const auto fifos = static_by_category_[ipu].find("stash");
+    const auto fifos = static_by_category_[ipu].find(MemoryCategory::kStash);
     fifo_total_[ipu] = fifos == static_by_category_[ipu].end() ? 0 : fifos->second;
   }
 }
@@ -86,9 +86,9 @@ std::vector<MemoryPeak> MemoryTracker::stats() const {
     auto& breakdown = stats[ipu].memory_at_peak;
     breakdown = static_by_category_[ipu];
     if (at_peak_[ipu].stash > 0)
-      breakdown["stash"] += at_peak_[ipu].stash;
+      breakdown[MemoryCategory::kStash] += at_peak_[ipu].stash;
     if (at_peak_[ipu].live > 0)
-      breakdown["activations"] += at_peak_[ipu].live;
+      breakdown[MemoryCategory::kActivations] += at_peak_[ipu].live;
     stats[ipu].streaming_memory = streaming_by_category_[ipu];
   }
   return stats;
@@ -105,9 +105,9 @@ std::vector<IpuOverflow> MemoryTracker::overflows() const {
   return out;
 }
 
-std::vector<std::map<std::string, std::int64_t>> MemoryTracker::by_category(
+std::vector<MemoryByCategory> MemoryTracker::by_category(
     const std::vector<std::vector<MemoryItem>>& items) {
-  std::vector<std::map<std::string, std::int64_t>> out(items.size());
+  std::vector<MemoryByCategory> out(items.size());
   for (std::size_t ipu = 0; ipu < items.size(); ++ipu) {
     for (const auto& item : items[ipu]) {
       auto& total = out[ipu][item.category];
@@ -125,7 +125,7 @@ void MemoryTracker::add_static_fifos(const CostModel& cost, const schedules::Sch
       const std::int64_t bytes = core::checked_mul(depth[s], sub.stash_bytes, kBytes);
       if (bytes == 0)
         continue;
-      items[sub.ipu].push_back({"stash",
+      items[sub.ipu].push_back({MemoryCategory::kStash,
                                 "stash FIFO of stage " + std::to_string(s) + " (" +
                                     std::to_string(depth[s]) + " x " +
                                     si(double(sub.stash_bytes), "B") + ")",
@@ -138,9 +138,10 @@ IpuOverflow MemoryTracker::overflow(int ipu) const {
   const Peak& peak = at_peak_[ipu];
   IpuOverflow oom{ipu, ipu, peak.step, peak.cycle, stats_[ipu].peak_memory_bytes, items_[ipu]};
   if (peak.stash > 0)
-    oom.largest.push_back({"stash", "stashed activations in flight", peak.stash});
+    oom.largest.push_back({MemoryCategory::kStash, "stashed activations in flight", peak.stash});
   if (peak.live > 0)
-    oom.largest.push_back({"activations", "activations of the running task", peak.live});
+    oom.largest.push_back(
+        {MemoryCategory::kActivations, "activations of the running task", peak.live});
   std::stable_sort(oom.largest.begin(), oom.largest.end(),
                    [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
   if (oom.largest.size() > 5)

@@ -19,11 +19,11 @@ namespace ipusim::sim {
 
 // An IPU's memory at its peak. Invariant: memory_at_peak sums to peak_memory_bytes.
 struct MemoryPeak {
-  std::int64_t peak_memory_bytes = 0;                  // on chip
-  std::int64_t peak_stash_bytes = 0;                   // on chip
-  std::map<std::string, std::int64_t> memory_at_peak;  // on chip, by category
-  // Off chip: what lives in streaming memory by category ("stash", "optimizer_state").
-  std::map<std::string, std::int64_t> streaming_memory;
+  std::int64_t peak_memory_bytes = 0;  // on chip
+  std::int64_t peak_stash_bytes = 0;   // on chip
+  MemoryByCategory memory_at_peak;     // on chip, by category
+  // Off chip: what lives in streaming memory (stash FIFOs, optimizer state).
+  MemoryByCategory streaming_memory;
 };
 
 // Memory of one IPU that changes during the step: stash entries in flight (dynamic FIFOs)
@@ -71,9 +71,7 @@ class MemoryTracker {
   // Every IPU over capacity at its peak, the largest need first (the lower IPU on a tie).
   std::vector<IpuOverflow> overflows() const;
 
-  const std::vector<std::map<std::string, std::int64_t>>& static_memory() const {
-    return static_by_category_;
-  }
+  const std::vector<MemoryByCategory>& static_memory() const { return static_by_category_; }
   MemorySample sample(int ipu, core::Cycles now) const {
     return {ipu, now, stash_[ipu], live_[ipu]};
   }
@@ -86,7 +84,7 @@ class MemoryTracker {
     std::int64_t cycle = 0;
   };
 
-  static std::vector<std::map<std::string, std::int64_t>> by_category(
+  static std::vector<MemoryByCategory> by_category(
       const std::vector<std::vector<MemoryItem>>& items);
   static void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule,
                                std::vector<std::vector<MemoryItem>>& items);
@@ -94,8 +92,8 @@ class MemoryTracker {
 
   std::vector<std::vector<MemoryItem>> items_;
   std::vector<std::vector<MemoryItem>> streaming_items_;
-  std::vector<std::map<std::string, std::int64_t>> static_by_category_;
-  std::vector<std::map<std::string, std::int64_t>> streaming_by_category_;
+  std::vector<MemoryByCategory> static_by_category_;
+  std::vector<MemoryByCategory> streaming_by_category_;
   std::vector<std::int64_t> static_total_;
   std::vector<std::int64_t> fifo_total_;  // static FIFOs, part of static_total_
   std::int64_t capacity_;

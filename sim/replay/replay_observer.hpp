@@ -31,7 +31,7 @@ struct ReplayLayout {
   bool step_based = false;           // BSP steps (Graphcore schedules)
   // Memory that does not change during the step, per IPU by category; FIFOs are here when the
   // schedule allocates them for the whole program (Graphcore schedules).
-  std::vector<std::map<std::string, std::int64_t>> static_memory;
+  std::vector<MemoryByCategory> static_memory;
 };
 
 // A compute task (F, B, R, W) or a host transfer (infeed, outfeed) on one IPU.

@@ -24,18 +24,17 @@ std::string span_label(const schedules::Task& task) {
   const std::string m = std::to_string(task.microbatch + 1);
   switch (task.op) {
     case Op::kInfeed:
-      return "infeed m" + m;
+      return std::string(to_string(Op::kInfeed)) + " m" + m;
     case Op::kOutfeed:
-      return "outfeed m" + m;
+      return std::string(to_string(Op::kOutfeed)) + " m" + m;
     case Op::kCopy: {
       const bool gradient = task.copy == schedules::CopyKind::kGradient;
       return std::string(gradient ? "grad s" : "act s") + std::to_string(task.stage) +
              (task.microbatch >= 0 ? " m" + m : "");
     }
     case Op::kWeightUpdate:
-      return "weight update";
     case Op::kAllReduce:
-      return "all-reduce";
+      return std::string(to_string(task.op));
     default:
       return schedules::op_letter(task.op) + m + " s" + std::to_string(task.stage);
   }
@@ -53,11 +52,10 @@ std::string Timeline::truncation_note() const {
   return "showing the first " + cycles;
 }
 
-std::map<std::string, std::int64_t> Timeline::memory_by_category(int ipu,
-                                                                 const MemoryPoint& point) const {
+MemoryByCategory Timeline::memory_by_category(int ipu, const MemoryPoint& point) const {
   auto categories = layout.static_memory.at(ipu);
-  categories["stash"] += point.stash_bytes;
-  categories["activations"] += point.live_bytes;
+  categories[MemoryCategory::kStash] += point.stash_bytes;
+  categories[MemoryCategory::kActivations] += point.live_bytes;
   return categories;
 }
 

@@ -54,9 +54,9 @@ struct Timeline {
   std::int64_t spans_kept = 0;
 
   double clock_hz() const { return layout.clock_hz; }
-  // Everything `ipu` holds at `point`, by category: its static memory, "stash" (FIFOs and
-  // entries in flight) and "activations" (the running task's).
-  std::map<std::string, std::int64_t> memory_by_category(int ipu, const MemoryPoint& point) const;
+  // Everything `ipu` holds at `point`, by category: its static memory, the stash (FIFOs and
+  // entries in flight) and the running task's activations.
+  MemoryByCategory memory_by_category(int ipu, const MemoryPoint& point) const;
   // "showing the first 120 of 2,000 steps (1,234,567 of 20,000,000 cycles)"; empty when
   // nothing was dropped.
   std::string truncation_note() const;

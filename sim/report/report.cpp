@@ -14,10 +14,6 @@
 namespace ipusim::sim {
 namespace {
 
-const std::vector<std::string> kMemoryCategories = {
-    "always_live", "weights",     "optimizer_state", "gradient_accumulators",
-    "stash",       "activations", "copy_buffers"};
-
 double share(double part, double whole) {
   return whole > 0 ? part / whole : 0.0;
 }
@@ -112,12 +108,6 @@ std::string utilisation(const RunReport& r) {
   return out;
 }
 
-std::int64_t bytes_of(const std::map<std::string, std::int64_t>& categories,
-                      const std::string& name) {
-  const auto found = categories.find(name);
-  return found == categories.end() ? 0 : found->second;
-}
-
 bool uses_streaming_memory(const RunReport& r) {
   for (const auto& ipu : r.replay.ipus) {
     if (!ipu.streaming_memory.empty() || ipu.streaming_bytes > 0)
@@ -135,10 +125,11 @@ std::string streaming(const RunReport& r) {
       {"IPU", "Stash FIFOs", "Optimizer state", "Link busy", "Link bytes per step"}};
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
-    rows.push_back({std::to_string(i), si(double(bytes_of(ipu.streaming_memory, "stash")), "B"),
-                    si(double(bytes_of(ipu.streaming_memory, "optimizer_state")), "B"),
-                    percent(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))),
-                    si(double(ipu.streaming_bytes), "B")});
+    rows.push_back(
+        {std::to_string(i), si(double(bytes_of(ipu.streaming_memory, MemoryCategory::kStash)), "B"),
+         si(double(bytes_of(ipu.streaming_memory, MemoryCategory::kOptimizerState)), "B"),
+         percent(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))),
+         si(double(ipu.streaming_bytes), "B")});
   }
   return "\nStreaming memory per IPU (off chip, " + si(hw.streaming_memory_bandwidth, "B/s") +
          " link per IPU)\n" + render_table(rows, {true, true, true, true, true});
@@ -151,14 +142,15 @@ std::string memory(const RunReport& r) {
                                                  "Always-live", "Fits"}};
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
-    auto category = [&](const std::string& name) {
+    auto category = [&](MemoryCategory name) {
       return si(double(bytes_of(ipu.memory_at_peak, name)), "B");
     };
-    rows.push_back({std::to_string(i), si(double(ipu.peak_memory_bytes), "B"),
-                    si(double(ipu.peak_stash_bytes), "B"), category("weights"),
-                    category("optimizer_state"), category("gradient_accumulators"),
-                    category("activations"), category("copy_buffers"), category("always_live"),
-                    ipu.peak_memory_bytes <= capacity ? "yes" : "NO"});
+    rows.push_back(
+        {std::to_string(i), si(double(ipu.peak_memory_bytes), "B"),
+         si(double(ipu.peak_stash_bytes), "B"), category(MemoryCategory::kWeights),
+         category(MemoryCategory::kOptimizerState), category(MemoryCategory::kGradientAccumulators),
+         category(MemoryCategory::kActivations), category(MemoryCategory::kCopyBuffers),
+         category(MemoryCategory::kAlwaysLive), ipu.peak_memory_bytes <= capacity ? "yes" : "NO"});
   }
   std::string out =
       "\nMemory per IPU at its peak (capacity " + si(double(capacity), "B") + ")\n" +
@@ -187,13 +179,13 @@ nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
               double(r.replay.phase_cycles[schedules::index(phase)]));
   }
   nlohmann::json breakdown = nlohmann::json::object();
-  for (const auto& name : kMemoryCategories)
-    breakdown[name] = bytes_of(ipu.memory_at_peak, name);
+  for (const auto category : kMemoryCategories)
+    breakdown[std::string(to_string(category))] = bytes_of(ipu.memory_at_peak, category);
   nlohmann::json streaming = nlohmann::json::object();
   std::int64_t streaming_total = 0;
-  for (const auto& name : {"stash", "optimizer_state"}) {
-    streaming[name] = bytes_of(ipu.streaming_memory, name);
-    streaming_total += bytes_of(ipu.streaming_memory, name);
+  for (const auto category : {MemoryCategory::kStash, MemoryCategory::kOptimizerState}) {
+    streaming[std::string(to_string(category))] = bytes_of(ipu.streaming_memory, category);
+    streaming_total += bytes_of(ipu.streaming_memory, category);
   }
   return {
       {"ipu", i},

@@ -174,13 +174,13 @@ class TraceWriter {
 
   void weight_updates() {
     for (const auto& span : timeline_.weight_updates) {
-      const std::array<std::tuple<const char*, core::Cycles, core::Cycles>, 3> parts = {
-          {{"all-reduce", span.start, span.all_reduce_end},
+      const std::array<std::tuple<std::string_view, core::Cycles, core::Cycles>, 3> parts = {
+          {{schedules::to_string(schedules::Op::kAllReduce), span.start, span.all_reduce_end},
            {"optimizer state stream", span.all_reduce_end, span.offload_end},
-           {"weight update", span.offload_end, span.end}}};
+           {schedules::to_string(schedules::Op::kWeightUpdate), span.offload_end, span.end}}};
       for (const auto& [name, start, end] : parts) {
         if (end > start) {
-          slice(name, "weight_update", start, end, kIpus, span.ipu,
+          slice(std::string(name), "weight_update", start, end, kIpus, span.ipu,
                 {{"phase", std::string(schedules::to_string(schedules::Phase::kWeightUpdate))}});
         }
       }
@@ -259,7 +259,7 @@ class TraceWriter {
         auto e = event("IPU" + std::to_string(ipu) + " memory", "C", point.at, kMemory, 0);
         json args = json::object();
         for (const auto& [category, bytes] : timeline_.memory_by_category(ipu, point))
-          args[category] = bytes;
+          args[std::string(to_string(category))] = bytes;
         e["args"] = std::move(args);
         events_.push_back(std::move(e));
       }

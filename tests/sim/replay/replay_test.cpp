@@ -406,8 +406,9 @@ TEST_CASE("offloaded optimizer state streams in and out during the weight update
   CHECK(offloaded.replay.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] -
             on_chip.replay.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] ==
         2'566'400);
-  CHECK(on_chip.replay.ipus[0].memory_at_peak.at("optimizer_state") == 1'283'200);
-  CHECK(offloaded.replay.ipus[0].memory_at_peak.count("optimizer_state") == 0);
+  CHECK(on_chip.replay.ipus[0].memory_at_peak.at(sim::MemoryCategory::kOptimizerState) ==
+        1'283'200);
+  CHECK(offloaded.replay.ipus[0].memory_at_peak.count(sim::MemoryCategory::kOptimizerState) == 0);
   CHECK(offloaded.replay.ipus[0].peak_memory_bytes ==
         on_chip.replay.ipus[0].peak_memory_bytes - 1'283'200);
 }
@@ -467,11 +468,11 @@ TEST_CASE("offloaded stash FIFOs leave IPU memory for streaming memory") {
   CHECK(on_chip.replay.ipus[0].peak_stash_bytes == 32);
   CHECK(on_chip.replay.ipus[0].streaming_memory.empty());
   CHECK(offloaded.replay.ipus[0].peak_stash_bytes == 0);
-  CHECK(offloaded.replay.ipus[0].memory_at_peak.count("stash") == 0);
+  CHECK(offloaded.replay.ipus[0].memory_at_peak.count(sim::MemoryCategory::kStash) == 0);
   CHECK(offloaded.replay.ipus[0].peak_memory_bytes ==
         on_chip.replay.ipus[0].peak_memory_bytes - 32);
   CHECK(offloaded.replay.ipus[0].streaming_memory ==
-        std::map<std::string, std::int64_t>{{"stash", 32}});
+        sim::MemoryByCategory{{sim::MemoryCategory::kStash, 32}});
   CHECK(offloaded.replay.ipus[1].streaming_memory.empty());
 }
 
@@ -561,7 +562,7 @@ TEST_CASE("interleaved streams stage 0's FIFO in its six forward slots") {
   const auto offloaded = simulate(offload_stages("interleaved", true), spec);
   CHECK(on_chip.pipeline_cycles() == 1'800);
   CHECK(offloaded.pipeline_cycles() == 13'300);
-  CHECK(offloaded.replay.ipus[0].streaming_memory.at("stash") == 16);
+  CHECK(offloaded.replay.ipus[0].streaming_memory.at(sim::MemoryCategory::kStash) == 16);
   CHECK(offloaded.replay.ipus[0].streaming_bytes == 6 * 2 * 16);
   std::vector<std::int64_t> steps;
   for (const auto& stream : stream_log(offload_stages("interleaved", true))) {
@@ -593,7 +594,7 @@ TEST_CASE("offloaded FIFOs move what each recomputation mode stashes") {
                     spec);
     INFO(schedule << " " << mode);
     CHECK(report.replay.ipus[0].peak_stash_bytes == 0);
-    CHECK(report.replay.ipus[0].streaming_memory.at("stash") == resident);
+    CHECK(report.replay.ipus[0].streaming_memory.at(sim::MemoryCategory::kStash) == resident);
     CHECK(report.replay.ipus[0].streaming_bytes == moved);
   }
 }
@@ -608,13 +609,14 @@ TEST_CASE("BERT with offloaded activations keeps no stash on its IPUs and takes 
     const auto& before = on_chip.replay.ipus[ipu];
     const auto& after = offloaded.replay.ipus[ipu];
     CHECK(after.peak_stash_bytes == 0);
-    CHECK(after.memory_at_peak.count("stash") == 0);
+    CHECK(after.memory_at_peak.count(sim::MemoryCategory::kStash) == 0);
     // The FIFOs are allocated for the whole program: the peak falls by exactly their bytes,
     // which now sit in streaming memory.
     const std::int64_t fifos = before.peak_stash_bytes;
     CHECK(after.peak_memory_bytes == before.peak_memory_bytes - fifos);
-    CHECK((after.streaming_memory.count("stash") ? after.streaming_memory.at("stash") : 0) ==
-          fifos);
+    CHECK((after.streaming_memory.count(sim::MemoryCategory::kStash)
+               ? after.streaming_memory.at(sim::MemoryCategory::kStash)
+               : 0) == fifos);
   }
   CHECK(on_chip.replay.ipus[3].peak_stash_bytes == 0);  // the last stage keeps no FIFO
   CHECK(offloaded.replay.step_cycles > on_chip.replay.step_cycles);
