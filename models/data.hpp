@@ -75,8 +75,6 @@ enum class FashionMnistSplit { kTrain, kTest };
 // sample shape is the model's input shape (28x28, 28x28x1, 784...): any with 784 elements.
 class FashionMnist final : public DataSource {
  public:
-  static constexpr const char* kDefaultDirectory = "/usr/share/datasets/fashion-mnist";
-
   FashionMnist(const std::string& directory, FashionMnistSplit split, Shape sample_shape);
 
   std::int64_t size() const override { return static_cast<std::int64_t>(labels_.size()); }

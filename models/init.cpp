@@ -25,10 +25,6 @@ double Rng::uniform() {
   return static_cast<double>(bits() >> 11) * 0x1.0p-53;
 }
 
-float Rng::uniform_float() {
-  return static_cast<float>(bits() >> 40) * 0x1.0p-24f;
-}
-
 double Rng::normal() {
   const double u1 = uniform();
   const double u2 = uniform();

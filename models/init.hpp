@@ -27,8 +27,6 @@ class Rng {
   std::uint64_t bits() { return engine_(); }
   // Uniform in [0, 1), with 53 random bits.
   double uniform();
-  // Uniform in [0, 1) on the 2^-24 grid, exactly representable as a float.
-  float uniform_float();
   // Standard normal by Box-Muller (one value per two uniforms, no caching).
   double normal();
   // Uniform in [0, n), without modulo bias (rejection sampling).

@@ -5,7 +5,6 @@
 #include <map>
 #include <queue>
 
-#include <boost/dynamic_bitset.hpp>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
 
@@ -156,24 +155,7 @@ struct LayerGraph::Impl {
   std::vector<std::vector<int>> inputs;
   std::vector<std::vector<int>> consumers;
   std::vector<int> order;
-  std::vector<boost::dynamic_bitset<>> reach;  // reach[i][j]: j depends on i
 };
-
-namespace {
-
-// Consumers come later in the order, so walking it backwards finds each layer's reach complete.
-std::vector<boost::dynamic_bitset<>> reach_sets(const std::vector<int>& order,
-                                                const std::vector<std::vector<int>>& consumers) {
-  std::vector<boost::dynamic_bitset<>> reach(order.size(), boost::dynamic_bitset<>(order.size()));
-  for (auto at = order.rbegin(); at != order.rend(); ++at) {
-    reach[*at].set(*at);
-    for (const int consumer : consumers[*at])
-      reach[*at] |= reach[consumer];
-  }
-  return reach;
-}
-
-}  // namespace
 
 LayerGraph::LayerGraph() : impl_(std::make_shared<const Impl>()) {}
 
@@ -189,7 +171,6 @@ LayerGraph::LayerGraph(const std::vector<Layer>& layers) {
   impl->consumers = consumers_by_layer(impl->inputs);
   reject_unused(layers, impl->consumers);
   impl->order = order_layers(impl->graph);
-  impl->reach = reach_sets(impl->order, impl->consumers);
   impl_ = std::move(impl);
 }
 
@@ -209,11 +190,6 @@ const std::vector<int>& LayerGraph::inputs_of(int layer) const {
 const std::vector<int>& LayerGraph::consumers_of(int layer) const {
   IPUSIM_CHECK(layer >= 0 && layer < size());
   return impl_->consumers[layer];
-}
-
-bool LayerGraph::reaches(int from, int to) const {
-  IPUSIM_CHECK(from >= 0 && from < size() && to >= 0 && to < size());
-  return impl_->reach[from].test(to);
 }
 
 }  // namespace ipusim::models

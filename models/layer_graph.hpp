@@ -27,8 +27,6 @@ class LayerGraph {
   const std::vector<int>& inputs_of(int layer) const;
   // Each layer that takes this layer's output, once, in config order.
   const std::vector<int>& consumers_of(int layer) const;
-  // Whether `to` depends on `from` through zero or more edges (so a layer reaches itself).
-  bool reaches(int from, int to) const;
 
  private:
   struct Impl;

@@ -58,10 +58,6 @@ std::string layer_type_name(LayerType type) {
   return "?";
 }
 
-bool is_cost_only(LayerType type) {
-  return type == LayerType::kEmbedding || type == LayerType::kTransformerEncoder;
-}
-
 const std::vector<std::string>& activation_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
@@ -78,14 +74,6 @@ std::optional<Activation> activation_from_name(const std::string& name) {
       return activation;
   }
   return std::nullopt;
-}
-
-std::string activation_name(Activation activation) {
-  for (const auto& [candidate, text] : kActivations) {
-    if (candidate == activation)
-      return text;
-  }
-  return "?";
 }
 
 }  // namespace ipusim::models

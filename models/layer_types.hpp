@@ -13,11 +13,7 @@ const std::vector<std::string>& layer_type_names();
 std::optional<LayerType> layer_type_from_name(const std::string& name);
 std::string layer_type_name(LayerType type);
 
-// Layers that only model cost: they have no numeric kernel.
-bool is_cost_only(LayerType type);
-
 const std::vector<std::string>& activation_names();
 std::optional<Activation> activation_from_name(const std::string& name);
-std::string activation_name(Activation activation);
 
 }  // namespace ipusim::models

@@ -40,7 +40,6 @@ struct TaskGraph::Impl {
   explicit Impl(std::size_t vertices) : graph(vertices) {}
   Graph graph;
   std::vector<Task> tasks;
-  std::size_t edges = 0;
   std::vector<std::string> problems;  // found while building, reported by validate()
   bool split_weight_grad = false;
 };
@@ -52,9 +51,6 @@ TaskGraph::~TaskGraph() = default;
 
 std::size_t TaskGraph::task_count() const {
   return impl_->tasks.size();
-}
-std::size_t TaskGraph::edge_count() const {
-  return impl_->edges;
 }
 
 void TaskGraph::validate() const {
@@ -150,10 +146,7 @@ TaskGraph materialise(const Schedule& schedule) {
 
   auto impl = std::make_unique<TaskGraph::Impl>(tasks.size());
   impl->split_weight_grad = schedule.splits_weight_grad();
-  const auto connect = [&impl](Vertex from, Vertex to) {
-    boost::add_edge(from, to, impl->graph);
-    ++impl->edges;
-  };
+  const auto connect = [&impl](Vertex from, Vertex to) { boost::add_edge(from, to, impl->graph); };
   for (const auto& program : programs) {
     for (std::size_t i = 1; i < program.size(); ++i)
       connect(program[i - 1], program[i]);

@@ -26,7 +26,6 @@ class TaskGraph {
   ~TaskGraph();
 
   std::size_t task_count() const;
-  std::size_t edge_count() const;
   // Throws core::InternalError when a task runs twice, a dependency names a task that no IPU
   // runs, or program orders and dependencies form a cycle (the message names its tasks).
   void validate() const;

@@ -23,6 +23,8 @@ struct Override {
 // Splits "PATH=VALUE" as given to --set; a missing '=' is a ConfigError.
 Override parse_set_argument(const std::string& argument);
 
+// A loaded config: the merged JSON of a file, its includes and overrides, with the origin of
+// every value. Immutable; copies share the state.
 class ConfigDocument {
  public:
   static ConfigDocument load(const std::string& path, const std::vector<Override>& overrides);

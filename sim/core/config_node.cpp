@@ -229,11 +229,6 @@ bool ConfigNode::get_bool(const std::string& key, bool fallback) const {
   return node ? node->as_bool() : fallback;
 }
 
-double ConfigNode::get_number(const std::string& key, double fallback) const {
-  const auto node = find(key);
-  return node ? node->as_number() : fallback;
-}
-
 std::int64_t ConfigNode::get_int(const std::string& key, std::int64_t fallback, std::int64_t min,
                                  std::int64_t max) const {
   const auto node = find(key);

@@ -27,6 +27,8 @@ class Origins {
   std::map<std::string, std::string> sources_;
 };
 
+// One value of a loaded config with its JSON pointer; its errors name that pointer and the file
+// or override that set it.
 class ConfigNode {
  public:
   ConfigNode(const nlohmann::json& value, std::string pointer, const Origins& origins);
@@ -69,7 +71,6 @@ class ConfigNode {
   // Optional fields with defaults.
   std::string get_string(const std::string& key, const std::string& fallback) const;
   bool get_bool(const std::string& key, bool fallback) const;
-  double get_number(const std::string& key, double fallback) const;
   std::int64_t get_int(const std::string& key, std::int64_t fallback, std::int64_t min,
                        std::int64_t max) const;
   std::string get_enum(const std::string& key, const std::string& fallback,

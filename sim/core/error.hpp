@@ -9,6 +9,7 @@
 
 namespace ipusim::core {
 
+// What the ipusim process returns, one code per kind of failure; main() alone maps errors to it.
 enum class ExitCode : int {
   kOk = 0,
   kUsage = 1,              // bad command line (unknown flag, missing argument)

@@ -20,10 +20,8 @@ enum class EventPriority : std::uint8_t {
   kTransferDone = 0,
   // Finished compute next, for the same reason.
   kComputeDone = 1,
-  // Barriers (BSP syncs) after every completion of that instant has been seen.
-  kBarrier = 2,
   // New work last, so it sees the state left by everything that finished at this time.
-  kStart = 3,
+  kStart = 2,
 };
 
 // An event carries its owner's typed payload (what happened, to what).
@@ -35,6 +33,8 @@ struct Event {
   std::uint64_t sequence = 0;  // insertion order, set by the queue
 };
 
+// The queue and its clock: pops events in (time, priority, sequence) order; now() never
+// decreases.
 template <typename Payload>
 class EventQueue {
  public:
@@ -43,7 +43,6 @@ class EventQueue {
   Cycles now() const { return now_; }
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
-  std::uint64_t processed() const { return processed_; }
 
   void schedule(Event event) {
     if (event.time < now_) {
@@ -61,7 +60,6 @@ class EventQueue {
     heap_.pop();
     IPUSIM_CHECK(event.time >= now_);
     now_ = event.time;
-    ++processed_;
     return event;
   }
 
@@ -94,7 +92,6 @@ class EventQueue {
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   Cycles now_{0};
   std::uint64_t next_sequence_ = 0;
-  std::uint64_t processed_ = 0;
 };
 
 }  // namespace ipusim::core

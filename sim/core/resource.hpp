@@ -9,11 +9,13 @@
 
 namespace ipusim::core {
 
+// The interval a request holds a Resource: end - begin is its duration.
 struct Occupancy {
   Cycles begin;
   Cycles end;
 };
 
+// One resource serving requests in arrival order; busy_cycles sums the durations it served.
 class Resource {
  public:
   Occupancy occupy(Cycles earliest, std::int64_t duration) {

@@ -134,46 +134,4 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension,
   return std::nullopt;
 }
 
-std::string format_quantity(double value, Dimension dimension) {
-  const char* base = "";
-  switch (dimension) {
-    case Dimension::kBytes:
-      base = "B";
-      break;
-    case Dimension::kBandwidth:
-      base = "B/s";
-      break;
-    case Dimension::kFrequency:
-      base = "Hz";
-      break;
-    case Dimension::kFlopRate:
-      base = "FLOPS";
-      break;
-    case Dimension::kDuration:
-      base = "s";
-      break;
-  }
-  if (dimension == Dimension::kDuration) {
-    constexpr std::array<std::pair<double, const char*>, 4> kScales = {
-        {{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}}};
-    for (const auto& [scale, name] : kScales) {
-      if (std::fabs(value) >= scale || scale == 1e-9) {
-        char buffer[64];
-        std::snprintf(buffer, sizeof buffer, "%.3g %s", value / scale, name);
-        return buffer;
-      }
-    }
-  }
-  constexpr std::array<std::pair<double, const char*>, 6> kPrefixes = {
-      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}}};
-  for (const auto& [scale, prefix] : kPrefixes) {
-    if (std::fabs(value) >= scale || scale == 1) {
-      char buffer[64];
-      std::snprintf(buffer, sizeof buffer, "%.3g %s%s", value / scale, prefix, base);
-      return buffer;
-    }
-  }
-  return "";
-}
-
 }  // namespace ipusim::core

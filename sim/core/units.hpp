@@ -9,6 +9,7 @@
 
 namespace ipusim::core {
 
+// What a quantity measures; each has its own units and base SI unit (see the top).
 enum class Dimension { kBytes, kBandwidth, kFrequency, kFlopRate, kDuration };
 
 const char* dimension_name(Dimension dimension);
@@ -19,8 +20,5 @@ const char* dimension_example(Dimension dimension);
 // The value in base units, or nullopt with `why` set when the text is not a quantity of
 // that dimension.
 std::optional<double> parse_quantity(std::string_view text, Dimension dimension, std::string* why);
-
-// "1.50 MB", "32.0 GB/s": three significant digits and a decimal prefix, for reports.
-std::string format_quantity(double value, Dimension dimension);
 
 }  // namespace ipusim::core

@@ -18,6 +18,8 @@
 
 namespace ipusim::sim {
 
+// What one sub-stage costs per micro-batch on the IPU it runs on: cycles and FLOPs of each
+// pass, and the bytes it stashes and keeps live.
 struct SubstageCost {
   int ipu = 0;
   std::int64_t forward_cycles = 0;
@@ -38,6 +40,8 @@ struct MemoryItem {
   std::int64_t bytes = 0;
 };
 
+// The per-task costs of one run, computed once before the replay: indexed [stage][substage]
+// for the stages, by logical IPU for the per-IPU lists.
 struct CostModel {
   std::vector<std::vector<SubstageCost>> stages;  // [stage][substage]
   // Bytes of one micro-batch's copy from `ipu` to `peer` for stage `stage`'s boundary.

@@ -44,6 +44,8 @@ int physical_ipu(SelectionOrder order, int index, int count);
 // Links joining two physical IPUs of the ladder directly (0 when not neighbours).
 int links_between(const HardwareSpec& hardware, int a, int b);
 
+// The ladder as the pipeline sees it: logical IPUs mapped to physical ones, and one link
+// resource per route, so transfers sharing a route queue behind each other.
 class Topology {
  public:
   Topology(const HardwareSpec& hardware, int pipeline_ipus);

@@ -17,6 +17,8 @@
 
 namespace ipusim::sim {
 
+// The dependency state of one replay (see the top): a completion count per stream, and the
+// waiters parked on each stream.
 class Readiness {
  public:
   explicit Readiness(const schedules::Schedule& schedule);

@@ -48,6 +48,8 @@ struct IpuStats : MemoryPeak {
   std::int64_t streaming_bytes = 0;
 };
 
+// What one replayed repeat measured: its duration, per phase, per IPU and per link; an
+// overflow when allow_oom let the replay finish over capacity.
 struct ReplayResult {
   std::int64_t step_cycles = 0;  // one repeat: ramp-up .. weight update
   std::array<std::int64_t, 4> phase_cycles{};
@@ -57,6 +59,7 @@ struct ReplayResult {
   std::optional<OutOfMemory> out_of_memory;
 };
 
+// How replay() treats memory overflow and whom it tells of its events.
 struct ReplayOptions {
   bool allow_oom = false;                  // report an overflow in the result instead of throwing
   std::vector<ReplayObserver*> observers;  // told of every event, in order; not owned

@@ -89,6 +89,8 @@ struct WeightUpdateSpan {
   core::Cycles end;
 };
 
+// Told of a replay's events in the order they happen; every hook does nothing unless
+// overridden.
 class ReplayObserver {
  public:
   virtual ~ReplayObserver() = default;

@@ -45,6 +45,8 @@ struct BusyTotals {
   std::int64_t streamed_bytes = 0;
 };
 
+// The state both replay engines share while one step replays: inputs, observers and running
+// totals (see the top).
 struct ReplayState {
   ReplayState(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
               const ReplayOptions& options);

@@ -14,6 +14,7 @@
 
 namespace ipusim::sim {
 
+// Looks up and derives the cost of each task (see the top); holds no replay state.
 class TaskCosts {
  public:
   TaskCosts(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost);

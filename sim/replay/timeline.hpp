@@ -28,11 +28,13 @@ struct MemoryPoint {
   std::int64_t live_bytes = 0;
 };
 
+// The cycle at which a phase (ramp-up, main, ramp-down, weight update) began.
 struct PhaseStart {
   schedules::Phase phase = schedules::Phase::kRampUp;  // the phase the time counts towards
   core::Cycles start;
 };
 
+// Everything recorded from one replay for drawing, bounded by TimelineOptions (see the top).
 struct Timeline {
   ReplayLayout layout;
   std::vector<TaskSpan> tasks;  // compute and host transfers, in the order reported
@@ -62,6 +64,7 @@ struct Timeline {
   std::string truncation_note() const;
 };
 
+// The bounds that keep a Timeline's size independent of the run's length.
 struct TimelineOptions {
   std::int64_t max_events = 200'000;   // spans kept: tasks, transfers, streams and barriers
   std::int64_t memory_buckets = 4096;  // per IPU

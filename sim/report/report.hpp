@@ -28,6 +28,8 @@ struct NumericReport {
   std::vector<double> mean_loss_per_update() const;
 };
 
+// The outcome of simulating one spec: the replay's figures for one repeat, and the numeric
+// results when numeric mode ran.
 struct RunReport {
   std::shared_ptr<const RunSpec> spec;  // shared: a report outlives the spec it was run from
   std::string schedule;
@@ -50,6 +52,7 @@ struct RunReport {
 // Whether the replay runs the real kernels: kAuto when every layer has one.
 enum class NumericMode { kAuto, kOn, kOff };
 
+// How simulate() runs: overflow tolerated or not, numeric mode, and observers of the replay.
 struct SimulateOptions {
   bool allow_oom = false;
   NumericMode numeric = NumericMode::kOff;

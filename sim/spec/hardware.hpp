@@ -14,6 +14,8 @@ namespace ipusim::sim {
 // How pipeline stages (shards) map onto physical IPUs of the ladder, as TF's SelectionOrder.
 enum class SelectionOrder { kSnake, kHoof, kZigzag };
 
+// The validated hardware of a run: rates in base units (Hz, bytes/s, FLOP/s), sizes in bytes,
+// latencies and overheads in IPU cycles.
 struct HardwareSpec {
   std::string preset;
   int ipus = 0;  // physical IPUs in the device (a power of two)

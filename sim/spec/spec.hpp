@@ -28,6 +28,8 @@ struct StageSpec {
   std::string name(const models::Model& model) const;  // "flatten-dense256-dense128"
 };
 
+// The validated "pipeline" section: stages, schedule, batching, recomputation, offloading and
+// precision.
 struct PipelineSpec {
   std::vector<StageSpec> stages;
   std::string schedule;  // a name from schedules::schedule_catalogue()
@@ -52,6 +54,7 @@ struct PipelineSpec {
   }
 };
 
+// Where numeric mode takes its samples from: synthetic (seeded) or Fashion-MNIST on disk.
 struct DataSpec {
   std::string source = "synthetic";  // or "fashion-mnist"
   std::string path;                  // fashion-mnist directory
@@ -59,6 +62,7 @@ struct DataSpec {
   std::uint64_t seed = 0;
 };
 
+// A validated config: everything a run needs, every user error already reported.
 struct RunSpec {
   std::string config_path;
   // The loaded document, so that errors found after validation name the file or override that

@@ -104,7 +104,7 @@ std::unique_ptr<Kernel> kernel_for(const Layer& layer, const std::vector<Shape>&
 TEST_CASE("dense gradients match central differences for every activation") {
   for (const Activation activation :
        {Activation::kNone, Activation::kRelu, Activation::kGelu, Activation::kTanh}) {
-    INFO("activation " << activation_name(activation));
+    INFO("activation " << static_cast<int>(activation));
     check_gradients(dense(4, activation), {random_tensor({2, 3}, 1)});
   }
 }
@@ -363,6 +363,7 @@ TEST_CASE("input and the cost-only layers have no kernel") {
   CHECK_FALSE(has_kernel(LayerType::kTransformerEncoder));
   for (const std::string& name : layer_type_names()) {
     const LayerType type = *layer_type_from_name(name);
-    CHECK(has_kernel(type) == !(is_cost_only(type) || type == LayerType::kInput));
+    CHECK(has_kernel(type) == !(type == LayerType::kInput || type == LayerType::kEmbedding ||
+                                type == LayerType::kTransformerEncoder));
   }
 }

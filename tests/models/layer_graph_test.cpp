@@ -65,18 +65,6 @@ TEST_CASE("the topological order keeps config order where the data flow allows")
   CHECK(forward_reference.topological_order() == std::vector<int>{2, 1, 0, 3});
 }
 
-TEST_CASE("reaches follows data flow, includes the layer itself and ignores siblings") {
-  const LayerGraph graph(layers_of(
-      {{"a", {}}, {"b", {"a"}}, {"sum", {"a", "b"}}, {"side", {"a"}}, {"head", {"sum", "side"}}}));
-  CHECK(graph.reaches(0, 4));
-  CHECK(graph.reaches(1, 2));
-  CHECK(graph.reaches(2, 2));
-  CHECK_FALSE(graph.reaches(2, 1));
-  CHECK_FALSE(graph.reaches(1, 3));
-  CHECK_FALSE(graph.reaches(3, 2));
-  CHECK(graph.reaches(3, 4));
-}
-
 TEST_CASE("a duplicate layer id names both layers") {
   CHECK(graph_error(layers_of({{"a", {}}, {"b", {"a"}}, {"a", {"b"}}})) ==
         "g.json: at /model/layers/2/id: duplicate layer id 'a': the layer at /model/layers/0 "

@@ -34,7 +34,6 @@ TEST_CASE("events run in time order, then by priority, then in insertion order")
   CHECK(recorder.subjects == std::vector<std::int64_t>{3, 5, 2, 4, 1});
   CHECK(recorder.times == std::vector<std::int64_t>{5, 10, 10, 10, 10});
   CHECK(queue.now() == Cycles{10});
-  CHECK(queue.processed() == 5);
 }
 
 TEST_CASE("step advances one event at a time") {

@@ -36,10 +36,3 @@ TEST_CASE("a quantity with the wrong unit, no unit or no number is refused with 
   CHECK(why_not("3 parsecs", Dimension::kDuration) == "'parsecs' is not a unit ipusim knows");
   CHECK(why_not("-1GB", Dimension::kBytes) == "it is negative");
 }
-
-TEST_CASE("reports print quantities with three significant digits and a prefix") {
-  CHECK(format_quantity(897e6, Dimension::kBytes) == "897 MB");
-  CHECK(format_quantity(1536, Dimension::kBytes) == "1.54 kB");
-  CHECK(format_quantity(32e9, Dimension::kBandwidth) == "32 GB/s");
-  CHECK(format_quantity(0.0025, Dimension::kDuration) == "2.5 ms");
-}
