@@ -28,10 +28,17 @@ std::size_t TaskWorkHash::operator()(const Task& task) const {
   return h;
 }
 
+namespace {
+
+// The task and the phase share their name.
+constexpr std::string_view kWeightUpdate = "weight update";
+
+}  // namespace
+
 std::string_view to_string(Op op) {
   static constexpr std::array<std::string_view, 9> kNames = {
-      "forward", "backward", "recompute",     "weight gradient", "copy",
-      "infeed",  "outfeed",  "weight update", "all-reduce"};
+      "forward", "backward", "recompute",   "weight gradient", "copy",
+      "infeed",  "outfeed",  kWeightUpdate, "all-reduce"};
   return kNames[static_cast<std::size_t>(op)];
 }
 
@@ -60,7 +67,7 @@ struct PhaseSpelling {
 constexpr std::array<PhaseSpelling, 4> kPhaseSpellings = {{{"ramp-up", "ramp_up"},
                                                            {"main", "main"},
                                                            {"ramp-down", "ramp_down"},
-                                                           {"weight update", "weight_update"}}};
+                                                           {kWeightUpdate, "weight_update"}}};
 
 }  // namespace
 

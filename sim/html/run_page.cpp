@@ -198,7 +198,7 @@ std::string stash_section(const RunReport& r) {
                 true) +
            "</tr>\n";
   }
-  return section("stash", "Stash FIFOs", out + "</table>\n");
+  return section(std::string(to_string(MemoryCategory::kStash)), "Stash FIFOs", out + "</table>\n");
 }
 
 }  // namespace

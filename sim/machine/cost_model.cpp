@@ -265,7 +265,8 @@ std::int64_t CostModel::copy(int stage, int ipu, int peer, bool gradient) const 
   return found == copy_bytes.end() ? 0 : found->second;
 }
 
-CostModel build_cost_model(const RunSpec& spec, const schedules::Schedule& schedule) {
+CostModel build_cost_model(const RunSpec& spec) {
+  const schedules::Schedule& schedule = *spec.schedule;
   CostModel model;
   const auto stash = schedule.stash_kind();
   for (int s = 0; s < int(spec.pipeline.stages.size()); ++s) {

@@ -60,7 +60,8 @@ struct CostModel {
   const SubstageCost& substage(int stage, int substage) const { return stages[stage][substage]; }
 };
 
-CostModel build_cost_model(const RunSpec& spec, const schedules::Schedule& schedule);
+// For the spec and its schedule (spec.schedule).
+CostModel build_cost_model(const RunSpec& spec);
 
 // Cycles to run `flops` reading and writing `bytes` on one IPU.
 std::int64_t compute_cycles(const HardwareSpec& hardware, models::DType dtype, double flops,

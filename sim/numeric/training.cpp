@@ -363,12 +363,12 @@ void save_gradients(core::OutputSet& outputs, const std::string& directory, cons
 std::pair<ReplayResult, double> run_steps(const RunSpec& spec, NumericPipeline& pipeline,
                                           std::int64_t steps, std::ostream& out) {
   const auto started = std::chrono::steady_clock::now();
-  const CostModel cost = build_cost_model(spec, *spec.schedule);
+  const CostModel cost = build_cost_model(spec);
   const ReplayOptions options{false, {&pipeline}};
   ReplayResult first;
   Progress progress(out, steps);
   for (std::int64_t step = 0; step < steps; ++step) {
-    ReplayResult result = replay(spec, *spec.schedule, cost, options);
+    ReplayResult result = replay(spec, cost, options);
     if (step == 0)
       first = std::move(result);
     progress.step_done(step + 1, pipeline.losses().back());

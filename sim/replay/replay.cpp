@@ -154,8 +154,8 @@ ReplayResult result_of(const ReplayState& state, Cycles end) {
 
 }  // namespace
 
-ReplayResult replay(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
-                    const ReplayOptions& options) {
+ReplayResult replay(const RunSpec& spec, const CostModel& cost, const ReplayOptions& options) {
+  const schedules::Schedule& schedule = *spec.schedule;
   ReplayState state(spec, schedule, cost, options);
   const ReplayLayout layout = layout_of(state);
   state.observers.notify([&layout](ReplayObserver& o) { o.on_begin(layout); });

@@ -67,7 +67,6 @@ struct ReplayOptions {
 
 // Replays the whole step even when memory overflows, so that every IPU over its capacity is
 // known; then throws core::SimulationOutcome naming them unless options.allow_oom.
-ReplayResult replay(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
-                    const ReplayOptions& options);
+ReplayResult replay(const RunSpec& spec, const CostModel& cost, const ReplayOptions& options);
 
 }  // namespace ipusim::sim

@@ -315,10 +315,10 @@ ReplayResult replay_numeric(const RunSpec& spec, const CostModel& cost,
   NumericPipeline pipeline(spec, parameters, *data);
   ReplayOptions first{options.allow_oom, options.observers};
   first.observers.push_back(&pipeline);
-  ReplayResult result = replay(spec, *spec.schedule, cost, first);
+  ReplayResult result = replay(spec, cost, first);
   const ReplayOptions again{options.allow_oom, {&pipeline}};
   for (std::int64_t r = 1; r < spec.pipeline.repeat_count; ++r)
-    replay(spec, *spec.schedule, cost, again);
+    replay(spec, cost, again);
   report.numeric = check_against_reference(spec, pipeline, parameters, *data);
   return result;
 }
@@ -386,7 +386,7 @@ nlohmann::json numeric_json(const RunReport& r) {
 
 RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) {
   const auto& schedule = spec.schedule;
-  const auto cost = build_cost_model(spec, *schedule);
+  const auto cost = build_cost_model(spec);
   RunReport report;
   report.spec = std::make_shared<const RunSpec>(spec);
   report.schedule = schedule->name();
@@ -398,7 +398,7 @@ RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) 
     ReplayOptions replay_options;
     replay_options.allow_oom = options.allow_oom;
     replay_options.observers = options.observers;
-    report.replay = replay(spec, *schedule, cost, replay_options);
+    report.replay = replay(spec, cost, replay_options);
   }
   report.run_cycles =
       core::checked_mul(report.replay.step_cycles, spec.pipeline.repeat_count, "simulated time");

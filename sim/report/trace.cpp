@@ -180,7 +180,9 @@ class TraceWriter {
            {schedules::to_string(schedules::Op::kWeightUpdate), span.offload_end, span.end}}};
       for (const auto& [name, start, end] : parts) {
         if (end > start) {
-          slice(std::string(name), "weight_update", start, end, kIpus, span.ipu,
+          slice(std::string(name),
+                std::string(schedules::phase_key(schedules::Phase::kWeightUpdate)).c_str(), start,
+                end, kIpus, span.ipu,
                 {{"phase", std::string(schedules::to_string(schedules::Phase::kWeightUpdate))}});
         }
       }

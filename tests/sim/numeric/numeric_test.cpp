@@ -56,10 +56,10 @@ struct PipelineRun {
       : data(sim::training_data(spec)),
         parameters(spec.model, sim::training_options(spec)),
         pipeline(spec, parameters, *data, options),
-        cost(sim::build_cost_model(spec, *spec.schedule)) {
+        cost(sim::build_cost_model(spec)) {
     const sim::ReplayOptions replay_options{false, {&pipeline}};
     for (std::int64_t r = 0; r < spec.pipeline.repeat_count; ++r)
-      sim::replay(spec, *spec.schedule, cost, replay_options);
+      sim::replay(spec, cost, replay_options);
   }
 
   std::unique_ptr<models::DataSource> data;

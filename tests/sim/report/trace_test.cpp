@@ -158,7 +158,7 @@ TEST_CASE("the tf1 grouped trace follows the trace-event format and starts with 
   CHECK(ipu0[0]["args"]["micro_batch"] == 1);
   CHECK(ipu0[0]["args"]["phase"] == "ramp-up");
   CHECK(ipu0[0]["args"]["step"] == 1);
-  const auto cost = sim::build_cost_model(run->spec, *run->spec.schedule);
+  const auto cost = sim::build_cost_model(run->spec);
   const auto forward = cost.stages[0][0].forward_cycles;
   CHECK(ipu0[0]["args"]["cycles"] == forward);
   CHECK(ipu0[0]["dur"].get<double>() == Approx(double(forward) / 1.33e9 * 1e6));

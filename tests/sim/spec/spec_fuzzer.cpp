@@ -37,7 +37,7 @@ void build(const std::string& data) {
   const auto document = ipusim::core::ConfigDocument::parse(
       parts[0], IPUSIM_SOURCE_DIR "/configs/fuzz_input.json", overrides);
   const auto spec = ipusim::sim::build_run_spec(document);
-  ipusim::sim::build_cost_model(spec, *spec.schedule);
+  ipusim::sim::build_cost_model(spec);
 }
 
 }  // namespace
