@@ -142,13 +142,6 @@ void StepSchedule::build_slots() {
       high = std::max(high, slot.offset);
     }
   }
-  copies_by_residue_.assign(std::size_t(period_), {});
-  for (const auto& slots : slots_) {
-    for (const Slot& slot : slots) {
-      if (slot.work.op == Op::kCopy)
-        copies_by_residue_[std::size_t(slot.offset % period_)].push_back(slot);
-    }
-  }
 }
 
 std::int64_t StepSchedule::microbatch_at(const Slot& slot, std::int64_t step) const {
@@ -207,20 +200,9 @@ void StepSchedule::tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& 
 }
 
 void StepSchedule::exchange_in_step(std::int64_t step, std::vector<Task>& out) const {
-  IPUSIM_CHECK(step >= 0 && step < steps_);
+  IPUSIM_CHECK(step >= 0 && step < steps_ && copies_every_slot());
   out.clear();
-  if (kind_ == StepKind::kSequential)
-    scheduled_copies(step, out);
-  else
-    slot_copies(step, out);
-}
-
-void StepSchedule::scheduled_copies(std::int64_t step, std::vector<Task>& out) const {
-  for (const Slot& slot : copies_by_residue_[std::size_t(step % period_)]) {
-    const std::int64_t m = microbatch_at(slot, step);
-    if (m >= 0)
-      out.push_back(stamped(slot.work, m, step));
-  }
+  slot_copies(step, out);
 }
 
 void StepSchedule::slot_copies(std::int64_t step, std::vector<Task>& out) const {

@@ -54,10 +54,13 @@ class StepSchedule final : public Schedule {
   // The phases of a step (steps without tasks have phases too).
   Phase step_phase(std::int64_t step) const;
   CodePhase step_code_phase(std::int64_t step) const;
-  // The copies the exchange at the end of `step` moves, by sending IPU. Grouped runs every
-  // stage's forward and backward copy programs in every step and Interleaved each in alternate
-  // steps, masked or not (a masked one carries no micro-batch); Sequential moves only the
-  // copies of the stage program that ran. `out` is cleared first.
+  // Whether the exchange at the end of a step moves the copies of every stage slot due in it,
+  // masked or not: Grouped runs every stage's forward and backward copy programs in every step
+  // and Interleaved each in alternate steps. Otherwise (Sequential) it moves the copies the
+  // step's programs list (tasks_in_step).
+  bool copies_every_slot() const { return kind_ != StepKind::kSequential; }
+  // When copies_every_slot(): the copies the exchange at the end of `step` moves, by sending
+  // IPU; a masked slot's carry no micro-batch. `out` is cleared first.
   void exchange_in_step(std::int64_t step, std::vector<Task>& out) const;
   // Whether stage k's stash FIFO runs in `step`. It runs in k's forward slot: in the ramp-up
   // only where F_k runs, after that in every slot, masked or not, so that the last entries
@@ -92,7 +95,6 @@ class StepSchedule final : public Schedule {
   bool full(std::int64_t step) const;
   void find_full_steps();
   void slot_copies(std::int64_t step, std::vector<Task>& out) const;
-  void scheduled_copies(std::int64_t step, std::vector<Task>& out) const;
 
   StepKind kind_;
   int slots_per_microbatch_;  // S
@@ -102,8 +104,6 @@ class StepSchedule final : public Schedule {
   std::int64_t code_ramp_down_ = 0;
   std::vector<std::vector<Slot>> slots_;  // per IPU, in program order within a step
   std::vector<std::pair<std::int64_t, std::int64_t>> slot_offsets_;  // per IPU: lowest, highest
-  // Sequential: the copy slots by step modulo the period, IPU by IPU in program order.
-  std::vector<std::vector<Slot>> copies_by_residue_;
   std::int64_t first_full_ = -1;
   std::int64_t last_full_ = -1;
   std::int64_t full_steps_ = 0;

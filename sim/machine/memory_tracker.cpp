@@ -66,20 +66,6 @@ MemoryTracker::MemoryTracker(const CostModel& cost, const schedules::Schedule& s
   }
 }
 
-void MemoryTracker::add_stash(int ipu, std::int64_t bytes) {
-  stash_[ipu] = core::checked_add(stash_[ipu], bytes, kBytes);
-}
-
-void MemoryTracker::observe(int ipu, std::int64_t step, core::Cycles now) {
-  const std::int64_t total = static_total_[ipu] + stash_[ipu] + live_[ipu];
-  auto& stats = stats_[ipu];
-  stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_total_[ipu]);
-  if (total > stats.peak_memory_bytes) {
-    stats.peak_memory_bytes = total;
-    at_peak_[ipu] = {stash_[ipu], live_[ipu], step, now.count};
-  }
-}
-
 std::vector<MemoryPeak> MemoryTracker::stats() const {
   auto stats = stats_;
   for (std::size_t ipu = 0; ipu < stats.size(); ++ipu) {

@@ -5,6 +5,7 @@
 // streaming memory. Keeps running totals and each IPU's peak with what it held then, so its
 // size does not depend on the number of micro-batches.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
+#include "sim/core/checked.hpp"
 #include "sim/core/time.hpp"
 #include "sim/machine/cost_model.hpp"
 
@@ -60,11 +62,22 @@ class MemoryTracker {
   MemoryTracker(const CostModel& cost, const schedules::Schedule& schedule, int ipus,
                 std::int64_t capacity, bool offload_fifos);
 
-  void add_stash(int ipu, std::int64_t bytes);
+  // Called for every task: inline, so that the replay's inner loops pay no call.
+  void add_stash(int ipu, std::int64_t bytes) {
+    stash_[ipu] = core::checked_add(stash_[ipu], bytes, "byte count");
+  }
   void set_live(int ipu, std::int64_t bytes) { live_[ipu] = bytes; }
 
   // Records the current totals of `ipu`, and when and what it held at its peak.
-  void observe(int ipu, std::int64_t step, core::Cycles now);
+  void observe(int ipu, std::int64_t step, core::Cycles now) {
+    const std::int64_t total = static_total_[ipu] + stash_[ipu] + live_[ipu];
+    auto& stats = stats_[ipu];
+    stats.peak_stash_bytes = std::max(stats.peak_stash_bytes, stash_[ipu] + fifo_total_[ipu]);
+    if (total > stats.peak_memory_bytes) {
+      stats.peak_memory_bytes = total;
+      at_peak_[ipu] = {stash_[ipu], live_[ipu], step, now.count};
+    }
+  }
 
   // The peaks, with what each IPU held at its peak by category.
   std::vector<MemoryPeak> stats() const;

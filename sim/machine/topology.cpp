@@ -51,23 +51,6 @@ Topology::Topology(const HardwareSpec& hardware, int pipeline_ipus) : hardware_(
   routes_.resize(std::size_t(width_) * width_);
 }
 
-std::int64_t Topology::route_cycles(int a, int b, std::int64_t bytes) const {
-  const int direct = links_between(hardware_, a, b);
-  const int hops = direct > 0 ? 1 : std::abs(a / 2 - b / 2) + 1;
-  const int width = direct > 0 ? direct : std::max(1, hardware_.links_up_down);
-  return hops * hardware_.link_latency_cycles +
-         core::transfer_cycles(double(bytes), hardware_.link_bandwidth * width, hardware_.clock_hz);
-}
-
-LinkUse Topology::send(int from, int to, std::int64_t bytes, core::Cycles start) {
-  const int a = physical_[from];
-  const int b = physical_[to];
-  Route& route = routes_[std::size_t(a) * width_ + b];
-  const auto held = route.link.occupy(start, route_cycles(a, b, bytes));
-  route.bytes = core::checked_add(route.bytes, bytes, "byte count");
-  return {a, b, held.begin, held.end};
-}
-
 std::vector<LinkStats> Topology::stats() const {
   std::vector<int> logical(std::size_t(width_), -1);
   for (int i = 0; i < int(physical_.size()); ++i)

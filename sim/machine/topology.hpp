@@ -11,9 +11,12 @@
 // IPUs is one route: a busy route queues later transfers behind earlier ones (first come,
 // first served); different routes do not contend.
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
+#include "sim/core/checked.hpp"
 #include "sim/core/resource.hpp"
 #include "sim/core/time.hpp"
 #include "sim/spec/hardware.hpp"
@@ -71,5 +74,23 @@ class Topology {
   int width_ = 0;              // physical IPUs a route index spans
   std::vector<Route> routes_;  // by from * width_ + to
 };
+
+// Inline: the replay sends a copy for most tasks.
+inline std::int64_t Topology::route_cycles(int a, int b, std::int64_t bytes) const {
+  const int direct = links_between(hardware_, a, b);
+  const int hops = direct > 0 ? 1 : std::abs(a / 2 - b / 2) + 1;
+  const int width = direct > 0 ? direct : std::max(1, hardware_.links_up_down);
+  return hops * hardware_.link_latency_cycles +
+         core::transfer_cycles(double(bytes), hardware_.link_bandwidth * width, hardware_.clock_hz);
+}
+
+inline LinkUse Topology::send(int from, int to, std::int64_t bytes, core::Cycles start) {
+  const int a = physical_[from];
+  const int b = physical_[to];
+  Route& route = routes_[std::size_t(a) * width_ + b];
+  const auto held = route.link.occupy(start, route_cycles(a, b, bytes));
+  route.bytes = core::checked_add(route.bytes, bytes, "byte count");
+  return {a, b, held.begin, held.end};
+}
 
 }  // namespace ipusim::sim

@@ -12,25 +12,19 @@ namespace detail {
 
 using core::Cycles;
 
-void Observers::task(const schedules::Task& task, Cycles start, std::int64_t cycles,
-                     schedules::Phase phase, double flops, std::int64_t bytes) const {
-  if (!any())
-    return;
+void Observers::tell_task(const schedules::Task& task, Cycles start, std::int64_t cycles,
+                          schedules::Phase phase, double flops, std::int64_t bytes) const {
   const TaskSpan span{task, start, start + Cycles{cycles}, phase, flops, bytes};
   notify([&span](ReplayObserver& o) { o.on_task(span); });
 }
 
-void Observers::transfer(const schedules::Task& task, std::int64_t bytes,
-                         const LinkUse& use) const {
-  if (!any())
-    return;
+void Observers::tell_transfer(const schedules::Task& task, std::int64_t bytes,
+                              const LinkUse& use) const {
   const TransferSpan span{task, use.from, use.to, bytes, use.begin, use.end};
   notify([&span](ReplayObserver& o) { o.on_transfer(span); });
 }
 
-void Observers::memory(const MemoryTracker& memory, int ipu, Cycles now) const {
-  if (!any())
-    return;
+void Observers::tell_memory(const MemoryTracker& memory, int ipu, Cycles now) const {
   const auto sample = memory.sample(ipu, now);
   notify([&sample](ReplayObserver& o) { o.on_memory(sample); });
 }
@@ -39,7 +33,8 @@ void Observers::phase(schedules::Phase phase, Cycles start) const {
   notify([phase, start](ReplayObserver& o) { o.on_phase(phase, start); });
 }
 
-void Observers::barrier(BarrierSpan::Kind kind, std::int64_t step, Cycles start, Cycles end) const {
+void Observers::tell_barrier(BarrierSpan::Kind kind, std::int64_t step, Cycles start,
+                             Cycles end) const {
   const BarrierSpan span{kind, step, start, end};
   notify([&span](ReplayObserver& o) { o.on_barrier(span); });
 }

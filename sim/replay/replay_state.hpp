@@ -24,15 +24,35 @@ class Observers {
     for (auto* observer : observers_)
       call(*observer);
   }
+  // Each returns at once without observers; the guard is inline, the fan-out is not.
   void task(const schedules::Task& task, core::Cycles start, std::int64_t cycles,
-            schedules::Phase phase, double flops, std::int64_t bytes) const;
-  void transfer(const schedules::Task& task, std::int64_t bytes, const LinkUse& use) const;
-  void memory(const MemoryTracker& memory, int ipu, core::Cycles now) const;
+            schedules::Phase phase, double flops, std::int64_t bytes) const {
+    if (any())
+      tell_task(task, start, cycles, phase, flops, bytes);
+  }
+  void transfer(const schedules::Task& task, std::int64_t bytes, const LinkUse& use) const {
+    if (any())
+      tell_transfer(task, bytes, use);
+  }
+  void memory(const MemoryTracker& memory, int ipu, core::Cycles now) const {
+    if (any())
+      tell_memory(memory, ipu, now);
+  }
   void phase(schedules::Phase phase, core::Cycles start) const;
   void barrier(BarrierSpan::Kind kind, std::int64_t step, core::Cycles start,
-               core::Cycles end) const;
+               core::Cycles end) const {
+    if (any())
+      tell_barrier(kind, step, start, end);
+  }
 
  private:
+  void tell_task(const schedules::Task& task, core::Cycles start, std::int64_t cycles,
+                 schedules::Phase phase, double flops, std::int64_t bytes) const;
+  void tell_transfer(const schedules::Task& task, std::int64_t bytes, const LinkUse& use) const;
+  void tell_memory(const MemoryTracker& memory, int ipu, core::Cycles now) const;
+  void tell_barrier(BarrierSpan::Kind kind, std::int64_t step, core::Cycles start,
+                    core::Cycles end) const;
+
   const std::vector<ReplayObserver*>& observers_;
 };
 

@@ -77,6 +77,7 @@ Cycles StepReplay::run() {
       state_.observers.phase(phase, now);
     last_phase = phase;
     Cycles compute_end = now;
+    copies_.clear();
     while (next_busy.top().first == step) {
       const int ipu = next_busy.top().second;
       next_busy.pop();
@@ -92,7 +93,8 @@ Cycles StepReplay::run() {
   return now;
 }
 
-// Copies are not run here: they cross in the step's exchange.
+// Copies are not run here: they cross in the step's exchange, which takes them from the step
+// programs unless the schedule copies in every slot.
 Cycles StepReplay::run_ipu_step(int ipu, std::int64_t step, schedules::Phase phase, Cycles start) {
   schedule_.tasks_in_step(step, ipu, tasks_);
   Cycles cursor = start;
@@ -101,7 +103,10 @@ Cycles StepReplay::run_ipu_step(int ipu, std::int64_t step, schedules::Phase pha
     const Task& task = tasks_[i];
     if (i == fifos_at)
       cursor = stream_fifos(ipu, step, phase, cursor);
-    if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
+    if (task.op == Op::kCopy) {
+      if (!schedule_.copies_every_slot())
+        copies_.push_back(task);
+    } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
       ++state_.tasks;
       cursor = run_host_transfer(ipu, task, phase, cursor);
     } else if (schedules::is_compute(task.op)) {
@@ -218,7 +223,8 @@ Cycles StepReplay::exchange(std::int64_t step, Cycles compute_end) {
   const auto& hw = state_.spec.hardware;
   const Cycles synced = compute_end + Cycles{hw.global_sync_cycles(state_.ipus)};
   state_.observers.barrier(BarrierSpan::Kind::kSync, step, compute_end, synced);
-  schedule_.exchange_in_step(step, copies_);
+  if (schedule_.copies_every_slot())
+    schedule_.exchange_in_step(step, copies_);
   Cycles end = synced;
   for (const auto& copy : copies_) {
     ++state_.tasks;

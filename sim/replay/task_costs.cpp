@@ -22,23 +22,6 @@ TaskCosts::TaskCosts(const RunSpec& spec, const schedules::Schedule& schedule,
   }
 }
 
-std::int64_t TaskCosts::compute_cycles(const Task& task) const {
-  const auto& sub = substage(task);
-  switch (task.op) {
-    case Op::kForward:
-      return sub.forward_cycles;
-    case Op::kRecompute:
-      return sub.recompute_cycles;
-    case Op::kWeightGrad:
-      return sub.weight_grad_cycles;
-    case Op::kBackward:
-      return split_weight_grad_ ? sub.backward_cycles - sub.weight_grad_cycles
-                                : sub.backward_cycles;
-    default:
-      return 0;
-  }
-}
-
 double TaskCosts::flops(const Task& task) const {
   const auto& sub = substage(task);
   switch (task.op) {
@@ -53,26 +36,6 @@ double TaskCosts::flops(const Task& task) const {
     default:
       return 0.0;
   }
-}
-
-std::int64_t TaskCosts::host_bytes(const Task& task) const {
-  IPUSIM_CHECK(task.op == Op::kInfeed || task.op == Op::kOutfeed);
-  return task.op == Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes;
-}
-
-std::int64_t TaskCosts::host_cycles(std::int64_t bytes) const {
-  const auto& hw = spec_.hardware;
-  return hw.host_sync_cycles +
-         core::transfer_cycles(double(bytes), hw.host_link_bandwidth, hw.clock_hz);
-}
-
-std::int64_t TaskCosts::copy_bytes(const Task& task) const {
-  const bool gradient = task.copy == schedules::CopyKind::kGradient;
-  for (const auto& route : routes_[task.stage]) {
-    if (route.ipu == task.ipu && route.peer == task.peer_ipu && route.gradient == gradient)
-      return route.bytes;
-  }
-  return 0;
 }
 
 std::int64_t TaskCosts::streaming_cycles(std::int64_t bytes) const {

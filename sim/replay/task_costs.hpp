@@ -9,6 +9,7 @@
 
 #include "schedules/schedule.hpp"
 #include "schedules/task.hpp"
+#include "sim/core/time.hpp"
 #include "sim/machine/cost_model.hpp"
 #include "sim/spec/spec.hpp"
 
@@ -53,5 +54,43 @@ class TaskCosts {
   bool split_weight_grad_;
   std::vector<std::vector<Route>> routes_;  // by stage: a short scan beats a map lookup
 };
+
+// The costs the replay asks for every task are inline: its inner loops pay no call for them.
+
+inline std::int64_t TaskCosts::compute_cycles(const schedules::Task& task) const {
+  const auto& sub = substage(task);
+  switch (task.op) {
+    case schedules::Op::kForward:
+      return sub.forward_cycles;
+    case schedules::Op::kRecompute:
+      return sub.recompute_cycles;
+    case schedules::Op::kWeightGrad:
+      return sub.weight_grad_cycles;
+    case schedules::Op::kBackward:
+      return split_weight_grad_ ? sub.backward_cycles - sub.weight_grad_cycles
+                                : sub.backward_cycles;
+    default:
+      return 0;
+  }
+}
+
+inline std::int64_t TaskCosts::host_bytes(const schedules::Task& task) const {
+  return task.op == schedules::Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes;
+}
+
+inline std::int64_t TaskCosts::host_cycles(std::int64_t bytes) const {
+  const auto& hw = spec_.hardware;
+  return hw.host_sync_cycles +
+         core::transfer_cycles(double(bytes), hw.host_link_bandwidth, hw.clock_hz);
+}
+
+inline std::int64_t TaskCosts::copy_bytes(const schedules::Task& task) const {
+  const bool gradient = task.copy == schedules::CopyKind::kGradient;
+  for (const auto& route : routes_[task.stage]) {
+    if (route.ipu == task.ipu && route.peer == task.peer_ipu && route.gradient == gradient)
+      return route.bytes;
+  }
+  return 0;
+}
 
 }  // namespace ipusim::sim

@@ -291,7 +291,18 @@ namespace {
 // "0>1a 1>0g" for the copies of a step's exchange: from, to, activation or gradient.
 std::string exchange_text(const StepSchedule& schedule, std::int64_t step) {
   std::vector<Task> copies;
-  schedule.exchange_in_step(step, copies);
+  if (schedule.copies_every_slot()) {
+    schedule.exchange_in_step(step, copies);
+  } else {
+    std::vector<Task> tasks;
+    for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
+      schedule.tasks_in_step(step, ipu, tasks);
+      for (const Task& task : tasks) {
+        if (task.op == Op::kCopy)
+          copies.push_back(task);
+      }
+    }
+  }
   std::string text;
   for (const Task& copy : copies) {
     text += (text.empty() ? "" : " ") + std::to_string(copy.ipu) + ">" +
@@ -302,7 +313,8 @@ std::string exchange_text(const StepSchedule& schedule, std::int64_t step) {
 
 }  // namespace
 
-TEST_CASE("a step's exchange: Grouped copies every slot, Interleaved alternate, Sequential as run") {
+TEST_CASE(
+    "a step's exchange: Grouped copies every slot, Interleaved alternate, Sequential as run") {
   const auto shape = one_per_ipu(2, 4);
   const auto grouped = build_schedule("grouped", shape);
   const auto interleaved = build_schedule("interleaved", shape);
