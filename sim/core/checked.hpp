@@ -15,6 +15,9 @@ class Overflow : public std::overflow_error {
   explicit Overflow(const std::string& what) : std::overflow_error(what) {}
 };
 
+// What an overflowing sum of bytes (memory, traffic) names.
+inline constexpr const char* kByteCount = "byte count";
+
 constexpr std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what) {
   std::int64_t out = 0;
   if (__builtin_mul_overflow(a, b, &out))

@@ -11,12 +11,6 @@
 namespace ipusim::sim {
 namespace {
 
-// What an overflow of a byte count names (see core::Overflow).
-constexpr const char* kBytes = "byte count";
-
-}  // namespace
-namespace {
-
 // "IPU2 (physical IPU3) needs 1.2 GB but has 941 MB at step 4 (cycle 1,234)".
 std::string overflow_text(const IpuOverflow& overflow, std::int64_t capacity) {
   return "IPU" + std::to_string(overflow.ipu) + " (physical IPU" +
@@ -60,7 +54,7 @@ MemoryTracker::MemoryTracker(const CostModel& cost, const schedules::Schedule& s
   fifo_total_.assign(ipus, 0);
   for (int ipu = 0; ipu < ipus; ++ipu) {
     for (const auto& [category, bytes] : static_by_category_[ipu])
-      static_total_[ipu] = core::checked_add(static_total_[ipu], bytes, kBytes);
+      static_total_[ipu] = core::checked_add(static_total_[ipu], bytes, core::kByteCount);
     const auto fifos = static_by_category_[ipu].find(MemoryCategory::kStash);
     fifo_total_[ipu] = fifos == static_by_category_[ipu].end() ? 0 : fifos->second;
   }
@@ -97,7 +91,7 @@ std::vector<MemoryByCategory> MemoryTracker::by_category(
   for (std::size_t ipu = 0; ipu < items.size(); ++ipu) {
     for (const auto& item : items[ipu]) {
       auto& total = out[ipu][item.category];
-      total = core::checked_add(total, item.bytes, kBytes);
+      total = core::checked_add(total, item.bytes, core::kByteCount);
     }
   }
   return out;
@@ -108,7 +102,7 @@ void MemoryTracker::add_static_fifos(const CostModel& cost, const schedules::Sch
   const auto depth = schedule.stash_depth();
   for (int s = 0; s < int(cost.stages.size()); ++s) {
     for (const auto& sub : cost.stages[s]) {
-      const std::int64_t bytes = core::checked_mul(depth[s], sub.stash_bytes, kBytes);
+      const std::int64_t bytes = core::checked_mul(depth[s], sub.stash_bytes, core::kByteCount);
       if (bytes == 0)
         continue;
       items[sub.ipu].push_back({MemoryCategory::kStash,

@@ -64,7 +64,7 @@ class MemoryTracker {
 
   // Called for every task: inline, so that the replay's inner loops pay no call.
   void add_stash(int ipu, std::int64_t bytes) {
-    stash_[ipu] = core::checked_add(stash_[ipu], bytes, "byte count");
+    stash_[ipu] = core::checked_add(stash_[ipu], bytes, core::kByteCount);
   }
   void set_live(int ipu, std::int64_t bytes) { live_[ipu] = bytes; }
 

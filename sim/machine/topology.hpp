@@ -89,7 +89,7 @@ inline LinkUse Topology::send(int from, int to, std::int64_t bytes, core::Cycles
   const int b = physical_[to];
   Route& route = routes_[std::size_t(a) * width_ + b];
   const auto held = route.link.occupy(start, route_cycles(a, b, bytes));
-  route.bytes = core::checked_add(route.bytes, bytes, "byte count");
+  route.bytes = core::checked_add(route.bytes, bytes, core::kByteCount);
   return {a, b, held.begin, held.end};
 }
 

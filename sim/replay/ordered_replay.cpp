@@ -48,6 +48,7 @@ class OrderedReplay {
       : state_(state),
         schedule_(state.schedule),
         readiness_(state.schedule),
+        stash_depth_(state.schedule.stash_depth()),
         cursors_(std::size_t(state.ipus)),
         host_links_(std::size_t(state.ipus)),
         before_up_(std::size_t(state.ipus), 0),
@@ -73,6 +74,7 @@ class OrderedReplay {
   ReplayState& state_;
   const schedules::Schedule& schedule_;
   Readiness readiness_;
+  const std::vector<std::int64_t> stash_depth_;  // per stage; the schedule builds it on each call
   core::EventQueue<ReplayEvent> queue_;
   std::vector<IpuCursor> cursors_;
   std::vector<std::int64_t> last_compute_;
@@ -205,7 +207,7 @@ void OrderedReplay::start_compute(int ipu, const Task& task) {
   if (!cursor.started)
     mark_started(ipu);
   const auto& sub = state_.costs.substage(task);
-  if (task.op == Op::kForward && schedule_.stash_depth()[task.stage] > 0)
+  if (task.op == Op::kForward && stash_depth_[task.stage] > 0)
     state_.memory.add_stash(ipu, sub.stash_bytes);
   state_.memory.set_live(ipu, sub.live_bytes);
   state_.memory.observe(ipu, 0, queue_.now());
@@ -220,7 +222,7 @@ void OrderedReplay::start_compute(int ipu, const Task& task) {
 // A stash entry lives until the last task that reads it: W when the backward is split.
 void OrderedReplay::release_stash(int ipu, const Task& task) {
   const Op last_reader = schedule_.splits_weight_grad() ? Op::kWeightGrad : Op::kBackward;
-  if (task.op != last_reader || schedule_.stash_depth()[task.stage] == 0)
+  if (task.op != last_reader || stash_depth_[task.stage] == 0)
     return;
   state_.memory.add_stash(ipu, -state_.costs.substage(task).stash_bytes);
 }

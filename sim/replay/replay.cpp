@@ -59,7 +59,7 @@ void ReplayState::add_busy(int ipu, std::int64_t cycles, schedules::Phase phase)
 
 void ReplayState::add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes) {
   busy[ipu].streaming += cycles;
-  busy[ipu].streamed_bytes = core::checked_add(busy[ipu].streamed_bytes, bytes, "byte count");
+  busy[ipu].streamed_bytes = core::checked_add(busy[ipu].streamed_bytes, bytes, core::kByteCount);
 }
 
 }  // namespace detail

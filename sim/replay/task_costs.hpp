@@ -9,6 +9,7 @@
 
 #include "schedules/schedule.hpp"
 #include "schedules/task.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/time.hpp"
 #include "sim/machine/cost_model.hpp"
 #include "sim/spec/spec.hpp"
@@ -75,6 +76,7 @@ inline std::int64_t TaskCosts::compute_cycles(const schedules::Task& task) const
 }
 
 inline std::int64_t TaskCosts::host_bytes(const schedules::Task& task) const {
+  IPUSIM_CHECK(task.op == schedules::Op::kInfeed || task.op == schedules::Op::kOutfeed);
   return task.op == schedules::Op::kInfeed ? cost_.infeed_bytes : cost_.outfeed_bytes;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -56,10 +57,10 @@ class TraceWriter {
     return {{"name", name}, {"ph", ph}, {"ts", us(at)}, {"pid", pid}, {"tid", tid}};
   }
 
-  void slice(const std::string& name, const char* category, core::Cycles start, core::Cycles end,
-             int pid, int tid, json args) {
+  void slice(const std::string& name, std::string_view category, core::Cycles start,
+             core::Cycles end, int pid, int tid, json args) {
     auto e = event(name, "X", start, pid, tid);
-    e["cat"] = category;
+    e["cat"] = std::string(category);
     e["dur"] = us(end) - us(start);
     args["cycles"] = (end - start).count;
     e["args"] = std::move(args);
@@ -180,8 +181,7 @@ class TraceWriter {
            {schedules::to_string(schedules::Op::kWeightUpdate), span.offload_end, span.end}}};
       for (const auto& [name, start, end] : parts) {
         if (end > start) {
-          slice(std::string(name),
-                std::string(schedules::phase_key(schedules::Phase::kWeightUpdate)).c_str(), start,
+          slice(std::string(name), schedules::phase_key(schedules::Phase::kWeightUpdate), start,
                 end, kIpus, span.ipu,
                 {{"phase", std::string(schedules::to_string(schedules::Phase::kWeightUpdate))}});
         }
