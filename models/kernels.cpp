@@ -13,7 +13,8 @@ std::int64_t SavedState::saved_bytes() const {
   for (const Tensor& tensor : tensors)
     bytes += tensor.elements() * dtype_bytes(dtype);
   bytes += static_cast<std::int64_t>(indices.size() * sizeof(std::int32_t));
-  bytes += static_cast<std::int64_t>(mask.size());
+  if (seed)
+    bytes += kDropoutSeedBytes;
   return bytes;
 }
 

@@ -12,8 +12,10 @@
 // Activations: gelu is the exact erf form (PyTorch's default, Keras' approximate=False),
 // 0.5 x (1 + erf(x / sqrt 2)).
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,13 +32,14 @@ namespace ipusim::models {
 // d the bytes of the dtype (4 for fp32, 2 for fp16, whose values the tensors hold exactly):
 //   dense, conv2d: input E x d, plus the output E x d for relu/tanh or the pre-activation E x d
 //     for gelu; relu: output E x d; gelu: input E x d; maxpool2d: output E x 4 (int32 argmax);
-//   dropout: input E x 1 (uint8 mask); softmax_cross_entropy: logits E x d (probabilities)
-//     + 4 per row of logits (int32 label); flatten, reshape, add, concat: nothing.
+//   softmax_cross_entropy: logits E x d (probabilities) + 4 per row of logits (int32 label);
+//   flatten, reshape, add, concat: nothing. Dropout keeps the 8-byte seed of its mask per
+//   micro-batch, not per sample, as Graphcore's IPU dropout does.
 struct SavedState {
   DType dtype = DType::kFp32;  // of `tensors`
   std::vector<Tensor> tensors;
-  std::vector<std::int32_t> indices;  // maxpool2d argmax, softmax_cross_entropy labels
-  std::vector<std::uint8_t> mask;     // dropout keep mask
+  std::vector<std::int32_t> indices;                 // maxpool2d argmax, loss labels
+  std::optional<std::array<std::uint32_t, 2>> seed;  // dropout: the seed its mask is drawn from
   std::int64_t saved_bytes() const;
 };
 
@@ -69,8 +72,9 @@ class Kernel {
 
   // The parameter tensors `forward` and `backward` take, in order (weights then bias).
   virtual std::vector<ParameterSpec> parameters() const { return {}; }
-  // The rule of SavedState, per sample.
+  // The rule of SavedState: per sample, plus a part per micro-batch (dropout's seed).
   virtual std::int64_t saved_bytes_per_sample() const = 0;
+  virtual std::int64_t saved_bytes_per_micro_batch() const { return 0; }
 
   virtual ForwardResult forward(const std::vector<const Tensor*>& inputs,
                                 std::span<const Tensor> parameters,

@@ -62,37 +62,44 @@ class DropoutKernel final : public Kernel {
     IPUSIM_CHECK(inputs.size() == 1 && rate_ >= 0.0 && rate_ < 1.0);
   }
 
-  std::int64_t saved_bytes_per_sample() const override { return element_count(output_shape()); }
+  // Like poprand's dropout, the kernel keeps only the seed of its mask (2 x uint32) and draws
+  // the mask again in backward.
+  std::int64_t saved_bytes_per_sample() const override { return 0; }
+  std::int64_t saved_bytes_per_micro_batch() const override { return kDropoutSeedBytes; }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& context) const override {
     check_single_input(inputs, *this);
-    Rng rng(derive_seed(derive_seed(seed_, static_cast<std::uint64_t>(context.microbatch)),
-                        static_cast<std::uint64_t>(context.repeat)));
+    const std::uint64_t seed =
+        derive_seed(derive_seed(seed_, static_cast<std::uint64_t>(context.microbatch)),
+                    static_cast<std::uint64_t>(context.repeat));
     Tensor y = *inputs[0];
+    apply_mask(y, seed);
     SavedState saved;
-    saved.mask.resize(static_cast<std::size_t>(y.elements()));
-    for (std::int64_t i = 0; i < y.elements(); ++i) {
-      const bool keep = rng.uniform() >= rate_;
-      saved.mask[static_cast<std::size_t>(i)] = keep ? 1 : 0;
-      y[i] = keep ? y[i] * scale_ : 0.0f;
-    }
-    round_to_dtype(y, dtype());
+    saved.seed = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
     return {std::move(y), std::move(saved)};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
                                std::span<const Tensor> /*params*/,
                                std::span<GradientAccumulator> /*gradients*/) const override {
+    IPUSIM_CHECK(saved.seed.has_value());
     Tensor dx = output_gradient;
-    for (std::int64_t i = 0; i < dx.elements(); ++i)
-      dx[i] = saved.mask[static_cast<std::size_t>(i)] != 0 ? dx[i] * scale_ : 0.0f;
-    round_to_dtype(dx, dtype());
+    apply_mask(dx, (*saved.seed)[0] | (static_cast<std::uint64_t>((*saved.seed)[1]) << 32));
     return {std::move(dx)};
   }
 
  private:
+  // Zeroes each element with probability rate_ and scales the kept ones, drawing in element
+  // order from `seed`: the forward and the backward of one micro-batch draw the same mask.
+  void apply_mask(Tensor& x, std::uint64_t seed) const {
+    Rng rng(seed);
+    for (std::int64_t i = 0; i < x.elements(); ++i)
+      x[i] = rng.uniform() >= rate_ ? x[i] * scale_ : 0.0f;
+    round_to_dtype(x, dtype());
+  }
+
   double rate_;
   float scale_;
   std::uint64_t seed_;

@@ -30,6 +30,10 @@ enum class LayerType {
 
 enum class Activation { kNone, kRelu, kGelu, kTanh };
 
+// What a dropout keeps between its forward and backward, per micro-batch: poprand's seed, a pair
+// of uint32 (graphcore/poplibs include/poprand/RandomGen.hpp), from which the mask is redrawn.
+inline constexpr std::int64_t kDropoutSeedBytes = 8;
+
 enum class Padding { kValid, kSame };
 
 // Profiled figures that replace the cost model for a layer, per micro-batch.

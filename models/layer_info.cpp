@@ -38,7 +38,7 @@ struct Cost {
   double forward_flops = 0;
   double backward_flops = 0;
   std::int64_t saved_bytes = 0;
-  std::int64_t stateful_bytes = 0;
+  std::int64_t seed_bytes = 0;
 };
 
 struct Sizes {
@@ -121,11 +121,10 @@ Cost transformer_encoder_cost(const LayerParams& p, const Sizes& size) {
   const double hd = double(h);
   cost.forward_flops = 8 * sd * hd * hd + 4 * sd * hd * double(p.ffn) + 4 * sd * sd * hd;
   cost.backward_flops = 2 * cost.forward_flops;
-  cost.stateful_bytes = checked_add(2 * s * h, attention, kAttention);
+  cost.seed_bytes = 3 * kDropoutSeedBytes;
   const std::int64_t activations =
       checked_add(16 * s * h, checked_mul(2, attention, kAttention), kAttention);
-  cost.saved_bytes =
-      checked_add(checked_mul(activations, size.d, kAttention), cost.stateful_bytes, kAttention);
+  cost.saved_bytes = checked_mul(activations, size.d, kAttention);
   return cost;
 }
 
@@ -138,7 +137,7 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
     case LayerType::kMaxPool2d:
       return maxpool2d_cost(layer, size);
     case LayerType::kDropout:
-      return {0, double(size.out), double(size.out), size.in, size.in};
+      return {0, double(size.out), double(size.out), 0, kDropoutSeedBytes};
     case LayerType::kRelu:
       return elementwise_cost(activation_flops(Activation::kRelu), size, size.out * size.d);
     case LayerType::kGelu:
@@ -193,9 +192,10 @@ LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const
   info.backward_flops = cost.backward_flops;
   info.activation_bytes = size.out * size.d;
   info.saved_bytes = cost.saved_bytes;
-  info.stateful_bytes = cost.stateful_bytes;
+  info.seed_bytes = cost.seed_bytes;
   info.weight_bytes = cost.params * size.d;
   fill_traffic(layer, inputs, info, size.d);
+  info.operations = lower_layer(layer, inputs, output);
   return info;
 }
 

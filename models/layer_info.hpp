@@ -14,35 +14,41 @@
 //
 // saved_bytes follows the rule the numeric kernels implement (E = element count, d = dtype
 // bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu E(out)·d;
-// gelu E(in)·d; maxpool2d E(out)·4 (int32 argmax); dropout E(in)·1 (uint8 mask);
-// softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of logits);
-// input, flatten, reshape, add and concat nothing. The cost-only layers follow Korthikanti et
-// al. 2022: a transformer encoder keeps (16·s·h + 2·heads·s²)·d plus the dropout masks,
-// 2·s·h + heads·s² bytes (= 34·s·h + 5·heads·s² for fp16); an embedding keeps 2·s·h·d.
+// gelu E(in)·d; maxpool2d E(out)·4 (int32 argmax); softmax_cross_entropy E(in)·d
+// probabilities + 4 per label (one label per row of logits); dropout, input, flatten, reshape,
+// add and concat nothing. The cost-only layers follow Korthikanti et al. 2022 without the
+// dropout masks: a transformer encoder keeps (16·s·h + 2·heads·s²)·d; an embedding 2·s·h·d.
+//
+// Dropout keeps no mask: Graphcore's IPU dropout (poprand::dropout, TF's rand_ops.dropout,
+// PopART's DropoutGradOp) keeps the 2 x uint32 seed and draws the mask again in backward and in
+// recomputation. So each dropout costs 8 bytes per micro-batch (seed_bytes), stashed in every
+// recomputation mode; a transformer encoder has three (attention, attention output, FFN output).
 
 #include <cstdint>
 #include <vector>
 
 #include "models/dtype.hpp"
 #include "models/layer.hpp"
+#include "models/operations.hpp"
 
 namespace ipusim::models {
 
 // What the memory and time models know of one layer.
 struct LayerInfo {
-  Shape output;                          // per sample; [] for the loss
-  std::int64_t params = 0;               // trainable scalars
-  std::int64_t weight_elements = 0;      // same as params
-  double forward_flops = 0;              // per sample
-  double backward_flops = 0;             // per sample: input gradient + weight gradient
-  std::int64_t activation_bytes = 0;     // per sample: E(output)·d
-  std::int64_t saved_bytes = 0;          // per sample: what backward needs, as the kernels keep it
-  std::int64_t stateful_bytes = 0;       // per sample: the part of saved_bytes recomputation cannot
-                                         // recreate (dropout masks)
-  std::int64_t bytes_moved_forward = 0;  // per sample: inputs read + output written
+  Shape output;                           // per sample; [] for the loss
+  std::int64_t params = 0;                // trainable scalars
+  std::int64_t weight_elements = 0;       // same as params
+  double forward_flops = 0;               // per sample
+  double backward_flops = 0;              // per sample: input gradient + weight gradient
+  std::int64_t activation_bytes = 0;      // per sample: E(output)·d
+  std::int64_t saved_bytes = 0;           // per sample: what backward needs, as the kernels keep it
+  std::int64_t seed_bytes = 0;            // per micro-batch: dropout seeds, which recomputation
+                                          // cannot recreate
+  std::int64_t bytes_moved_forward = 0;   // per sample: inputs read + output written
   std::int64_t bytes_moved_backward = 0;  // per sample: output gradient and saved bytes read,
                                           // input gradients written
   std::int64_t weight_bytes = 0;          // params·d, once per layer
+  std::vector<Operation> operations;      // what the layer lowers to (models/operations.hpp)
 };
 
 // `inputs` are the shapes of the layer's inputs, in order; `output` its inferred shape.

@@ -83,7 +83,7 @@ class ParameterStore {
 
 // What a stage stashes per micro-batch (the memory model's stash kinds):
 //   kActivations: every layer's SavedState;
-//   kStageInputs: the stage inputs and the stateful part (dropout masks); recompute() rebuilds
+//   kStageInputs: the stage inputs and the stateful part (dropout seeds); recompute() rebuilds
 //     the rest before backward;
 //   kCheckpoints: as kStageInputs plus the SavedState of layers marked "checkpoint".
 enum class StashMode { kActivations, kStageInputs, kCheckpoints };
@@ -127,7 +127,7 @@ class StageExecutor {
   // masks) and holds the labels if the stage has the loss.
   StageForward forward(const TensorMap& inputs, const ForwardContext& context) const;
 
-  // Rebuilds a complete stash from a recomputation-mode one; dropout masks come out equal to
+  // Rebuilds a complete stash from a recomputation-mode one; dropout seeds come out equal to
   // the stashed ones (checked).
   Stash recompute(const Stash& stash) const;
 

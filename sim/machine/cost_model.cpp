@@ -14,18 +14,25 @@ namespace {
 using models::Model;
 using schedules::StashKind;
 
-// Optimizer arithmetic per parameter in the weight update (reads, FMAs, a square root for
-// Adam); the update is memory-bound on any realistic IPU, so these only matter for tiny models.
-double update_flops_per_param(models::OptimizerConfig::Kind kind) {
+// The weight update as vector work over the parameters: SGD one pass (w -= lr g), momentum two
+// (velocity, weights), Adam four (two moments, the square root and divide, the weights). Each
+// pass is a compute set over every tile; the optimizer state is fp32.
+models::Operation weight_update_operation(models::OptimizerConfig::Kind kind, double params) {
+  int passes = 1;
   switch (kind) {
     case models::OptimizerConfig::Kind::kSgd:
-      return 2;
+      passes = 1;
+      break;
     case models::OptimizerConfig::Kind::kMomentum:
-      return 4;
+      passes = 2;
+      break;
     case models::OptimizerConfig::Kind::kAdam:
-      return 12;
+      passes = 4;
+      break;
   }
-  return 2;
+  models::Operation update{"optimizer", models::OpClass::kElementwise, 2, {}, {}};
+  update.forward = {params * passes, params * passes, 0, passes};
+  return update;
 }
 
 // The bytes of one sample of the tensor produced by `layer` (-1: the model input).
@@ -81,42 +88,93 @@ std::int64_t external_input_bytes(const RunSpec& spec, const std::vector<int>& l
   return bytes;
 }
 
-std::int64_t stash_bytes_per_sample(const RunSpec& spec, const std::vector<int>& layers,
-                                    StashKind kind) {
+// One micro-batch's stash of `layers` under `kind`: per-sample activations times the batch, plus
+// the dropout seeds, which no recomputation can recreate.
+std::int64_t stash_bytes(const RunSpec& spec, const std::vector<int>& layers, StashKind kind) {
   std::int64_t saved = 0;
-  std::int64_t stateful = 0;
+  std::int64_t seeds = 0;
   std::int64_t checkpoints = 0;
   for (int layer : layers) {
     const auto& info = spec.model.info[layer];
     saved += info.saved_bytes;
-    stateful += info.stateful_bytes;
+    seeds += info.seed_bytes;
     if (spec.model.layers[layer].checkpoint)
       checkpoints += info.saved_bytes;
   }
+  std::int64_t per_sample = 0;
   switch (kind) {
     case StashKind::kNone:
       return 0;
     case StashKind::kActivations:
-      return saved;
+      per_sample = saved;
+      break;
     case StashKind::kStageInputs:
-      return external_input_bytes(spec, layers) + stateful;
+      per_sample = external_input_bytes(spec, layers);
+      break;
     case StashKind::kCheckpoints:
-      return external_input_bytes(spec, layers) + checkpoints + stateful;
+      per_sample = external_input_bytes(spec, layers) + checkpoints;
+      break;
   }
-  return saved;
+  return per_sample * spec.pipeline.micro_batch_size + seeds;
 }
 
-std::int64_t layer_cycles(const RunSpec& spec, int layer, bool backward) {
+bool recomputes(StashKind kind) {
+  return kind == StashKind::kStageInputs || kind == StashKind::kCheckpoints;
+}
+
+// The cost of `op` per micro-batch. A recomputing stage runs a clone of the forward, with its
+// own code (TF's recomputation stage is a separate computation).
+OperationCost price(const RunSpec& spec, const std::string& layer, const models::Operation& op,
+                    bool recompute) {
+  const auto& hw = spec.hardware;
+  const auto dtype = spec.pipeline.dtype;
+  const auto batch = spec.pipeline.micro_batch_size;
+  OperationCost cost;
+  cost.layer = layer;
+  cost.name = op.name;
+  cost.op_class = op.op_class;
+  cost.forward = cost_pass(hw, dtype, op.op_class, op.forward, batch);
+  cost.backward = cost_pass(hw, dtype, op.op_class, op.backward, batch);
+  cost.forward_flops = op.forward.work * op.flops_per_work * double(batch);
+  cost.backward_flops = op.backward.work * op.flops_per_work * double(batch);
+  const std::int64_t forward_code = code_bytes(hw.code, op.forward, cost.forward);
+  cost.code_bytes = forward_code;
+  if (spec.pipeline.training)
+    cost.code_bytes += code_bytes(hw.code, op.backward, cost.backward);
+  if (recompute) {
+    cost.recompute_cycles = cost.forward.cycles;
+    cost.code_bytes += forward_code;
+  }
+  return cost;
+}
+
+// A layer's operations, or one "profiled" row when the config gives its cycles.
+std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, bool recompute) {
   const auto& l = spec.model.layers[layer];
-  if (l.cycles)
-    return backward ? l.cycles->backward : l.cycles->forward;
-  const auto& info = spec.model.info[layer];
-  const double batch = double(spec.pipeline.micro_batch_size);
-  const double flops = (backward ? info.backward_flops : info.forward_flops) * batch;
-  const double bytes =
-      double(backward ? info.bytes_moved_backward : info.bytes_moved_forward) * batch +
-      double(info.weight_bytes);
-  return compute_cycles(spec.hardware, spec.pipeline.dtype, flops, bytes);
+  if (l.cycles) {
+    OperationCost profiled;
+    profiled.layer = l.id;
+    profiled.name = "profiled";
+    profiled.forward.cycles = l.cycles->forward;
+    profiled.backward.cycles = l.cycles->backward;
+    profiled.recompute_cycles = recompute ? l.cycles->forward : 0;
+    return {profiled};
+  }
+  std::vector<OperationCost> costs;
+  for (const auto& op : spec.model.info[layer].operations)
+    costs.push_back(price(spec, l.id, op, recompute));
+  return costs;
+}
+
+// Half of a product's backward is its weight gradient (the second of its two compute sets, of
+// the same size as the first); a profiled weighted layer splits its backward the same way.
+std::int64_t weight_gradient_cycles(const RunSpec& spec, int layer, const OperationCost& op) {
+  if (!op.op_class)
+    return spec.model.info[layer].params > 0 ? op.backward.cycles / 2 : 0;
+  const auto& ops = spec.model.info[layer].operations;
+  const auto found = std::find_if(ops.begin(), ops.end(),
+                                  [&](const models::Operation& o) { return o.name == op.name; });
+  return found != ops.end() && found->backward.weight_elements > 0 ? op.backward.cycles / 2 : 0;
 }
 
 SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
@@ -126,20 +184,19 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
   const double batch = double(spec.pipeline.micro_batch_size);
   for (int layer : layers) {
     const auto& info = spec.model.info[layer];
-    cost.forward_cycles += layer_cycles(spec, layer, false);
-    const std::int64_t backward = layer_cycles(spec, layer, true);
-    cost.backward_cycles += backward;
-    // Half of a weighted layer's backward is its weight gradient (the same products as the
-    // input gradient); layers without weights have no W part.
-    if (info.params > 0)
-      cost.weight_grad_cycles += backward / 2;
+    for (auto& op : layer_operations(spec, layer, recomputes(stash))) {
+      cost.forward_cycles += op.forward.cycles;
+      cost.backward_cycles += op.backward.cycles;
+      cost.weight_grad_cycles += weight_gradient_cycles(spec, layer, op);
+      cost.operations.push_back(std::move(op));
+    }
     cost.forward_flops += info.forward_flops * batch;
     cost.backward_flops += info.backward_flops * batch;
     cost.live_bytes += info.activation_bytes * spec.pipeline.micro_batch_size;
     cost.params += info.params;
   }
   cost.recompute_cycles = cost.forward_cycles;
-  cost.stash_bytes = stash_bytes_per_sample(spec, layers, stash) * spec.pipeline.micro_batch_size;
+  cost.stash_bytes = stash_bytes(spec, layers, stash);
   return cost;
 }
 
@@ -210,17 +267,38 @@ std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model
 void add_weight_update(const RunSpec& spec, int ipu, std::int64_t params, CostModel& model) {
   const auto& p = spec.pipeline;
   const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
-  const double n = double(params);
-  const double bytes =
-      n * (2.0 * models::dtype_bytes(p.dtype) + models::dtype_bytes(p.gradient_accumulation_dtype) +
-           8.0 * state_elements);
-  model.weight_update_cycles[ipu] = compute_cycles(
-      spec.hardware, models::DType::kFp32, n * update_flops_per_param(p.optimizer.kind), bytes);
+  if (params > 0) {
+    const auto update = weight_update_operation(p.optimizer.kind, double(params));
+    model.weight_update_cycles[ipu] =
+        cost_pass(spec.hardware, models::DType::kFp32, update.op_class, update.forward, 1).cycles;
+  }
   if (p.offload_weight_update_variables)
     model.offload_bytes[ipu] =
         core::checked_mul(params, state_elements * 4 * 2, "optimizer state byte count");
   model.gradient_bytes[ipu] = core::checked_mul(
       params, models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
+}
+
+// The control program of each IPU, then the code and vertex state of each layer's operations
+// on the IPU that runs them.
+void add_code_memory(const RunSpec& spec, CostModel& model) {
+  const auto& code = spec.hardware.code;
+  for (auto& items : model.static_memory) {
+    if (code.control_bytes > 0)
+      items.push_back({MemoryCategory::kAlwaysLive, "control program", code.control_bytes});
+  }
+  for (const auto& stage : model.stages) {
+    for (const auto& sub : stage) {
+      std::map<std::string, std::int64_t> by_layer;
+      for (const auto& op : sub.operations)
+        by_layer[op.layer] += op.code_bytes;
+      for (const auto& [layer, bytes] : by_layer) {
+        if (bytes > 0)
+          model.static_memory[sub.ipu].push_back(
+              {MemoryCategory::kAlwaysLive, "code and vertex state of " + layer, bytes});
+      }
+    }
+  }
 }
 
 void add_ipu_memory(const RunSpec& spec, CostModel& model) {
@@ -230,12 +308,7 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
   model.weight_update_cycles.assign(ipus, 0);
   model.offload_bytes.assign(ipus, 0);
   model.gradient_bytes.assign(ipus, 0);
-  for (int ipu = 0; ipu < ipus; ++ipu) {
-    if (spec.hardware.always_live_bytes > 0) {
-      model.static_memory[ipu].push_back(
-          {MemoryCategory::kAlwaysLive, "code and control", spec.hardware.always_live_bytes});
-    }
-  }
+  add_code_memory(spec, model);
   const auto params = add_layer_memory(spec, model);
   for (int ipu = 0; ipu < ipus; ++ipu) {
     std::int64_t copy_buffer = 0;
@@ -252,13 +325,6 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
 }
 
 }  // namespace
-
-std::int64_t compute_cycles(const HardwareSpec& hardware, models::DType dtype, double flops,
-                            double bytes) {
-  const double flop_seconds = flops / (hardware.peak_flops(dtype) * hardware.efficiency);
-  const double byte_seconds = hardware.memory_bandwidth > 0 ? bytes / hardware.memory_bandwidth : 0;
-  return core::cycles_from_seconds(std::max(flop_seconds, byte_seconds), hardware.clock_hz);
-}
 
 std::int64_t CostModel::copy(int stage, int ipu, int peer, bool gradient) const {
   const auto found = copy_bytes.find({stage, ipu, peer, gradient});

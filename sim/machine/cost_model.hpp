@@ -3,20 +3,36 @@
 // computational stage) and per micro-batch: cycles of each task kind, bytes copied between
 // IPUs, bytes stashed under the recomputation mode, and the static memory of each IPU.
 //
-// Compute time of a layer: its FLOPs at the dtype's peak times the achieved efficiency, or
-// its bytes moved at the in-processor memory bandwidth when that is slower (a roofline),
-// unless the layer carries profiled `cycles`. Stage times are sums of layer times.
+// Compute time of a layer: the sum of its operations' cycles (models/operations.hpp lowers it,
+// sim/machine/op_cost.hpp prices each pass), unless the layer carries profiled `cycles`. Stage
+// times are sums of layer times, so the operations of a stage sum to its cycles exactly.
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "schedules/schedule.hpp"
 #include "sim/machine/memory_category.hpp"
+#include "sim/machine/op_cost.hpp"
 #include "sim/spec/spec.hpp"
 
 namespace ipusim::sim {
+
+// One operation of a sub-stage per micro-batch, as the Operations Summary lists it. A layer with
+// profiled cycles is one row named "profiled" with no class.
+struct OperationCost {
+  std::string layer;
+  std::string name;
+  std::optional<models::OpClass> op_class;
+  OpPassCost forward;
+  OpPassCost backward;
+  std::int64_t recompute_cycles = 0;  // the forward again, when the stage recomputes
+  double forward_flops = 0;
+  double backward_flops = 0;
+  std::int64_t code_bytes = 0;  // code and vertex state of its compute sets
+};
 
 // What one sub-stage costs per micro-batch on the IPU it runs on: cycles and FLOPs of each
 // pass, and the bytes it stashes and keeps live.
@@ -31,6 +47,7 @@ struct SubstageCost {
   std::int64_t stash_bytes = 0;  // one FIFO entry (one micro-batch) under the mode
   std::int64_t live_bytes = 0;   // activations alive while a task of it runs
   std::int64_t params = 0;
+  std::vector<OperationCost> operations;  // sums to the cycles above
 };
 
 // One category of memory on one IPU, at the granularity the out-of-memory message names.
@@ -62,9 +79,5 @@ struct CostModel {
 
 // For the spec and its schedule (spec.schedule).
 CostModel build_cost_model(const RunSpec& spec);
-
-// Cycles to run `flops` reading and writing `bytes` on one IPU.
-std::int64_t compute_cycles(const HardwareSpec& hardware, models::DType dtype, double flops,
-                            double bytes);
 
 }  // namespace ipusim::sim

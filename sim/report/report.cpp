@@ -10,6 +10,7 @@
 #include "sim/core/format.hpp"
 #include "sim/numeric/numeric.hpp"
 #include "sim/numeric/training.hpp"
+#include "sim/report/operations_report.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -386,8 +387,9 @@ nlohmann::json numeric_json(const RunReport& r) {
 
 RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) {
   const auto& schedule = spec.schedule;
-  const auto cost = build_cost_model(spec);
   RunReport report;
+  report.cost = std::make_shared<const CostModel>(build_cost_model(spec));
+  const CostModel& cost = *report.cost;
   report.spec = std::make_shared<const RunSpec>(spec);
   report.schedule = schedule->name();
   report.relaxed = schedule->relaxed();
@@ -475,7 +477,8 @@ nlohmann::json to_json(const RunReport& r) {
       {"out_of_memory", r.replay.out_of_memory ? nlohmann::json(r.replay.out_of_memory->message())
                                                : nlohmann::json(nullptr)},
       {"notes", r.spec->notes},
-      {"numeric", numeric_json(r)}};
+      {"numeric", numeric_json(r)},
+      {"operations", operations_json(r)}};
 }
 
 }  // namespace ipusim::sim

@@ -31,7 +31,8 @@ struct NumericReport {
 // The outcome of simulating one spec: the replay's figures for one repeat, and the numeric
 // results when numeric mode ran.
 struct RunReport {
-  std::shared_ptr<const RunSpec> spec;  // shared: a report outlives the spec it was run from
+  std::shared_ptr<const RunSpec> spec;    // shared: a report outlives the spec it was run from
+  std::shared_ptr<const CostModel> cost;  // the per-task and per-operation costs replayed
   std::string schedule;
   bool relaxed = false;
   ReplayResult replay;

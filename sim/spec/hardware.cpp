@@ -23,6 +23,39 @@ void set_sync_from_ipumodel_formula(HardwareSpec& hw) {
   hw.sync_per_ipu_cycles = core::cycles_from_seconds(7.5e-9, hw.clock_hz);
 }
 
+// Per-operation costs of a Mk2 tile, from poplibs' own cycle estimators (graphcore/poplibs
+// @7eac0f26; [D] = derived by us from the cited formulas):
+// - compute set: the on-tile sync before its exchange, 90 cycles (popnn/CTCLossPlan.cpp), plus
+//   the floor of a vertex on a tile, 120-190 cycles for elementwise vertices
+//   (popops/popopsCycleEstimators.cpp: 6 workers x ~20 prologue cycles + supervisor) [D];
+// - exchange: 100 cycles fixed plus bytes at 4 bytes/cycle per tile (CTCLossPlan.cpp;
+//   ipu-hardware.md §1, getExchangeBytesPerCycle() = 4);
+// - vector unit: 2 fp32 or 4 fp16 elements per cycle (64-bit datapath, ipu-hardware.md §1).
+// Each class's efficiency is its poplibs cycles per element against that peak; its minimum work
+// per tile is where the work of a tile equals its vertex floor. Calibratable, like all of them.
+OperationCosts mk2_operations() {
+  using models::OpClass;
+  OperationCosts ops;
+  ops.compute_set_cycles = 240;           // [D] 90 sync + 150 vertex floor
+  ops.exchange_cycles = 100;              // CTCLossPlan.cpp: fixedOverheadExchangeCycles
+  ops.exchange_bytes_per_tile_cycle = 4;  // ipu-hardware.md §1
+  ops.vector_fp32_per_tile_cycle = 2;     // ipu-hardware.md §1, 64-bit vectors
+  ops.vector_fp16_per_tile_cycle = 4;
+  // [D] 16x16 AMP blocks cost 4 M + 230 cycles per tile (poplin PerformanceEstimation.hpp): 85%
+  // of peak at 384 rows a tile, 41% at 48; a tile earns its place from 48 rows (2x48x16x16).
+  ops.of(OpClass::kMatmul) = {0.7, 24576};
+  ops.of(OpClass::kConv) = {0.6, 24576};  // guess: as matmul, with window gathering
+  // [D] add and multiply take 0.75 cycles per fp16 element, 1.5 per fp32: a third of peak.
+  ops.of(OpClass::kElementwise) = {1.0 / 3, 256};
+  ops.of(OpClass::kNonLinear) = {0.2, 256};  // [D] GELU 1.25 cycles per fp16 element
+  // [D] softmax: max, exp, sum and divide, 2.25 cycles per fp16 element (reduce 0.25 each).
+  ops.of(OpClass::kReduction) = {0.11, 256};
+  // [D] multiSlice moves about 1 element per cycle against 12 fp16 elements of tile memory.
+  ops.of(OpClass::kGather) = {0.08, 256};
+  ops.of(OpClass::kCopy) = {0.33, 256};  // guess: 8 bytes per cycle, a load and a store
+  return ops;
+}
+
 HardwareSpec gc200() {
   HardwareSpec hw;
   hw.preset = "gc200";
@@ -31,7 +64,6 @@ HardwareSpec gc200() {
   hw.memory_per_ipu_bytes = 638976LL * 1472;  // §1: 624 KB/tile x 1472 = 897 MB
   hw.peak_flops_fp16 = 250e12;                // §1: POD128 datasheet, 31.955 PF / 128
   hw.peak_flops_fp32 = 62.5e12;               // §1: POD128 datasheet, 7.989 PF / 128
-  hw.efficiency = 0.5;                        // assumed: no published achieved-FLOPs figure
   hw.memory_bandwidth = 47.5e12;              // §1: 47.5 TB/s in-processor memory
   hw.link_bandwidth = kLadderLinkBandwidth;   // §2 ladder model
   hw.link_latency_cycles = 100;               // §3: fixed exchange overhead ≈100 cycles
@@ -41,7 +73,15 @@ HardwareSpec gc200() {
   hw.host_link_bandwidth = 12.5e9;       // §2: host path is 100 GbE RoCE per IPU-Machine
   hw.streaming_memory_bandwidth = 16e9;  // §2: PCIe Gen4 x8 to the Gateway, an upper bound
   hw.exchange_overhead_cycles = 100;     // §3: poplibs CTCLossPlan cost model
-  hw.always_live_bytes = 100'000'000;    // assumed: code and control, configurable
+  hw.operations = mk2_operations();
+  // Code memory. A trivial Poplar graph's profile (graphcore/tensorflow docs/logging.rst, 2019)
+  // holds about 4.3 kB per tile of stack, control, host-exchange and vertex code: ≈6.3 MB on
+  // 1,472 tiles, 7 MB with the runtime [D]. Per compute set, 16 bytes of control code on every
+  // tile, and per tile it uses a few vertices of about 30 bytes of state plus their exchange
+  // code (4 bytes an instruction, poplibs DynamicSlice.cpp): both guesses, calibratable.
+  hw.code.control_bytes = 7'000'000;
+  hw.code.compute_set_bytes = 16 * 1472;
+  hw.code.tile_compute_set_bytes = 150;
   return hw;
 }
 
@@ -72,10 +112,17 @@ HardwareSpec gc2() {
   return hw;
 }
 
-// For analytic checks: a GC200 whose syncs, copies and host I/O cost nothing.
+// For analytic checks: a GC200 whose syncs, copies, host I/O, compute-set overheads and code
+// cost nothing, and whose operations each spread over every tile.
 HardwareSpec ideal() {
   HardwareSpec hw = gc200();
   hw.preset = "ideal";
+  hw.operations.compute_set_cycles = 0;
+  hw.operations.exchange_cycles = 0;
+  hw.operations.exchange_bytes_per_tile_cycle = 0;
+  for (auto& op_class : hw.operations.classes)
+    op_class.min_work_per_tile = 0;
+  hw.code = {};
   hw.link_bandwidth = 0;  // 0 means unlimited
   hw.link_latency_cycles = 0;
   hw.host_link_bandwidth = 0;
@@ -84,7 +131,6 @@ HardwareSpec ideal() {
   hw.sync_base_cycles = 0;
   hw.sync_per_ipu_cycles = 0;
   hw.exchange_overhead_cycles = 0;
-  hw.always_live_bytes = 0;
   return hw;
 }
 
@@ -172,6 +218,77 @@ void read_peak(const ConfigNode& node, HardwareSpec& hw) {
     hw.peak_flops_fp16 = read_flop_rate(*v);
 }
 
+double read_positive(const ConfigNode& node, int most) {
+  const double value = node.as_number();
+  if (!(value > 0 && value <= most))
+    node.fail("expected a number in (0, " + std::to_string(most) + "], found " +
+              node.json().dump());
+  return value;
+}
+
+void read_op_class(const ConfigNode& node, OpClassCost& cost) {
+  node.expect_only_keys({"efficiency", "min_work_per_tile"});
+  if (auto v = node.find("efficiency"))
+    cost.efficiency = read_positive(*v, 1);
+  if (auto v = node.find("min_work_per_tile"))
+    cost.min_work_per_tile = double(v->as_int(0, std::int64_t{1} << 40));
+}
+
+std::vector<std::string> operation_keys() {
+  std::vector<std::string> keys = {"compute_set_cycles", "exchange_cycles",
+                                   "exchange_bytes_per_tile_cycle",
+                                   "vector_elements_per_tile_cycle"};
+  for (auto op_class : models::kOpClasses)
+    keys.emplace_back(models::to_string(op_class));
+  return keys;
+}
+
+void read_operations(const ConfigNode& node, OperationCosts& ops) {
+  node.expect_only_keys(operation_keys());
+  if (auto v = node.find("compute_set_cycles"))
+    ops.compute_set_cycles = read_cycles(*v);
+  if (auto v = node.find("exchange_cycles"))
+    ops.exchange_cycles = read_cycles(*v);
+  if (auto v = node.find("exchange_bytes_per_tile_cycle"))
+    ops.exchange_bytes_per_tile_cycle = read_positive(*v, 1024);
+  if (auto v = node.find("vector_elements_per_tile_cycle")) {
+    v->expect_only_keys({"fp32", "fp16"});
+    if (auto rate = v->find("fp32"))
+      ops.vector_fp32_per_tile_cycle = read_positive(*rate, 1024);
+    if (auto rate = v->find("fp16"))
+      ops.vector_fp16_per_tile_cycle = read_positive(*rate, 1024);
+  }
+  for (auto op_class : models::kOpClasses) {
+    if (auto v = node.find(std::string(models::to_string(op_class))))
+      read_op_class(*v, ops.of(op_class));
+  }
+}
+
+void read_code_memory(const ConfigNode& node, CodeMemory& code) {
+  node.expect_only_keys({"control", "per_compute_set", "per_tile_per_compute_set"});
+  if (auto v = node.find("control"))
+    code.control_bytes = read_memory(*v);
+  if (auto v = node.find("per_compute_set"))
+    code.compute_set_bytes = read_memory(*v);
+  if (auto v = node.find("per_tile_per_compute_set"))
+    code.tile_compute_set_bytes = read_memory(*v);
+}
+
+// Keys earlier versions read, with where their meaning went.
+void reject_replaced_keys(const ConfigNode& node) {
+  if (auto v = node.find("efficiency")) {
+    v->fail(
+        "the achieved share of peak is now set per operation class: use "
+        "hardware.operations.<class>.efficiency, with <class> one of matmul, conv, "
+        "elementwise, non_linear, reduction, gather, copy");
+  }
+  if (auto v = node.find("always_live_memory")) {
+    v->fail(
+        "code memory now grows with the operations on each IPU: use "
+        "hardware.code_memory.control for the fixed part per IPU");
+  }
+}
+
 void read_overrides(const ConfigNode& node, HardwareSpec& hw) {
   if (auto v = node.find("clock")) {
     hw.clock_hz = v->as_quantity(Dimension::kFrequency);
@@ -184,11 +301,6 @@ void read_overrides(const ConfigNode& node, HardwareSpec& hw) {
     hw.memory_per_ipu_bytes = read_memory(*v);
   if (auto v = node.find("peak_flops"))
     read_peak(*v, hw);
-  if (auto v = node.find("efficiency")) {
-    hw.efficiency = v->as_number();
-    if (!(hw.efficiency > 0 && hw.efficiency <= 1))
-      v->fail("expected a share in (0, 1]");
-  }
   if (auto v = node.find("memory_bandwidth"))
     hw.memory_bandwidth = read_bandwidth(*v);
   if (auto v = node.find("ipu_link"))
@@ -206,8 +318,10 @@ void read_overrides(const ConfigNode& node, HardwareSpec& hw) {
   }
   if (auto v = node.find("sync"))
     read_sync(*v, hw);
-  if (auto v = node.find("always_live_memory"))
-    hw.always_live_bytes = read_memory(*v);
+  if (auto v = node.find("operations"))
+    read_operations(*v, hw.operations);
+  if (auto v = node.find("code_memory"))
+    read_code_memory(*v, hw.code);
 }
 
 }  // namespace
@@ -217,11 +331,21 @@ const std::vector<std::string>& hardware_preset_names() {
   return names;
 }
 
+double HardwareSpec::unit_peak_per_tile_cycle(models::OpClass op_class, models::DType dtype) const {
+  const bool fp16 = dtype == models::DType::kFp16;
+  if (models::on_amp(op_class))
+    return peak_flops(dtype) / (double(tiles) * clock_hz);
+  if (op_class == models::OpClass::kGather || op_class == models::OpClass::kCopy)
+    return memory_bandwidth / (double(tiles) * clock_hz) / double(models::dtype_bytes(dtype));
+  return fp16 ? operations.vector_fp16_per_tile_cycle : operations.vector_fp32_per_tile_cycle;
+}
+
 HardwareSpec parse_hardware(const ConfigNode& node, int ipus_needed, std::string* note) {
+  reject_replaced_keys(node);
   node.expect_only_keys({"preset", "ipus", "clock", "tiles", "memory_per_ipu", "peak_flops",
-                         "efficiency", "memory_bandwidth", "ipu_link", "topology",
-                         "selection_order", "host_link_bandwidth", "streaming_memory_bandwidth",
-                         "sync", "always_live_memory"});
+                         "memory_bandwidth", "ipu_link", "topology", "selection_order",
+                         "host_link_bandwidth", "streaming_memory_bandwidth", "sync", "operations",
+                         "code_memory"});
   HardwareSpec hw = preset(node.get_enum("preset", "gc200", hardware_preset_names()));
   if (auto topology = node.find("topology"))
     topology->as_enum({"ladder"});

@@ -2,17 +2,51 @@
 // The hardware a run is simulated on: a preset (gc200, bow, gc2, ideal) with any field
 // overridden by the config. Every default cites its source in ../shared/spec/ipu-hardware.md.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "models/dtype.hpp"
+#include "models/operations.hpp"
 #include "sim/core/config_node.hpp"
 
 namespace ipusim::sim {
 
 // How pipeline stages (shards) map onto physical IPUs of the ladder, as TF's SelectionOrder.
 enum class SelectionOrder { kSnake, kHoof, kZigzag };
+
+// What one class of operations reaches on a tile: a share of its unit's peak, and the least
+// work (FLOPs on the AMP units, elements otherwise) worth a tile of its own, so that a small
+// operation spreads over fewer tiles.
+struct OpClassCost {
+  double efficiency = 1;
+  double min_work_per_tile = 0;  // 0: every operation spreads over all tiles
+};
+
+// The per-operation cost model's parameters (see sim/machine/op_cost.hpp).
+struct OperationCosts {
+  std::int64_t compute_set_cycles = 0;       // vertex launch and on-tile sync, per compute set
+  std::int64_t exchange_cycles = 0;          // fixed cost of the exchange before a compute set
+  double exchange_bytes_per_tile_cycle = 0;  // on-chip exchange per receiving tile; 0: free
+  double vector_fp32_per_tile_cycle = 0;     // elements per cycle of a tile's vector unit
+  double vector_fp16_per_tile_cycle = 0;
+  std::array<OpClassCost, models::kOpClasses.size()> classes{};
+
+  const OpClassCost& of(models::OpClass op_class) const {
+    return classes[std::size_t(models::index(op_class))];
+  }
+  OpClassCost& of(models::OpClass op_class) {
+    return classes[std::size_t(models::index(op_class))];
+  }
+};
+
+// Code and vertex state an IPU holds for the operations placed on it, plus its control program.
+struct CodeMemory {
+  std::int64_t control_bytes = 0;           // per IPU: control program and host-exchange code
+  std::int64_t compute_set_bytes = 0;       // per compute set: its exchange and control code
+  std::int64_t tile_compute_set_bytes = 0;  // per tile a compute set uses: vertex code and state
+};
 
 // The validated hardware of a run: rates in base units (Hz, bytes/s, FLOP/s), sizes in bytes,
 // latencies and overheads in IPU cycles.
@@ -24,8 +58,7 @@ struct HardwareSpec {
   std::int64_t memory_per_ipu_bytes = 0;
   double peak_flops_fp32 = 0;  // FLOP/s per IPU
   double peak_flops_fp16 = 0;
-  double efficiency = 1.0;      // achieved share of the peak
-  double memory_bandwidth = 0;  // bytes/s of in-processor memory, for the memory-bound floor
+  double memory_bandwidth = 0;  // bytes/s of in-processor memory, all tiles together
   // IPU-Links on the ladder: a link's bandwidth and how many links join two IPUs.
   double link_bandwidth = 0;  // bytes/s of one link, after efficiency
   std::int64_t link_latency_cycles = 0;
@@ -39,11 +72,15 @@ struct HardwareSpec {
   std::int64_t sync_base_cycles = 0;      // global sync: base + per_ipu * IPUs
   std::int64_t sync_per_ipu_cycles = 0;
   std::int64_t exchange_overhead_cycles = 0;  // fixed cost of each inter-IPU exchange
-  std::int64_t always_live_bytes = 0;         // code and control per IPU
+  OperationCosts operations;
+  CodeMemory code;
 
   double peak_flops(models::DType dtype) const {
     return dtype == models::DType::kFp16 ? peak_flops_fp16 : peak_flops_fp32;
   }
+  // Peak work per cycle of one tile's unit for `op_class`: FLOPs on the AMP units, elements on
+  // the vector units, elements through tile memory for gathers and copies.
+  double unit_peak_per_tile_cycle(models::OpClass op_class, models::DType dtype) const;
   std::int64_t global_sync_cycles(int participating_ipus) const {
     return sync_base_cycles + sync_per_ipu_cycles * participating_ipus;
   }

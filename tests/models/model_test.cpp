@@ -230,20 +230,21 @@ TEST_CASE("saved bytes follow the kernels' rule for every layer type") {
       {"id": "logits", "type": "dense", "units": 10},
       {"id": "cel", "type": "softmax_cross_entropy"}])"));
   std::vector<std::int64_t> saved;
-  std::vector<std::int64_t> stateful;
+  std::vector<std::int64_t> seeds;
   for (const LayerInfo& info : model.info) {
     saved.push_back(info.saved_bytes);
-    stateful.push_back(info.stateful_bytes);
+    seeds.push_back(info.seed_bytes);
   }
-  // conv: input 72 + pre-activation 64 elements; pool: 16 int32 indices; dropout: 16 mask bytes;
+  // conv: input 72 + pre-activation 64 elements; pool: 16 int32 indices; dropout: its seed only;
   // plain dense: its 16 inputs only; act: 5 inputs + 16 outputs; cel: 20 probabilities + 2 labels.
-  CHECK(saved == std::vector<std::int64_t>{0, 136 * 4, 16 * 4, 0, 16, 16 * 4, 16 * 4, 16 * 4,
-                                           21 * 4, 0, 0, 0, 32 * 4, 20 * 4 + 2 * 4});
-  CHECK(stateful == std::vector<std::int64_t>{0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  CHECK(saved == std::vector<std::int64_t>{0, 136 * 4, 16 * 4, 0, 0, 16 * 4, 16 * 4, 16 * 4, 21 * 4,
+                                           0, 0, 0, 32 * 4, 20 * 4 + 2 * 4});
+  // Per micro-batch: a pair of uint32 for the dropout.
+  CHECK(seeds == std::vector<std::int64_t>{0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   CHECK(model.classes == 10);
 }
 
-TEST_CASE("fp16 halves activation, saved and weight bytes but not int32 indices or masks") {
+TEST_CASE("fp16 halves activation, saved and weight bytes but not int32 indices or seeds") {
   const std::string layers = R"([
       {"id": "conv", "type": "conv2d", "filters": 4, "kernel": 3, "activation": "relu"},
       {"id": "pool", "type": "maxpool2d"},
@@ -255,7 +256,8 @@ TEST_CASE("fp16 halves activation, saved and weight bytes but not int32 indices 
   CHECK(model.info[0].saved_bytes == (72 + 64) * 2);
   CHECK(model.info[0].weight_bytes == 76 * 2);
   CHECK(model.info[1].saved_bytes == 16 * 4);
-  CHECK(model.info[2].saved_bytes == 16);
+  CHECK(model.info[2].saved_bytes == 0);
+  CHECK(model.info[2].seed_bytes == 8);
 }
 
 TEST_CASE("conv2d FLOPs count every output's multiply-adds twice forward and four times back") {

@@ -40,24 +40,24 @@ TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
   CHECK(result.code == 0);
   CHECK(result.err.empty());
   CHECK(result.out ==
-        "                              tf1_mnist grouped  tf1_mnist interleaved\n"
-        "Step                             324,037 cycles         405,608 cycles\n"
-        "Step time                             0.2436 ms              0.3050 ms\n"
-        "Throughput                  2,101,488 samples/s    1,678,862 samples/s\n"
-        "Utilisation (mean of IPUs)                 5.0%                   4.0%\n"
-        "Ramp-up                           55,401 cycles          25,186 cycles\n"
-        "Main                             257,218 cycles         377,790 cycles\n"
-        "Ramp-down                         11,168 cycles           2,382 cycles\n"
-        "Weight update                        250 cycles             250 cycles\n"
-        "Ramp overhead                             20.5%                   6.8%\n"
-        "Bubble                                    95.1%                  96.0%\n"
-        "Physical IPU of each IPU                   0, 1                   0, 1\n"
-        "IPU0 peak memory                      104.46 MB              104.25 MB\n"
-        "IPU0 peak stash                         0.41 MB                0.21 MB\n"
-        "IPU1 peak memory                      100.06 MB              100.06 MB\n"
-        "IPU1 peak stash                         0.00 MB                0.00 MB\n"
-        "Fits in memory                              yes                    yes\n"
-        "fastest: tf1_mnist grouped (1.25x the throughput of tf1_mnist interleaved)\n");
+        "                            tf1_mnist grouped  tf1_mnist interleaved\n"
+        "Step                           704,553 cycles         752,696 cycles\n"
+        "Step time                           0.5297 ms              0.5659 ms\n"
+        "Throughput                  966,514 samples/s      904,695 samples/s\n"
+        "Utilisation (mean of IPUs)              50.1%                  46.9%\n"
+        "Ramp-up                         88,290 cycles          45,351 cycles\n"
+        "Main                           558,948 cycles         680,265 cycles\n"
+        "Ramp-down                       54,250 cycles          24,015 cycles\n"
+        "Weight update                    3,065 cycles           3,065 cycles\n"
+        "Ramp overhead                           20.2%                   9.2%\n"
+        "Bubble                                  50.0%                  53.3%\n"
+        "Physical IPU of each IPU                 0, 1                   0, 1\n"
+        "IPU0 peak memory                     12.46 MB               12.26 MB\n"
+        "IPU0 peak stash                       0.41 MB                0.21 MB\n"
+        "IPU1 peak memory                      7.45 MB                7.45 MB\n"
+        "IPU1 peak stash                       0.00 MB                0.00 MB\n"
+        "Fits in memory                            yes                    yes\n"
+        "fastest: tf1_mnist grouped (1.07x the throughput of tf1_mnist interleaved)\n");
 }
 
 TEST_CASE("with three or more runs compare names the next fastest and the slowest") {
@@ -65,8 +65,8 @@ TEST_CASE("with three or more runs compare names the next fastest and the slowes
       run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved,sequential,1f1b"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(result.out.rfind("fastest:")) ==
-        "fastest: tf1_mnist 1f1b (1.03x the throughput of tf1_mnist grouped, the next fastest; "
-        "1.38x the throughput of tf1_mnist sequential, the slowest)\n");
+        "fastest: tf1_mnist 1f1b (1.02x the throughput of tf1_mnist grouped, the next fastest; "
+        "1.60x the throughput of tf1_mnist sequential, the slowest)\n");
 }
 
 TEST_CASE("variants given with --with are columns labelled by their overrides") {
@@ -79,7 +79,7 @@ TEST_CASE("variants given with --with are columns labelled by their overrides") 
         "tf1_mnist pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16");
   const auto step = result.out.find("\nStep ");
   CHECK(squeeze(result.out.substr(step + 1, result.out.find('\n', step + 1) - step - 1)) ==
-        "Step 640,613 cycles 862,101 cycles");
+        "Step 1,392,489 cycles 2,524,777 cycles");
 }
 
 TEST_CASE("a run invalid for its schedule is listed under the table and the others still run") {
@@ -117,13 +117,13 @@ TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON repor
         "bubble_fraction,utilisation_mean,utilisation_min,peak_memory_bytes_max,"
         "peak_stash_bytes_max,fits_in_memory,error");
   CHECK(first ==
-        "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,324037,0.000243636842,"
-        "2101488.410,55401,257218,11168,250,0.205436,0.950511,0.049747,0.001142,104461696,"
+        "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,704553,0.000529739098,"
+        "966513.520,88290,558948,54250,3065,0.202313,0.500479,0.500896,0.425477,12462538,"
         "413696,true,");
   const auto report = nlohmann::json::parse(std::ifstream(json));
   REQUIRE(report["runs"].size() == 2);
   CHECK(report["runs"][1]["label"] == "tf1_mnist interleaved");
-  CHECK(report["runs"][1]["report"]["step_cycles"] == 405608);
+  CHECK(report["runs"][1]["report"]["step_cycles"] == 752696);
 }
 
 TEST_CASE("compare has help with an example") {

@@ -118,11 +118,11 @@ TEST_CASE("two outputs of run naming one file are refused") {
 
 TEST_CASE("when one output of run cannot be written the others are not written either") {
   const auto dir = fresh_folder("write_fails");
-  const auto json = (dir / "report.json").string();  // about 3 kB
+  const auto json = (dir / "report.json").string();  // about 11 kB
   const auto html = (dir / "report.html").string();  // about 64 kB
   ipusim::testing::CliResult result;
   {
-    const ipusim::testing::FileSizeLimit limit(10000);
+    const ipusim::testing::FileSizeLimit limit(20000);
     result = run_ipusim({"run", kConfig, "--no-numeric", "--json", json, "--html", html});
   }
   CHECK(result.code == 2);

@@ -4,6 +4,7 @@
 #include "sim/html/html_report.hpp"
 #include "sim/numeric/numeric.hpp"
 #include "sim/replay/timeline.hpp"
+#include "sim/report/operations_report.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
 #include "tools/ipusim/command.hpp"
@@ -20,6 +21,7 @@ struct RunOptions {
   bool allow_oom = false;
   bool numeric = false;
   bool no_numeric = false;
+  bool operations = false;
 
   sim::NumericMode numeric_mode() const {
     if (numeric)
@@ -53,6 +55,9 @@ void add_run_command(CLI::App& app, std::ostream& out) {
                    "Write a self-contained HTML report: pipeline chart, utilisation, memory")
       ->check(non_empty_path());
   command->add_flag("--quiet", o->quiet, "Print only errors");
+  command->add_flag("--ops", o->operations,
+                    "Also print the Operations Summary: each stage's operations with their "
+                    "cycles, FLOPs, tiles, bound and code memory");
   command->add_flag("--allow-oom", o->allow_oom,
                     "Finish the run when an IPU runs out of memory and report the overflow");
   auto* numeric = command->add_flag(
@@ -87,8 +92,11 @@ void add_run_command(CLI::App& app, std::ostream& out) {
     if (!o->html_path.empty())
       outputs.write(o->html_path, sim::html_report(report, recorder.timeline()));
     outputs.commit();
-    if (!o->quiet)
+    if (!o->quiet) {
       out << sim::render_text(report);
+      if (o->operations)
+        out << sim::render_operations(report);
+    }
     check_numeric(report);
   });
 }

@@ -1,0 +1,199 @@
+#include "models/operations.hpp"
+
+#include "models/shape_inference.hpp"
+
+namespace ipusim::models {
+namespace {
+
+// FLOPs per element the report counts for vector work. GELU and tanh evaluate a transcendental
+// and a few multiply-adds; a layer norm takes mean, variance, normalise, scale and shift.
+constexpr double kBiasFlops = 1;
+constexpr double kReluFlops = 1;
+constexpr double kTanhFlops = 4;
+constexpr double kGeluFlops = 8;
+constexpr double kDropoutFlops = 2;  // draw and multiply
+constexpr double kSoftmaxFlops = 5;  // max, subtract, exp, sum, normalise
+constexpr double kLayerNormFlops = 8;
+
+// Products of [rows, inner] x [inner, cols], `count` times per sample. With weights, the right
+// operand is a weight matrix read once per micro-batch; otherwise it is another activation.
+struct Product {
+  double rows = 0;
+  double inner = 0;
+  double cols = 0;
+  double count = 1;
+  bool weights = true;
+};
+
+Operation product(std::string name, OpClass op_class, const Product& p) {
+  const double flops = 2 * p.rows * p.inner * p.cols * p.count;
+  const double left = p.rows * p.inner * p.count;
+  const double right = p.inner * p.cols * (p.weights ? 1 : p.count);
+  const double out = p.rows * p.cols * p.count;
+  Operation op{std::move(name), op_class, 1, {}, {}};
+  op.forward = {flops, p.weights ? left : left + right, p.weights ? right : 0, 1};
+  // Each operand's gradient reads the output gradient and the other operand.
+  op.backward = {2 * flops, p.weights ? out + left : out + left + right, p.weights ? right : 0, 2};
+  return op;
+}
+
+// Vector work over `elements` per sample; the backward reads the output gradient and what
+// the forward saved.
+Operation vector_op(std::string name, OpClass op_class, double elements, double flops_per_element,
+                    int forward_sets = 1, int backward_sets = 1) {
+  Operation op{std::move(name), op_class, flops_per_element, {}, {}};
+  op.forward = {elements, elements, 0, forward_sets};
+  op.backward = {elements, 2 * elements, 0, backward_sets};
+  return op;
+}
+
+void add_activation(std::vector<Operation>& ops, Activation activation, double elements) {
+  switch (activation) {
+    case Activation::kNone:
+      return;
+    case Activation::kRelu:
+      ops.push_back(vector_op("relu", OpClass::kElementwise, elements, kReluFlops));
+      return;
+    case Activation::kTanh:
+      ops.push_back(vector_op("tanh", OpClass::kNonLinear, elements, kTanhFlops));
+      return;
+    case Activation::kGelu:
+      ops.push_back(vector_op("gelu", OpClass::kNonLinear, elements, kGeluFlops));
+      return;
+  }
+}
+
+std::vector<Operation> dense_ops(const Layer& layer, const Shape& input) {
+  const double inner = double(input.back());
+  const double rows = double(element_count(input)) / inner;
+  const double units = double(layer.params.units);
+  std::vector<Operation> ops = {product("matmul", OpClass::kMatmul, {rows, inner, units})};
+  if (layer.params.bias)
+    ops.push_back(vector_op("bias_add", OpClass::kElementwise, rows * units, kBiasFlops));
+  add_activation(ops, layer.params.activation, rows * units);
+  return ops;
+}
+
+std::vector<Operation> conv2d_ops(const Layer& layer, const Shape& input, const Shape& output) {
+  const LayerParams& p = layer.params;
+  const double positions = double(output[0]) * double(output[1]);
+  const double window = double(p.kernel_h) * double(p.kernel_w) * double(input[2]);
+  Operation conv = product("conv", OpClass::kConv, {positions, window, double(p.filters)});
+  // The window is gathered on the tiles, not exchanged: each input element arrives once.
+  const double in = double(element_count(input));
+  const double out = double(element_count(output));
+  conv.forward.exchanged_elements = in;
+  conv.backward.exchanged_elements = in + out;
+  std::vector<Operation> ops = {conv};
+  if (p.bias)
+    ops.push_back(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops));
+  add_activation(ops, p.activation, out);
+  return ops;
+}
+
+std::vector<Operation> embedding_ops(const LayerParams& p) {
+  const double tokens = double(p.sequence_length);
+  const double hidden = double(p.hidden);
+  Operation gather{"word_gather", OpClass::kGather, 0, {}, {}};
+  gather.forward = {tokens * hidden, tokens, 0, 1};
+  gather.backward = {tokens * hidden, tokens * hidden, 0, 1};  // a scatter-add into the table
+  return {gather, vector_op("position_type_add", OpClass::kElementwise, 2 * tokens * hidden, 1),
+          vector_op("layer_norm", OpClass::kReduction, tokens * hidden, kLayerNormFlops, 2, 2)};
+}
+
+// Dropout, residual add and layer norm after the attention block and after the FFN.
+Operation add_layer_norm(std::string name, double elements) {
+  return vector_op(std::move(name), OpClass::kReduction, elements, kLayerNormFlops + 2, 2, 2);
+}
+
+std::vector<Operation> encoder_ops(const LayerParams& p) {
+  const double s = double(p.sequence_length);
+  const double h = double(p.hidden);
+  const double heads = double(p.heads);
+  const double head = h / heads;
+  const double f = double(p.ffn);
+  const double scores = heads * s * s;
+  return {
+      product("qkv_projection", OpClass::kMatmul, {s, h, 3 * h}),
+      product("attention_scores", OpClass::kMatmul, {s, head, s, heads, false}),
+      vector_op("softmax", OpClass::kReduction, scores, kSoftmaxFlops, 2, 1),
+      vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops),
+      product("context", OpClass::kMatmul, {s, s, head, heads, false}),
+      product("output_projection", OpClass::kMatmul, {s, h, h}),
+      add_layer_norm("add_layer_norm_1", s * h),
+      product("ffn1", OpClass::kMatmul, {s, h, f}),
+      vector_op("gelu", OpClass::kNonLinear, s * f, kGeluFlops),
+      product("ffn2", OpClass::kMatmul, {s, f, h}),
+      add_layer_norm("add_layer_norm_2", s * h),
+  };
+}
+
+}  // namespace
+
+std::string_view to_string(OpClass op_class) {
+  switch (op_class) {
+    case OpClass::kMatmul:
+      return "matmul";
+    case OpClass::kConv:
+      return "conv";
+    case OpClass::kElementwise:
+      return "elementwise";
+    case OpClass::kNonLinear:
+      return "non_linear";
+    case OpClass::kReduction:
+      return "reduction";
+    case OpClass::kGather:
+      return "gather";
+    case OpClass::kCopy:
+      return "copy";
+  }
+  return "?";
+}
+
+int index(OpClass op_class) {
+  return static_cast<int>(op_class);
+}
+
+bool on_amp(OpClass op_class) {
+  return op_class == OpClass::kMatmul || op_class == OpClass::kConv;
+}
+
+std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>& inputs,
+                                   const Shape& output) {
+  const double in = double(element_count(inputs.front()));
+  const double out = double(element_count(output));
+  const LayerParams& p = layer.params;
+  switch (layer.type) {
+    case LayerType::kDense:
+      return dense_ops(layer, inputs.front());
+    case LayerType::kConv2d:
+      return conv2d_ops(layer, inputs.front(), output);
+    case LayerType::kMaxPool2d: {
+      Operation pool =
+          vector_op("maxpool", OpClass::kReduction, out * double(p.pool_h) * double(p.pool_w), 1);
+      pool.backward.work = in;  // each window's gradient goes to its argmax
+      return {pool};
+    }
+    case LayerType::kDropout:
+      return {vector_op("dropout", OpClass::kElementwise, in, kDropoutFlops)};
+    case LayerType::kRelu:
+      return {vector_op("relu", OpClass::kElementwise, out, kReluFlops)};
+    case LayerType::kGelu:
+      return {vector_op("gelu", OpClass::kNonLinear, out, kGeluFlops)};
+    case LayerType::kAdd: {
+      Operation add = vector_op("add", OpClass::kElementwise, double(inputs.size() - 1) * out, 1);
+      add.backward = {};  // the gradient passes through unchanged
+      return {add};
+    }
+    case LayerType::kSoftmaxCrossEntropy:
+      return {vector_op("softmax_cross_entropy", OpClass::kReduction, in, kSoftmaxFlops, 3, 1)};
+    case LayerType::kEmbedding:
+      return embedding_ops(p);
+    case LayerType::kTransformerEncoder:
+      return encoder_ops(p);
+    default:  // input, flatten, reshape and concat are views of their inputs' memory
+      return {};
+  }
+}
+
+}  // namespace ipusim::models

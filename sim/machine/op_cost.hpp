@@ -1,0 +1,43 @@
+#pragma once
+// The cycles of one pass of one operation on one IPU, per micro-batch:
+//
+//   tiles    = min(tiles of the IPU, ceil(work / min_work_per_tile)), at least 1
+//   overhead = compute sets x compute_set_cycles
+//   exchange = compute sets x exchange_cycles
+//              + exchanged bytes / (exchange_bytes_per_tile_cycle x tiles)
+//   compute  = work / (tiles x unit peak per tile-cycle x efficiency of the class)
+//   cycles   = ceil(overhead + exchange + compute)
+//
+// The unit is the AMP for matmul and conv (FLOPs), the vector unit for elementwise, non-linear
+// and reduction work (elements), tile memory for gathers and copies (elements at the memory
+// bandwidth). What bounds the pass is the largest of the three terms.
+
+#include <cstdint>
+#include <string_view>
+
+#include "models/operations.hpp"
+#include "sim/spec/hardware.hpp"
+
+namespace ipusim::sim {
+
+enum class OpBound { kCompute, kMemory, kExchange, kOverhead };
+
+std::string_view to_string(OpBound bound);  // "compute", "memory", "exchange", "overhead"
+
+struct OpPassCost {
+  std::int64_t tiles = 0;
+  double overhead = 0;  // cycles
+  double exchange = 0;
+  double compute = 0;
+  std::int64_t cycles = 0;
+  OpBound bound = OpBound::kOverhead;
+};
+
+// One pass of `op` over a micro-batch of `micro_batch` samples computing in `dtype`.
+OpPassCost cost_pass(const HardwareSpec& hardware, models::DType dtype, models::OpClass op_class,
+                     const models::OpPass& pass, std::int64_t micro_batch);
+
+// Code and vertex state for the compute sets of `cost` (a pass of that many compute sets).
+std::int64_t code_bytes(const CodeMemory& code, const models::OpPass& pass, const OpPassCost& cost);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,17 @@
+#pragma once
+// The Operations Summary of a run: per stage and IPU, each operation's cycles per micro-batch
+// (forward, backward, recompute), FLOPs, achieved FLOP/s, tiles, what bounds it and its code
+// memory. The rows of a sub-stage sum to the cycles the replay charges its tasks.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/report/report.hpp"
+
+namespace ipusim::sim {
+
+std::string render_operations(const RunReport& report);
+nlohmann::json operations_json(const RunReport& report);
+
+}  // namespace ipusim::sim

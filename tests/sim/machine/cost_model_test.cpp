@@ -1,0 +1,110 @@
+#include "sim/machine/cost_model.hpp"
+
+#include <catch2/catch.hpp>
+#include <numeric>
+
+#include "sim/report/report.hpp"
+
+using namespace ipusim;
+
+namespace {
+
+sim::RunSpec load(const std::string& path, const std::vector<std::string>& sets = {}) {
+  std::vector<core::Override> overrides;
+  for (const auto& set : sets)
+    overrides.push_back(core::parse_set_argument(set));
+  return sim::load_run_spec(path, overrides);
+}
+
+template <typename Field>
+std::int64_t sum_of(const std::vector<sim::OperationCost>& ops, Field field) {
+  return std::accumulate(
+      ops.begin(), ops.end(), std::int64_t{0},
+      [&](std::int64_t total, const sim::OperationCost& op) { return total + field(op); });
+}
+
+}  // namespace
+
+TEST_CASE("the operations of every BERT-Large sub-stage sum to its cycles exactly") {
+  const auto spec = load("configs/bert_large_4ipu.json");
+  const auto cost = sim::build_cost_model(spec);
+  for (std::size_t s = 0; s < cost.stages.size(); ++s) {
+    for (const auto& sub : cost.stages[s]) {
+      REQUIRE_FALSE(sub.operations.empty());
+      CHECK(sum_of(sub.operations, [](const auto& op) { return op.forward.cycles; }) ==
+            sub.forward_cycles);
+      CHECK(sum_of(sub.operations, [](const auto& op) { return op.backward.cycles; }) ==
+            sub.backward_cycles);
+      // Recomputation (auto: RecomputeThenBackpropagate) reruns every stage but the last.
+      const bool last = s + 1 == cost.stages.size();
+      CHECK(sum_of(sub.operations, [](const auto& op) { return op.recompute_cycles; }) ==
+            (last ? 0 : sub.forward_cycles));
+    }
+  }
+}
+
+TEST_CASE("a transformer encoder lowers to the eleven operations Poplar runs") {
+  const auto spec = load("configs/bert_large_4ipu.json");
+  const auto cost = sim::build_cost_model(spec);
+  std::vector<std::string> names;
+  std::vector<std::string> classes;
+  for (const auto& op : cost.stages[1][0].operations) {
+    if (op.layer == "encoder5") {
+      names.push_back(op.name);
+      classes.emplace_back(models::to_string(*op.op_class));
+    }
+  }
+  CHECK(names == std::vector<std::string>{"qkv_projection", "attention_scores", "softmax",
+                                          "attention_dropout", "context", "output_projection",
+                                          "add_layer_norm_1", "ffn1", "gelu", "ffn2",
+                                          "add_layer_norm_2"});
+  CHECK(classes == std::vector<std::string>{"matmul", "matmul", "reduction", "elementwise",
+                                            "matmul", "matmul", "reduction", "matmul", "non_linear",
+                                            "matmul", "reduction"});
+}
+
+TEST_CASE("the TF1 tutorial's split at dense32 is reasonably balanced, as its authors saw") {
+  const auto spec = load("configs/tf1_mnist_2ipu.json");
+  const auto cost = sim::build_cost_model(spec);
+  const auto& ipu0 = cost.stages[0][0];
+  const auto& ipu1 = cost.stages[1][0];
+  const double ratio = double(ipu0.forward_cycles + ipu0.backward_cycles) /
+                       double(ipu1.forward_cycles + ipu1.backward_cycles);
+  // 12 compute sets forward and 16 backward on IPU0 against 8 and 8 on IPU1 (the loss's three
+  // passes and one gradient): fixed costs dominate both, and dense256's FLOPs tip IPU0.
+  CHECK(ratio > 1.0);
+  CHECK(ratio < 1.5);
+}
+
+TEST_CASE("a recomputing BERT stage stashes its input and three dropout seeds per encoder") {
+  const auto spec = load("configs/bert_large_4ipu.json");
+  const auto cost = sim::build_cost_model(spec);
+  // Stage 1 holds 7 encoders; its input is one [128, 1024] fp16 tensor per sample.
+  CHECK(cost.stages[1][0].stash_bytes == 8 * 128 * 1024 * 2 + 7 * 3 * 8);
+}
+
+TEST_CASE("code memory is the control program plus each operation's compute sets") {
+  const auto spec = load("configs/tf1_mnist_2ipu.json");
+  const auto cost = sim::build_cost_model(spec);
+  for (int ipu = 0; ipu < 2; ++ipu) {
+    std::int64_t always_live = 0;
+    for (const auto& item : cost.static_memory[ipu]) {
+      if (item.category == sim::MemoryCategory::kAlwaysLive)
+        always_live += item.bytes;
+    }
+    const auto& ops = cost.stages[ipu][0].operations;
+    CHECK(always_live == 7'000'000 + sum_of(ops, [](const auto& op) { return op.code_bytes; }));
+  }
+}
+
+TEST_CASE("a profiled layer is one row with the config's cycles") {
+  const auto spec = load("configs/tf1_mnist_2ipu.json",
+                         {"/model/layers/1/cycles={\"forward\": 1000, \"backward\": 3000}"});
+  const auto cost = sim::build_cost_model(spec);
+  const auto& row = cost.stages[0][0].operations.front();
+  CHECK(row.layer == "dense256");
+  CHECK(row.name == "profiled");
+  CHECK_FALSE(row.op_class.has_value());
+  CHECK(row.forward.cycles == 1000);
+  CHECK(row.backward.cycles == 3000);
+}

@@ -1,0 +1,121 @@
+#include "sim/machine/op_cost.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "sim/core/config_file.hpp"
+#include "sim/core/error.hpp"
+
+using namespace ipusim;
+using models::DType;
+using models::OpClass;
+using models::OpPass;
+
+namespace {
+
+sim::HardwareSpec hardware(const nlohmann::json& section) {
+  const auto document = core::ConfigDocument::from_json({{"hardware", section}}, "hw.json");
+  std::string note;
+  return sim::parse_hardware(*document.root().find("hardware"), 1, &note);
+}
+
+// The dense256 product of the TF1 tutorial per sample: [1, 784] x [784, 256].
+const OpPass kDense256{2.0 * 784 * 256, 784, 784.0 * 256, 1};
+
+}  // namespace
+
+TEST_CASE("a matmul pays a compute set, its exchange and its FLOPs on the tiles it fills") {
+  const auto gc200 = hardware({{"preset", "gc200"}});
+  const auto cost = sim::cost_pass(gc200, DType::kFp32, OpClass::kMatmul, kDense256, 32);
+  // 12,845,056 FLOPs at 24,576 a tile want 523 tiles. The AMP does 62.5 TFLOP/s over 1,472
+  // tiles at 1.33 GHz, 31.92 FLOP a tile-cycle, of which the class reaches 70%.
+  const double work = 2.0 * 32 * 784 * 256;
+  CHECK(cost.tiles == 523);
+  const double per_tile_cycle = 62.5e12 / (1472 * 1.33e9) * 0.7;
+  const double exchange = 100 + (32.0 * 784 + 784.0 * 256) * 4 / (4 * 523);
+  const double compute = work / (523 * per_tile_cycle);
+  CHECK(cost.overhead == 240);
+  CHECK(cost.exchange == Approx(exchange).epsilon(1e-12));
+  CHECK(cost.compute == Approx(compute).epsilon(1e-12));
+  CHECK(cost.cycles == std::int64_t(std::ceil(240 + exchange + compute)));
+  CHECK(cost.cycles == 1871);
+  CHECK(cost.bound == sim::OpBound::kCompute);
+}
+
+TEST_CASE("a tiny operation runs on one tile and is bound by the compute set's overhead") {
+  const auto gc200 = hardware({{"preset", "gc200"}});
+  const OpPass ten{10, 10, 0, 1};
+  const auto cost = sim::cost_pass(gc200, DType::kFp32, OpClass::kElementwise, ten, 1);
+  CHECK(cost.tiles == 1);
+  // 10 elements at a third of 2 a cycle; 100 + 40 bytes / 4 exchanged; 240 of overhead.
+  CHECK(cost.compute == Approx(15));
+  CHECK(cost.exchange == Approx(110));
+  CHECK(cost.cycles == 365);
+  CHECK(cost.bound == sim::OpBound::kOverhead);
+}
+
+TEST_CASE("a pass without compute sets costs nothing") {
+  const auto gc200 = hardware({{"preset", "gc200"}});
+  const auto cost = sim::cost_pass(gc200, DType::kFp16, OpClass::kElementwise, {}, 8);
+  CHECK(cost.cycles == 0);
+  CHECK(cost.tiles == 0);
+}
+
+TEST_CASE("the ideal preset spreads every operation over all tiles with no fixed costs") {
+  const auto ideal = hardware({{"preset", "ideal"}});
+  const auto cost = sim::cost_pass(ideal, DType::kFp32, OpClass::kMatmul, kDense256, 32);
+  CHECK(cost.tiles == 1472);
+  CHECK(cost.overhead == 0);
+  CHECK(cost.exchange == 0);
+  // The FLOPs at 70% of 62.5 TFLOP/s: 12,845,056 / (43.75e12 / 1.33e9) = 390.5 cycles.
+  CHECK(cost.cycles == 391);
+}
+
+TEST_CASE("gathers and copies move elements at the tile memory's bandwidth") {
+  const auto gc200 =
+      hardware({{"preset", "gc200"}, {"operations", {{"gather", {{"efficiency", 1}}}}}});
+  const OpPass rows{1472 * 65536.0, 0, 0, 1};
+  const auto cost = sim::cost_pass(gc200, DType::kFp16, OpClass::kGather, rows, 1);
+  // 65,536 fp16 elements a tile at 47.5 TB/s / (1,472 x 1.33 GHz) = 24.26 bytes a tile-cycle.
+  CHECK(cost.tiles == 1472);
+  CHECK(cost.compute == Approx(65536 * 2 / (47.5e12 / (1472 * 1.33e9))));
+  CHECK(cost.bound == sim::OpBound::kMemory);
+}
+
+TEST_CASE("each operation class's efficiency and minimum work per tile can be overridden") {
+  const auto tuned = hardware(
+      {{"preset", "gc200"},
+       {"operations",
+        {{"compute_set_cycles", 0},
+         {"exchange_cycles", 0},
+         {"matmul", {{"efficiency", 0.35}, {"min_work_per_tile", 2.0 * 32 * 784 * 256}}}}}});
+  const auto cost = sim::cost_pass(tuned, DType::kFp32, OpClass::kMatmul, kDense256, 32);
+  CHECK(cost.tiles == 1);
+  CHECK(cost.overhead == 0);
+  CHECK(cost.compute == Approx(2.0 * 32 * 784 * 256 / (62.5e12 / (1472 * 1.33e9) * 0.35)));
+}
+
+TEST_CASE("keys of the old roofline say where their meaning went") {
+  CHECK_THROWS_WITH(hardware({{"preset", "gc200"}, {"efficiency", 0.5}}),
+                    "hw.json: at /hardware/efficiency: the achieved share of peak is now set per "
+                    "operation class: use hardware.operations.<class>.efficiency, with <class> one "
+                    "of matmul, conv, elementwise, non_linear, reduction, gather, copy");
+  CHECK_THROWS_WITH(hardware({{"preset", "gc200"}, {"always_live_memory", "100MB"}}),
+                    "hw.json: at /hardware/always_live_memory: code memory now grows with the "
+                    "operations on each IPU: use hardware.code_memory.control for the fixed part "
+                    "per IPU");
+  CHECK_THROWS_WITH(hardware({{"preset", "gc200"}, {"operations", {{"matmull", {}}}}}),
+                    Catch::Contains("did you mean 'matmul'"));
+  CHECK_THROWS_WITH(
+      hardware({{"preset", "gc200"}, {"operations", {{"matmul", {{"efficiency", 1.5}}}}}}),
+      "hw.json: at /hardware/operations/matmul/efficiency: expected a number in (0, 1], found "
+      "1.5");
+}
+
+TEST_CASE("code memory counts every compute set and the tiles it uses") {
+  const sim::CodeMemory code{0, 1000, 10};
+  sim::OpPassCost cost;
+  cost.tiles = 523;
+  CHECK(sim::code_bytes(code, {1, 1, 0, 2}, cost) == 2 * (1000 + 523 * 10));
+  CHECK(sim::code_bytes(code, {}, cost) == 0);
+}
