@@ -42,6 +42,8 @@ std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>
       return detail::make_add(input_shapes, dtype);
     case LayerType::kConcat:
       return detail::make_concat(layer, input_shapes, dtype);
+    case LayerType::kSlice:
+      return detail::make_slice(layer, input_shapes, dtype);
     case LayerType::kFlatten:
       return detail::make_flatten(input_shapes, dtype);
     case LayerType::kReshape:

@@ -60,6 +60,8 @@ std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype)
 std::unique_ptr<Kernel> make_dropout(const Layer& layer, const std::vector<Shape>& inputs,
                                      DType dtype, std::uint64_t seed);
 std::unique_ptr<Kernel> make_add(const std::vector<Shape>& inputs, DType dtype);
+std::unique_ptr<Kernel> make_slice(const Layer& layer, const std::vector<Shape>& inputs,
+                                   DType dtype);
 std::unique_ptr<Kernel> make_concat(const Layer& layer, const std::vector<Shape>& inputs,
                                     DType dtype);
 std::unique_ptr<Kernel> make_flatten(const std::vector<Shape>& inputs, DType dtype);

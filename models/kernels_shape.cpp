@@ -125,7 +125,80 @@ class ConcatKernel final : public Kernel {
   std::size_t axis_;
 };
 
+// Takes `size` entries from `start` along one per-sample axis. Viewing the input as [outer,
+// extent, inner] (outer includes the batch), each outer row contributes one contiguous piece.
+class SliceKernel final : public Kernel {
+ public:
+  SliceKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
+      : Kernel(LayerType::kSlice, dtype, inputs, output_shape_of(layer, inputs.at(0))),
+        axis_(resolve_axis(layer.params.axis, inputs.at(0))),
+        start_(layer.params.slice_start) {}
+
+  std::int64_t saved_bytes_per_sample() const override { return 0; }
+
+  ForwardResult forward(const std::vector<const Tensor*>& inputs,
+                        std::span<const Tensor> /*params*/,
+                        const ForwardContext& /*context*/) const override {
+    IPUSIM_CHECK(inputs.size() == 1);
+    const Tensor& x = *inputs[0];
+    Tensor y(with_batch(x.batch(), output_shape()));
+    for (std::int64_t o = 0; o < x.batch() * outer(); ++o) {
+      const float* from = x.data() + o * extent() * inner() + start_ * inner();
+      std::copy(from, from + piece(), y.data() + o * piece());
+    }
+    return {std::move(y), SavedState{}};
+  }
+
+  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,
+                               std::span<const Tensor> /*params*/,
+                               std::span<GradientAccumulator> /*gradients*/) const override {
+    const std::int64_t batch = output_gradient.batch();
+    Tensor dx(with_batch(batch, input_shapes()[0]));
+    for (std::int64_t o = 0; o < batch * outer(); ++o) {
+      const float* from = output_gradient.data() + o * piece();
+      std::copy(from, from + piece(), dx.data() + o * extent() * inner() + start_ * inner());
+    }
+    return {std::move(dx)};
+  }
+
+ private:
+  static std::size_t resolve_axis(std::int64_t axis, const Shape& shape) {
+    const auto rank = static_cast<std::int64_t>(shape.size());
+    const std::int64_t resolved = axis < 0 ? axis + rank : axis;
+    IPUSIM_CHECK(resolved >= 0 && resolved < rank);
+    return static_cast<std::size_t>(resolved);
+  }
+
+  static Shape output_shape_of(const Layer& layer, const Shape& input) {
+    Shape shape = input;
+    const std::size_t axis = resolve_axis(layer.params.axis, input);
+    IPUSIM_CHECK(layer.params.slice_start + layer.params.slice_size <= shape[axis]);
+    shape[axis] = layer.params.slice_size;
+    return shape;
+  }
+
+  std::int64_t outer() const {
+    const Shape& shape = input_shapes()[0];
+    return element_count(Shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(axis_)));
+  }
+  std::int64_t inner() const {
+    const Shape& shape = input_shapes()[0];
+    return element_count(
+        Shape(shape.begin() + static_cast<std::ptrdiff_t>(axis_) + 1, shape.end()));
+  }
+  std::int64_t extent() const { return input_shapes()[0][axis_]; }
+  std::int64_t piece() const { return output_shape()[axis_] * inner(); }
+
+  std::size_t axis_;
+  std::int64_t start_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> make_slice(const Layer& layer, const std::vector<Shape>& inputs,
+                                   DType dtype) {
+  return std::make_unique<SliceKernel>(layer, inputs, dtype);
+}
 
 std::unique_ptr<Kernel> make_flatten(const std::vector<Shape>& inputs, DType dtype) {
   return std::make_unique<ReshapeKernel>(LayerType::kFlatten, inputs,

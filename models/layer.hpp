@@ -23,6 +23,7 @@ enum class LayerType {
   kGelu,
   kAdd,
   kConcat,
+  kSlice,  // a contiguous range of one per-sample axis (a view in Poplar)
   kSoftmaxCrossEntropy,
   kEmbedding,           // cost-only: token, position and type embeddings with a layer norm
   kTransformerEncoder,  // cost-only: one BERT-style encoder layer
@@ -58,7 +59,9 @@ struct LayerParams {
   std::int64_t pool_w = 2;
   Padding padding = Padding::kValid;  // conv2d, maxpool2d
   double rate = 0.0;                  // dropout
-  std::int64_t axis = -1;             // concat, over the per-sample dimensions
+  std::int64_t axis = -1;             // concat (default -1), slice (default 0): per-sample axis
+  std::int64_t slice_start = 0;       // slice
+  std::int64_t slice_size = 0;        // slice
   std::int64_t hidden = 0;            // embedding, transformer_encoder
   std::int64_t heads = 0;             // transformer_encoder
   std::int64_t sequence_length = 0;   // embedding, transformer_encoder
@@ -75,6 +78,7 @@ struct Layer {
   LayerParams params;
   std::optional<CyclesOverride> cycles;
   bool checkpoint = false;  // a recomputation checkpoint: stashed when recomputing
+  std::string tied_to;      // dense: the embedding whose word matrix it shares (transposed)
   std::string pointer;      // JSON pointer of the layer in the config, for errors
   std::string file;         // the config file that set the layer, for errors
 };

@@ -159,7 +159,8 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
 
 // Input, flatten and reshape relabel their input's memory, so they move nothing.
 bool is_view(LayerType type) {
-  return type == LayerType::kInput || type == LayerType::kFlatten || type == LayerType::kReshape;
+  return type == LayerType::kInput || type == LayerType::kFlatten || type == LayerType::kReshape ||
+         type == LayerType::kSlice;
 }
 
 void fill_traffic(const Layer& layer, const std::vector<Shape>& inputs, LayerInfo& info,

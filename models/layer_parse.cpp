@@ -18,7 +18,7 @@ std::vector<std::string> keys_of(LayerType type) {
     case LayerType::kReshape:
       return {"shape"};
     case LayerType::kDense:
-      return {"units", "activation", "bias"};
+      return {"units", "activation", "bias", "tied_to"};
     case LayerType::kConv2d:
       return {"filters", "kernel", "stride", "padding", "activation", "bias"};
     case LayerType::kMaxPool2d:
@@ -27,6 +27,8 @@ std::vector<std::string> keys_of(LayerType type) {
       return {"rate"};
     case LayerType::kConcat:
       return {"axis"};
+    case LayerType::kSlice:
+      return {"axis", "start", "size"};
     case LayerType::kEmbedding:
       return {"vocab_size", "hidden", "sequence_length", "max_positions", "token_types"};
     case LayerType::kTransformerEncoder:
@@ -100,6 +102,13 @@ void read_reshape(const ConfigNode& node, LayerParams& params) {
   }
   if (inferred > 1)
     shape.fail("at most one dimension of a reshape may be -1");
+}
+
+void read_slice(const ConfigNode& node, LayerParams& params) {
+  params.axis = node.get_int("axis", 0, std::numeric_limits<std::int32_t>::min(),
+                             std::numeric_limits<std::int32_t>::max());
+  params.slice_start = node.get_int("start", 0, 0, core::kMaxCount);
+  params.slice_size = node.at("size").as_positive_int();
 }
 
 void read_dense(const ConfigNode& node, LayerParams& params) {
@@ -183,6 +192,8 @@ void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
       params.axis = node.get_int("axis", -1, std::numeric_limits<std::int32_t>::min(),
                                  std::numeric_limits<std::int32_t>::max());
       return;
+    case LayerType::kSlice:
+      return read_slice(node, params);
     case LayerType::kEmbedding:
       return read_embedding(node, params);
     case LayerType::kTransformerEncoder:
@@ -235,6 +246,8 @@ Layer parse_layer(const ConfigNode& node) {
   if (const auto cycles = node.find("cycles"))
     layer.cycles = read_cycles(*cycles);
   layer.checkpoint = node.get_bool("checkpoint", false);
+  if (const auto tied = node.find("tied_to"))
+    layer.tied_to = read_id(*tied);
   return layer;
 }
 

@@ -6,7 +6,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array<std::pair<LayerType, const char*>, 14> kLayerTypes = {{
+constexpr std::array<std::pair<LayerType, const char*>, 15> kLayerTypes = {{
     {LayerType::kInput, "input"},
     {LayerType::kFlatten, "flatten"},
     {LayerType::kReshape, "reshape"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<LayerType, const char*>, 14> kLayerTypes = {{
     {LayerType::kGelu, "gelu"},
     {LayerType::kAdd, "add"},
     {LayerType::kConcat, "concat"},
+    {LayerType::kSlice, "slice"},
     {LayerType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},
     {LayerType::kEmbedding, "embedding"},
     {LayerType::kTransformerEncoder, "transformer_encoder"},

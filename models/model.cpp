@@ -7,6 +7,7 @@
 #include "models/shape_inference.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace ipusim::models {
 namespace {
@@ -119,10 +120,46 @@ LayerInfo infer_layer(const Model& model, int i) {
   }
 }
 
+[[noreturn]] void fail_tie(const Layer& layer, const std::string& message) {
+  throw core::ConfigError(layer.file, layer.pointer + "/tied_to", message);
+}
+
+// A dense layer tied to an embedding multiplies by the transposed word matrix, [hidden, vocab];
+// the matrix is counted once, as the embedding's, and only the bias is the dense layer's own.
+void tie_weights(Model& model, int i) {
+  const Layer& layer = model.layers[i];
+  const int target = model.index_of(layer.tied_to);
+  if (target < 0) {
+    fail_tie(layer, named(layer) + " is tied to '" + layer.tied_to + "', which is no layer" +
+                        core::did_you_mean(layer.tied_to, model.layer_ids()));
+  }
+  const Layer& embedding = model.layers[target];
+  if (embedding.type != LayerType::kEmbedding) {
+    fail_tie(layer, named(layer) + " is tied to " + named(embedding) +
+                        ", but only an embedding's word matrix can be shared");
+  }
+  const std::int64_t inner = input_shapes(model, i).front().shape.back();
+  const auto& p = embedding.params;
+  if (inner != p.hidden || layer.params.units != p.vocab_size) {
+    fail_tie(layer, named(layer) + " maps " + std::to_string(inner) + " to " +
+                        std::to_string(layer.params.units) + " features, but the word matrix of '" +
+                        embedding.id + "' maps its hidden " + std::to_string(p.hidden) +
+                        " to a vocabulary of " + std::to_string(p.vocab_size));
+  }
+  LayerInfo& info = model.info[i];
+  info.params = layer.params.bias ? layer.params.units : 0;
+  info.weight_elements = info.params;
+  info.weight_bytes = info.params * dtype_bytes(model.dtype);
+}
+
 void infer_layers(Model& model) {
   model.info.resize(model.layers.size());
   for (const int i : model.graph.topological_order())
     model.info[i] = infer_layer(model, i);
+  for (int i = 0; i < int(model.layers.size()); ++i) {
+    if (!model.layers[i].tied_to.empty())
+      tie_weights(model, i);
+  }
 }
 
 // The loss's logits fix the class count; a "classes" field, when given, must agree.

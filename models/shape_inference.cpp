@@ -137,6 +137,19 @@ Shape infer_concat(const Layer& layer, const std::vector<InputShape>& inputs) {
   return out;
 }
 
+Shape infer_slice(const Layer& layer, const InputShape& input) {
+  const std::size_t axis = concat_axis(layer, input.shape.size());
+  const auto& p = layer.params;
+  if (p.slice_start + p.slice_size > input.shape[axis]) {
+    fail(layer, "takes elements " + std::to_string(p.slice_start) + " to " +
+                    std::to_string(p.slice_start + p.slice_size - 1) + " of axis " +
+                    std::to_string(axis) + ", but " + input_text(input));
+  }
+  Shape out = input.shape;
+  out[axis] = p.slice_size;
+  return out;
+}
+
 Shape infer_embedding(const Layer& layer, const InputShape& input) {
   const Shape tokens = {layer.params.sequence_length};
   if (!input.model_input)
@@ -173,6 +186,8 @@ Shape infer_single(const Layer& layer, const InputShape& input) {
       return infer_maxpool2d(layer, input);
     case LayerType::kSoftmaxCrossEntropy:
       return {};
+    case LayerType::kSlice:
+      return infer_slice(layer, input);
     case LayerType::kEmbedding:
       return infer_embedding(layer, input);
     case LayerType::kTransformerEncoder:

@@ -144,12 +144,30 @@ TEST_CASE("relu, gelu and dropout gradients match central differences") {
   check_gradients(dropout(0.5), {random_tensor({2, 7}, 10)});
 }
 
-TEST_CASE("add, concat, flatten and reshape gradients match central differences") {
+TEST_CASE("a slice copies its range forward and scatters it back into zeros") {
+  const auto kernel = kernel_for(slice(0, 1, 2), {{4, 3}});
+  const Tensor x = random_tensor({2, 4, 3}, 20);
+  const Tensor y = kernel->forward({&x}, {}, {}).output;
+  REQUIRE(y.shape() == Shape{2, 2, 3});
+  for (std::int64_t b = 0; b < 2; ++b) {
+    for (std::int64_t i = 0; i < 6; ++i)
+      CHECK(y[b * 6 + i] == x[b * 12 + 3 + i]);  // rows 1 and 2 of each sample
+  }
+  const Tensor dx = kernel->backward(Tensor({2, 2, 3}, 1.0f), {}, {}, {}).at(0);
+  for (std::int64_t i = 0; i < 24; ++i) {
+    const std::int64_t row = (i % 12) / 3;
+    CHECK(dx[i] == (row == 1 || row == 2 ? 1.0f : 0.0f));
+  }
+}
+
+TEST_CASE("add, concat, slice, flatten and reshape gradients match central differences") {
   check_gradients(
       make_layer(LayerType::kAdd),
       {random_tensor({2, 3}, 11), random_tensor({2, 3}, 12), random_tensor({2, 3}, 13)});
   check_gradients(concat(-1), {random_tensor({2, 2, 3}, 14), random_tensor({2, 2, 1}, 15)});
   check_gradients(concat(0), {random_tensor({2, 2, 3}, 16), random_tensor({2, 1, 3}, 17)});
+  check_gradients(slice(-1, 1, 2), {random_tensor({2, 2, 4}, 21)});
+  check_gradients(slice(0, 0, 1), {random_tensor({2, 3, 2}, 22)});
   check_gradients(make_layer(LayerType::kFlatten), {random_tensor({2, 2, 3}, 18)});
   check_gradients(reshape({3, -1}), {random_tensor({2, 6}, 19)});
 }
@@ -243,6 +261,7 @@ TEST_CASE("saved bytes follow the stash rule for every kernel") {
       {reshape({25, 64}), {{5, 5, 64}}, 0},
       {make_layer(LayerType::kAdd), {{7}, {7}}, 0},
       {concat(-1), {{7}, {3}}, 0},
+      {slice(0, 1, 2), {{4, 3}}, 0},
   };
   constexpr std::int64_t kBatch = 3;
   for (const Case& c : cases) {

@@ -58,6 +58,14 @@ inline Layer concat(std::int64_t axis) {
   return layer;
 }
 
+inline Layer slice(std::int64_t axis, std::int64_t start, std::int64_t size) {
+  Layer layer = make_layer(LayerType::kSlice, "slice");
+  layer.params.axis = axis;
+  layer.params.slice_start = start;
+  layer.params.slice_size = size;
+  return layer;
+}
+
 inline Layer reshape(Shape target) {
   Layer layer = make_layer(LayerType::kReshape, "reshape");
   layer.params.shape = std::move(target);

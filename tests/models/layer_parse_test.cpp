@@ -83,7 +83,7 @@ TEST_CASE("a layer type unlike any known type lists the types") {
   CHECK(layer_error(R"({"id": "l", "type": "lstm"})") ==
         "model.json: at /model/layers/0/type: unknown layer type 'lstm'; the types are "
         "'input', 'flatten', 'reshape', 'dense', 'conv2d', 'maxpool2d', 'dropout', 'relu', "
-        "'gelu', 'add', 'concat', 'softmax_cross_entropy', 'embedding' or "
+        "'gelu', 'add', 'concat', 'slice', 'softmax_cross_entropy', 'embedding' or "
         "'transformer_encoder'");
 }
 

@@ -285,3 +285,44 @@ TEST_CASE("bytes moved count inputs and outputs, and views move nothing") {
   CHECK(model.info[2].bytes_moved_forward == 8 * 4 + 4);
   CHECK(model.info[2].bytes_moved_backward == (8 * 4 + 4) + 8 * 4);
 }
+
+TEST_CASE("a slice takes a range of one axis and moves nothing") {
+  const Model model = model_from(with_layers("[6, 4]", R"([
+      {"id": "first", "type": "slice", "size": 2},
+      {"id": "middle", "type": "slice", "axis": -1, "start": 1, "size": 2}])"));
+  CHECK(model.info[0].output == Shape{2, 4});
+  CHECK(model.info[1].output == Shape{2, 2});
+  CHECK(model.info[0].bytes_moved_forward == 0);
+  CHECK(model.info[0].operations.empty());
+  CHECK(model_error(
+            with_layers("[6, 4]", R"([{"id": "s", "type": "slice", "start": 5, "size": 2}])")) ==
+        "model.json: at /model/layers/0: layer 's' (slice) takes elements 5 to 6 of axis 0, but "
+        "the model input is [6, 4]");
+}
+
+TEST_CASE("a dense layer tied to an embedding shares its word matrix and owns only its bias") {
+  const std::string embedding =
+      R"({"id": "emb", "type": "embedding", "vocab_size": 50, "hidden": 8, "sequence_length": 4})";
+  const Model model = model_from(with_layers("[4]", "[" + embedding + R"(,
+      {"id": "decoder", "type": "dense", "units": 50, "tied_to": "emb"}])"));
+  CHECK(model.layers[1].tied_to == "emb");
+  CHECK(model.info[1].params == 50);
+  CHECK(model.info[1].weight_bytes == 50 * 4);
+  CHECK(model.total_params() == (50 + 4) * 8 + 2 * 8 + 50);
+  // The product still reads the [8, 50] matrix.
+  CHECK(model.info[1].operations.front().forward.weight_elements == 8 * 50);
+
+  CHECK(model_error(with_layers("[4]", "[" + embedding + R"(,
+      {"id": "decoder", "type": "dense", "units": 50, "tied_to": "embb"}])")) ==
+        "model.json: at /model/layers/1/tied_to: layer 'decoder' (dense) is tied to 'embb', "
+        "which is no layer; did you mean 'emb'?");
+  CHECK(model_error(with_layers("[4]", "[" + embedding + R"(,
+      {"id": "decoder", "type": "dense", "units": 40, "tied_to": "emb"}])")) ==
+        "model.json: at /model/layers/1/tied_to: layer 'decoder' (dense) maps 8 to 40 features, "
+        "but the word matrix of 'emb' maps its hidden 8 to a vocabulary of 50");
+  CHECK(model_error(with_layers("[4]", "[" + embedding + R"(,
+      {"id": "other", "type": "dense", "units": 50},
+      {"id": "decoder", "type": "dense", "units": 50, "tied_to": "other"}])")) ==
+        "model.json: at /model/layers/2/tied_to: layer 'decoder' (dense) is tied to layer 'other' "
+        "(dense), but only an embedding's word matrix can be shared");
+}

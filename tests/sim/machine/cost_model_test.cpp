@@ -108,3 +108,24 @@ TEST_CASE("a profiled layer is one row with the config's cycles") {
   CHECK(row.forward.cycles == 1000);
   CHECK(row.backward.cycles == 3000);
 }
+
+TEST_CASE("Graphcore's BERT-Large POD16 pretraining configurations fit in memory") {
+  // Phase 1 at 128 (micro-batch 8) and phase 2 at 384 and 512 (micro-batch 2), with
+  // recomputation: graphcore/examples nlp/bert configs and MLPerf v1.0's POD16 submission.
+  for (const char* config : {"configs/bert_large_4ipu.json", "configs/bert_large_4ipu_seq384.json",
+                             "configs/bert_large_4ipu_seq512.json"}) {
+    INFO(config);
+    const auto report = sim::simulate(load(config), {});
+    CHECK(report.fits_in_memory());
+    for (const auto& ipu : report.replay.ipus)
+      CHECK(ipu.peak_memory_bytes < 941'000'000LL * 3 / 4);  // with a quarter to spare
+  }
+}
+
+TEST_CASE("tied layers must run on one IPU") {
+  CHECK_THROWS_WITH(load("configs/bert_large_4ipu.json", {"pipeline.device_mapping=[0,1,2,3,3]"}),
+                    "configs/bert_large_4ipu.json: at /model/layers/27/tied_to: layer "
+                    "'mlm_decoder' shares the word matrix of 'embeddings', so both must run on one "
+                    "IPU, but 'mlm_decoder' runs on IPU3 and 'embeddings' on IPU0; map their "
+                    "stages to the same IPU with device_mapping");
+}
