@@ -43,4 +43,7 @@ std::string sweep_html(const SweepPlotTable& table);
 // empty when the run has no numeric check.
 std::string numeric_section(const std::optional<NumericReport>& numeric);
 
+// The Operations Summary: per stage and IPU, each operation's cycles, FLOPs and bound.
+std::string operations_section(const RunReport& report);
+
 }  // namespace ipusim::sim

@@ -229,6 +229,7 @@ std::string html_report(const RunReport& report, const Timeline& timeline) {
                   utilisation_table(report));
   body += html::memory_section(report, timeline);
   body += stash_section(report);
+  body += operations_section(report);
   body += numeric_section(report.numeric);
   return html::page("ipusim: " + spec.model.name + " (" + report.schedule + ")", body);
 }

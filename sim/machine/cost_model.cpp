@@ -187,7 +187,8 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
     for (auto& op : layer_operations(spec, layer, recomputes(stash))) {
       cost.forward_cycles += op.forward.cycles;
       cost.backward_cycles += op.backward.cycles;
-      cost.weight_grad_cycles += weight_gradient_cycles(spec, layer, op);
+      op.weight_gradient_cycles = weight_gradient_cycles(spec, layer, op);
+      cost.weight_grad_cycles += op.weight_gradient_cycles;
       cost.operations.push_back(std::move(op));
     }
     cost.forward_flops += info.forward_flops * batch;

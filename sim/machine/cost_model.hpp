@@ -28,7 +28,8 @@ struct OperationCost {
   std::optional<models::OpClass> op_class;
   OpPassCost forward;
   OpPassCost backward;
-  std::int64_t recompute_cycles = 0;  // the forward again, when the stage recomputes
+  std::int64_t recompute_cycles = 0;        // the forward again, when the stage recomputes
+  std::int64_t weight_gradient_cycles = 0;  // the part of the backward a W task runs
   double forward_flops = 0;
   double backward_flops = 0;
   std::int64_t code_bytes = 0;  // code and vertex state of its compute sets

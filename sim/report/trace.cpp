@@ -23,7 +23,10 @@ constexpr int kPhaseThread = 1;
 class TraceWriter {
  public:
   TraceWriter(const RunReport& report, const Timeline& timeline)
-      : report_(report), timeline_(timeline), us_per_cycle_(1e6 / timeline.clock_hz()) {}
+      : report_(report),
+        timeline_(timeline),
+        us_per_cycle_(1e6 / timeline.clock_hz()),
+        split_weight_grad_(report.spec->schedule->splits_weight_grad()) {}
 
   json write() {
     metadata();
@@ -153,6 +156,47 @@ class TraceWriter {
         [](const WeightUpdateSpan& span) { return span.offload_end > span.all_reduce_end; });
   }
 
+  // An operation's cycles inside a task of kind `op`.
+  std::int64_t operation_cycles(const OperationCost& cost, schedules::Op op) const {
+    switch (op) {
+      case schedules::Op::kForward:
+      case schedules::Op::kRecompute:
+        return cost.forward.cycles;
+      case schedules::Op::kWeightGrad:
+        return cost.weight_gradient_cycles;
+      case schedules::Op::kBackward:
+        return cost.backward.cycles - (split_weight_grad_ ? cost.weight_gradient_cycles : 0);
+      default:
+        return 0;
+    }
+  }
+
+  // The operations of micro-batch 1's compute tasks, nested inside their slices: every
+  // micro-batch runs the same operations, and nesting them all would multiply the trace.
+  void operations(const TaskSpan& span) {
+    const auto& task = span.task;
+    if (task.microbatch != 0)
+      return;
+    const auto& sub = report_.cost->substage(task.stage, task.substage);
+    std::int64_t total = 0;
+    for (const auto& op : sub.operations)
+      total += operation_cycles(op, task.op);
+    if (total != (span.end - span.start).count)
+      return;  // the task's slice holds more than its operations' compute
+    core::Cycles at = span.start;
+    for (const auto& op : sub.operations) {
+      const auto cycles = operation_cycles(op, task.op);
+      if (cycles == 0)
+        continue;
+      json args = {{"layer", op.layer},
+                   {"class", op.op_class ? std::string(models::to_string(*op.op_class))
+                                         : std::string("profiled")}};
+      slice(op.layer + " " + op.name, "operation", at, at + core::Cycles{cycles}, kIpus, task.ipu,
+            std::move(args));
+      at = at + core::Cycles{cycles};
+    }
+  }
+
   void tasks() {
     for (const auto& span : timeline_.tasks) {
       const auto& task = span.task;
@@ -166,6 +210,7 @@ class TraceWriter {
       if (schedules::is_compute(task.op)) {
         args["substage"] = task.substage;
         slice(span_label(task), "compute", span.start, span.end, kIpus, task.ipu, std::move(args));
+        operations(span);
       } else {
         slice(span_label(task), "host", span.start, span.end, kHostLinks, task.ipu,
               std::move(args));
@@ -271,6 +316,7 @@ class TraceWriter {
   const RunReport& report_;
   const Timeline& timeline_;
   double us_per_cycle_;
+  bool split_weight_grad_;
   struct LinkName {
     int from_ipu = 0;
     int to_ipu = 0;

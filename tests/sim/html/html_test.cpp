@@ -254,3 +254,14 @@ TEST_CASE("a 1f1b report draws its tasks to scale and has no step chart") {
   CHECK(html.find("<title>F1 s0 on IPU0 \u00b7 cycles ") != std::string::npos);
   CHECK(!fetches_network(html));
 }
+
+TEST_CASE("the run page lists each stage's operations in an Operations Summary") {
+  const auto run = testing::record(kTf1);
+  const auto html = sim::html_report(run->report, run->timeline());
+  CHECK(html.find("<section id=\"operations\">") != std::string::npos);
+  CHECK(count(html, "<details><summary>Stage ") == 2);
+  // Five dense layers, each a row whose operation and class are both "matmul".
+  CHECK(count(html, "<td class=\"text\">matmul</td>") == 2 * 5);
+  CHECK(html.find("<details><summary>Stage 0 on IPU0: 9 operations, forward 11,624 cycles, "
+                  "backward 13,566 cycles</summary>") != std::string::npos);
+}

@@ -82,11 +82,11 @@ void check_format(const json& trace) {
   }
 }
 
-// The X slices of one track, by start.
+// The X slices of one track, by start, without the operations nested inside tasks.
 std::vector<json> slices(const json& trace, int pid, int tid) {
   std::vector<json> out;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "X" && e["pid"] == pid && e["tid"] == tid)
+    if (e["ph"] == "X" && e["pid"] == pid && e["tid"] == tid && e.value("cat", "") != "operation")
       out.push_back(e);
   }
   std::stable_sort(out.begin(), out.end(), [](const json& a, const json& b) {
@@ -376,4 +376,35 @@ TEST_CASE("coarser memory buckets keep each IPU's peak") {
     CHECK(peak(full->timeline().memory[ipu]) > 0);
   }
   CHECK(coarse->timeline().memory_bucket_cycles > 1);
+}
+
+TEST_CASE("micro-batch 1's compute slices hold their operations, end to end") {
+  for (const auto& sets :
+       std::vector<std::vector<std::string>>{{},
+                                             {"pipeline.pipeline_schedule=zero_bubble_h1"},
+                                             {"pipeline.recomputation_mode=auto"}}) {
+    INFO((sets.empty() ? "grouped" : sets[0]));
+    const auto run = testing::record(kTf1, sets);
+    const auto trace = sim::chrome_trace(run->report, run->timeline());
+    int nested_tasks = 0;
+    for (const auto& task : trace["traceEvents"]) {
+      if (task.value("cat", "") != "compute" || task["args"]["micro_batch"] != 1)
+        continue;
+      // The operations on the task's track, from its start, sum to its cycles.
+      std::int64_t cycles = 0;
+      double at = task["ts"].get<double>();
+      for (const auto& op : trace["traceEvents"]) {
+        if (op.value("cat", "") != "operation" || op["tid"] != task["tid"] ||
+            op["ts"].get<double>() < task["ts"].get<double>() - 1e-9 ||
+            op["ts"].get<double>() >= task["ts"].get<double>() + task["dur"].get<double>() - 1e-9)
+          continue;
+        CHECK(op["ts"].get<double>() == Approx(at));
+        at += op["dur"].get<double>();
+        cycles += op["args"]["cycles"].get<std::int64_t>();
+      }
+      CHECK(cycles == task["args"]["cycles"].get<std::int64_t>());
+      ++nested_tasks;
+    }
+    CHECK(nested_tasks >= 4);  // F and B on each of the 2 IPUs, and R or W when there are any
+  }
 }
