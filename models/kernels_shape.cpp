@@ -44,6 +44,14 @@ Shape resolve_reshape(const Shape& target, std::int64_t elements) {
   return shape;
 }
 
+// A per-sample axis, negative counting from the last; shape inference has checked it.
+std::size_t resolve_axis(std::int64_t axis, const Shape& shape) {
+  const auto rank = static_cast<std::int64_t>(shape.size());
+  const std::int64_t resolved = axis < 0 ? axis + rank : axis;
+  IPUSIM_CHECK(resolved >= 0 && resolved < rank);
+  return static_cast<std::size_t>(resolved);
+}
+
 // Joins inputs along one per-sample axis. Viewing every tensor as [outer, extent x inner],
 // where outer is everything before the axis (batch included), makes it a copy of row pieces.
 class ConcatKernel final : public Kernel {
@@ -91,13 +99,6 @@ class ConcatKernel final : public Kernel {
   }
 
  private:
-  static std::size_t resolve_axis(std::int64_t axis, const Shape& shape) {
-    const auto rank = static_cast<std::int64_t>(shape.size());
-    const std::int64_t resolved = axis < 0 ? axis + rank : axis;
-    IPUSIM_CHECK(resolved >= 0 && resolved < rank);
-    return static_cast<std::size_t>(resolved);
-  }
-
   static Shape output_shape_of(const Layer& layer, const std::vector<Shape>& inputs) {
     IPUSIM_CHECK(!inputs.empty());
     const std::size_t axis = resolve_axis(layer.params.axis, inputs[0]);
@@ -162,13 +163,6 @@ class SliceKernel final : public Kernel {
   }
 
  private:
-  static std::size_t resolve_axis(std::int64_t axis, const Shape& shape) {
-    const auto rank = static_cast<std::int64_t>(shape.size());
-    const std::int64_t resolved = axis < 0 ? axis + rank : axis;
-    IPUSIM_CHECK(resolved >= 0 && resolved < rank);
-    return static_cast<std::size_t>(resolved);
-  }
-
   static Shape output_shape_of(const Layer& layer, const Shape& input) {
     Shape shape = input;
     const std::size_t axis = resolve_axis(layer.params.axis, input);

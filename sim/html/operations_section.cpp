@@ -2,6 +2,7 @@
 #include "sim/html/html_report.hpp"
 #include "sim/html/page.hpp"
 #include "sim/html/svg.hpp"
+#include "sim/report/operations_report.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -10,31 +11,18 @@ using html::bar_cell;
 using html::cell;
 using html::header_row;
 
-std::string class_text(const OperationCost& op) {
-  return op.op_class ? std::string(models::to_string(*op.op_class)) : "profiled";
-}
-
-std::string bound_text(const OperationCost& op) {
-  if (!op.op_class)
-    return "";
-  std::string text(to_string(op.forward.bound));
-  if (op.backward.cycles > 0)
-    text += " / " + std::string(to_string(op.backward.bound));
-  return text;
-}
-
 std::string operation_row(const OperationCost& op, std::int64_t stage_cycles, double clock_hz) {
   const auto cycles = op.forward.cycles + op.backward.cycles;
   const double flops = op.forward_flops + op.backward_flops;
   const double achieved = cycles > 0 ? flops / (double(cycles) / clock_hz) : 0;
-  return "<tr>" + cell(op.layer, true) + cell(op.name, true) + cell(class_text(op), true) +
-         cell(with_commas(op.forward.cycles)) + cell(with_commas(op.backward.cycles)) +
-         cell(with_commas(op.recompute_cycles)) +
+  return "<tr>" + cell(op.layer, true) + cell(op.name, true) +
+         cell(operation_class_name(op), true) + cell(with_commas(op.forward.cycles)) +
+         cell(with_commas(op.backward.cycles)) + cell(with_commas(op.recompute_cycles)) +
          bar_cell(html::share(double(cycles), double(stage_cycles))) +
          cell(flops > 0 ? si(flops, "FLOP") : "") +
          cell(achieved > 0 ? si(achieved, "FLOP/s") : "") +
-         cell(op.op_class ? std::to_string(op.forward.tiles) : "") + cell(bound_text(op), true) +
-         cell(si(double(op.code_bytes), "B")) + "</tr>\n";
+         cell(op.op_class ? std::to_string(op.forward.tiles) : "") +
+         cell(operation_bounds(op), true) + cell(si(double(op.code_bytes), "B")) + "</tr>\n";
 }
 
 // One collapsible table per sub-stage, its summary line giving the totals.

@@ -11,31 +11,18 @@ double achieved_flops(const OperationCost& op, double clock_hz) {
   return cycles > 0 ? (op.forward_flops + op.backward_flops) / (double(cycles) / clock_hz) : 0;
 }
 
-std::string class_name(const OperationCost& op) {
-  return op.op_class ? std::string(models::to_string(*op.op_class)) : "profiled";
-}
-
-std::string bounds(const OperationCost& op) {
-  if (!op.op_class)
-    return "-";
-  std::string text(to_string(op.forward.bound));
-  if (op.backward.cycles > 0)
-    text += "/" + std::string(to_string(op.backward.bound));
-  return text;
-}
-
 std::vector<std::string> row(const OperationCost& op, double clock_hz) {
   const double flops = op.forward_flops + op.backward_flops;
   return {op.layer,
           op.name,
-          class_name(op),
+          operation_class_name(op),
           with_commas(op.forward.cycles),
           with_commas(op.backward.cycles),
           with_commas(op.recompute_cycles),
           flops > 0 ? si(flops, "FLOP") : "-",
           flops > 0 ? si(achieved_flops(op, clock_hz), "FLOP/s") : "-",
           op.op_class ? std::to_string(op.forward.tiles) : "-",
-          bounds(op),
+          operation_bounds(op),
           si(double(op.code_bytes), "B")};
 }
 
@@ -57,6 +44,19 @@ std::string substage_table(const SubstageCost& sub, double clock_hz) {
 }
 
 }  // namespace
+
+std::string operation_class_name(const OperationCost& op) {
+  return op.op_class ? std::string(models::to_string(*op.op_class)) : "profiled";
+}
+
+std::string operation_bounds(const OperationCost& op) {
+  if (!op.op_class)
+    return "-";
+  std::string text(to_string(op.forward.bound));
+  if (op.backward.cycles > 0)
+    text += "/" + std::string(to_string(op.backward.bound));
+  return text;
+}
 
 std::string render_operations(const RunReport& report) {
   const auto& cost = *report.cost;
@@ -86,7 +86,7 @@ nlohmann::json operations_json(const RunReport& report) {
                         {"ipu", sub.ipu},
                         {"layer", op.layer},
                         {"operation", op.name},
-                        {"class", class_name(op)},
+                        {"class", operation_class_name(op)},
                         {"forward_cycles", op.forward.cycles},
                         {"backward_cycles", op.backward.cycles},
                         {"recompute_cycles", op.recompute_cycles},

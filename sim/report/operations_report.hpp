@@ -12,6 +12,11 @@
 namespace ipusim::sim {
 
 std::string render_operations(const RunReport& report);
+
+// An operation's class ("matmul", ...) or "profiled".
+std::string operation_class_name(const OperationCost& op);
+// What bounds its passes: "compute" or "overhead/exchange" (forward/backward), "-" if profiled.
+std::string operation_bounds(const OperationCost& op);
 nlohmann::json operations_json(const RunReport& report);
 
 }  // namespace ipusim::sim

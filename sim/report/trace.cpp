@@ -7,6 +7,8 @@
 #include <tuple>
 #include <utility>
 
+#include "sim/report/operations_report.hpp"
+
 namespace ipusim::sim {
 namespace {
 
@@ -188,9 +190,7 @@ class TraceWriter {
       const auto cycles = operation_cycles(op, task.op);
       if (cycles == 0)
         continue;
-      json args = {{"layer", op.layer},
-                   {"class", op.op_class ? std::string(models::to_string(*op.op_class))
-                                         : std::string("profiled")}};
+      json args = {{"layer", op.layer}, {"class", operation_class_name(op)}};
       slice(op.layer + " " + op.name, "operation", at, at + core::Cycles{cycles}, kIpus, task.ipu,
             std::move(args));
       at = at + core::Cycles{cycles};
