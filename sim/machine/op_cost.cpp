@@ -16,6 +16,12 @@ std::int64_t tiles_used(const HardwareSpec& hardware, const OpClassCost& cost, d
                                   hardware.tiles);
 }
 
+// Activations for the batch and the weights, brought to the tiles that compute.
+double exchanged_bytes(models::DType dtype, const models::OpPass& pass, double batch) {
+  return (pass.exchanged_elements * batch + pass.weight_elements) *
+         double(models::dtype_bytes(dtype));
+}
+
 OpBound largest(const OpPassCost& cost, bool memory_unit) {
   if (cost.compute >= cost.exchange && cost.compute >= cost.overhead)
     return memory_unit ? OpBound::kMemory : OpBound::kCompute;
@@ -38,6 +44,21 @@ std::string_view to_string(OpBound bound) {
   return "?";
 }
 
+OpPassTerms pass_terms(const HardwareSpec& hardware, models::DType dtype, models::OpClass op_class,
+                       const models::OpPass& pass, std::int64_t micro_batch) {
+  OpPassTerms terms;
+  if (pass.compute_sets == 0)
+    return terms;
+  const double batch = double(micro_batch);
+  const double work = pass.work * batch;
+  terms.tiles = tiles_used(hardware, hardware.operations.of(op_class), work);
+  const double tiles = double(terms.tiles);
+  terms.compute_sets = double(pass.compute_sets);
+  terms.bytes_per_tile = exchanged_bytes(dtype, pass, batch) / tiles;
+  terms.peak_cycles = work / (tiles * hardware.unit_peak_per_tile_cycle(op_class, dtype));
+  return terms;
+}
+
 OpPassCost cost_pass(const HardwareSpec& hardware, models::DType dtype, models::OpClass op_class,
                      const models::OpPass& pass, std::int64_t micro_batch) {
   OpPassCost cost;
@@ -49,13 +70,11 @@ OpPassCost cost_pass(const HardwareSpec& hardware, models::DType dtype, models::
   const double work = pass.work * batch;
   cost.tiles = tiles_used(hardware, class_cost, work);
   const double tiles = double(cost.tiles);
-  cost.overhead = double(pass.compute_sets) * double(ops.compute_set_cycles);
+  cost.overhead = double(pass.compute_sets) * ops.compute_set_cycles;
   cost.exchange = double(pass.compute_sets) * double(ops.exchange_cycles);
-  if (ops.exchange_bytes_per_tile_cycle > 0) {
-    const double bytes = (pass.exchanged_elements * batch + pass.weight_elements) *
-                         double(models::dtype_bytes(dtype));
-    cost.exchange += bytes / (ops.exchange_bytes_per_tile_cycle * tiles);
-  }
+  if (ops.exchange_bytes_per_tile_cycle > 0)
+    cost.exchange +=
+        exchanged_bytes(dtype, pass, batch) / (ops.exchange_bytes_per_tile_cycle * tiles);
   const double rate = hardware.unit_peak_per_tile_cycle(op_class, dtype) * class_cost.efficiency;
   cost.compute = work / (tiles * rate);
   const double total = cost.overhead + cost.exchange + cost.compute;

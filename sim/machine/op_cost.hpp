@@ -11,6 +11,10 @@
 // The unit is the AMP for matmul and conv (FLOPs), the vector unit for elementwise, non-linear
 // and reduction work (elements), tile memory for gathers and copies (elements at the memory
 // bandwidth). What bounds the pass is the largest of the three terms.
+//
+// At a fixed tile count the sum before the ceiling is linear in compute_set_cycles, in
+// 1 / exchange_bytes_per_tile_cycle and in 1 / efficiency: pass_terms gives the coefficients,
+// which sim/calibrate fits to measured cycles.
 
 #include <cstdint>
 #include <string_view>
@@ -32,6 +36,20 @@ struct OpPassCost {
   std::int64_t cycles = 0;
   OpBound bound = OpBound::kOverhead;
 };
+
+// The parts of a pass's cycles that no calibratable rate changes: before the ceiling,
+//   cycles = compute_sets x (compute_set_cycles + exchange_cycles)
+//            + bytes_per_tile / exchange_bytes_per_tile_cycle + peak_cycles / efficiency
+// (without the bytes term when the exchange is free). Zero for a pass without compute sets.
+struct OpPassTerms {
+  std::int64_t tiles = 0;
+  double compute_sets = 0;
+  double bytes_per_tile = 0;  // bytes each tile that computes receives
+  double peak_cycles = 0;     // the work at the unit's peak on those tiles
+};
+
+OpPassTerms pass_terms(const HardwareSpec& hardware, models::DType dtype, models::OpClass op_class,
+                       const models::OpPass& pass, std::int64_t micro_batch);
 
 // One pass of `op` over a micro-batch of `micro_batch` samples computing in `dtype`.
 OpPassCost cost_pass(const HardwareSpec& hardware, models::DType dtype, models::OpClass op_class,

@@ -156,6 +156,14 @@ std::int64_t read_cycles(const ConfigNode& node) {
   return node.as_int(0, std::int64_t{1} << 40);
 }
 
+// A mean over many events, so not necessarily whole.
+double read_average_cycles(const ConfigNode& node) {
+  const double cycles = node.as_number();
+  if (!(cycles >= 0 && cycles <= double(std::int64_t{1} << 40)))
+    node.fail("expected a number of cycles from 0 to 1099511627776, found " + node.json().dump());
+  return cycles;
+}
+
 // Plausible from a slow serial line to far beyond any memory; outside, times overflow or vanish.
 double read_bandwidth(const ConfigNode& node) {
   const double bandwidth = node.as_quantity(Dimension::kBandwidth);
@@ -246,7 +254,7 @@ std::vector<std::string> operation_keys() {
 void read_operations(const ConfigNode& node, OperationCosts& ops) {
   node.expect_only_keys(operation_keys());
   if (auto v = node.find("compute_set_cycles"))
-    ops.compute_set_cycles = read_cycles(*v);
+    ops.compute_set_cycles = read_average_cycles(*v);
   if (auto v = node.find("exchange_cycles"))
     ops.exchange_cycles = read_cycles(*v);
   if (auto v = node.find("exchange_bytes_per_tile_cycle"))

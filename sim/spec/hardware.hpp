@@ -26,7 +26,9 @@ struct OpClassCost {
 
 // The per-operation cost model's parameters (see sim/machine/op_cost.hpp).
 struct OperationCosts {
-  std::int64_t compute_set_cycles = 0;       // vertex launch and on-tile sync, per compute set
+  // Vertex launch and on-tile sync, per compute set: an average over vertices, fractional when
+  // `ipusim calibrate` fits it.
+  double compute_set_cycles = 0;
   std::int64_t exchange_cycles = 0;          // fixed cost of the exchange before a compute set
   double exchange_bytes_per_tile_cycle = 0;  // on-chip exchange per receiving tile; 0: free
   double vector_fp32_per_tile_cycle = 0;     // elements per cycle of a tile's vector unit

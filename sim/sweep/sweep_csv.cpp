@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "sim/core/csv.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_text.hpp"
@@ -22,30 +23,6 @@ std::string csv_cell(const std::string& cell) {
   for (char c : cell)
     out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
-}
-
-std::vector<std::string> parse_csv_line(const std::string& line, const std::string& path,
-                                        std::size_t line_number) {
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-      cells.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      cells.emplace_back();
-    } else {
-      cells.back() += c;
-    }
-  }
-  if (quoted) {
-    throw core::ConfigError(path, "",
-                            "line " + std::to_string(line_number) + ": a quote is not closed");
-  }
-  return cells;
 }
 
 }  // namespace
@@ -88,7 +65,7 @@ SweepFile read_sweep_csv(const std::string& path) {
   std::size_t line_number = 0;
   for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
     ++line_number;
-    auto cells = parse_csv_line(text.substr(start, end - start), path, line_number);
+    auto cells = core::split_csv_line(text.substr(start, end - start), path, line_number);
     if (line_number == 1) {
       file.table.columns = std::move(cells);
       continue;

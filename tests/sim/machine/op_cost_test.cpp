@@ -119,3 +119,28 @@ TEST_CASE("code memory counts every compute set and the tiles it uses") {
   CHECK(sim::code_bytes(code, {1, 1, 0, 2}, cost) == 2 * (1000 + 523 * 10));
   CHECK(sim::code_bytes(code, {}, cost) == 0);
 }
+
+TEST_CASE("a pass's terms, divided by the rates, are its cycles before the ceiling") {
+  const auto gc200 = hardware({{"preset", "gc200"}});
+  const auto cost = sim::cost_pass(gc200, DType::kFp32, OpClass::kMatmul, kDense256, 32);
+  const auto terms = sim::pass_terms(gc200, DType::kFp32, OpClass::kMatmul, kDense256, 32);
+  CHECK(terms.tiles == 523);
+  CHECK(terms.compute_sets == 1);
+  CHECK(terms.bytes_per_tile == Approx((32.0 * 784 + 784.0 * 256) * 4 / 523).epsilon(1e-12));
+  const auto& ops = gc200.operations;
+  CHECK(terms.compute_sets * (ops.compute_set_cycles + double(ops.exchange_cycles)) +
+            terms.bytes_per_tile / ops.exchange_bytes_per_tile_cycle +
+            terms.peak_cycles / ops.of(OpClass::kMatmul).efficiency ==
+        Approx(cost.overhead + cost.exchange + cost.compute).epsilon(1e-12));
+  CHECK(sim::pass_terms(gc200, DType::kFp32, OpClass::kMatmul, {}, 32).tiles == 0);
+}
+
+TEST_CASE("compute_set_cycles takes a fractional average and refuses negative cycles") {
+  const auto fitted =
+      hardware({{"preset", "gc200"}, {"operations", {{"compute_set_cycles", 172.5}}}});
+  CHECK(fitted.operations.compute_set_cycles == 172.5);
+  CHECK_THROWS_WITH(
+      hardware({{"preset", "gc200"}, {"operations", {{"compute_set_cycles", -1}}}}),
+      "hw.json: at /hardware/operations/compute_set_cycles: expected a number of cycles from 0 "
+      "to 1099511627776, found -1");
+}

@@ -1,0 +1,92 @@
+#pragma once
+// What the fit in sim/calibrate/calibrate.cpp solves for, and what it compares with the
+// measurements: the cost model's parameters as one vector of unknowns, and each measurement's
+// prediction at given unknowns with its derivatives.
+//
+// The unknowns are compute_set_cycles, 1 / exchange_bytes_per_tile_cycle and 1 / efficiency of
+// each class (in models::kOpClasses order): the inverses because, at the tile counts the
+// operations keep, a pass's cycles before the ceiling are linear in them (OpPassTerms). A
+// stage's derivatives are therefore sums of its operations' terms. A step goes through the
+// replay (sim::simulate), whose maxima over IPUs make it piecewise linear: its derivatives are
+// finite differences.
+
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "sim/calibrate/measurements.hpp"
+#include "sim/core/config_file.hpp"
+#include "sim/spec/spec.hpp"
+
+namespace ipusim::sim {
+
+inline constexpr int kComputeSetParameter = 0;
+inline constexpr int kExchangeParameter = 1;
+inline constexpr int kParameterCount = 2 + int(models::kOpClasses.size());
+
+int parameter_of(models::OpClass op_class);
+// Where the parameter sits under hardware.operations: "/compute_set_cycles",
+// "/exchange_bytes_per_tile_cycle", "/matmul/efficiency".
+std::string parameter_pointer(int parameter);
+// As the output names it: "compute_set_cycles", "matmul.efficiency".
+std::string parameter_name(int parameter);
+
+Eigen::VectorXd unknowns_of(const OperationCosts& costs);
+// The value the config holds for an unknown: the unknown itself or its inverse.
+double config_value(int parameter, double unknown);
+// The value `costs` holds for a parameter (0 for a free exchange).
+double parameter_value(const OperationCosts& costs, int parameter);
+// Sets the parameters marked in `which` to `unknowns`.
+void apply_unknowns(const Eigen::VectorXd& unknowns, const std::vector<bool>& which,
+                    OperationCosts& costs);
+
+// The config variants the measurements name, each validated once, and the predictions of the
+// measurements, in the order given.
+class MeasuredVariants {
+ public:
+  // Builds `config` and each variant (`config` with its measurements' overrides); a variant
+  // that does not validate, a stage it lacks or a pass it does not run is a core::ConfigError
+  // naming the measurement's place in its file.
+  MeasuredVariants(const core::ConfigDocument& config, const std::vector<Measurement>& measured);
+
+  const RunSpec& config() const { return config_; }
+  std::size_t variant_count() const { return variants_.size(); }
+
+  // Each measurement as its variant's config stands.
+  Eigen::VectorXd predict_configured() const;
+  // Each measurement with the parameters marked in `which` set to `unknowns`.
+  Eigen::VectorXd predict(const Eigen::VectorXd& unknowns, const std::vector<bool>& which) const;
+  // d prediction / d unknown, a row per measurement; columns outside `which` are zero.
+  // `at` is predict(unknowns, which).
+  Eigen::MatrixXd jacobian(const Eigen::VectorXd& unknowns, const std::vector<bool>& which,
+                           const Eigen::VectorXd& at) const;
+
+ private:
+  struct Variant {
+    RunSpec spec;
+    std::vector<std::size_t> rows;  // its measurements
+    bool steps = false;             // whether any of them needs the replay
+  };
+  struct Row {
+    std::size_t variant = 0;
+    Measured what = Measured::kStep;
+    int stage = -1;
+    Eigen::RowVectorXd terms;  // a stage's pass: its derivatives, which no unknown changes
+  };
+
+  std::size_t variant_of(const Measurement& measurement, const core::ConfigDocument& config);
+  void add_row(const Measurement& measurement, std::size_t variant);
+  void fill(const Variant& variant, const RunSpec& spec, Eigen::VectorXd& out) const;
+  // Every prediction, or only the steps' (the rest zero); at `unknowns` for the parameters in
+  // `which`, or as configured when `unknowns` is null.
+  Eigen::VectorXd evaluate(const Eigen::VectorXd* unknowns, const std::vector<bool>& which,
+                           bool steps_only) const;
+
+  RunSpec config_;
+  std::vector<std::vector<std::string>> sets_;  // per variant
+  std::vector<Variant> variants_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace ipusim::sim

@@ -1,0 +1,269 @@
+#include "sim/calibrate/measurements.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "schedules/task.hpp"
+#include "sim/core/config_file.hpp"
+#include "sim/core/config_node.hpp"
+#include "sim/core/csv.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/core/json_text.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+// Far more than a profiling campaign yields; bounds the fit's matrices, a row per measurement.
+constexpr std::size_t kMaxMeasurements = 100'000;
+// The longest run ipusim simulates.
+constexpr double kMaxCycles = 4611686018427387904.0;  // 2^62
+
+const std::vector<std::string> kColumns = {"set", "stage", "forward_cycles", "backward_cycles",
+                                           "step_cycles"};
+
+// One entry of either format before its shape is checked: what its cells or keys give.
+struct Entry {
+  std::vector<std::string> set;
+  std::optional<int> stage;
+  std::optional<double> forward;
+  std::optional<double> backward;
+  std::optional<double> step;
+  MeasurementSource source;
+};
+
+// User text in a message, quoted and cut short: a cell may be megabytes long.
+std::string in_quotes(const std::string& text) {
+  return "'" + (text.size() > 60 ? text.substr(0, 57) + "..." : text) + "'";
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos)
+    return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+void check_cycles(double cycles, const std::string& shown, const MeasurementSource& source,
+                  const std::string& field) {
+  if (!(cycles > 0 && cycles < kMaxCycles))
+    source.fail(field, "expected a number of cycles above 0 and below 2^62, found " + shown);
+}
+
+// An override as --set takes it. The fit moves the cost model's parameters for every variant
+// at once, so a variant may not set them.
+std::string checked_override(const std::string& text, const MeasurementSource& source,
+                             const std::string& field) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    const std::string expected =
+        "expected PATH=VALUE as --set takes it, such as pipeline.micro_batch_size=8, found ";
+    source.fail(field, expected + in_quotes(text));
+  }
+  const std::string pointer = core::to_json_pointer(text.substr(0, equals));
+  if (pointer == "/hardware/operations" || pointer.rfind("/hardware/operations/", 0) == 0) {
+    source.fail(field, in_quotes(text) +
+                           " sets a parameter of the cost model, which the fit moves: every "
+                           "variant shares the fitted values");
+  }
+  return text;
+}
+
+// The measurements an entry gives: a stage's passes, or the step.
+void add_entry(const Entry& entry, std::vector<Measurement>& out) {
+  const auto& source = entry.source;
+  if (entry.stage) {
+    if (entry.step)
+      source.fail("step_cycles", "a step's cycles take an entry of their own, without a stage");
+    if (!entry.forward && !entry.backward)
+      source.fail("stage", "expected the stage's forward_cycles, backward_cycles or both");
+    if (entry.forward)
+      out.push_back({entry.set, Measured::kForward, *entry.stage, *entry.forward, source});
+    if (entry.backward)
+      out.push_back({entry.set, Measured::kBackward, *entry.stage, *entry.backward, source});
+  } else {
+    const std::string why = "a pass's cycles belong to a stage: give its index in stage";
+    if (entry.forward)
+      source.fail("forward_cycles", why);
+    if (entry.backward)
+      source.fail("backward_cycles", why);
+    if (!entry.step)
+      source.fail("",
+                  "expected step_cycles, or a stage with its forward_cycles or backward_cycles");
+    out.push_back({entry.set, Measured::kStep, -1, *entry.step, source});
+  }
+  if (out.size() > kMaxMeasurements) {
+    source.fail("", "the file holds more than " + with_commas(std::int64_t(kMaxMeasurements)) +
+                        " measurements, the most ipusim fits");
+  }
+}
+
+std::optional<double> csv_cycles(const std::string& cell, const MeasurementSource& source,
+                                 const std::string& field) {
+  const std::string text = trim(cell);
+  if (text.empty())
+    return std::nullopt;
+  double cycles = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), cycles);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(cycles))
+    source.fail(field, "expected a number of cycles, found " + in_quotes(text));
+  check_cycles(cycles, in_quotes(text), source, field);
+  return cycles;
+}
+
+std::optional<int> csv_stage(const std::string& cell, const MeasurementSource& source) {
+  const std::string text = trim(cell);
+  if (text.empty())
+    return std::nullopt;
+  int stage = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), stage);
+  if (error != std::errc() || end != text.data() + text.size() || stage < 0)
+    source.fail("stage", "expected a stage index (an integer from 0), found " + in_quotes(text));
+  return stage;
+}
+
+std::string header_text() {
+  std::string text;
+  for (const auto& column : kColumns)
+    text += (text.empty() ? "" : ",") + column;
+  return text;
+}
+
+void read_csv_row(const std::vector<std::string>& cells, const MeasurementSource& source,
+                  std::vector<Measurement>& out) {
+  Entry entry;
+  entry.source = source;
+  if (cells.size() != kColumns.size()) {
+    entry.source.fail("", "expected " + std::to_string(kColumns.size()) + " cells (" +
+                              header_text() + "), found " + std::to_string(cells.size()));
+  }
+  std::size_t start = 0;
+  for (std::size_t end; start <= cells[0].size(); start = end + 1) {
+    end = std::min(cells[0].find(';', start), cells[0].size());
+    const std::string item = trim(cells[0].substr(start, end - start));
+    if (!item.empty())
+      entry.set.push_back(checked_override(item, entry.source, "set"));
+  }
+  entry.stage = csv_stage(cells[1], entry.source);
+  entry.forward = csv_cycles(cells[2], entry.source, "forward_cycles");
+  entry.backward = csv_cycles(cells[3], entry.source, "backward_cycles");
+  entry.step = csv_cycles(cells[4], entry.source, "step_cycles");
+  add_entry(entry, out);
+}
+
+std::vector<Measurement> read_csv(const std::string& path, const std::string& text) {
+  std::vector<Measurement> out;
+  // Spreadsheets often start a CSV with a UTF-8 byte order mark.
+  const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+  bool header = false;
+  std::size_t line_number = 0;
+  for (std::size_t start = bom, end; start < text.size(); start = end + 1) {
+    end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    ++line_number;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (trim(line).empty())
+      continue;
+    auto cells = core::split_csv_line(line, path, line_number);
+    for (auto& cell : cells)
+      cell = trim(cell);
+    if (!header && cells != kColumns) {
+      throw core::ConfigError(path, "",
+                              "line " + std::to_string(line_number) + ": expected the header " +
+                                  header_text() + ", found " + in_quotes(line));
+    }
+    if (header)
+      read_csv_row(cells, {path, "", line_number}, out);
+    header = true;
+  }
+  return out;
+}
+
+std::optional<double> json_cycles(const core::ConfigNode& item, const std::string& key,
+                                  const MeasurementSource& source) {
+  const auto node = item.find(key);
+  if (!node)
+    return std::nullopt;
+  const double cycles = node->as_number();
+  check_cycles(cycles, node->json().dump(), source, key);
+  return cycles;
+}
+
+void read_json_entry(const core::ConfigNode& item, std::vector<Measurement>& out) {
+  item.expect_only_keys(kColumns);
+  Entry entry;
+  entry.source = {item.file(), item.pointer(), 0};
+  if (const auto set = item.find("set")) {
+    const auto items = set->items();
+    for (std::size_t i = 0; i < items.size(); ++i)
+      entry.set.push_back(
+          checked_override(items[i].as_string(), entry.source, "set/" + std::to_string(i)));
+  }
+  if (const auto stage = item.find("stage"))
+    entry.stage = int(stage->as_int(0, 1 << 20));
+  entry.forward = json_cycles(item, "forward_cycles", entry.source);
+  entry.backward = json_cycles(item, "backward_cycles", entry.source);
+  entry.step = json_cycles(item, "step_cycles", entry.source);
+  add_entry(entry, out);
+}
+
+std::vector<Measurement> read_json(const std::string& path, const std::string& text) {
+  const auto json = core::parse_json_text(text, path);
+  core::Origins origins;
+  origins.record("", path);
+  const core::ConfigNode root(json, "", origins);
+  root.expect_only_keys({"measurements"});
+  const auto list = root.at("measurements");
+  if (!list.is_array())
+    list.fail("expected a list of measurements");
+  std::vector<Measurement> out;
+  for (const auto& item : list.items())
+    read_json_entry(item, out);
+  return out;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+void MeasurementSource::fail(const std::string& field, const std::string& message) const {
+  if (line == 0)
+    throw core::ConfigError(file, pointer + (field.empty() ? "" : "/" + field), message);
+  const std::string where = "line " + std::to_string(line);
+  throw core::ConfigError(file, "",
+                          where + (field.empty() ? "" : ", column " + field) + ": " + message);
+}
+
+std::string describe(const Measurement& measurement) {
+  switch (measurement.what) {
+    case Measured::kForward:
+      return "stage " + std::to_string(measurement.stage) + " " +
+             std::string(schedules::to_string(schedules::Op::kForward));
+    case Measured::kBackward:
+      return "stage " + std::to_string(measurement.stage) + " " +
+             std::string(schedules::to_string(schedules::Op::kBackward));
+    case Measured::kStep:
+      return "step";
+  }
+  return "?";
+}
+
+std::vector<Measurement> read_measurements(const std::string& path) {
+  const bool csv = ends_with(path, ".csv");
+  if (!csv && !ends_with(path, ".json"))
+    throw core::ConfigError(path, "", "expected a measurement file named *.csv or *.json");
+  std::string text;
+  if (const auto problem = core::read_regular_file(path, &text))
+    throw core::ConfigError(path, "", "cannot read the measurement file: " + *problem);
+  auto measurements = csv ? read_csv(path, text) : read_json(path, text);
+  if (measurements.empty())
+    throw core::ConfigError(path, "", "expected at least one measurement, found none");
+  return measurements;
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,53 @@
+// `ipusim calibrate`: fits the operation cost model to measured cycles (sim/calibrate) and
+// writes the fitted values as a config to include.
+
+#include <memory>
+#include <ostream>
+
+#include "sim/calibrate/calibrate.hpp"
+#include "tools/ipusim/command.hpp"
+
+namespace ipusim::cli {
+
+void add_calibrate_command(CLI::App& app, std::ostream& out) {
+  struct Options {
+    ConfigArgs config;
+    std::string measured;
+    std::string output;
+  };
+  auto o = std::make_shared<Options>();
+  auto* command = app.add_subcommand(
+      "calibrate", "Fit the cost model's per-operation parameters to cycles measured on IPUs");
+  add_config_options(command, o->config);
+  command
+      ->add_option("--measured", o->measured,
+                   "The measurements: a .csv or .json file of per-stage or per-step cycles, "
+                   "each for the config with a list of --set overrides")
+      ->required()
+      ->check(non_empty_path());
+  command
+      ->add_option("-o,--output", o->output,
+                   "Write the fitted parameters as {\"hardware\": {\"operations\": ...}}, a "
+                   "config to add to the config's include list")
+      ->check(non_empty_path());
+  command->footer(
+      "Example:\n  ipusim calibrate configs/bert_large_4ipu.json --measured bert.csv "
+      "-o calibrated.json");
+  command->callback([o, &out] {
+    core::OutputSet outputs;
+    if (!o->output.empty())
+      outputs.add(o->output, "-o");
+    const auto measured = sim::read_measurements(o->measured);
+    const auto config = core::ConfigDocument::load(o->config.path, o->config.overrides());
+    const auto calibration = sim::calibrate(config, measured);
+    if (!o->output.empty())
+      outputs.write(o->output, sim::calibrated_preset(calibration).dump(2) + "\n");
+    outputs.commit();
+    out << sim::render_calibration(calibration);
+    if (!o->output.empty())
+      out << "Wrote " << o->output
+          << ": list it in the config's include, after the hardware preset.\n";
+  });
+}
+
+}  // namespace ipusim::cli
