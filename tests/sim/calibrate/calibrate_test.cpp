@@ -86,7 +86,7 @@ std::vector<sim::Measurement> bert_measurements() {
   measure(kBert, {"pipeline.micro_batch_size=2"}, false, out);
   measure(kBert, {"pipeline.micro_batch_size=4"}, false, out);
   measure(kBert, {}, true, out);
-  measure(kBert, {"pipeline.micro_batch_size=16", "pipeline.gradient_accumulation_count=64"}, true,
+  measure(kBert, {"pipeline.micro_batch_size=16", "pipeline.gradient_accumulation_count=60"}, true,
           out);
   return out;
 }
