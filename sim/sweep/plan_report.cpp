@@ -150,8 +150,10 @@ std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
     reasons.push_back(memory);
   else if (tl != tw)
     reasons.push_back("throughput " + relative(tl, tw));
-  else
+  else if (peak != peak_max(winner))
     reasons.push_back("same throughput, " + memory);
+  else
+    reasons.push_back("a tie on throughput and peak memory, kept in the search's order");
   std::string out;
   for (const auto& reason : reasons)
     out += (out.empty() ? "" : "; ") + reason;

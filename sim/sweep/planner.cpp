@@ -395,7 +395,7 @@ PlanResult plan(const PlanRequest& request) {
     try {
       spec = build_run_spec(base.with_overrides(setting.overrides));
     } catch (const core::ConfigError& error) {
-      result.invalid_settings.push_back(error.what());
+      result.invalid_settings.push_back(setting.label + ": " + error.what());
       continue;
     }
     for (auto& c : SettingSearch(base, setting, search, result).run(*spec))

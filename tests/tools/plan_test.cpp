@@ -101,3 +101,19 @@ TEST_CASE("plan says why nothing fits and exits with the simulation outcome code
         "pipeline.offload_weight_update_variables=true, --set pipeline.offload_activations=true, "
         "a smaller micro-batch (--micro-batch 16)");
 }
+
+TEST_CASE("plan lists each setting it skipped with the error that rules it out") {
+  const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "6"});
+  CHECK(result.code == 0);
+  const auto text = lines(result.out);
+  REQUIRE(text.size() >= 2);
+  CHECK(text[text.size() - 2] ==
+        "12 candidate(s) evaluated on the cost model (0 over capacity by the estimate, 0 refused "
+        "by validation), 12 replayed");
+  CHECK(text.back() ==
+        "skipped: --schedules grouped --gac 6: --gac 6: at "
+        "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline must be "
+        "a multiple of 4, but it is 6. This number is gradient_accumulation_count; the grouped "
+        "schedule with 2 stages runs 4 micro-batches at once (set "
+        "pipeline.relaxed_divisibility to explore it anyway)");
+}
