@@ -5,6 +5,7 @@
 #include <exception>
 #include <functional>
 #include <thread>
+#include <unordered_map>
 
 #include "models/optimizer.hpp"
 #include "schedules/build.hpp"
@@ -97,8 +98,7 @@ class SplitPricer {
       : spec_(spec),
         layers_(int(spec.model.layers.size())),
         stash_kind_(spec.schedule->stash_kind()),
-        depth_(spec.schedule->stash_depth()),
-        memo_(spec.pipeline.stages.size() * std::size_t(layers_ * (layers_ + 1))) {
+        depth_(spec.schedule->stash_depth()) {
     for (const auto& stage : spec.pipeline.stages)
       ipu_.push_back(stage.ipus.front());
   }
@@ -132,11 +132,11 @@ class SplitPricer {
 
  private:
   const RangeCost& range(int k, int begin, int end) {
-    auto& slot = memo_[std::size_t(k) * std::size_t(layers_ * (layers_ + 1)) +
-                       std::size_t(begin * (layers_ + 1) + end)];
-    if (!slot)
-      slot = price(k, begin, end);
-    return *slot;
+    const auto key = (std::int64_t(k) * (layers_ + 1) + begin) * (layers_ + 1) + end;
+    const auto found = memo_.find(key);
+    if (found != memo_.end())
+      return found->second;
+    return memo_.emplace(key, price(k, begin, end)).first->second;
   }
 
   RangeCost price(int k, int begin, int end) const {
@@ -174,7 +174,7 @@ class SplitPricer {
   std::vector<int> ipu_;
   std::vector<StashKind> stash_kind_;
   std::vector<std::int64_t> depth_;
-  std::vector<std::optional<RangeCost>> memo_;
+  std::unordered_map<std::int64_t, RangeCost> memo_;  // by (stage, begin, end)
 };
 
 // Calls `visit` with every increasing choice of `count` cuts from 1 .. layers-1.
@@ -192,6 +192,32 @@ void for_each_split(int layers, int count,
     }
   };
   place(0, 1);
+}
+
+// Splits one setting may price: BERT-Large has 20,475; far more would take minutes.
+constexpr std::int64_t kMaxSplits = 5'000'000;
+
+// C(n, k), or kMaxSplits + 1 once it passes kMaxSplits.
+std::int64_t splits_count(int n, int k) {
+  std::int64_t count = 1;
+  for (int i = 1; i <= k; ++i) {
+    count = count * (n - k + i) / i;  // exact: a product of i consecutive integers over i!
+    if (count > kMaxSplits)
+      return kMaxSplits + 1;
+  }
+  return count;
+}
+
+void check_split_count(const RunSpec& spec, const std::string& config_path) {
+  const int layers = int(spec.model.layers.size());
+  const int stages = int(spec.pipeline.stages.size());
+  if (splits_count(layers - 1, stages - 1) <= kMaxSplits)
+    return;
+  throw core::ConfigError(config_path, "/pipeline/splits",
+                          std::to_string(layers) + " layers in " + std::to_string(stages) +
+                              " stages make more than " + std::to_string(kMaxSplits) +
+                              " splits, more than plan prices; fix the split with --splits and "
+                              "search the other values");
 }
 
 // The cuts of the spec's own split.
@@ -378,6 +404,9 @@ PlanResult plan(const PlanRequest& request) {
   const auto base = core::ConfigDocument::load(request.config_path, request.base_overrides);
   const RunSpec base_spec = build_run_spec(base);
   refuse_explicit_stages(base, base_spec);
+  const bool fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
+  if (!fixed_splits)
+    check_split_count(base_spec, request.config_path);
   PlanResult result;
   result.config_path = request.config_path;
   result.objective = request.objective;
@@ -388,7 +417,7 @@ PlanResult plan(const PlanRequest& request) {
   if (request.schedules.empty() && overridden(request, "/pipeline/pipeline_schedule"))
     names = {base_spec.pipeline.schedule};
   auto search = request;
-  search.fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
+  search.fixed_splits = fixed_splits;
   std::vector<PlanCandidate> finalists;
   for (const auto& setting : settings_of(names, request)) {
     std::optional<RunSpec> spec;
