@@ -177,30 +177,6 @@ std::int64_t weight_gradient_cycles(const RunSpec& spec, int layer, const Operat
   return found != ops.end() && found->backward.weight_elements > 0 ? op.backward.cycles / 2 : 0;
 }
 
-SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
-                           StashKind stash) {
-  SubstageCost cost;
-  cost.ipu = ipu;
-  const double batch = double(spec.pipeline.micro_batch_size);
-  for (int layer : layers) {
-    const auto& info = spec.model.info[layer];
-    for (auto& op : layer_operations(spec, layer, recomputes(stash))) {
-      cost.forward_cycles += op.forward.cycles;
-      cost.backward_cycles += op.backward.cycles;
-      op.weight_gradient_cycles = weight_gradient_cycles(spec, layer, op);
-      cost.weight_grad_cycles += op.weight_gradient_cycles;
-      cost.operations.push_back(std::move(op));
-    }
-    cost.forward_flops += info.forward_flops * batch;
-    cost.backward_flops += info.backward_flops * batch;
-    cost.live_bytes += info.activation_bytes * spec.pipeline.micro_batch_size;
-    cost.params += info.params;
-  }
-  cost.recompute_cycles = cost.forward_cycles;
-  cost.stash_bytes = stash_bytes(spec, layers, stash);
-  return cost;
-}
-
 // Tensors produced at or before stage k (or the model input) and consumed after it cross the
 // boundary k -> k+1; labels travel with them to the loss.
 void add_copy_bytes(const RunSpec& spec, const Placement& where, CostModel& model) {
@@ -326,6 +302,30 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
 }
 
 }  // namespace
+
+SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
+                           StashKind stash) {
+  SubstageCost cost;
+  cost.ipu = ipu;
+  const double batch = double(spec.pipeline.micro_batch_size);
+  for (int layer : layers) {
+    const auto& info = spec.model.info[layer];
+    for (auto& op : layer_operations(spec, layer, recomputes(stash))) {
+      cost.forward_cycles += op.forward.cycles;
+      cost.backward_cycles += op.backward.cycles;
+      op.weight_gradient_cycles = weight_gradient_cycles(spec, layer, op);
+      cost.weight_grad_cycles += op.weight_gradient_cycles;
+      cost.operations.push_back(std::move(op));
+    }
+    cost.forward_flops += info.forward_flops * batch;
+    cost.backward_flops += info.backward_flops * batch;
+    cost.live_bytes += info.activation_bytes * spec.pipeline.micro_batch_size;
+    cost.params += info.params;
+  }
+  cost.recompute_cycles = cost.forward_cycles;
+  cost.stash_bytes = stash_bytes(spec, layers, stash);
+  return cost;
+}
 
 std::int64_t CostModel::copy(int stage, int ipu, int peer, bool gradient) const {
   const auto found = copy_bytes.find({stage, ipu, peer, gradient});

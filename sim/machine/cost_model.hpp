@@ -81,4 +81,10 @@ struct CostModel {
 // For the spec and its schedule (spec.schedule).
 CostModel build_cost_model(const RunSpec& spec);
 
+// What `layers` (of spec.model) would cost as one sub-stage on `ipu` stashing `stash`, whatever
+// stage the spec puts them in: the planner prices candidate splits with it without building a
+// spec for each.
+SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
+                           schedules::StashKind stash);
+
 }  // namespace ipusim::sim

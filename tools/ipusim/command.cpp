@@ -63,7 +63,7 @@ CLI::Validator non_empty_path() {
       "PATH");
 }
 
-void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path) {
+void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path, bool with_batching) {
   if (with_path)
     command->add_option("config", args.path, "The run's JSON config file")
         ->required()
@@ -75,13 +75,15 @@ void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path) {
       ->type_name("PATH=VALUE");
   keep(command, "--schedule", args.schedule, "Same as --set pipeline.pipeline_schedule=NAME")
       ->type_name("NAME");
-  keep(command, "--gac", args.gac, "Same as --set pipeline.gradient_accumulation_count=N")
-      ->type_name("N");
+  if (with_batching)
+    keep(command, "--gac", args.gac, "Same as --set pipeline.gradient_accumulation_count=N")
+        ->type_name("N");
   keep(command, "--splits", args.splits, "Same as --set pipeline.splits=[...] (comma separated)")
       ->delimiter(',')
       ->type_name("LAYER,...");
-  keep(command, "--micro-batch", args.micro_batch, "Same as --set pipeline.micro_batch_size=N")
-      ->type_name("N");
+  if (with_batching)
+    keep(command, "--micro-batch", args.micro_batch, "Same as --set pipeline.micro_batch_size=N")
+        ->type_name("N");
   keep(command, "--replicas", args.replicas, "Same as --set pipeline.replication_factor=N")
       ->type_name("N");
 }

@@ -32,8 +32,11 @@ struct ConfigArgs {
 // Refuses an empty value of a path option: left empty, the option would be silently ignored.
 CLI::Validator non_empty_path();
 
-// Adds the what-if options; with `with_path` also the positional config file.
-void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path = true);
+// Adds the what-if options; with `with_path` also the positional config file. Without
+// `with_batching` it leaves out --gac and --micro-batch, for a command that gives them another
+// meaning (plan takes lists of values to search).
+void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path = true,
+                        bool with_batching = true);
 
 sim::RunSpec load(const ConfigArgs& args);
 
@@ -47,5 +50,6 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_train_command(CLI::App& app, std::ostream& out);
 void add_calibrate_command(CLI::App& app, std::ostream& out);
+void add_plan_command(CLI::App& app, std::ostream& out);
 
 }  // namespace ipusim::cli

@@ -1,0 +1,271 @@
+// The planner's outputs: the ranked table with why each candidate lost to the one above, the
+// answer when nothing fits, the CSV and the chosen config.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "models/layer_types.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
+#include "sim/sweep/metrics.hpp"
+#include "sim/sweep/planner.hpp"
+#include "sim/sweep/sweep_csv.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+std::int64_t peak_max(const PlanCandidate& c, int* ipu = nullptr) {
+  std::int64_t peak = 0;
+  const auto& ipus = c.report->replay.ipus;
+  for (std::size_t i = 0; i < ipus.size(); ++i) {
+    if (ipus[i].peak_memory_bytes > peak) {
+      peak = ipus[i].peak_memory_bytes;
+      if (ipu)
+        *ipu = int(i);
+    }
+  }
+  return peak;
+}
+
+// The layer type the model repeats most (BERT's encoders, an MLP's dense layers): counting it
+// per IPU says how a split balances the model.
+std::string counted_type(const RunSpec& spec) {
+  std::map<std::string, int> count;
+  for (const auto& layer : spec.model.layers)
+    ++count[models::layer_type_name(layer.type)];
+  return std::max_element(count.begin(), count.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+// "3,7,7,7+head": per IPU its stages' counts of the counted type, a later stage on an IPU
+// joined with '+'; a last stage without any is the model's head.
+std::string layers_per_ipu(const PlanCandidate& c) {
+  const auto& spec = *c.spec;
+  const std::string type = counted_type(spec);
+  std::vector<std::string> per_ipu(std::size_t(spec.pipeline.ipus_per_replica()));
+  const auto& stages = spec.pipeline.stages;
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    int n = 0;
+    for (int layer : stages[k].layers())
+      n += models::layer_type_name(spec.model.layers[std::size_t(layer)].type) == type ? 1 : 0;
+    const bool head = n == 0 && k + 1 == stages.size() && k > 0;
+    auto& cell = per_ipu[std::size_t(stages[k].ipus.front())];
+    cell += (cell.empty() ? "" : "+") + (head ? std::string("head") : std::to_string(n));
+  }
+  std::string out;
+  for (const auto& cell : per_ipu)
+    out += (out.empty() ? "" : ",") + cell;
+  return out;
+}
+
+std::string memory_cell(const PlanCandidate& c, std::int64_t capacity) {
+  std::string out;
+  for (const auto& ipu : c.report->replay.ipus)
+    out += (out.empty() ? "" : " / ") + si(double(ipu.peak_memory_bytes), "B");
+  const double headroom = 1.0 - double(peak_max(c)) / double(capacity);
+  return out + " (" + percent(std::max(0.0, headroom)) + " free)";
+}
+
+std::vector<std::string> table_row(std::size_t rank, const PlanCandidate& c,
+                                   std::int64_t capacity) {
+  const auto& r = *c.report;
+  return {"#" + std::to_string(rank),
+          layers_per_ipu(c),
+          c.schedule,
+          std::to_string(c.gac),
+          std::to_string(c.micro_batch),
+          c.recomputation,
+          with_commas(std::int64_t(r.throughput() + 0.5)),
+          fixed(r.step_seconds() * 1000, 4),
+          memory_cell(c, capacity),
+          r.fits_in_memory() ? "yes" : "NO"};
+}
+
+// "+8.0%", or "+0.0020%" for a difference too small for one decimal.
+std::string relative(double worse, double better) {
+  const double change = worse / better - 1.0;
+  const int decimals = std::abs(change) >= 0.001 ? 1 : 4;
+  return (change >= 0 ? "+" : "-") + fixed(std::abs(change) * 100, decimals) + "%";
+}
+
+// What differs between two candidates' settings, in the loser's terms.
+std::vector<std::string> setting_differences(const PlanCandidate& winner,
+                                             const PlanCandidate& loser) {
+  std::vector<std::string> reasons;
+  if (loser.schedule != winner.schedule)
+    reasons.push_back("schedule " + loser.schedule + ", bubble " +
+                      percent(loser.report->bubble_fraction()) + " vs " +
+                      percent(winner.report->bubble_fraction()));
+  if (loser.gac != winner.gac)
+    reasons.push_back("GAC " + std::to_string(loser.gac) + " vs " + std::to_string(winner.gac));
+  if (loser.micro_batch != winner.micro_batch)
+    reasons.push_back("micro-batch " + std::to_string(loser.micro_batch) + " vs " +
+                      std::to_string(winner.micro_batch));
+  if (loser.recomputation != winner.recomputation)
+    reasons.push_back("recomputation " + loser.recomputation);
+  return reasons;
+}
+
+// How the loser's split does worse on time: a busier bottleneck IPU, or with the same
+// settings a longer step for what the bound does not see.
+std::string split_difference(const PlanCandidate& winner, const PlanCandidate& loser,
+                             bool same_setting) {
+  if (loser.splits == winner.splits)
+    return "";
+  if (loser.bottleneck_cycles > winner.bottleneck_cycles)
+    return "bottleneck IPU" + std::to_string(loser.bottleneck_ipu) + " " +
+           relative(double(loser.bottleneck_cycles), double(winner.bottleneck_cycles)) +
+           " cycles per micro-batch";
+  const auto longer = loser.report->replay.step_cycles - winner.report->replay.step_cycles;
+  if (same_setting && longer > 0)
+    return "bottleneck no higher, yet the step is " + with_commas(longer) +
+           " cycles longer (copies, syncs, ramps)";
+  return "split " + nlohmann::json(loser.splits).dump();
+}
+
+// Why `loser` ranks below `winner`, in a few words: what differs, then the figure that ranks.
+std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
+                     const PlanResult& result) {
+  if (!loser.report->fits_in_memory())
+    return "does not fit: peak memory " +
+           percent(double(peak_max(loser)) / double(result.capacity_bytes)) + " of capacity";
+  auto reasons = setting_differences(winner, loser);
+  const bool by_memory = result.objective == PlanObjective::kMemory;
+  const auto split =
+      by_memory ? (loser.splits == winner.splits ? std::string()
+                                                 : "split " + nlohmann::json(loser.splits).dump())
+                : split_difference(winner, loser, reasons.empty());
+  if (!split.empty())
+    reasons.push_back(split);
+  const double tw = winner.report->throughput();
+  const double tl = loser.report->throughput();
+  int ipu = 0;
+  const auto peak = peak_max(loser, &ipu);
+  const std::string memory = "peak memory " + relative(double(peak), double(peak_max(winner))) +
+                             " (" + percent(double(peak) / double(result.capacity_bytes)) +
+                             " of capacity on IPU" + std::to_string(ipu) + ")";
+  if (by_memory && peak != peak_max(winner))
+    reasons.push_back(memory);
+  else if (tl != tw)
+    reasons.push_back("throughput " + relative(tl, tw));
+  else if (peak != peak_max(winner))
+    reasons.push_back("same throughput, " + memory);
+  else
+    reasons.push_back("a tie on throughput and peak memory, kept in the search's order");
+  std::string out;
+  for (const auto& reason : reasons)
+    out += (out.empty() ? "" : "; ") + reason;
+  return out;
+}
+
+std::string counts(const PlanResult& result) {
+  return with_commas(std::int64_t(result.evaluated)) +
+         " candidate(s) evaluated on the cost model (" +
+         with_commas(std::int64_t(result.over_capacity)) + " over capacity by the estimate, " +
+         with_commas(std::int64_t(result.invalid)) + " refused by validation), " +
+         with_commas(std::int64_t(result.ranked.size())) + " replayed\n";
+}
+
+// What would lower the peak, leaving out what the winner already does.
+std::string advice(const PlanCandidate& c) {
+  const auto& p = c.spec->pipeline;
+  std::vector<std::string> help = {
+      "more IPUs (more stages in pipeline.device_mapping and pipeline.splits)"};
+  if (p.recomputation == schedules::RecomputationMode::kNone)
+    help.push_back("recomputation (--recomputation auto)");
+  if (!p.offload_weight_update_variables)
+    help.push_back("--set pipeline.offload_weight_update_variables=true");
+  if (!p.offload_activations)
+    help.push_back("--set pipeline.offload_activations=true");
+  if (p.micro_batch_size > 1)
+    help.push_back("a smaller micro-batch (--micro-batch " +
+                   std::to_string(std::max<std::int64_t>(1, p.micro_batch_size / 2)) + ")");
+  std::string out;
+  for (const auto& h : help)
+    out += (out.empty() ? "" : ", ") + h;
+  return out;
+}
+
+[[noreturn]] void throw_nothing_fits(const PlanResult& result) {
+  const auto least =
+      std::min_element(result.ranked.begin(), result.ranked.end(),
+                       [](const auto& a, const auto& b) { return peak_max(a) < peak_max(b); });
+  std::string text = "no candidate fits in memory: " + counts(result);
+  if (least == result.ranked.end())
+    throw core::SimulationOutcome(text + "no candidate could be replayed");
+  const auto& worst = least->report->replay.out_of_memory->ipus.front();
+  text += "the smallest peak found: IPU" + std::to_string(worst.ipu) + " needs " +
+          si(double(worst.bytes), "B") + " of its " + si(double(result.capacity_bytes), "B") +
+          " with " + least->key() + ". Largest consumers there:";
+  for (const auto& item : worst.largest)
+    text += "\n  " + si(double(item.bytes), "B") + "  " + item.name;
+  text += "\nWhat would help: " + advice(*least);
+  throw core::SimulationOutcome(text);
+}
+
+}  // namespace
+
+std::string render_plan(const PlanResult& result) {
+  if (!result.any_fits())
+    throw_nothing_fits(result);
+  const std::size_t shown = std::min(result.ranked.size(), std::size_t(std::max(1, result.top)));
+  std::vector<std::vector<std::string>> rows = {
+      {"Rank", counted_type(*result.ranked.front().spec) + " layers per IPU", "Schedule", "GAC",
+       "Micro-batch", "Recomputation", "Samples/s", "Step ms", "Peak memory per IPU", "Fits"}};
+  for (std::size_t i = 0; i < shown; ++i)
+    rows.push_back(table_row(i + 1, result.ranked[i], result.capacity_bytes));
+  std::string out = "ipusim plan: " + result.config_path + ", best by " +
+                    (result.objective == PlanObjective::kMemory ? "peak memory" : "throughput") +
+                    " (replayed figures)\n";
+  out += render_table(rows, {false, false, false, true, true, false, true, true, false, false});
+  for (std::size_t i = 0; i + 1 < shown; ++i)
+    out += "why #" + std::to_string(i + 2) +
+           " lost: " + why_lost(result.ranked[i], result.ranked[i + 1], result) + "\n";
+  out += "best: " + result.ranked.front().key() + "\n";
+  out += counts(result);
+  for (const auto& invalid : result.invalid_settings)
+    out += "skipped: " + invalid + "\n";
+  return out;
+}
+
+std::string plan_csv(const PlanResult& result) {
+  std::vector<std::string> header = {"rank",
+                                     "splits",
+                                     "schedule",
+                                     "gradient_accumulation_count",
+                                     "micro_batch_size",
+                                     "recomputation_mode",
+                                     "estimated_bottleneck_cycles",
+                                     "estimated_peak_bytes_max"};
+  for (const auto& column : metric_columns())
+    header.push_back(column);
+  std::string out = csv_line(header);
+  for (std::size_t i = 0; i < result.ranked.size(); ++i) {
+    const auto& c = result.ranked[i];
+    std::vector<std::string> cells = {std::to_string(i + 1),
+                                      nlohmann::json(c.splits).dump(),
+                                      c.schedule,
+                                      std::to_string(c.gac),
+                                      std::to_string(c.micro_batch),
+                                      c.recomputation,
+                                      std::to_string(c.bottleneck_cycles),
+                                      std::to_string(c.estimated_peak_max())};
+    for (auto& cell : metric_cells(run_metrics(*c.report)))
+      cells.push_back(std::move(cell));
+    out += csv_line(cells);
+  }
+  return out;
+}
+
+nlohmann::json planned_config(const PlanCandidate& candidate) {
+  // The merged document: includes already resolved, so it runs from any folder.
+  nlohmann::json config = candidate.spec->document->json();
+  config.erase("include");
+  config["description"] =
+      "planned by ipusim plan from " + candidate.spec->config_path + ": " + candidate.key();
+  return config;
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,446 @@
+#include "sim/sweep/planner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <thread>
+#include <unordered_map>
+
+#include "models/optimizer.hpp"
+#include "schedules/build.hpp"
+#include "sim/core/error.hpp"
+#include "sim/machine/cost_model.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+using schedules::StashKind;
+
+// One combination of the value lists: the overrides that set it and how errors name them.
+struct Setting {
+  std::vector<core::Override> overrides;
+  std::string label;
+};
+
+// The value lists' cartesian product, the schedules varying slowest.
+std::vector<Setting> settings_of(const std::vector<std::string>& schedules,
+                                 const PlanRequest& request) {
+  const std::vector<std::pair<std::string, const std::vector<std::string>*>> axes = {
+      {"/pipeline/gradient_accumulation_count", &request.gacs},
+      {"/pipeline/micro_batch_size", &request.micro_batches},
+      {"/pipeline/recomputation_mode", &request.recomputations}};
+  const std::vector<std::string> flags = {"--gac", "--micro-batch", "--recomputation"};
+  std::vector<Setting> out;
+  for (const auto& name : schedules)
+    out.push_back(
+        {{{"/pipeline/pipeline_schedule", nlohmann::json(name).dump(), "--schedules " + name}},
+         "--schedules " + name});
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    if (axes[a].second->empty())
+      continue;
+    std::vector<Setting> next;
+    for (const auto& setting : out) {
+      for (const auto& value : *axes[a].second) {
+        Setting s = setting;
+        s.overrides.push_back({axes[a].first, value, flags[a] + " " + value});
+        s.label += " " + flags[a] + " " + value;
+        next.push_back(std::move(s));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// The schedules searched by default: the registry's step-based (Graphcore) ones, those with
+// overlap lanes; the GPU-world ones have none.
+std::vector<std::string> default_schedules(const RunSpec& base) {
+  std::vector<std::string> out;
+  for (const auto& name : schedule_names()) {
+    if (schedules::graphcore_lanes(name, base.pipeline_shape()) > 0)
+      out.push_back(name);
+  }
+  return out;
+}
+
+bool overridden(const PlanRequest& request, const std::string& pointer) {
+  return std::any_of(request.base_overrides.begin(), request.base_overrides.end(),
+                     [&](const auto& o) { return core::to_json_pointer(o.path) == pointer; });
+}
+
+void refuse_explicit_stages(const core::ConfigDocument& document, const RunSpec& spec) {
+  const auto& pipeline = document.json().value("pipeline", nlohmann::json::object());
+  bool concurrent = false;
+  for (const auto& stage : spec.pipeline.stages)
+    concurrent = concurrent || stage.substage_layers.size() > 1;
+  if (!pipeline.contains("stages") && !concurrent)
+    return;
+  throw core::ConfigError(document.source_of("/pipeline/stages"), "/pipeline/stages",
+                          "plan moves the split points of pipeline.splits, one IPU per stage; a "
+                          "config with explicit (or concurrent) stages is outside what it "
+                          "searches: write the stages as pipeline.splits, or plan without them");
+}
+
+// The cost-model figures of a range of layers as stage k, priced once per range.
+struct RangeCost {
+  std::int64_t work = 0;          // forward + backward + recomputation, per micro-batch
+  std::int64_t static_bytes = 0;  // code, weights, accumulators, optimizer state on chip
+  std::int64_t stash_bytes = 0;   // one FIFO entry
+  std::int64_t live_bytes = 0;
+};
+
+// Prices every candidate split of one setting. Layers are in the config's order; a split is
+// N-1 increasing cut positions, cut c starting a stage at layer c.
+class SplitPricer {
+ public:
+  explicit SplitPricer(const RunSpec& spec)
+      : spec_(spec),
+        layers_(int(spec.model.layers.size())),
+        stash_kind_(spec.schedule->stash_kind()),
+        depth_(spec.schedule->stash_depth()) {
+    for (const auto& stage : spec.pipeline.stages)
+      ipu_.push_back(stage.ipus.front());
+  }
+
+  int stages() const { return int(ipu_.size()); }
+  int layers() const { return layers_; }
+
+  // Fills the candidate's estimate from its cuts.
+  void estimate(const std::vector<int>& cuts, PlanCandidate& out) {
+    const int ipus = spec_.pipeline.ipus_per_replica();
+    std::vector<std::int64_t> work(std::size_t(ipus), 0);
+    std::vector<std::int64_t> live(std::size_t(ipus), 0);
+    out.estimated_peak_bytes.assign(std::size_t(ipus), spec_.hardware.code.control_bytes);
+    for (int k = 0; k < stages(); ++k) {
+      const int begin = k == 0 ? 0 : cuts[k - 1];
+      const int end = k + 1 == stages() ? layers_ : cuts[k];
+      const RangeCost& c = range(k, begin, end);
+      const auto ipu = std::size_t(ipu_[k]);
+      work[ipu] += c.work;
+      live[ipu] = std::max(live[ipu], c.live_bytes);
+      out.estimated_peak_bytes[ipu] += c.static_bytes;
+      if (!spec_.pipeline.offload_activations)
+        out.estimated_peak_bytes[ipu] += depth_[k] * c.stash_bytes;
+    }
+    for (std::size_t i = 0; i < std::size_t(ipus); ++i)
+      out.estimated_peak_bytes[i] += live[i];
+    const auto busiest = std::max_element(work.begin(), work.end());
+    out.bottleneck_cycles = *busiest;
+    out.bottleneck_ipu = int(busiest - work.begin());
+  }
+
+ private:
+  const RangeCost& range(int k, int begin, int end) {
+    const auto key = (std::int64_t(k) * (layers_ + 1) + begin) * (layers_ + 1) + end;
+    const auto found = memo_.find(key);
+    if (found != memo_.end())
+      return found->second;
+    return memo_.emplace(key, price(k, begin, end)).first->second;
+  }
+
+  RangeCost price(int k, int begin, int end) const {
+    std::vector<int> layers;
+    for (int l = begin; l < end; ++l)
+      layers.push_back(l);
+    const auto kind = stash_kind_[std::size_t(k)];
+    const SubstageCost cost = substage_cost(spec_, layers, ipu_[k], kind);
+    const bool recomputes = kind == StashKind::kStageInputs || kind == StashKind::kCheckpoints;
+    RangeCost out;
+    out.work =
+        cost.forward_cycles + cost.backward_cycles + (recomputes ? cost.recompute_cycles : 0);
+    for (const auto& op : cost.operations)
+      out.static_bytes += op.code_bytes;
+    out.static_bytes += cost.params * bytes_per_parameter();
+    out.stash_bytes = cost.stash_bytes;
+    out.live_bytes = cost.live_bytes;
+    return out;
+  }
+
+  // Weights, and when training their accumulators and the optimizer state kept on chip.
+  std::int64_t bytes_per_parameter() const {
+    const auto& p = spec_.pipeline;
+    std::int64_t bytes = models::dtype_bytes(p.dtype);
+    if (p.training) {
+      bytes += models::dtype_bytes(p.gradient_accumulation_dtype);
+      if (!p.offload_weight_update_variables)
+        bytes += models::state_elements_per_parameter(p.optimizer.kind) * 4;
+    }
+    return bytes;
+  }
+
+  const RunSpec& spec_;
+  int layers_;
+  std::vector<int> ipu_;
+  std::vector<StashKind> stash_kind_;
+  std::vector<std::int64_t> depth_;
+  std::unordered_map<std::int64_t, RangeCost> memo_;  // by (stage, begin, end)
+};
+
+// Calls `visit` with every increasing choice of `count` cuts from 1 .. layers-1.
+void for_each_split(int layers, int count,
+                    const std::function<void(const std::vector<int>&)>& visit) {
+  std::vector<int> cuts(static_cast<std::size_t>(count));
+  std::function<void(int, int)> place = [&](int index, int first) {
+    if (index == count) {
+      visit(cuts);
+      return;
+    }
+    for (int c = first; c <= layers - (count - index); ++c) {
+      cuts[std::size_t(index)] = c;
+      place(index + 1, c + 1);
+    }
+  };
+  place(0, 1);
+}
+
+// Splits one setting may price: BERT-Large has 20,475; far more would take minutes.
+constexpr std::int64_t kMaxSplits = 5'000'000;
+
+// C(n, k), or kMaxSplits + 1 once it passes kMaxSplits.
+std::int64_t splits_count(int n, int k) {
+  std::int64_t count = 1;
+  for (int i = 1; i <= k; ++i) {
+    count = count * (n - k + i) / i;  // exact: a product of i consecutive integers over i!
+    if (count > kMaxSplits)
+      return kMaxSplits + 1;
+  }
+  return count;
+}
+
+void check_split_count(const RunSpec& spec, const std::string& config_path) {
+  const int layers = int(spec.model.layers.size());
+  const int stages = int(spec.pipeline.stages.size());
+  if (splits_count(layers - 1, stages - 1) <= kMaxSplits)
+    return;
+  throw core::ConfigError(config_path, "/pipeline/splits",
+                          std::to_string(layers) + " layers in " + std::to_string(stages) +
+                              " stages make more than " + std::to_string(kMaxSplits) +
+                              " splits, more than plan prices; fix the split with --splits and "
+                              "search the other values");
+}
+
+// The cuts of the spec's own split.
+std::vector<int> own_cuts(const RunSpec& spec) {
+  std::vector<int> cuts;
+  for (std::size_t k = 1; k < spec.pipeline.stages.size(); ++k)
+    cuts.push_back(spec.pipeline.stages[k].layers().front());
+  return cuts;
+}
+
+bool better_estimate(const PlanCandidate& a, const PlanCandidate& b, PlanObjective objective) {
+  const auto ka = std::make_pair(a.bottleneck_cycles, a.estimated_peak_max());
+  const auto kb = std::make_pair(b.bottleneck_cycles, b.estimated_peak_max());
+  if (objective == PlanObjective::kMemory)
+    return std::make_pair(ka.second, ka.first) < std::make_pair(kb.second, kb.first);
+  return ka < kb;
+}
+
+}  // namespace
+
+namespace {
+
+// Picks the finalists of one setting among its priced splits.
+class SettingSearch {
+ public:
+  SettingSearch(const core::ConfigDocument& base, const Setting& setting,
+                const PlanRequest& request, PlanResult& result)
+      : base_(base), setting_(setting), request_(request), result_(result) {}
+
+  std::vector<PlanCandidate> run(const RunSpec& spec) {
+    SplitPricer pricer(spec);
+    std::vector<PlanCandidate> fit;
+    std::vector<PlanCandidate> over;
+    auto visit = [&](const std::vector<int>& cuts) {
+      PlanCandidate c;
+      for (int cut : cuts)
+        c.splits.push_back(spec.model.layers[std::size_t(cut)].id);
+      pricer.estimate(cuts, c);
+      ++result_.evaluated;
+      (c.estimated_peak_max() > result_.capacity_bytes ? over : fit).push_back(std::move(c));
+    };
+    if (request_.fixed_splits)
+      visit(own_cuts(spec));
+    else
+      for_each_split(pricer.layers(), pricer.stages() - 1, visit);
+    result_.over_capacity += over.size();
+    const auto objective = request_.objective;
+    std::stable_sort(fit.begin(), fit.end(), [objective](const auto& a, const auto& b) {
+      return better_estimate(a, b, objective);
+    });
+    auto finalists = validated(fit, std::size_t(4 * std::max(1, request_.top)));
+    if (!finalists.empty())
+      return finalists;
+    // Nothing fits by the estimate: the split needing least memory is replayed all the same,
+    // so that the answer names real consumers rather than an estimate's.
+    std::stable_sort(over.begin(), over.end(), [](const auto& a, const auto& b) {
+      return a.estimated_peak_max() < b.estimated_peak_max();
+    });
+    return validated(over, 1);
+  }
+
+ private:
+  // The first `wanted` of `ranked` that the spec's validation accepts, with their specs.
+  std::vector<PlanCandidate> validated(std::vector<PlanCandidate>& ranked, std::size_t wanted) {
+    std::vector<PlanCandidate> out;
+    for (auto& c : ranked) {
+      if (out.size() == wanted)
+        break;
+      c.overrides = setting_.overrides;
+      c.overrides.push_back({"/pipeline/splits", nlohmann::json(c.splits).dump(),
+                             "split " + nlohmann::json(c.splits).dump()});
+      try {
+        c.spec = std::make_shared<const RunSpec>(build_run_spec(base_.with_overrides(c.overrides)));
+      } catch (const core::ConfigError&) {
+        ++result_.invalid;
+        continue;
+      }
+      describe(c);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  static void describe(PlanCandidate& c) {
+    const auto& p = c.spec->pipeline;
+    c.schedule = p.schedule;
+    c.gac = p.gradient_accumulation_count;
+    c.micro_batch = p.micro_batch_size;
+    const auto& pipeline = c.spec->document->json().value("pipeline", nlohmann::json::object());
+    const auto mode = pipeline.find("recomputation_mode");
+    c.recomputation = mode != pipeline.end() && mode->is_string() ? mode->get<std::string>()
+                                                                  : std::string("none");
+  }
+
+  const core::ConfigDocument& base_;
+  const Setting& setting_;
+  const PlanRequest& request_;
+  PlanResult& result_;
+};
+
+std::int64_t replayed_peak_max(const PlanCandidate& c) {
+  std::int64_t peak = 0;
+  for (const auto& ipu : c.report->replay.ipus)
+    peak = std::max(peak, ipu.peak_memory_bytes);
+  return peak;
+}
+
+// Replays every candidate on `jobs` threads (numerics off, overflow reported, not thrown). A
+// candidate whose replay is refused (its time overflows) is dropped and counted invalid.
+void replay_all(std::vector<PlanCandidate>& candidates, int jobs, PlanResult& result) {
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failures(candidates.size());
+  std::vector<char> refused(candidates.size(), 0);
+  auto work = [&] {
+    for (std::size_t i = next++; i < candidates.size(); i = next++) {
+      try {
+        SimulateOptions options;
+        options.allow_oom = true;
+        options.numeric = NumericMode::kOff;
+        candidates[i].report = simulate(*candidates[i].spec, options);
+      } catch (const core::ConfigError&) {
+        refused[i] = 1;
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const int count = std::max(1, std::min(jobs, int(candidates.size())));
+  for (int t = 1; t < count; ++t)
+    threads.emplace_back(work);
+  work();
+  for (auto& thread : threads)
+    thread.join();
+  for (const auto& failure : failures) {
+    if (failure)
+      std::rethrow_exception(failure);
+  }
+  std::vector<PlanCandidate> kept;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (refused[i])
+      ++result.invalid;
+    else
+      kept.push_back(std::move(candidates[i]));
+  }
+  candidates = std::move(kept);
+}
+
+// Fitting candidates first; then by the objective, the other figure breaking ties; equal
+// candidates keep the search's order, so the result does not depend on --jobs.
+void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective) {
+  std::stable_sort(candidates.begin(), candidates.end(), [objective](const auto& a, const auto& b) {
+    if (a.report->fits_in_memory() != b.report->fits_in_memory())
+      return a.report->fits_in_memory();
+    const double ta = a.report->throughput();
+    const double tb = b.report->throughput();
+    const auto pa = replayed_peak_max(a);
+    const auto pb = replayed_peak_max(b);
+    if (objective == PlanObjective::kMemory)
+      return pa != pb ? pa < pb : ta > tb;
+    return ta != tb ? ta > tb : pa < pb;
+  });
+}
+
+}  // namespace
+
+std::int64_t PlanCandidate::estimated_peak_max() const {
+  return estimated_peak_bytes.empty()
+             ? 0
+             : *std::max_element(estimated_peak_bytes.begin(), estimated_peak_bytes.end());
+}
+
+std::string PlanCandidate::key() const {
+  return "splits=" + nlohmann::json(splits).dump() + " schedule=" + schedule +
+         " gac=" + std::to_string(gac) + " micro-batch=" + std::to_string(micro_batch) +
+         " recomputation=" + recomputation;
+}
+
+bool PlanResult::any_fits() const {
+  return !ranked.empty() && ranked.front().report->fits_in_memory();
+}
+
+PlanResult plan(const PlanRequest& request) {
+  const auto base = core::ConfigDocument::load(request.config_path, request.base_overrides);
+  const RunSpec base_spec = build_run_spec(base);
+  refuse_explicit_stages(base, base_spec);
+  const bool fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
+  if (!fixed_splits)
+    check_split_count(base_spec, request.config_path);
+  PlanResult result;
+  result.config_path = request.config_path;
+  result.objective = request.objective;
+  result.top = request.top;
+  result.capacity_bytes = base_spec.hardware.memory_per_ipu_bytes;
+  // A schedule or split the user set on the command line stays fixed.
+  auto names = request.schedules.empty() ? default_schedules(base_spec) : request.schedules;
+  if (request.schedules.empty() && overridden(request, "/pipeline/pipeline_schedule"))
+    names = {base_spec.pipeline.schedule};
+  auto search = request;
+  search.fixed_splits = fixed_splits;
+  std::vector<PlanCandidate> finalists;
+  for (const auto& setting : settings_of(names, request)) {
+    std::optional<RunSpec> spec;
+    try {
+      spec = build_run_spec(base.with_overrides(setting.overrides));
+    } catch (const core::ConfigError& error) {
+      result.invalid_settings.push_back(setting.label + ": " + error.what());
+      continue;
+    }
+    for (auto& c : SettingSearch(base, setting, search, result).run(*spec))
+      finalists.push_back(std::move(c));
+  }
+  if (finalists.empty()) {
+    throw core::ConfigError(
+        request.config_path, "",
+        "no combination of the values asked for is a valid config" +
+            (result.invalid_settings.empty() ? std::string()
+                                             : "; the first: " + result.invalid_settings.front()));
+  }
+  replay_all(finalists, request.jobs, result);
+  rank(finalists, request.objective);
+  result.ranked = std::move(finalists);
+  return result;
+}
+
+}  // namespace ipusim::sim
