@@ -145,6 +145,9 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
     cost.recompute_cycles = cost.forward.cycles;
     cost.code_bytes += forward_code;
   }
+  // Half of a product's backward is its weight gradient (the second of its two compute sets,
+  // of the same size as the first).
+  cost.weight_gradient_cycles = op.backward.weight_elements > 0 ? cost.backward.cycles / 2 : 0;
   return cost;
 }
 
@@ -158,23 +161,15 @@ std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, bool
     profiled.forward.cycles = l.cycles->forward;
     profiled.backward.cycles = l.cycles->backward;
     profiled.recompute_cycles = recompute ? l.cycles->forward : 0;
+    // A profiled weighted layer splits its backward as a product does.
+    profiled.weight_gradient_cycles =
+        spec.model.info[layer].params > 0 ? l.cycles->backward / 2 : 0;
     return {profiled};
   }
   std::vector<OperationCost> costs;
   for (const auto& op : spec.model.info[layer].operations)
     costs.push_back(price(spec, l.id, op, recompute));
   return costs;
-}
-
-// Half of a product's backward is its weight gradient (the second of its two compute sets, of
-// the same size as the first); a profiled weighted layer splits its backward the same way.
-std::int64_t weight_gradient_cycles(const RunSpec& spec, int layer, const OperationCost& op) {
-  if (!op.op_class)
-    return spec.model.info[layer].params > 0 ? op.backward.cycles / 2 : 0;
-  const auto& ops = spec.model.info[layer].operations;
-  const auto found = std::find_if(ops.begin(), ops.end(),
-                                  [&](const models::Operation& o) { return o.name == op.name; });
-  return found != ops.end() && found->backward.weight_elements > 0 ? op.backward.cycles / 2 : 0;
 }
 
 // Tensors produced at or before stage k (or the model input) and consumed after it cross the
@@ -313,7 +308,6 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
     for (auto& op : layer_operations(spec, layer, recomputes(stash))) {
       cost.forward_cycles += op.forward.cycles;
       cost.backward_cycles += op.backward.cycles;
-      op.weight_gradient_cycles = weight_gradient_cycles(spec, layer, op);
       cost.weight_grad_cycles += op.weight_gradient_cycles;
       cost.operations.push_back(std::move(op));
     }
