@@ -10,6 +10,7 @@
 //    run has one.
 //  - compare_html: several runs' Gantt charts on one time axis, and their figures side by side.
 //  - sweep_html: ramp overhead and throughput against each varied value.
+//  - plan_html: a plan's candidates as throughput against peak memory, with the Pareto front.
 // Long runs stay small: sub-pixel tasks are drawn as per-pixel shares of each kind of work.
 
 #include <optional>
@@ -38,6 +39,25 @@ struct SweepPlotTable {
 };
 
 std::string sweep_html(const SweepPlotTable& table);
+
+// A plan's replayed candidates: `points` for the Pareto chart of throughput against peak
+// memory, `table` (header row first) as the ranked table.
+struct PlanPlotPoint {
+  std::string label;  // the candidate's key
+  int rank = 0;       // 1 is the best
+  double throughput = 0;
+  std::int64_t peak_bytes = 0;  // of the fullest IPU
+  bool fits = false;
+};
+struct PlanPlot {
+  std::string title;
+  std::int64_t capacity_bytes = 0;
+  std::vector<PlanPlotPoint> points;
+  std::vector<std::vector<std::string>> table;
+  std::vector<bool> right_aligned;  // per column of `table`
+};
+
+std::string plan_html(const PlanPlot& plot);
 
 // The numeric check as an HTML section: its figures and the mean loss per weight update;
 // empty when the run has no numeric check.

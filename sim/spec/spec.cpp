@@ -274,6 +274,13 @@ std::string StageSpec::name(const models::Model& model) const {
   return out;
 }
 
+std::vector<int> PipelineSpec::device_mapping() const {
+  std::vector<int> out;
+  for (const auto& stage : stages)
+    out.push_back(stage.ipus.front());
+  return out;
+}
+
 int PipelineSpec::ipus_per_replica() const {
   int count = 0;
   for (const auto& stage : stages) {

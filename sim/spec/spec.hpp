@@ -49,6 +49,7 @@ struct PipelineSpec {
   std::uint64_t seed = 0;
 
   int ipus_per_replica() const;
+  std::vector<int> device_mapping() const;  // the (first) IPU of each stage
   std::int64_t samples_per_weight_update() const {
     return micro_batch_size * gradient_accumulation_count * replication_factor;
   }

@@ -8,6 +8,7 @@
 #include "models/layer_types.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/html/html_report.hpp"
 #include "sim/sweep/metrics.hpp"
 #include "sim/sweep/planner.hpp"
 #include "sim/sweep/sweep_csv.hpp"
@@ -68,20 +69,59 @@ std::string memory_cell(const PlanCandidate& c, std::int64_t capacity) {
   return out + " (" + percent(std::max(0.0, headroom)) + " free)";
 }
 
-std::vector<std::string> table_row(std::size_t rank, const PlanCandidate& c,
-                                   std::int64_t capacity) {
-  const auto& r = *c.report;
-  return {"#" + std::to_string(rank),
-          layers_per_ipu(c),
-          c.schedule,
-          std::to_string(c.gac),
-          std::to_string(c.micro_batch),
-          c.recomputation,
-          with_commas(std::int64_t(r.throughput() + 0.5)),
-          fixed(r.step_seconds() * 1000, 4),
-          memory_cell(c, capacity),
-          r.fits_in_memory() ? "yes" : "NO"};
-}
+// The table's columns: IPUs x replicas and offload only when the search varied them.
+struct TableLayout {
+  bool shape = false;
+  bool offload = false;
+
+  explicit TableLayout(const PlanResult& result)
+      : shape(result.varies_shape), offload(result.varies_offload) {}
+
+  std::vector<std::string> header(const PlanResult& result) const {
+    std::vector<std::string> out = {"Rank",
+                                    counted_type(*result.ranked.front().spec) + " layers per IPU"};
+    if (shape)
+      out.push_back("IPUs x replicas");
+    for (const char* name : {"Schedule", "GAC", "Micro-batch", "Recomputation"})
+      out.emplace_back(name);
+    if (offload)
+      out.emplace_back("Offload");
+    for (const char* name : {"Samples/s", "Step ms", "Peak memory per IPU", "Fits"})
+      out.emplace_back(name);
+    return out;
+  }
+
+  std::vector<bool> right_aligned() const {
+    std::vector<bool> out = {false, false};
+    if (shape)
+      out.push_back(false);
+    for (bool right : {false, true, true, false})
+      out.push_back(right);
+    if (offload)
+      out.push_back(false);
+    for (bool right : {true, true, false, false})
+      out.push_back(right);
+    return out;
+  }
+
+  std::vector<std::string> row(std::size_t rank, const PlanCandidate& c,
+                               std::int64_t capacity) const {
+    const auto& r = *c.report;
+    std::vector<std::string> out = {"#" + std::to_string(rank), layers_per_ipu(c)};
+    if (shape)
+      out.push_back(std::to_string(c.ipus_per_replica) + " x " + std::to_string(c.replicas));
+    for (auto cell :
+         {c.schedule, std::to_string(c.gac), std::to_string(c.micro_batch), c.recomputation})
+      out.push_back(std::move(cell));
+    if (offload)
+      out.push_back(c.offload);
+    for (auto cell :
+         {with_commas(std::int64_t(r.throughput() + 0.5)), fixed(r.step_seconds() * 1000, 4),
+          memory_cell(c, capacity), std::string(r.fits_in_memory() ? "yes" : "NO")})
+      out.push_back(std::move(cell));
+    return out;
+  }
+};
 
 // "+8.0%", or "+0.0020%" for a difference too small for one decimal.
 std::string relative(double worse, double better) {
@@ -94,6 +134,11 @@ std::string relative(double worse, double better) {
 std::vector<std::string> setting_differences(const PlanCandidate& winner,
                                              const PlanCandidate& loser) {
   std::vector<std::string> reasons;
+  if (loser.ipus_per_replica != winner.ipus_per_replica || loser.replicas != winner.replicas)
+    reasons.push_back(std::to_string(loser.ipus_per_replica) + " IPUs x " +
+                      std::to_string(loser.replicas) + " replicas vs " +
+                      std::to_string(winner.ipus_per_replica) + " x " +
+                      std::to_string(winner.replicas));
   if (loser.schedule != winner.schedule)
     reasons.push_back("schedule " + loser.schedule + ", bubble " +
                       percent(loser.report->bubble_fraction()) + " vs " +
@@ -105,6 +150,8 @@ std::vector<std::string> setting_differences(const PlanCandidate& winner,
                       std::to_string(winner.micro_batch));
   if (loser.recomputation != winner.recomputation)
     reasons.push_back("recomputation " + loser.recomputation);
+  if (loser.offload != winner.offload)
+    reasons.push_back("offload " + loser.offload);
   return reasons;
 }
 
@@ -161,7 +208,17 @@ std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
 }
 
 std::string counts(const PlanResult& result) {
-  return with_commas(std::int64_t(result.evaluated)) +
+  const std::string shard = result.shard.count > 1
+                                ? "shard " + std::to_string(result.shard.index) + "/" +
+                                      std::to_string(result.shard.count) + " (" +
+                                      with_commas(std::int64_t(result.settings)) + " setting(s)): "
+                                : "";
+  if (result.merged_files > 0)
+    return "merged " + std::to_string(result.merged_files) +
+           " shard file(s): " + with_commas(std::int64_t(result.merged_rows)) +
+           " replayed candidate(s) ranked on their figures, " +
+           with_commas(std::int64_t(result.ranked.size())) + " replayed again\n";
+  return shard + with_commas(std::int64_t(result.evaluated)) +
          " candidate(s) evaluated on the cost model (" +
          with_commas(std::int64_t(result.over_capacity)) + " over capacity by the estimate, " +
          with_commas(std::int64_t(result.invalid)) + " refused by validation), " +
@@ -171,8 +228,8 @@ std::string counts(const PlanResult& result) {
 // What would lower the peak, leaving out what the winner already does.
 std::string advice(const PlanCandidate& c) {
   const auto& p = c.spec->pipeline;
-  std::vector<std::string> help = {
-      "more IPUs (more stages in pipeline.device_mapping and pipeline.splits)"};
+  std::vector<std::string> help = {"more IPUs per replica (--ipus-per-replica " +
+                                   std::to_string(2 * p.ipus_per_replica()) + ")"};
   if (p.recomputation == schedules::RecomputationMode::kNone)
     help.push_back("recomputation (--recomputation auto)");
   if (!p.offload_weight_update_variables)
@@ -205,58 +262,117 @@ std::string advice(const PlanCandidate& c) {
   throw core::SimulationOutcome(text);
 }
 
+// "skipped: LABEL: WHY" per setting; settings refused for the same reason share one line.
+std::string skipped_lines(const PlanResult& result) {
+  std::vector<std::pair<std::string, std::size_t>> reasons;  // why, count; first seen first
+  std::map<std::string, std::string> first_label;
+  for (const auto& [label, why] : result.invalid_settings) {
+    const auto found =
+        std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
+    if (found != reasons.end()) {
+      ++found->second;
+      continue;
+    }
+    reasons.push_back({why, 1});
+    first_label[why] = label;
+  }
+  std::string out;
+  for (const auto& [why, count] : reasons) {
+    out += "skipped: " + first_label[why];
+    if (count > 1)
+      out += " and " + std::to_string(count - 1) + " other setting(s) for the same reason";
+    out += ": " + why + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_plan(const PlanResult& result) {
   if (!result.any_fits())
     throw_nothing_fits(result);
   const std::size_t shown = std::min(result.ranked.size(), std::size_t(std::max(1, result.top)));
-  std::vector<std::vector<std::string>> rows = {
-      {"Rank", counted_type(*result.ranked.front().spec) + " layers per IPU", "Schedule", "GAC",
-       "Micro-batch", "Recomputation", "Samples/s", "Step ms", "Peak memory per IPU", "Fits"}};
+  const TableLayout layout(result);
+  std::vector<std::vector<std::string>> rows = {layout.header(result)};
   for (std::size_t i = 0; i < shown; ++i)
-    rows.push_back(table_row(i + 1, result.ranked[i], result.capacity_bytes));
+    rows.push_back(layout.row(i + 1, result.ranked[i], result.capacity_bytes));
   std::string out = "ipusim plan: " + result.config_path + ", best by " +
                     (result.objective == PlanObjective::kMemory ? "peak memory" : "throughput") +
                     " (replayed figures)\n";
-  out += render_table(rows, {false, false, false, true, true, false, true, true, false, false});
+  out += render_table(rows, layout.right_aligned());
   for (std::size_t i = 0; i + 1 < shown; ++i)
     out += "why #" + std::to_string(i + 2) +
            " lost: " + why_lost(result.ranked[i], result.ranked[i + 1], result) + "\n";
   out += "best: " + result.ranked.front().key() + "\n";
   out += counts(result);
-  for (const auto& invalid : result.invalid_settings)
-    out += "skipped: " + invalid + "\n";
+  out += skipped_lines(result);
   return out;
 }
 
+const std::vector<std::string>& plan_csv_columns() {
+  static const std::vector<std::string> columns = [] {
+    std::vector<std::string> out = {"rank",
+                                    "splits",
+                                    "ipus_per_replica",
+                                    "replicas",
+                                    "device_mapping",
+                                    "ipus",
+                                    "schedule",
+                                    "gradient_accumulation_count",
+                                    "micro_batch_size",
+                                    "recomputation_mode",
+                                    "offload",
+                                    "estimated_bottleneck_cycles",
+                                    "estimated_bottleneck_ipu",
+                                    "estimated_peak_bytes_max"};
+    for (const auto& column : metric_columns())
+      out.push_back(column);
+    return out;
+  }();
+  return columns;
+}
+
 std::string plan_csv(const PlanResult& result) {
-  std::vector<std::string> header = {"rank",
-                                     "splits",
-                                     "schedule",
-                                     "gradient_accumulation_count",
-                                     "micro_batch_size",
-                                     "recomputation_mode",
-                                     "estimated_bottleneck_cycles",
-                                     "estimated_peak_bytes_max"};
-  for (const auto& column : metric_columns())
-    header.push_back(column);
-  std::string out = csv_line(header);
+  std::string out = csv_line(plan_csv_columns());
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& c = result.ranked[i];
     std::vector<std::string> cells = {std::to_string(i + 1),
                                       nlohmann::json(c.splits).dump(),
+                                      std::to_string(c.ipus_per_replica),
+                                      std::to_string(c.replicas),
+                                      nlohmann::json(c.spec->pipeline.device_mapping()).dump(),
+                                      std::to_string(c.spec->hardware.ipus),
                                       c.schedule,
                                       std::to_string(c.gac),
                                       std::to_string(c.micro_batch),
                                       c.recomputation,
+                                      c.offload,
                                       std::to_string(c.bottleneck_cycles),
+                                      std::to_string(c.bottleneck_ipu),
                                       std::to_string(c.estimated_peak_max())};
     for (auto& cell : metric_cells(run_metrics(*c.report)))
       cells.push_back(std::move(cell));
     out += csv_line(cells);
   }
   return out;
+}
+
+std::string render_plan_html(const PlanResult& result) {
+  PlanPlot plot;
+  plot.title = result.config_path + ", best by " +
+               (result.objective == PlanObjective::kMemory ? "peak memory" : "throughput") +
+               " (replayed figures)";
+  plot.capacity_bytes = result.capacity_bytes;
+  const TableLayout layout(result);
+  plot.table.push_back(layout.header(result));
+  plot.right_aligned = layout.right_aligned();
+  for (std::size_t i = 0; i < result.ranked.size(); ++i) {
+    const auto& c = result.ranked[i];
+    plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1),
+                           c.report->throughput(), peak_max(c), c.report->fits_in_memory()});
+    plot.table.push_back(layout.row(i + 1, c, result.capacity_bytes));
+  }
+  return sim::plan_html(plot);
 }
 
 nlohmann::json planned_config(const PlanCandidate& candidate) {

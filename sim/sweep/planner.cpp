@@ -4,83 +4,25 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
 #include "models/optimizer.hpp"
 #include "schedules/build.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/machine/cost_model.hpp"
+#include "sim/sweep/planner_internal.hpp"
 
 namespace ipusim::sim {
+
+using namespace plan_detail;
+
 namespace {
 
 using schedules::StashKind;
-
-// One combination of the value lists: the overrides that set it and how errors name them.
-struct Setting {
-  std::vector<core::Override> overrides;
-  std::string label;
-};
-
-// The value lists' cartesian product, the schedules varying slowest.
-std::vector<Setting> settings_of(const std::vector<std::string>& schedules,
-                                 const PlanRequest& request) {
-  const std::vector<std::pair<std::string, const std::vector<std::string>*>> axes = {
-      {"/pipeline/gradient_accumulation_count", &request.gacs},
-      {"/pipeline/micro_batch_size", &request.micro_batches},
-      {"/pipeline/recomputation_mode", &request.recomputations}};
-  const std::vector<std::string> flags = {"--gac", "--micro-batch", "--recomputation"};
-  std::vector<Setting> out;
-  for (const auto& name : schedules)
-    out.push_back(
-        {{{"/pipeline/pipeline_schedule", nlohmann::json(name).dump(), "--schedules " + name}},
-         "--schedules " + name});
-  for (std::size_t a = 0; a < axes.size(); ++a) {
-    if (axes[a].second->empty())
-      continue;
-    std::vector<Setting> next;
-    for (const auto& setting : out) {
-      for (const auto& value : *axes[a].second) {
-        Setting s = setting;
-        s.overrides.push_back({axes[a].first, value, flags[a] + " " + value});
-        s.label += " " + flags[a] + " " + value;
-        next.push_back(std::move(s));
-      }
-    }
-    out = std::move(next);
-  }
-  return out;
-}
-
-// The schedules searched by default: the registry's step-based (Graphcore) ones, those with
-// overlap lanes; the GPU-world ones have none.
-std::vector<std::string> default_schedules(const RunSpec& base) {
-  std::vector<std::string> out;
-  for (const auto& name : schedule_names()) {
-    if (schedules::graphcore_lanes(name, base.pipeline_shape()) > 0)
-      out.push_back(name);
-  }
-  return out;
-}
-
-bool overridden(const PlanRequest& request, const std::string& pointer) {
-  return std::any_of(request.base_overrides.begin(), request.base_overrides.end(),
-                     [&](const auto& o) { return core::to_json_pointer(o.path) == pointer; });
-}
-
-void refuse_explicit_stages(const core::ConfigDocument& document, const RunSpec& spec) {
-  const auto& pipeline = document.json().value("pipeline", nlohmann::json::object());
-  bool concurrent = false;
-  for (const auto& stage : spec.pipeline.stages)
-    concurrent = concurrent || stage.substage_layers.size() > 1;
-  if (!pipeline.contains("stages") && !concurrent)
-    return;
-  throw core::ConfigError(document.source_of("/pipeline/stages"), "/pipeline/stages",
-                          "plan moves the split points of pipeline.splits, one IPU per stage; a "
-                          "config with explicit (or concurrent) stages is outside what it "
-                          "searches: write the stages as pipeline.splits, or plan without them");
-}
 
 // The cost-model figures of a range of layers as stage k, priced once per range.
 struct RangeCost {
@@ -208,16 +150,16 @@ std::int64_t splits_count(int n, int k) {
   return count;
 }
 
-void check_split_count(const RunSpec& spec, const std::string& config_path) {
+// Why plan will not price every split of `spec`, or empty when it will.
+std::string too_many_splits(const RunSpec& spec) {
   const int layers = int(spec.model.layers.size());
   const int stages = int(spec.pipeline.stages.size());
   if (splits_count(layers - 1, stages - 1) <= kMaxSplits)
-    return;
-  throw core::ConfigError(config_path, "/pipeline/splits",
-                          std::to_string(layers) + " layers in " + std::to_string(stages) +
-                              " stages make more than " + std::to_string(kMaxSplits) +
-                              " splits, more than plan prices; fix the split with --splits and "
-                              "search the other values");
+    return "";
+  return std::to_string(layers) + " layers in " + std::to_string(stages) +
+         " stages make more than " + std::to_string(kMaxSplits) +
+         " splits, more than plan prices; fix the split with --splits and search the other "
+         "values";
 }
 
 // The cuts of the spec's own split.
@@ -236,6 +178,58 @@ bool better_estimate(const PlanCandidate& a, const PlanCandidate& b, PlanObjecti
   return ka < kb;
 }
 
+// The best `limit` candidates pushed, by `better` and then by the order they came in, so that
+// millions of priced splits never sit in memory at once. Sorted best first on the way out.
+class BestCandidates {
+ public:
+  using Better = std::function<bool(const PlanCandidate&, const PlanCandidate&)>;
+  BestCandidates(std::size_t limit, Better better) : limit_(limit), better_(std::move(better)) {}
+
+  void push(PlanCandidate c) {
+    entries_.push_back({std::move(c), pushed_++});
+    std::push_heap(entries_.begin(), entries_.end(), worse_last());
+    if (entries_.size() > limit_) {
+      std::pop_heap(entries_.begin(), entries_.end(), worse_last());
+      entries_.pop_back();
+    }
+  }
+
+  std::vector<PlanCandidate> sorted() {
+    std::sort_heap(entries_.begin(), entries_.end(), worse_last());
+    std::vector<PlanCandidate> out;
+    for (auto& e : entries_)
+      out.push_back(std::move(e.candidate));
+    return out;
+  }
+
+ private:
+  struct Entry {
+    PlanCandidate candidate;
+    std::size_t order;
+  };
+  // A max-heap whose top is the worst entry.
+  std::function<bool(const Entry&, const Entry&)> worse_last() const {
+    return [this](const Entry& a, const Entry& b) {
+      if (better_(a.candidate, b.candidate))
+        return true;
+      if (better_(b.candidate, a.candidate))
+        return false;
+      return a.order < b.order;
+    };
+  }
+
+  std::size_t limit_;
+  Better better_;
+  std::size_t pushed_ = 0;
+  std::vector<Entry> entries_;
+};
+
+// Priced splits kept per setting: enough for 4 x --top finalists even when the stage rules
+// refuse many of the best.
+std::size_t kept_per_setting(int top) {
+  return std::size_t(16 * std::max(1, top) + 64);
+}
+
 }  // namespace
 
 namespace {
@@ -249,34 +243,38 @@ class SettingSearch {
 
   std::vector<PlanCandidate> run(const RunSpec& spec) {
     SplitPricer pricer(spec);
-    std::vector<PlanCandidate> fit;
-    std::vector<PlanCandidate> over;
+    const auto objective = request_.objective;
+    BestCandidates fit(kept_per_setting(request_.top), [objective](const auto& a, const auto& b) {
+      return better_estimate(a, b, objective);
+    });
+    BestCandidates over(kept_per_setting(request_.top), [](const auto& a, const auto& b) {
+      return a.estimated_peak_max() < b.estimated_peak_max();
+    });
     auto visit = [&](const std::vector<int>& cuts) {
       PlanCandidate c;
       for (int cut : cuts)
         c.splits.push_back(spec.model.layers[std::size_t(cut)].id);
       pricer.estimate(cuts, c);
       ++result_.evaluated;
-      (c.estimated_peak_max() > result_.capacity_bytes ? over : fit).push_back(std::move(c));
+      if (c.estimated_peak_max() > result_.capacity_bytes) {
+        ++result_.over_capacity;
+        over.push(std::move(c));
+      } else {
+        fit.push(std::move(c));
+      }
     };
     if (request_.fixed_splits)
       visit(own_cuts(spec));
     else
       for_each_split(pricer.layers(), pricer.stages() - 1, visit);
-    result_.over_capacity += over.size();
-    const auto objective = request_.objective;
-    std::stable_sort(fit.begin(), fit.end(), [objective](const auto& a, const auto& b) {
-      return better_estimate(a, b, objective);
-    });
-    auto finalists = validated(fit, std::size_t(4 * std::max(1, request_.top)));
+    auto fitting = fit.sorted();
+    auto finalists = validated(fitting, std::size_t(4 * std::max(1, request_.top)));
     if (!finalists.empty())
       return finalists;
     // Nothing fits by the estimate: the split needing least memory is replayed all the same,
     // so that the answer names real consumers rather than an estimate's.
-    std::stable_sort(over.begin(), over.end(), [](const auto& a, const auto& b) {
-      return a.estimated_peak_max() < b.estimated_peak_max();
-    });
-    return validated(over, 1);
+    auto least = over.sorted();
+    return validated(least, 1);
   }
 
  private:
@@ -295,21 +293,10 @@ class SettingSearch {
         ++result_.invalid;
         continue;
       }
-      describe(c);
+      describe_candidate(c);
       out.push_back(std::move(c));
     }
     return out;
-  }
-
-  static void describe(PlanCandidate& c) {
-    const auto& p = c.spec->pipeline;
-    c.schedule = p.schedule;
-    c.gac = p.gradient_accumulation_count;
-    c.micro_batch = p.micro_batch_size;
-    const auto& pipeline = c.spec->document->json().value("pipeline", nlohmann::json::object());
-    const auto mode = pipeline.find("recomputation_mode");
-    c.recomputation = mode != pipeline.end() && mode->is_string() ? mode->get<std::string>()
-                                                                  : std::string("none");
   }
 
   const core::ConfigDocument& base_;
@@ -317,6 +304,10 @@ class SettingSearch {
   const PlanRequest& request_;
   PlanResult& result_;
 };
+
+}  // namespace
+
+namespace plan_detail {
 
 std::int64_t replayed_peak_max(const PlanCandidate& c) {
   std::int64_t peak = 0;
@@ -327,8 +318,12 @@ std::int64_t replayed_peak_max(const PlanCandidate& c) {
 
 // Replays every candidate on `jobs` threads (numerics off, overflow reported, not thrown). A
 // candidate whose replay is refused (its time overflows) is dropped and counted invalid.
-void replay_all(std::vector<PlanCandidate>& candidates, int jobs, PlanResult& result) {
+void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& request,
+                PlanResult& result) {
+  const int jobs = request.jobs;
   std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  std::size_t done = 0;
   std::vector<std::exception_ptr> failures(candidates.size());
   std::vector<char> refused(candidates.size(), 0);
   auto work = [&] {
@@ -342,6 +337,10 @@ void replay_all(std::vector<PlanCandidate>& candidates, int jobs, PlanResult& re
         refused[i] = 1;
       } catch (...) {
         failures[i] = std::current_exception();
+      }
+      if (request.progress) {
+        const std::lock_guard lock(progress_mutex);
+        request.progress(++done, candidates.size(), "replays");
       }
     }
   };
@@ -382,7 +381,7 @@ void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective) {
   });
 }
 
-}  // namespace
+}  // namespace plan_detail
 
 std::int64_t PlanCandidate::estimated_peak_max() const {
   return estimated_peak_bytes.empty()
@@ -391,53 +390,102 @@ std::int64_t PlanCandidate::estimated_peak_max() const {
 }
 
 std::string PlanCandidate::key() const {
-  return "splits=" + nlohmann::json(splits).dump() + " schedule=" + schedule +
-         " gac=" + std::to_string(gac) + " micro-batch=" + std::to_string(micro_batch) +
-         " recomputation=" + recomputation;
+  std::string out = "splits=" + nlohmann::json(splits).dump() + " schedule=" + schedule +
+                    " gac=" + std::to_string(gac) + " micro-batch=" + std::to_string(micro_batch) +
+                    " recomputation=" + recomputation;
+  if (show_shape)
+    out += " ipus-per-replica=" + std::to_string(ipus_per_replica) +
+           " replicas=" + std::to_string(replicas);
+  if (show_offload)
+    out += " offload=" + offload;
+  return out;
 }
 
 bool PlanResult::any_fits() const {
   return !ranked.empty() && ranked.front().report->fits_in_memory();
 }
 
+namespace {
+
+// The finalists of one setting, or the reason it is skipped.
+// What identifies a setting apart from its schedule.
+std::string without_schedule(const Setting& setting) {
+  std::string out;
+  for (const auto& o : setting.overrides)
+    if (o.path != "/pipeline/pipeline_schedule")
+      out += o.path + "=" + o.value + "\n";
+  return out;
+}
+
+// `one_stage` holds the one-stage settings searched so far: with one stage every schedule runs
+// the same program, so only the first schedule's is searched.
+std::vector<PlanCandidate> search_setting(const core::ConfigDocument& base, const Setting& setting,
+                                          const PlanRequest& search, PlanResult& result,
+                                          std::set<std::string>& one_stage) {
+  if (!setting.error.empty()) {
+    result.invalid_settings.push_back({setting.label, setting.error});
+    return {};
+  }
+  std::optional<RunSpec> spec;
+  try {
+    spec = build_run_spec(base.with_overrides(setting.overrides));
+  } catch (const core::ConfigError& error) {
+    result.invalid_settings.push_back({setting.label, error.what()});
+    return {};
+  }
+  if (spec->pipeline.stages.size() == 1 && !one_stage.insert(without_schedule(setting)).second)
+    return {};
+  const auto too_many = search.fixed_splits ? std::string() : too_many_splits(*spec);
+  if (!too_many.empty()) {
+    result.invalid_settings.push_back({setting.label, too_many});
+    return {};
+  }
+  return SettingSearch(base, setting, search, result).run(*spec);
+}
+
+}  // namespace
+
 PlanResult plan(const PlanRequest& request) {
   const auto base = core::ConfigDocument::load(request.config_path, request.base_overrides);
   const RunSpec base_spec = build_run_spec(base);
   refuse_explicit_stages(base, base_spec);
-  const bool fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
-  if (!fixed_splits)
-    check_split_count(base_spec, request.config_path);
+  auto search = request;
+  search.fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
+  check_request(request, base_spec, search.fixed_splits);
   PlanResult result;
   result.config_path = request.config_path;
   result.objective = request.objective;
   result.top = request.top;
   result.capacity_bytes = base_spec.hardware.memory_per_ipu_bytes;
-  // A schedule or split the user set on the command line stays fixed.
-  auto names = request.schedules.empty() ? default_schedules(base_spec) : request.schedules;
-  if (request.schedules.empty() && overridden(request, "/pipeline/pipeline_schedule"))
-    names = {base_spec.pipeline.schedule};
-  auto search = request;
-  search.fixed_splits = fixed_splits;
+  result.shard = request.shard;
+  result.varies_shape = !request.ipus_per_replica.empty() || request.total_ipus > 0;
+  result.varies_offload = !request.offloads.empty();
+  const auto settings = settings_of(schedules_searched(request, base_spec), request, base_spec);
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < settings.size(); ++i)
+    if (request.shard.contains(i))
+      mine.push_back(i);
+  result.settings = mine.size();
   std::vector<PlanCandidate> finalists;
-  for (const auto& setting : settings_of(names, request)) {
-    std::optional<RunSpec> spec;
-    try {
-      spec = build_run_spec(base.with_overrides(setting.overrides));
-    } catch (const core::ConfigError& error) {
-      result.invalid_settings.push_back(setting.label + ": " + error.what());
-      continue;
-    }
-    for (auto& c : SettingSearch(base, setting, search, result).run(*spec))
+  std::set<std::string> one_stage;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    for (auto& c : search_setting(base, settings[mine[i]], search, result, one_stage)) {
+      c.show_shape = result.varies_shape;
+      c.show_offload = result.varies_offload;
       finalists.push_back(std::move(c));
+    }
+    if (request.progress)
+      request.progress(i + 1, mine.size(), "settings");
   }
   if (finalists.empty()) {
-    throw core::ConfigError(
-        request.config_path, "",
-        "no combination of the values asked for is a valid config" +
-            (result.invalid_settings.empty() ? std::string()
-                                             : "; the first: " + result.invalid_settings.front()));
+    throw core::ConfigError(request.config_path, "",
+                            "no combination of the values asked for is a valid config" +
+                                (result.invalid_settings.empty()
+                                     ? std::string()
+                                     : "; the first: " + result.invalid_settings.front().first +
+                                           ": " + result.invalid_settings.front().second));
   }
-  replay_all(finalists, request.jobs, result);
+  replay_all(finalists, request, result);
   rank(finalists, request.objective);
   result.ranked = std::move(finalists);
   return result;

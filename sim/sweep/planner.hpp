@@ -14,15 +14,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/core/config_file.hpp"
 #include "sim/report/report.hpp"
+#include "sim/sweep/plan.hpp"
 
 namespace ipusim::sim {
 
@@ -34,14 +37,30 @@ struct PlanRequest {
   std::string config_path;
   std::vector<core::Override> base_overrides;  // the what-if options
   std::vector<std::string> schedules;
+  // IPUs per replica to try, powers of two. A count other than the config's keeps the shape of
+  // its device_mapping: IPUs 0..N-1 in order, then the config's later stages (a head back on
+  // IPU0) on the same IPUs.
+  std::vector<int> ipus_per_replica;
+  int total_ipus = 0;             // when set, replication_factor = total_ipus / IPUs per replica
   std::vector<std::string> gacs;  // as typed, read like --set values
+  // When set, the GAC of each setting is global_batch / (micro-batch x replicas).
+  std::int64_t global_batch = 0;
   std::vector<std::string> micro_batches;
   std::vector<std::string> recomputations;
-  bool fixed_splits = false;  // only the config's split (also when base_overrides set it)
+  std::vector<std::string> offloads;  // plan_offload_names()
+  bool fixed_splits = false;          // only the config's split (also when base_overrides set it)
   PlanObjective objective = PlanObjective::kThroughput;
   int top = 5;
   int jobs = 1;
+  SweepShard shard;  // the settings this process searches: setting s when shard.contains(s)
+  // Called as work completes: (done, total, what) with what "settings" while splits are
+  // priced, then "replays".
+  std::function<void(std::size_t, std::size_t, const char*)> progress;
 };
+
+// The values of --offload: none, weight_update_variables (offload_weight_update_variables: the
+// optimizer state), stash_fifos (offload_activations) and both.
+const std::vector<std::string>& plan_offload_names();
 
 // One candidate: a split under one setting, its cost-model estimate and, for finalists, the
 // replay's report.
@@ -50,7 +69,12 @@ struct PlanCandidate {
   std::string schedule;
   std::int64_t gac = 0;
   std::int64_t micro_batch = 0;
-  std::string recomputation;              // as the config names it
+  std::string recomputation;  // as the config names it
+  std::string offload;        // plan_offload_names()
+  int ipus_per_replica = 0;
+  int replicas = 0;
+  bool show_shape = false;                // key() names the IPUs per replica and replicas
+  bool show_offload = false;              // key() names the offload
   std::vector<core::Override> overrides;  // the setting and the split, over the base
   std::int64_t bottleneck_cycles = 0;     // per micro-batch, on the busiest IPU
   int bottleneck_ipu = 0;
@@ -59,7 +83,9 @@ struct PlanCandidate {
   std::optional<RunReport> report;  // set once replayed
 
   std::int64_t estimated_peak_max() const;
-  std::string key() const;  // "splits=[...] schedule=... gac=... micro-batch=... recomputation=..."
+  // "splits=[...] schedule=... gac=... micro-batch=... recomputation=...", then
+  // "ipus-per-replica=... replicas=..." and "offload=..." when the search varied them.
+  std::string key() const;
 };
 
 // What a plan found: the replayed candidates ranked (the fitting ones first), and the counts.
@@ -68,11 +94,18 @@ struct PlanResult {
   PlanObjective objective = PlanObjective::kThroughput;
   int top = 5;
   std::vector<PlanCandidate> ranked;
-  std::size_t evaluated = 0;                  // splits priced on the cost model, over all settings
-  std::size_t invalid = 0;                    // refused by the spec's validation (stage rules)
-  std::size_t over_capacity = 0;              // pruned: estimated peak over the capacity
-  std::vector<std::string> invalid_settings;  // settings whose config is invalid, with why
+  std::size_t evaluated = 0;      // splits priced on the cost model, over all settings
+  std::size_t invalid = 0;        // refused by the spec's validation (stage rules)
+  std::size_t over_capacity = 0;  // pruned: estimated peak over the capacity
+  // Settings whose config is invalid whatever the split: the setting's label and why.
+  std::vector<std::pair<std::string, std::string>> invalid_settings;
   std::int64_t capacity_bytes = 0;
+  std::size_t settings = 0;  // searched by this process (its shard's)
+  SweepShard shard;
+  bool varies_shape = false;     // IPUs per replica or replicas were searched
+  bool varies_offload = false;   // --offload was given
+  std::size_t merged_files = 0;  // set by merge_plan_shards
+  std::size_t merged_rows = 0;
 
   bool any_fits() const;
 };
@@ -85,8 +118,22 @@ PlanResult plan(const PlanRequest& request);
 // saying why and what would help, when no candidate fits.
 std::string render_plan(const PlanResult& result);
 
-// One row per replayed candidate: rank, the setting, the splits, then sweep's metric columns.
+// One row per replayed candidate: rank, the split and the setting (enough to rebuild it), the
+// cost-model estimates, then sweep's metric columns.
+const std::vector<std::string>& plan_csv_columns();
 std::string plan_csv(const PlanResult& result);
+
+// Joins the CSV files of a sharded plan (`--shard i/n --csv F` runs of one search): ranks every
+// row by its replayed figures as plan does, rebuilds the best `request.top` from the config at
+// `request.config_path` (with `request.base_overrides`) and replays them again for the table.
+// A file whose header is not plan's, or a row that no longer validates, is a core::ConfigError
+// naming the file and line.
+PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::string>& paths);
+
+// The HTML page of a plan: throughput against peak memory of every replayed candidate, the
+// region over capacity shaded and the Pareto front drawn, then the ranked table. Requires a
+// non-empty result.
+std::string render_plan_html(const PlanResult& result);
 
 // The merged config of `candidate` as a runnable document, its description noting the plan.
 nlohmann::json planned_config(const PlanCandidate& candidate);

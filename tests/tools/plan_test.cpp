@@ -96,8 +96,8 @@ TEST_CASE("plan says why nothing fits and exits with the simulation outcome code
         "schedule=sequential gac=16 micro-batch=32 recomputation=none. Largest consumers there:");
   CHECK(text[2] == "  7 MB  control program");
   CHECK(text.back() ==
-        "What would help: more IPUs (more stages in pipeline.device_mapping and pipeline.splits), "
-        "recomputation (--recomputation auto), --set "
+        "What would help: more IPUs per replica (--ipus-per-replica 4), recomputation "
+        "(--recomputation auto), --set "
         "pipeline.offload_weight_update_variables=true, --set pipeline.offload_activations=true, "
         "a smaller micro-batch (--micro-batch 16)");
 }
@@ -116,4 +116,89 @@ TEST_CASE("plan lists each setting it skipped with the error that rules it out")
         "a multiple of 4, but it is 6. This number is gradient_accumulation_count; the grouped "
         "schedule with 2 stages runs 4 micro-batches at once (set "
         "pipeline.relaxed_divisibility to explore it anyway)");
+}
+
+TEST_CASE("two plan shards merged give the unsharded plan's best and table") {
+  const std::vector<std::string> search = {
+      "plan", "configs/tf1_mnist_2ipu.json", "--gac", "8,16", "--jobs", "2", "--top", "3"};
+  const auto whole_best = output("whole_best.json");
+  auto args = search;
+  args.insert(args.end(), {"-o", whole_best});
+  const auto whole = run_ipusim(args);
+  REQUIRE(whole.code == 0);
+  std::vector<std::string> parts;
+  for (const char* shard : {"1/2", "2/2"}) {
+    parts.push_back(output(std::string("shard") + shard[0] + ".csv"));
+    args = search;
+    args.insert(args.end(), {"--shard", shard, "--csv", parts.back()});
+    const auto part = run_ipusim(args);
+    REQUIRE(part.code == 0);
+    CHECK_THAT(lines(part.out).back(),
+               Catch::Matchers::StartsWith("shard " + std::string(shard) + " (3 setting(s)): "));
+  }
+  const auto merged_best = output("merged_best.json");
+  const auto merged = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--merge",
+                                  parts[0] + "," + parts[1], "--top", "3", "-o", merged_best});
+  REQUIRE(merged.code == 0);
+  const auto a = lines(whole.out);
+  const auto b = lines(merged.out);
+  REQUIRE(a.size() == b.size());
+  // The table, why each lost and the best are the same; only the counts line differs.
+  for (std::size_t i = 0; i + 1 < a.size(); ++i)
+    CHECK(a[i] == b[i]);
+  CHECK(b.back() ==
+        "merged 2 shard file(s): 36 replayed candidate(s) ranked on their figures, 3 "
+        "replayed again");
+  CHECK(read(merged_best) == read(whole_best));
+}
+
+TEST_CASE("plan --merge refuses the search options, which only the shards use") {
+  const auto result =
+      run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--merge", "missing.csv", "--gac", "8"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: --merge: --gac belongs to the shards' searches; --merge only ranks "
+        "what their files hold: drop --gac\n");
+}
+
+TEST_CASE("plan --merge names a file that is not a plan CSV") {
+  const auto bogus = output("bogus.csv");
+  std::ofstream(bogus) << "run,x\n0,1\n";
+  const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--merge", bogus});
+  CHECK(result.code == 2);
+  CHECK(result.err == "error: " + bogus +
+                          ": expected the CSV of ipusim plan --csv, whose header starts "
+                          "rank,splits,ipus_per_replica; this header is not plan's\n");
+}
+
+TEST_CASE("plan --html draws every replayed candidate against the capacity, the same bytes twice") {
+  const auto first = output("plan1.html");
+  const auto second = output("plan2.html");
+  for (const auto& path : {first, second}) {
+    const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "8,16",
+                                    "--html", path, "--quiet", "--jobs", "2"});
+    REQUIRE(result.code == 0);
+    CHECK(result.out.empty());
+  }
+  const auto page = read(first);
+  CHECK(page == read(second));
+  CHECK_THAT(page, Catch::Matchers::Contains("over capacity (941 MB)"));
+  // 36 replayed candidates, one circle each.
+  std::size_t circles = 0;
+  for (auto at = page.find("<circle"); at != std::string::npos; at = page.find("<circle", at + 1))
+    ++circles;
+  CHECK(circles == 36);
+}
+
+TEST_CASE("a plan shard where nothing fits still writes its CSV for the merge") {
+  const auto csv = output("nothing.csv");
+  const auto best = output("nothing_best.json");
+  const auto result =
+      run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--set", "hardware.memory_per_ipu=\"4MB\"",
+                  "--shard", "1/2", "--csv", csv, "-o", best});
+  CHECK(result.code == 3);
+  // The header, then the least-memory split of each of the shard's settings: grouped and
+  // sequential (settings 1 and 3 of 3).
+  CHECK(lines(read(csv)).size() == 3);
+  CHECK(!std::filesystem::exists(best));
 }

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <thread>
 
+#include "sim/core/error.hpp"
 #include "sim/spec/spec.hpp"
 #include "sim/sweep/planner.hpp"
 #include "tools/ipusim/command.hpp"
+#include "tools/ipusim/progress_bar.hpp"
 
 namespace ipusim::cli {
 namespace {
@@ -18,8 +21,11 @@ struct PlanArgs {
   ConfigArgs config;
   sim::PlanRequest request;  // config_path, base_overrides and the fixed values set when it runs
   std::string objective = "throughput";
+  std::string shard = "1/1";
+  std::vector<std::string> merge;
   std::string best_path;
   std::string csv_path;
+  std::string html_path;
   bool quiet = false;
 };
 
@@ -34,12 +40,37 @@ void add_list(CLI::App* command, const std::string& name, std::vector<std::strin
 void add_plan_options(CLI::App* command, PlanArgs& a) {
   add_list(command, "--schedules", a.request.schedules,
            "Schedules to try (comma separated), or 'all'; default Graphcore's step-based ones");
-  add_list(command, "--gac", a.request.gacs,
-           "Gradient accumulation counts to try, e.g. 8,16,32 (default: the config's)");
+  command
+      ->add_option("--ipus-per-replica", a.request.ipus_per_replica,
+                   "IPUs per replica to try, powers of two, e.g. 2,4,8 (default: the config's)")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("LIST");
+  command
+      ->add_option("--ipus", a.request.total_ipus,
+                   "IPUs in all: each setting runs IPUs / IPUs-per-replica replicas")
+      ->check(CLI::Range(1, 1024));
+  auto* gac = command
+                  ->add_option("--gac", a.request.gacs,
+                               "Gradient accumulation counts to try, e.g. 8,16,32 (default: the "
+                               "config's)")
+                  ->delimiter(',')
+                  ->allow_extra_args(false)
+                  ->type_name("LIST");
+  command
+      ->add_option("--global-batch", a.request.global_batch,
+                   "Samples per weight update: the GAC of each setting is this over micro-batch "
+                   "x replicas")
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
+      ->excludes(gac);
   add_list(command, "--micro-batch", a.request.micro_batches,
            "Micro-batch sizes to try (default: the config's)");
   add_list(command, "--recomputation", a.request.recomputations,
            "Recomputation modes to try (default: the config's)");
+  add_list(command, "--offload", a.request.offloads,
+           "Offload options to try: none, weight_update_variables (optimizer state), stash_fifos, "
+           "both (default: the "
+           "config's)");
   command->add_option("--objective", a.objective, "What ranks the replayed candidates")
       ->check(CLI::IsMember({"throughput", "memory"}));
   command->add_option("--top", a.request.top, "Candidates shown (4x as many replayed per setting)")
@@ -49,6 +80,22 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
   command->add_option("-o,--output", a.best_path, "Write the best candidate as a runnable config")
       ->check(non_empty_path());
   command->add_option("--csv", a.csv_path, "Write one row per replayed candidate")
+      ->check(non_empty_path());
+  command
+      ->add_option("--html", a.html_path,
+                   "Write a page plotting throughput against peak memory (Pareto front)")
+      ->check(non_empty_path());
+  command
+      ->add_option("--shard", a.shard,
+                   "Search only slice I of N of the settings; join the slices' --csv files "
+                   "with --merge")
+      ->type_name("I/N");
+  command
+      ->add_option("--merge", a.merge,
+                   "Rank the --csv files of a sharded plan together instead of searching")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("CSV,...")
       ->check(non_empty_path());
   command->add_flag("--quiet", a.quiet, "Print only errors");
 }
@@ -62,12 +109,26 @@ sim::PlanRequest request_of(const PlanArgs& a) {
       a.objective == "memory" ? sim::PlanObjective::kMemory : sim::PlanObjective::kThroughput;
   if (request.schedules.size() == 1 && request.schedules.front() == "all")
     request.schedules = sim::schedule_names();
+  request.shard = sim::parse_shard(a.shard);
   return request;
+}
+
+// With --merge the search options have nothing to act on: they were the shards'.
+void refuse_search_options(const CLI::App& command) {
+  for (const char* name : {"--schedules", "--ipus-per-replica", "--ipus", "--gac", "--global-batch",
+                           "--micro-batch", "--recomputation", "--offload", "--shard"}) {
+    if (command.count(name) > 0)
+      throw core::ConfigError(std::string("--merge"), "",
+                              std::string(name) +
+                                  " belongs to the shards' searches; --merge only "
+                                  "ranks what their files hold: drop " +
+                                  name);
+  }
 }
 
 }  // namespace
 
-void add_plan_command(CLI::App& app, std::ostream& out) {
+void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto a = std::make_shared<PlanArgs>();
   a->request.jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   auto* command = app.add_subcommand(
@@ -75,21 +136,50 @@ void add_plan_command(CLI::App& app, std::ostream& out) {
   add_config_options(command, a->config, true, false);
   add_plan_options(command, *a);
   command->footer(
-      "Example:\n  ipusim plan configs/bert_large_4ipu.json --top 5 -o best.json\n"
-      "  ipusim plan configs/tf1_mnist_2ipu.json --gac 8,16,32 --micro-batch 16,32");
-  command->callback([a, &out] {
+      "Examples:\n  ipusim plan configs/bert_large_4ipu.json --top 5 -o best.json --html "
+      "plan.html\n"
+      "  ipusim plan configs/tf1_mnist_2ipu.json --gac 8,16,32 --micro-batch 16,32\n"
+      "  ipusim plan configs/bert_large_4ipu.json --ipus 16 --ipus-per-replica 4,8 "
+      "--global-batch 65600\n"
+      "  ipusim plan CONFIG ... --shard 1/2 --csv a.csv; ... --shard 2/2 --csv b.csv;\n"
+      "  ipusim plan CONFIG --merge a.csv,b.csv -o best.json");
+  command->callback([a, command, &out, &err] {
     core::OutputSet outputs;
     if (!a->best_path.empty())
       outputs.add(a->best_path, "-o");
     if (!a->csv_path.empty())
       outputs.add(a->csv_path, "--csv");
-    const auto result = sim::plan(request_of(*a));
-    const std::string text = sim::render_plan(result);
-    if (!a->best_path.empty())
+    if (!a->html_path.empty())
+      outputs.add(a->html_path, "--html");
+    auto request = request_of(*a);
+    auto bar = std::make_shared<ProgressBar>(err);
+    if (!a->quiet && is_terminal(err))
+      request.progress = [bar](std::size_t done, std::size_t total, const char* unit) {
+        bar->update(done, total, unit);
+      };
+    if (!a->merge.empty())
+      refuse_search_options(*command);
+    const auto result =
+        a->merge.empty() ? sim::plan(request) : sim::merge_plan_shards(request, a->merge);
+    // A shard where nothing fits still writes its --csv: the merge ranks its rows with the rest.
+    std::string text;
+    std::optional<core::SimulationOutcome> nothing_fits;
+    try {
+      text = sim::render_plan(result);
+    } catch (const core::SimulationOutcome& outcome) {
+      if (request.shard.count == 1)
+        throw;
+      nothing_fits = outcome;
+    }
+    if (!a->best_path.empty() && !nothing_fits)
       outputs.write(a->best_path, sim::planned_config(result.ranked.front()).dump(2) + "\n");
     if (!a->csv_path.empty())
       outputs.write(a->csv_path, sim::plan_csv(result));
+    if (!a->html_path.empty())
+      outputs.write(a->html_path, sim::render_plan_html(result));
     outputs.commit();
+    if (nothing_fits)
+      throw *nothing_fits;
     if (!a->quiet)
       out << text;
   });

@@ -1,8 +1,6 @@
 // `ipusim sweep` runs the cartesian product of --vary values into a CSV that survives a kill;
 // `ipusim merge` joins the CSVs of a sweep's shards. Both are sim/sweep's.
 
-#include <unistd.h>
-
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -10,6 +8,7 @@
 #include "sim/core/format.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "tools/ipusim/command.hpp"
+#include "tools/ipusim/progress_bar.hpp"
 
 namespace ipusim::cli {
 namespace {
@@ -19,35 +18,6 @@ struct SweepArgs {
   sim::SweepRequest request;  // config_path, base_overrides and progress set when it runs
   bool quiet = false;
 };
-
-// "[=====>    ] 412/1000 runs", redrawn in place; only on a terminal, where '\r' means something.
-class ProgressBar {
- public:
-  explicit ProgressBar(std::ostream& err) : err_(err) {}
-
-  void update(std::size_t done, std::size_t total) {
-    const int percent = total ? int(done * 100 / total) : 100;
-    if (percent == shown_ && done != total)
-      return;
-    shown_ = percent;
-    constexpr int kWidth = 30;
-    const int filled = total ? int(done * kWidth / total) : kWidth;
-    std::string bar(std::size_t(filled), '=');
-    if (filled < kWidth)
-      bar += '>' + std::string(std::size_t(kWidth - filled - 1), ' ');
-    err_ << "\r[" << bar << "] " << done << "/" << total << " runs" << std::flush;
-    if (done == total)
-      err_ << "\n";
-  }
-
- private:
-  std::ostream& err_;
-  int shown_ = -1;
-};
-
-bool is_terminal(const std::ostream& stream) {
-  return &stream == &std::cerr && ::isatty(STDERR_FILENO);
-}
 
 }  // namespace
 
@@ -98,7 +68,9 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     request.base_overrides = a->config.overrides();
     auto bar = std::make_shared<ProgressBar>(err);
     if (!a->quiet && is_terminal(err))
-      request.progress = [bar](std::size_t done, std::size_t total) { bar->update(done, total); };
+      request.progress = [bar](std::size_t done, std::size_t total) {
+        bar->update(done, total, "runs");
+      };
     const std::string summary = sim::sweep(request, outputs);
     outputs.commit();
     if (!a->quiet)

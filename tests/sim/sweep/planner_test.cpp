@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 
 #include "sim/core/error.hpp"
 #include "sim/spec/spec.hpp"
@@ -42,30 +43,33 @@ void replay_one(const std::string& config, const std::vector<core::Override>& ov
   std::vector<std::string> splits;
   for (std::size_t k = 1; k < p.stages.size(); ++k)
     splits.push_back(spec->model.layers[std::size_t(p.stages[k].layers().front())].id);
-  const auto key = label(splits, p.schedule, p.gradient_accumulation_count);
+  const auto key = label(splits, p.schedule, p.gradient_accumulation_count) + " x" +
+                   std::to_string(p.replication_factor);
   if (report.throughput() > out.throughput)
     out.best.clear();
   out.throughput = report.throughput();
   out.best.push_back(key);
 }
 
-// Replays every split of the config's layers into its stages, under every schedule and GAC.
+// Replays every split of the config's layers into its stages (or into `shape`'s, overrides of
+// device_mapping and replicas), under every schedule and GAC.
 BruteForce brute_force(const std::string& config, const std::vector<std::string>& schedules,
-                       const std::vector<std::string>& gacs) {
-  const auto base = sim::load_run_spec(config, {});
+                       const std::vector<std::string>& gacs,
+                       const std::vector<ipusim::core::Override>& shape = {}, BruteForce out = {}) {
+  const auto base = sim::load_run_spec(config, shape);
   const int layers = int(base.model.layers.size());
   const int cuts = int(base.pipeline.stages.size()) - 1;
-  BruteForce out;
   std::vector<std::string> splits;
   std::function<void(int)> place = [&](int first) {
     if (int(splits.size()) == cuts) {
       for (const auto& schedule : schedules) {
         for (const auto& gac : gacs) {
-          replay_one(config,
-                     {{"/pipeline/pipeline_schedule", nlohmann::json(schedule).dump(), "test"},
-                      {"/pipeline/gradient_accumulation_count", gac, "test"},
-                      {"/pipeline/splits", nlohmann::json(splits).dump(), "test"}},
-                     out);
+          auto overrides = shape;
+          overrides.push_back(
+              {"/pipeline/pipeline_schedule", nlohmann::json(schedule).dump(), "test"});
+          overrides.push_back({"/pipeline/gradient_accumulation_count", gac, "test"});
+          overrides.push_back({"/pipeline/splits", nlohmann::json(splits).dump(), "test"});
+          replay_one(config, overrides, out);
         }
       }
       return;
@@ -94,7 +98,7 @@ void check_planner_matches_brute_force(const std::string& config,
   const auto& best = result.ranked.front();
   CHECK(best.report->throughput() == expected.throughput);
   CHECK_THAT(expected.best,
-             Catch::Matchers::VectorContains(label(best.splits, best.schedule, best.gac)));
+             Catch::Matchers::VectorContains(label(best.splits, best.schedule, best.gac) + " x1"));
 }
 
 }  // namespace
@@ -151,4 +155,171 @@ TEST_CASE("the planner searches BERT-Large's splits and beats the layout Graphco
   sim::SimulateOptions options;
   const auto own = sim::simulate(sim::load_run_spec(request.config_path, {}), options);
   CHECK(result.ranked.front().report->throughput() >= own.throughput());
+}
+
+namespace {
+
+// The overrides that run the TF1 MLP on `ipus` IPUs per replica, 4 IPUs in all, with an even
+// split to load it with.
+std::vector<core::Override> tf1_shape(int ipus, const std::vector<std::string>& splits) {
+  nlohmann::json mapping = nlohmann::json::array();
+  for (int i = 0; i < ipus; ++i)
+    mapping.push_back(i);
+  return {{"/pipeline/device_mapping", mapping.dump(), "test"},
+          {"/pipeline/splits", nlohmann::json(splits).dump(), "test"},
+          {"/pipeline/replication_factor", std::to_string(4 / ipus), "test"},
+          {"/hardware/ipus", "4", "test"}};
+}
+
+sim::PlanRequest tf1_request() {
+  sim::PlanRequest request;
+  request.config_path = "configs/tf1_mnist_2ipu.json";
+  request.jobs = 2;
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("the planner's best IPUs per replica, replicas, split and schedule are brute force's") {
+  auto request = tf1_request();
+  request.ipus_per_replica = {1, 2, 4};
+  request.total_ipus = 4;
+  request.gacs = {"8", "16"};
+  const auto result = sim::plan(request);
+  const std::vector<std::string> schedules = {"grouped", "interleaved", "sequential"};
+  const std::vector<std::string> gacs = {"8", "16"};
+  const std::string config = request.config_path;
+  auto expected = brute_force(config, schedules, gacs, tf1_shape(1, {}));
+  expected = brute_force(config, schedules, gacs, tf1_shape(2, {"dense128"}), expected);
+  expected = brute_force(config, schedules, gacs, tf1_shape(4, {"dense256", "dense128", "dense64"}),
+                         expected);
+  REQUIRE(result.any_fits());
+  const auto& best = result.ranked.front();
+  CHECK(best.report->throughput() == expected.throughput);
+  CHECK_THAT(expected.best,
+             Catch::Matchers::VectorContains(label(best.splits, best.schedule, best.gac) + " x" +
+                                             std::to_string(best.replicas)));
+  // Every shape was searched: 6 and 20 splits of 7 layers into 2 and 4 stages under 3 schedules,
+  // the one-stage run under one (every schedule runs it alike), each at 2 GACs.
+  CHECK(result.evaluated == (1 + 6 * 3 + 20 * 3) * 2);
+}
+
+TEST_CASE("more IPUs per replica keep a head mapped back to IPU0 there") {
+  const auto path = std::filesystem::path(IPUSIM_BINARY_DIR) / "planner_test_head.json";
+  std::ofstream(path) << R"({"include": ")" IPUSIM_SOURCE_DIR
+                         R"(/configs/tf1_mnist_2ipu.json",
+    "pipeline": {"pipeline_schedule": "sequential", "splits": ["dense128", "logits"],
+                 "device_mapping": [0, 1, 0]}})";
+  sim::PlanRequest request;
+  request.config_path = path.string();
+  request.ipus_per_replica = {4};
+  request.total_ipus = 8;
+  request.top = 1;
+  const auto result = sim::plan(request);
+  REQUIRE(!result.ranked.empty());
+  const auto& c = result.ranked.front();
+  CHECK(c.ipus_per_replica == 4);
+  CHECK(c.replicas == 2);
+  CHECK(c.spec->pipeline.device_mapping() == std::vector<int>{0, 1, 2, 3, 0});
+  CHECK(c.spec->hardware.ipus == 8);
+  // 7 layers into 5 stages: C(6, 4) splits.
+  CHECK(result.evaluated == 15);
+}
+
+TEST_CASE("a global batch sets each setting's GAC over micro-batch and replicas") {
+  auto request = tf1_request();
+  request.schedules = {"sequential"};
+  request.micro_batches = {"16", "32"};
+  request.ipus_per_replica = {2};
+  request.total_ipus = 4;
+  request.global_batch = 1024;
+  const auto result = sim::plan(request);
+  REQUIRE(!result.ranked.empty());
+  for (const auto& c : result.ranked) {
+    CHECK(c.replicas == 2);
+    CHECK(c.micro_batch * c.gac * c.replicas == 1024);
+  }
+  request.global_batch = 1000;
+  request.micro_batches = {"16"};
+  std::string message;
+  try {
+    sim::plan(request);
+  } catch (const core::ConfigError& error) {
+    message = error.what();
+  }
+  CHECK(message ==
+        "configs/tf1_mnist_2ipu.json: no combination of the values asked for is a "
+        "valid config; the first: --ipus-per-replica 2 --schedules sequential "
+        "--micro-batch 16: --global-batch 1000 is not a multiple of micro-batch 16 x "
+        "2 replica(s)");
+}
+
+TEST_CASE("the planner tries each offload and says which it chose") {
+  auto request = tf1_request();
+  request.schedules = {"grouped"};
+  request.offloads = {"none", "weight_update_variables"};
+  request.fixed_splits = true;
+  const auto result = sim::plan(request);
+  REQUIRE(result.ranked.size() == 2);
+  std::map<std::string, std::int64_t> peak;
+  for (const auto& c : result.ranked) {
+    CHECK(c.spec->pipeline.offload_weight_update_variables ==
+          (c.offload == "weight_update_variables"));
+    peak[c.offload] = c.estimated_peak_max();
+    CHECK_THAT(c.key(), Catch::Matchers::EndsWith(" offload=" + c.offload));
+  }
+  // Offloading moves the optimizer state (Adam: 2 fp32 per parameter) off the chip.
+  CHECK(peak.at("none") > peak.at("weight_update_variables"));
+}
+
+TEST_CASE("the planner refuses search values it cannot act on, naming the option") {
+  const auto message = [](sim::PlanRequest request) {
+    try {
+      sim::plan(request);
+    } catch (const core::ConfigError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  auto request = tf1_request();
+  request.ipus_per_replica = {3};
+  CHECK(message(request) ==
+        "--ipus-per-replica 3: expected a power of two: multi-IPU devices "
+        "come in 1, 2, 4, 8, 16, ... IPUs");
+  request = tf1_request();
+  request.offloads = {"weight_update_variable"};
+  CHECK(message(request) ==
+        "--offload weight_update_variable: expected one of 'none', "
+        "'weight_update_variables', 'stash_fifos' or 'both'; did you mean "
+        "'weight_update_variables'?");
+  request = tf1_request();
+  request.global_batch = 512;
+  request.gacs = {"8"};
+  CHECK(message(request) ==
+        "--global-batch 512: --global-batch sets the gradient accumulation "
+        "count; drop --gac or --global-batch");
+  request = tf1_request();
+  request.ipus_per_replica = {4};
+  request.base_overrides = {{"/pipeline/splits", "[\"dense64\"]", "--splits dense64"}};
+  CHECK(message(request) ==
+        "--ipus-per-replica 4: the split is fixed (--splits or --set "
+        "pipeline.splits), and with it the number of stages; leave the split "
+        "free to try other IPU counts");
+}
+
+TEST_CASE("the shards of a plan search every setting once between them") {
+  auto request = tf1_request();
+  request.gacs = {"8", "16"};
+  const auto whole = sim::plan(request);
+  std::size_t settings = 0;
+  std::size_t evaluated = 0;
+  for (int i = 1; i <= 3; ++i) {
+    request.shard = {i, 3};
+    const auto part = sim::plan(request);
+    settings += part.settings;
+    evaluated += part.evaluated;
+  }
+  CHECK(whole.settings == 6);
+  CHECK(settings == 6);
+  CHECK(evaluated == whole.evaluated);
 }
