@@ -266,7 +266,8 @@ std::string advice(const PlanCandidate& c) {
 std::string skipped_lines(const PlanResult& result) {
   std::vector<std::pair<std::string, std::size_t>> reasons;  // why, count; first seen first
   std::map<std::string, std::string> first_label;
-  for (const auto& [label, why] : result.invalid_settings) {
+  for (const auto& skipped : result.invalid_settings) {
+    const std::string& why = skipped.second;
     const auto found =
         std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
     if (found != reasons.end()) {
@@ -274,7 +275,7 @@ std::string skipped_lines(const PlanResult& result) {
       continue;
     }
     reasons.push_back({why, 1});
-    first_label[why] = label;
+    first_label[why] = skipped.first;
   }
   std::string out;
   for (const auto& [why, count] : reasons) {
