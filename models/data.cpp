@@ -203,4 +203,36 @@ int SyntheticSource::read_sample(std::int64_t index, std::span<float> values) {
   return label;
 }
 
+SyntheticTokens::SyntheticTokens(std::uint64_t seed, std::int64_t size, Shape sample_shape,
+                                 std::int64_t vocab_size, std::int64_t token_types,
+                                 std::int64_t classes)
+    : seed_(seed),
+      size_(size),
+      sample_shape_(std::move(sample_shape)),
+      vocab_size_(vocab_size),
+      token_types_(token_types),
+      classes_(classes) {
+  IPUSIM_CHECK(size_ > 0 && vocab_size_ > 0 && classes_ > 0 && !sample_shape_.empty() &&
+               sample_shape_.size() <= 2 && (sample_shape_.size() == 1 || sample_shape_[0] <= 3));
+}
+
+int SyntheticTokens::read_sample(std::int64_t index, std::span<float> values) {
+  const std::int64_t s = sample_shape_.back();
+  const std::int64_t rows = static_cast<std::int64_t>(values.size()) / s;
+  Rng rng(derive_seed(derive_seed(seed_, std::string_view("synthetic tokens")),
+                      static_cast<std::uint64_t>(index)));
+  const auto length = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(s))) + 1;
+  const auto split = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(length))) + 1;
+  for (std::int64_t i = 0; i < s; ++i) {
+    const bool token = i < length;
+    const std::uint64_t id = rng.below(static_cast<std::uint64_t>(vocab_size_));
+    values[static_cast<std::size_t>(i)] = token ? static_cast<float>(id) : 0.0f;
+    if (rows >= 2)
+      values[static_cast<std::size_t>(s + i)] = token_types_ >= 2 && i >= split ? 1.0f : 0.0f;
+    if (rows >= 3)
+      values[static_cast<std::size_t>(2 * s + i)] = token ? 1.0f : 0.0f;
+  }
+  return static_cast<int>(static_cast<std::int64_t>(values[0]) % classes_);
+}
+
 }  // namespace ipusim::models

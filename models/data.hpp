@@ -1,8 +1,9 @@
 #pragma once
-// Training data for numeric runs: Fashion-MNIST from its IDX files, or a seeded synthetic set
-// of any input shape. Both sit behind DataSource, which serves consecutive samples of an
-// endless stream: sample i is sample (i mod size) of epoch (i / size), optionally in a seeded
-// per-epoch shuffled order, so a run can be replayed from any index.
+// Training data for numeric runs: Fashion-MNIST from its IDX files, a seeded synthetic set
+// of any input shape, or seeded synthetic token sequences for models with an embedding. Both sit
+// behind DataSource, which serves consecutive samples of an endless stream: sample i is sample (i
+// mod size) of epoch (i / size), optionally in a seeded per-epoch shuffled order, so a run can be
+// replayed from any index.
 
 #include <cstdint>
 #include <optional>
@@ -110,6 +111,33 @@ class SyntheticSource final : public DataSource {
   Shape sample_shape_;
   std::int64_t classes_;
   std::vector<Tensor> prototypes_;
+};
+
+// Seeded token sequences for models with an embedding. The sample shape is [s] (token ids) or
+// [k, s], whose rows are the token ids, then (k >= 2) the token types, then (k >= 3) a padding
+// mask. Sample i depends only on (seed, i): a length L uniform in 1..s; ids uniform in
+// [0, vocab_size) up to L and 0 (padding) after; types 0 before a split uniform in 1..L and
+// 1 from it (all 0 with fewer than two token types); the mask 1 up to L and 0 after. The label
+// is the id of the first token modulo the class count.
+class SyntheticTokens final : public DataSource {
+ public:
+  SyntheticTokens(std::uint64_t seed, std::int64_t size, Shape sample_shape,
+                  std::int64_t vocab_size, std::int64_t token_types, std::int64_t classes);
+
+  std::int64_t size() const override { return size_; }
+  const Shape& sample_shape() const override { return sample_shape_; }
+  std::int64_t classes() const override { return classes_; }
+
+ protected:
+  int read_sample(std::int64_t index, std::span<float> values) override;
+
+ private:
+  std::uint64_t seed_;
+  std::int64_t size_;
+  Shape sample_shape_;
+  std::int64_t vocab_size_;
+  std::int64_t token_types_;
+  std::int64_t classes_;
 };
 
 }  // namespace ipusim::models

@@ -4,6 +4,11 @@
 #include <numbers>
 
 namespace ipusim::models {
+namespace {
+
+constexpr double kEmbeddingLimit = 0.05;  // Keras' Embedding: RandomUniform(-0.05, 0.05)
+
+}  // namespace
 
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t key) {
   std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (key + 1);
@@ -46,9 +51,13 @@ std::vector<Tensor> initial_parameters(const std::vector<ParameterSpec>& specs, 
   Rng rng(derive_seed(seed, layer_id));
   std::vector<Tensor> parameters;
   for (const ParameterSpec& spec : specs) {
-    Tensor tensor(spec.shape);
-    if (spec.role == ParameterSpec::Role::kWeight) {
-      const double limit = std::sqrt(6.0 / static_cast<double>(spec.fan_in + spec.fan_out));
+    Tensor tensor(spec.shape, spec.role == ParameterSpec::Role::kScale ? 1.0f : 0.0f);
+    const bool drawn =
+        spec.role == ParameterSpec::Role::kWeight || spec.role == ParameterSpec::Role::kEmbedding;
+    if (drawn) {
+      const double limit = spec.role == ParameterSpec::Role::kEmbedding
+                               ? kEmbeddingLimit
+                               : std::sqrt(6.0 / static_cast<double>(spec.fan_in + spec.fan_out));
       for (float& value : tensor.values())
         value = static_cast<float>((2.0 * rng.uniform() - 1.0) * limit);
       round_to_dtype(tensor, dtype);

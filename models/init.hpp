@@ -38,15 +38,21 @@ class Rng {
 
 // What a parameter tensor is, so it can be initialised like Keras does.
 struct ParameterSpec {
-  enum class Role { kWeight, kBias };
+  enum class Role {
+    kWeight,
+    kBias,
+    kScale,      // a normalisation's gamma
+    kEmbedding,  // a lookup table: rows of an embedding
+  };
   Role role = Role::kWeight;
   Shape shape;
   std::int64_t fan_in = 0;
   std::int64_t fan_out = 0;
 };
 
-// Keras defaults: Glorot-uniform weights (limit sqrt(6 / (fan_in + fan_out))) and zero biases,
-// drawn in order from the stream keyed by (seed, layer id) and rounded to `dtype`.
+// Keras defaults: Glorot-uniform weights (limit sqrt(6 / (fan_in + fan_out))), zero biases,
+// scales of one, and embedding tables uniform in [-0.05, 0.05) (Keras' Embedding), drawn in
+// order from the stream keyed by (seed, layer id) and rounded to `dtype`.
 std::vector<Tensor> initial_parameters(const std::vector<ParameterSpec>& specs, std::uint64_t seed,
                                        std::string_view layer_id, DType dtype);
 

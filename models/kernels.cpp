@@ -13,14 +13,12 @@ std::int64_t SavedState::saved_bytes() const {
   for (const Tensor& tensor : tensors)
     bytes += tensor.elements() * dtype_bytes(dtype);
   bytes += static_cast<std::int64_t>(indices.size() * sizeof(std::int32_t));
-  if (seed)
-    bytes += kDropoutSeedBytes;
+  bytes += static_cast<std::int64_t>(seeds.size()) * kDropoutSeedBytes;
   return bytes;
 }
 
 bool has_kernel(LayerType type) {
-  return type != LayerType::kInput && type != LayerType::kEmbedding &&
-         type != LayerType::kTransformerEncoder;
+  return type != LayerType::kInput;
 }
 
 std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>& input_shapes,
@@ -50,9 +48,21 @@ std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>
       return detail::make_reshape(layer, input_shapes, dtype);
     case LayerType::kSoftmaxCrossEntropy:
       return detail::make_softmax_cross_entropy(input_shapes, dtype);
-    case LayerType::kInput:
+    case LayerType::kTanh:
+      return detail::make_tanh(input_shapes, dtype);
+    case LayerType::kSoftmax:
+      return detail::make_softmax(input_shapes, dtype);
+    case LayerType::kLayerNorm:
+      return detail::make_layer_norm(layer, input_shapes, dtype);
+    case LayerType::kBatchNorm:
+      return detail::make_batch_norm(layer, input_shapes, dtype);
+    case LayerType::kAttention:
+      return detail::make_attention(layer, input_shapes, dtype, seed);
     case LayerType::kEmbedding:
+      return detail::make_embedding(layer, input_shapes, dtype);
     case LayerType::kTransformerEncoder:
+      return detail::make_transformer_encoder(layer, input_shapes, dtype, seed);
+    case LayerType::kInput:
       break;
   }
   IPUSIM_CHECK(has_kernel(layer.type));
@@ -119,6 +129,27 @@ void activation_backward(Activation activation, std::span<float> gradient,
         gradient[i] *= 1.0f - saved[i] * saved[i];
       return;
   }
+}
+
+std::uint64_t dropout_seed(std::uint64_t layer_seed, const ForwardContext& context) {
+  return derive_seed(derive_seed(layer_seed, static_cast<std::uint64_t>(context.microbatch)),
+                     static_cast<std::uint64_t>(context.repeat));
+}
+
+std::array<std::uint32_t, 2> seed_words(std::uint64_t seed) {
+  return {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
+}
+
+std::uint64_t seed_value(const std::array<std::uint32_t, 2>& words) {
+  return words[0] | (static_cast<std::uint64_t>(words[1]) << 32);
+}
+
+void apply_dropout_mask(std::span<float> values, double rate, std::uint64_t seed, DType dtype) {
+  const auto scale = static_cast<float>(1.0 / (1.0 - rate));
+  Rng rng(seed);
+  for (float& value : values)
+    value = rng.uniform() >= rate ? value * scale : 0.0f;
+  round_to_dtype(values, dtype);
 }
 
 WindowAxis window_axis(std::int64_t in, std::int64_t kernel, std::int64_t stride, Padding padding) {

@@ -1,8 +1,9 @@
 #pragma once
 // Numeric kernels: the forward and backward pass of every layer type that has one, on real
 // fp32 tensors (batch first, channels last). A Kernel is built once per layer from its
-// validated fields and per-sample input shapes; it holds no parameters and no activations, so
-// the pipeline and the reference can share one and feed it their own tensors.
+// validated fields and per-sample input shapes; it holds no parameters, no activations and no
+// running statistics, so the pipeline and the reference can share one and feed it their own
+// tensors.
 //
 // Determinism: every kernel runs on one thread, sums in a fixed order and gives bit-identical
 // results for identical inputs of the same shape (Eigen's GEMM blocking depends on the matrix
@@ -11,11 +12,22 @@
 //
 // Activations: gelu is the exact erf form (PyTorch's default, Keras' approximate=False),
 // 0.5 x (1 + erf(x / sqrt 2)).
+//
+// Normalisation: layer_norm, batch_norm and the layer norms inside embedding and
+// transformer_encoder compute each mean and (biased) variance in double, in element order;
+// their backward recomputes them from the saved input. batch_norm keeps running statistics
+// outside the kernel (ParameterStore): a forward returns the micro-batch's statistics, which the
+// caller folds in with update_running_statistics, once per micro-batch, never when recomputing.
+//
+// Transformers: attention takes [sequence, hidden] samples and an optional padding mask
+// ([sequence], 1 keeps a key, 0 adds kMaskedScore to its scores); embedding takes token ids
+// (and optionally token types) as integer-valued floats and throws core::ConfigError at the
+// layer when one is not an integer or out of range. transformer_encoder is BERT's post-LN layer:
+// attention, dropout, add, layer norm, dense + gelu, dense, dropout, add, layer norm.
 
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,13 +45,14 @@ namespace ipusim::models {
 //   dense, conv2d: input E x d, plus the output E x d for relu/tanh or the pre-activation E x d
 //     for gelu; relu: output E x d; gelu: input E x d; maxpool2d: output E x 4 (int32 argmax);
 //   softmax_cross_entropy: logits E x d (probabilities) + 4 per row of logits (int32 label);
-//   flatten, reshape, add, concat: nothing. Dropout keeps the 8-byte seed of its mask per
-//   micro-batch, not per sample, as Graphcore's IPU dropout does.
+//   flatten, reshape, add, concat: nothing; the others as models/layer_info.hpp lists them.
+//   Dropout keeps the 8-byte seed of its mask per micro-batch, not per sample, as Graphcore's
+//   IPU dropout does; attention with dropout one, a transformer encoder three.
 struct SavedState {
   DType dtype = DType::kFp32;  // of `tensors`
   std::vector<Tensor> tensors;
-  std::vector<std::int32_t> indices;                 // maxpool2d argmax, loss labels
-  std::optional<std::array<std::uint32_t, 2>> seed;  // dropout: the seed its mask is drawn from
+  std::vector<std::int32_t> indices;  // maxpool2d argmax, loss labels, token ids and types
+  std::vector<std::array<std::uint32_t, 2>> seeds;  // the seeds dropout masks are drawn from
   std::int64_t saved_bytes() const;
 };
 
@@ -47,15 +60,24 @@ struct SavedState {
 // microbatch, repeat), so a recomputation or the reference draws the same mask; `repeat`
 // numbers the passes over the same micro-batch index (the training step).
 struct ForwardContext {
+  ForwardContext(std::int64_t microbatch_index = 0, std::int64_t repeat_index = 0,
+                 std::span<const int> row_labels = {})
+      : microbatch(microbatch_index), repeat(repeat_index), labels(row_labels) {}
+
   std::int64_t microbatch = 0;
   std::int64_t repeat = 0;
   std::span<const int> labels;  // one per row of logits (per sample), read by the loss
+  // Inference (test accuracy): batch_norm normalises with `running`, its running statistics,
+  // instead of the micro-batch's own.
+  bool inference = false;
+  std::span<const Tensor> running;
 };
 
 // A forward pass's output and what its backward pass will need.
 struct ForwardResult {
   Tensor output;
   SavedState saved;
+  std::vector<Tensor> statistics;  // batch_norm: the micro-batch's mean and variance
 };
 
 // The numeric kernel of one layer. The loss (softmax_cross_entropy) outputs a tensor of shape
@@ -72,6 +94,11 @@ class Kernel {
 
   // The parameter tensors `forward` and `backward` take, in order (weights then bias).
   virtual std::vector<ParameterSpec> parameters() const { return {}; }
+  // Non-trainable state: batch_norm's running mean (zeros) and variance (ones).
+  virtual std::vector<Tensor> initial_running_statistics() const { return {}; }
+  // Folds a training forward's `statistics` into `running`.
+  virtual void update_running_statistics(std::span<Tensor> /*running*/,
+                                         std::span<const Tensor> /*statistics*/) const {}
   // The rule of SavedState: per sample, plus a part per micro-batch (dropout's seed).
   virtual std::int64_t saved_bytes_per_sample() const = 0;
   virtual std::int64_t saved_bytes_per_micro_batch() const { return 0; }
@@ -99,7 +126,7 @@ class Kernel {
   Shape output_shape_;
 };
 
-// False for input and the cost-only layers (embedding, transformer_encoder).
+// False for input layers only: every other type has a kernel.
 bool has_kernel(LayerType type);
 
 // Builds the kernel of `layer` given the per-sample shapes of its inputs. `seed` is the run

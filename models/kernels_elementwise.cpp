@@ -1,4 +1,4 @@
-// Element-wise layers: relu, gelu, dropout and add.
+// Element-wise layers: relu, gelu, tanh, dropout and add.
 
 #include "models/kernels_internal.hpp"
 #include "sim/core/error.hpp"
@@ -10,7 +10,8 @@ void check_single_input(const std::vector<const Tensor*>& inputs, const Kernel& 
   IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == kernel.input_shapes()[0]);
 }
 
-// A standalone activation. relu keeps its output, gelu its input (what each derivative reads).
+// A standalone activation. relu and tanh keep their output, gelu its input (what each
+// derivative reads).
 class ActivationKernel final : public Kernel {
  public:
   ActivationKernel(LayerType type, Activation activation, const std::vector<Shape>& inputs,
@@ -33,7 +34,7 @@ class ActivationKernel final : public Kernel {
     SavedState saved;
     saved.dtype = dtype();
     saved.tensors.push_back(activation_ == Activation::kGelu ? *inputs[0] : y);
-    return {std::move(y), std::move(saved)};
+    return {std::move(y), std::move(saved), {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
@@ -57,7 +58,6 @@ class DropoutKernel final : public Kernel {
                 std::uint64_t seed)
       : Kernel(LayerType::kDropout, dtype, inputs, inputs.at(0)),
         rate_(layer.params.rate),
-        scale_(static_cast<float>(1.0 / (1.0 - layer.params.rate))),
         seed_(derive_seed(seed, layer.id)) {
     IPUSIM_CHECK(inputs.size() == 1 && rate_ >= 0.0 && rate_ < 1.0);
   }
@@ -71,37 +71,25 @@ class DropoutKernel final : public Kernel {
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& context) const override {
     check_single_input(inputs, *this);
-    const std::uint64_t seed =
-        derive_seed(derive_seed(seed_, static_cast<std::uint64_t>(context.microbatch)),
-                    static_cast<std::uint64_t>(context.repeat));
+    const std::uint64_t seed = dropout_seed(seed_, context);
     Tensor y = *inputs[0];
-    apply_mask(y, seed);
+    apply_dropout_mask(y.values(), rate_, seed, dtype());
     SavedState saved;
-    saved.seed = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
-    return {std::move(y), std::move(saved)};
+    saved.seeds.push_back(seed_words(seed));
+    return {std::move(y), std::move(saved), {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
                                std::span<const Tensor> /*params*/,
                                std::span<GradientAccumulator> /*gradients*/) const override {
-    IPUSIM_CHECK(saved.seed.has_value());
+    IPUSIM_CHECK(saved.seeds.size() == 1);
     Tensor dx = output_gradient;
-    apply_mask(dx, (*saved.seed)[0] | (static_cast<std::uint64_t>((*saved.seed)[1]) << 32));
+    apply_dropout_mask(dx.values(), rate_, seed_value(saved.seeds[0]), dtype());
     return {std::move(dx)};
   }
 
  private:
-  // Zeroes each element with probability rate_ and scales the kept ones, drawing in element
-  // order from `seed`: the forward and the backward of one micro-batch draw the same mask.
-  void apply_mask(Tensor& x, std::uint64_t seed) const {
-    Rng rng(seed);
-    for (std::int64_t i = 0; i < x.elements(); ++i)
-      x[i] = rng.uniform() >= rate_ ? x[i] * scale_ : 0.0f;
-    round_to_dtype(x, dtype());
-  }
-
   double rate_;
-  float scale_;
   std::uint64_t seed_;
 };
 
@@ -127,7 +115,7 @@ class AddKernel final : public Kernel {
         y[i] += (*inputs[k])[i];
     }
     round_to_dtype(y, dtype());
-    return {std::move(y), SavedState{}};
+    return {std::move(y), SavedState{}, {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,
@@ -145,6 +133,10 @@ std::unique_ptr<Kernel> make_relu(const std::vector<Shape>& inputs, DType dtype)
 
 std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype) {
   return std::make_unique<ActivationKernel>(LayerType::kGelu, Activation::kGelu, inputs, dtype);
+}
+
+std::unique_ptr<Kernel> make_tanh(const std::vector<Shape>& inputs, DType dtype) {
+  return std::make_unique<ActivationKernel>(LayerType::kTanh, Activation::kTanh, inputs, dtype);
 }
 
 std::unique_ptr<Kernel> make_dropout(const Layer& layer, const std::vector<Shape>& inputs,

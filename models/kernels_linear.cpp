@@ -27,7 +27,7 @@ ForwardResult finish_forward(Activation activation, DType dtype, const Tensor& i
   round_to_dtype(pre_activation, dtype);
   if (activation == Activation::kRelu || activation == Activation::kTanh)
     saved.tensors.push_back(pre_activation);
-  return {std::move(pre_activation), std::move(saved)};
+  return {std::move(pre_activation), std::move(saved), {}};
 }
 
 // The gradient at the pre-activation: `output_gradient` itself without an activation, else
@@ -42,38 +42,6 @@ const Tensor& pre_activation_gradient(Activation activation, DType dtype,
   activation_backward(activation, scratch.values(), saved.tensors[1].values());
   round_to_dtype(scratch, dtype);
   return scratch;
-}
-
-void add_bias(Tensor& values, const Tensor& bias) {
-  const std::int64_t width = bias.elements();
-  float* out = values.data();
-  for (std::int64_t row = 0; row < values.elements() / width; ++row, out += width) {
-    for (std::int64_t j = 0; j < width; ++j)
-      out[j] += bias[j];
-  }
-}
-
-// Sums the gradient's rows (in row order, for reproducibility) into the bias accumulator.
-void accumulate_bias_gradient(const Tensor& gradient, std::int64_t width, DType dtype,
-                              GradientAccumulator& accumulator) {
-  Tensor bias_gradient({width});
-  const float* row = gradient.data();
-  for (std::int64_t r = 0; r < gradient.elements() / width; ++r, row += width) {
-    for (std::int64_t j = 0; j < width; ++j)
-      bias_gradient[j] += row[j];
-  }
-  round_to_dtype(bias_gradient, dtype);
-  accumulator.add(bias_gradient.values());
-}
-
-// Adds `a^T b` ([k x m]^T [k x n]) into the weight accumulator.
-void accumulate_weight_gradient(const float* a, const float* b, std::int64_t k, std::int64_t m,
-                                std::int64_t n, DType dtype, GradientAccumulator& accumulator) {
-  Tensor weight_gradient({m, n});
-  as_matrix(weight_gradient.data(), m, n).noalias() =
-      as_matrix(a, k, m).transpose() * as_matrix(b, k, n);
-  round_to_dtype(weight_gradient, dtype);
-  accumulator.add(weight_gradient.values());
 }
 
 std::int64_t linear_saved_bytes(Activation activation, DType dtype, std::int64_t input_elements,
@@ -303,6 +271,55 @@ class Conv2dKernel final : public Kernel {
 };
 
 }  // namespace
+
+void add_bias(Tensor& values, const Tensor& bias) {
+  const std::int64_t width = bias.elements();
+  float* out = values.data();
+  for (std::int64_t row = 0; row < values.elements() / width; ++row, out += width) {
+    for (std::int64_t j = 0; j < width; ++j)
+      out[j] += bias[j];
+  }
+}
+
+void accumulate_bias_gradient(const Tensor& gradient, std::int64_t width, DType dtype,
+                              GradientAccumulator& accumulator) {
+  Tensor bias_gradient({width});
+  const float* row = gradient.data();
+  for (std::int64_t r = 0; r < gradient.elements() / width; ++r, row += width) {
+    for (std::int64_t j = 0; j < width; ++j)
+      bias_gradient[j] += row[j];
+  }
+  round_to_dtype(bias_gradient, dtype);
+  accumulator.add(bias_gradient.values());
+}
+
+void accumulate_weight_gradient(const float* a, const float* b, std::int64_t k, std::int64_t m,
+                                std::int64_t n, DType dtype, GradientAccumulator& accumulator) {
+  Tensor weight_gradient({m, n});
+  as_matrix(weight_gradient.data(), m, n).noalias() =
+      as_matrix(a, k, m).transpose() * as_matrix(b, k, n);
+  round_to_dtype(weight_gradient, dtype);
+  accumulator.add(weight_gradient.values());
+}
+
+void linear(const Tensor& x, const Tensor& weights, const Tensor* bias, Tensor& out) {
+  const std::int64_t in = weights.dim(0);
+  const std::int64_t cols = weights.dim(1);
+  const std::int64_t rows = x.elements() / in;
+  IPUSIM_CHECK(out.elements() == rows * cols);
+  as_matrix(out.data(), rows, cols).noalias() =
+      as_matrix(x.data(), rows, in) * as_matrix(weights.data(), in, cols);
+  if (bias != nullptr)
+    add_bias(out, *bias);
+}
+
+void add_input_gradient(const Tensor& g, const Tensor& weights, Tensor& dx) {
+  const std::int64_t in = weights.dim(0);
+  const std::int64_t cols = weights.dim(1);
+  const std::int64_t rows = g.elements() / cols;
+  as_matrix(dx.data(), rows, in).noalias() +=
+      as_matrix(g.data(), rows, cols) * as_matrix(weights.data(), in, cols).transpose();
+}
 
 std::unique_ptr<Kernel> make_dense(const Layer& layer, const std::vector<Shape>& inputs,
                                    DType dtype) {

@@ -45,7 +45,7 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
     }
     Tensor loss({1}, static_cast<float>(total / static_cast<double>(rows)));
     round_to_dtype(loss, dtype());
-    return {std::move(loss), std::move(saved)};
+    return {std::move(loss), std::move(saved), {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,

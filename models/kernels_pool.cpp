@@ -37,7 +37,7 @@ class MaxPool2dKernel final : public Kernel {
                   saved.indices.data() + n * out_per_sample);
     }
     round_to_dtype(y, dtype());
-    return {std::move(y), std::move(saved)};
+    return {std::move(y), std::move(saved), {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,

@@ -23,7 +23,7 @@ class ReshapeKernel final : public Kernel {
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& /*context*/) const override {
     IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
-    return {inputs[0]->reshaped(with_batch(inputs[0]->batch(), output_shape())), SavedState{}};
+    return {inputs[0]->reshaped(with_batch(inputs[0]->batch(), output_shape())), SavedState{}, {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,
@@ -77,7 +77,7 @@ class ConcatKernel final : public Kernel {
         out = std::copy(piece, piece + width, out);
       }
     }
-    return {std::move(y), SavedState{}};
+    return {std::move(y), SavedState{}, {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,
@@ -147,7 +147,7 @@ class SliceKernel final : public Kernel {
       const float* from = x.data() + o * extent() * inner() + start_ * inner();
       std::copy(from, from + piece(), y.data() + o * piece());
     }
-    return {std::move(y), SavedState{}};
+    return {std::move(y), SavedState{}, {}};
   }
 
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,

@@ -25,8 +25,13 @@ enum class LayerType {
   kConcat,
   kSlice,  // a contiguous range of one per-sample axis (a view in Poplar)
   kSoftmaxCrossEntropy,
-  kEmbedding,           // cost-only: token, position and type embeddings with a layer norm
-  kTransformerEncoder,  // cost-only: one BERT-style encoder layer
+  kEmbedding,           // token, position and type embeddings with a layer norm
+  kTransformerEncoder,  // one BERT-style encoder layer (post-LN)
+  kLayerNorm,           // over the last per-sample axis
+  kBatchNorm,           // over every axis but the last, with running statistics
+  kSoftmax,             // over the last per-sample axis
+  kTanh,
+  kAttention,  // multi-head self-attention over [sequence, hidden]
 };
 
 enum class Activation { kNone, kRelu, kGelu, kTanh };
@@ -34,6 +39,19 @@ enum class Activation { kNone, kRelu, kGelu, kTanh };
 // What a dropout keeps between its forward and backward, per micro-batch: poprand's seed, a pair
 // of uint32 (graphcore/poplibs include/poprand/RandomGen.hpp), from which the mask is redrawn.
 inline constexpr std::int64_t kDropoutSeedBytes = 8;
+
+// Defaults: layer_norm's epsilon is PyTorch's (nn.LayerNorm); batch_norm's epsilon and momentum
+// are Keras' (BatchNormalization). embedding and transformer_encoder normalise with BERT's
+// layer_norm_eps and drop out at its hidden and attention dropout probability.
+inline constexpr double kLayerNormEpsilon = 1e-5;
+inline constexpr double kBatchNormEpsilon = 1e-3;
+inline constexpr double kBatchNormMomentum = 0.99;
+inline constexpr double kBertLayerNormEpsilon = 1e-12;
+inline constexpr double kBertDropout = 0.1;
+
+// What an attention layer adds to the score of a padded key, as BERT does (its extended
+// attention mask is (1 - mask) x -10000).
+inline constexpr float kMaskedScore = -10000.0f;
 
 enum class Padding { kValid, kSame };
 
@@ -58,17 +76,19 @@ struct LayerParams {
   std::int64_t pool_h = 2;  // maxpool2d
   std::int64_t pool_w = 2;
   Padding padding = Padding::kValid;  // conv2d, maxpool2d
-  double rate = 0.0;                  // dropout
+  double rate = 0.0;                  // dropout; attention, transformer_encoder: "dropout"
   std::int64_t axis = -1;             // concat (default -1), slice (default 0): per-sample axis
   std::int64_t slice_start = 0;       // slice
   std::int64_t slice_size = 0;        // slice
   std::int64_t hidden = 0;            // embedding, transformer_encoder
-  std::int64_t heads = 0;             // transformer_encoder
+  std::int64_t heads = 0;             // transformer_encoder, attention
   std::int64_t sequence_length = 0;   // embedding, transformer_encoder
   std::int64_t ffn = 0;               // transformer_encoder
   std::int64_t vocab_size = 0;        // embedding
   std::int64_t max_positions = 0;     // embedding (default: sequence_length)
   std::int64_t token_types = 0;       // embedding
+  double epsilon = 0.0;               // layer_norm, batch_norm
+  double momentum = 0.0;              // batch_norm
 };
 
 struct Layer {

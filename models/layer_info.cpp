@@ -31,6 +31,7 @@ constexpr const char* kAttention = "attention matrix (heads x sequence_length^2)
 constexpr double kLayerNormFlops = 8;
 // Per logit: max, subtract, exp, sum and normalise (the log is once per row).
 constexpr double kSoftmaxCrossEntropyFlops = 5;
+constexpr double kSoftmaxFlops = 5;
 
 // The figures that differ by layer type; the rest follows from the shapes.
 struct Cost {
@@ -93,7 +94,9 @@ Cost softmax_cross_entropy_cost(const Shape& input, const Sizes& size) {
           size.in * size.d + labels * 4, 0};
 }
 
-Cost embedding_cost(const LayerParams& p, const Sizes& size) {
+// Token, position and type rows, then a layer norm. Backward scatter-adds into the tables
+// (reading the token ids) and runs the layer norm's backward (reading its input).
+Cost embedding_cost(const LayerParams& p, const Sizes& size, std::int64_t id_inputs) {
   Cost cost;
   const std::int64_t rows = core::checked_add(
       core::checked_add(p.vocab_size, p.max_positions, kParams), p.token_types, kParams);
@@ -102,7 +105,34 @@ Cost embedding_cost(const LayerParams& p, const Sizes& size) {
   // Two adds sum the token, position and type vectors, then a layer norm.
   cost.forward_flops = double(size.out) * (2 + kLayerNormFlops);
   cost.backward_flops = 2 * cost.forward_flops;
-  cost.saved_bytes = 2 * size.out * size.d;
+  cost.saved_bytes = size.out * size.d + 4 * p.sequence_length * id_inputs;
+  return cost;
+}
+
+// Q, K, V and output projections with their biases; what multi-head attention keeps.
+struct AttentionShape {
+  std::int64_t s = 0;
+  std::int64_t h = 0;
+  std::int64_t heads = 0;
+  bool dropout = false;
+};
+
+Cost attention_cost(const AttentionShape& a, const Sizes& size) {
+  using core::checked_add;
+  using core::checked_mul;
+  const std::int64_t scores = checked_mul(a.heads, checked_mul(a.s, a.s, kAttention), kAttention);
+  Cost cost;
+  cost.params = checked_mul(4, checked_add(checked_mul(a.h, a.h, kParams), a.h, kParams), kParams);
+  const double sd = double(a.s);
+  const double hd = double(a.h);
+  cost.forward_flops = 8 * sd * hd * hd + 4 * sd * sd * hd;
+  cost.backward_flops = 2 * cost.forward_flops;
+  cost.seed_bytes = a.dropout ? kDropoutSeedBytes : 0;
+  // Input, Q, K, V and the context; the probabilities, and their dropped-out copy.
+  const std::int64_t kept =
+      checked_add(checked_mul(5, a.s * a.h, kAttention),
+                  checked_mul(a.dropout ? 2 : 1, scores, kAttention), kAttention);
+  cost.saved_bytes = checked_mul(kept, size.d, kAttention);
   return cost;
 }
 
@@ -111,21 +141,28 @@ Cost transformer_encoder_cost(const LayerParams& p, const Sizes& size) {
   using core::checked_mul;
   const std::int64_t s = p.sequence_length;
   const std::int64_t h = p.hidden;
-  const std::int64_t attention = checked_mul(p.heads, checked_mul(s, s, kAttention), kAttention);
-  const std::int64_t square = checked_add(checked_mul(h, h, kParams), h, kParams);
+  const Cost attention = attention_cost({s, h, p.heads, p.rate > 0}, size);
   const std::int64_t ffn = checked_add(checked_mul(h, p.ffn, kParams), p.ffn, kParams);
   Cost cost;
-  cost.params = checked_add(checked_add(checked_mul(4, square, kParams), 4 * h, kParams),
+  cost.params = checked_add(checked_add(attention.params, 4 * h, kParams),
                             checked_add(ffn, ffn - p.ffn + h, kParams), kParams);
-  const double sd = double(s);
-  const double hd = double(h);
-  cost.forward_flops = 8 * sd * hd * hd + 4 * sd * hd * double(p.ffn) + 4 * sd * sd * hd;
+  cost.forward_flops = attention.forward_flops + 4 * double(s) * double(h) * double(p.ffn);
   cost.backward_flops = 2 * cost.forward_flops;
-  cost.seed_bytes = 3 * kDropoutSeedBytes;
-  const std::int64_t activations =
-      checked_add(16 * s * h, checked_mul(2, attention, kAttention), kAttention);
-  cost.saved_bytes = checked_mul(activations, size.d, kAttention);
+  cost.seed_bytes = 3 * attention.seed_bytes;
+  // Both layer norms' inputs, the FFN's input, the GELU's input and output.
+  const std::int64_t rest =
+      checked_add(checked_mul(3, s * h, kAttention),
+                  checked_mul(2, checked_mul(s, p.ffn, kAttention), kAttention), kAttention);
+  cost.saved_bytes =
+      checked_add(attention.saved_bytes, checked_mul(rest, size.d, kAttention), kAttention);
   return cost;
+}
+
+// layer_norm and batch_norm: a scale and a bias per channel (the last axis); the kernel keeps
+// the input and recomputes the statistics in backward.
+Cost normalization_cost(const Shape& input, const Sizes& size) {
+  const double flops = kLayerNormFlops * double(size.out);
+  return {2 * input.back(), flops, 2 * flops, size.in * size.d, 0};
 }
 
 Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes& size) {
@@ -149,9 +186,19 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
     case LayerType::kSoftmaxCrossEntropy:
       return softmax_cross_entropy_cost(inputs.front(), size);
     case LayerType::kEmbedding:
-      return embedding_cost(layer.params, size);
+      return embedding_cost(layer.params, size, std::int64_t(inputs.size()));
     case LayerType::kTransformerEncoder:
       return transformer_encoder_cost(layer.params, size);
+    case LayerType::kAttention:
+      return attention_cost(
+          {inputs.front()[0], inputs.front()[1], layer.params.heads, layer.params.rate > 0}, size);
+    case LayerType::kLayerNorm:
+    case LayerType::kBatchNorm:
+      return normalization_cost(inputs.front(), size);
+    case LayerType::kSoftmax:
+      return {0, kSoftmaxFlops * double(size.out), 3 * double(size.out), size.out * size.d, 0};
+    case LayerType::kTanh:
+      return elementwise_cost(activation_flops(Activation::kTanh), size, size.out * size.d);
     default:  // input, flatten, reshape, concat: copies at most
       return {};
   }

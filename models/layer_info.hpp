@@ -6,23 +6,30 @@
 // FLOPs count a multiply-add as two. Forward: dense 2·in·units per row (+units for the bias),
 // conv2d 2·Hout·Wout·kh·kw·Cin·Cout (+Hout·Wout·Cout for the bias), a transformer encoder
 // 8·s·h² + 4·s·h·ffn + 4·s²·h (Q, K, V and output projections, the FFN, QKᵀ and the attention-
-// weighted sum: 24·s·h² + 4·s²·h when ffn = 4h, as Narayanan et al. 2021 count it). Backward
+// weighted sum: 24·s·h² + 4·s²·h when ffn = 4h, as Narayanan et al. 2021 count it), attention
+// alone 8·s·h² + 4·s²·h. Backward
 // is the gradient with respect to the input plus that with respect to the weights, so twice
 // the forward products; every layer computes its input gradient, even the first.
 // Elementwise work costs a few FLOPs per element (see activation_flops in the .cpp): these
 // layers are bound by memory traffic, which bytes_moved_* give for a roofline floor.
 //
 // saved_bytes follows the rule the numeric kernels implement (E = element count, d = dtype
-// bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu E(out)·d;
-// gelu E(in)·d; maxpool2d E(out)·4 (int32 argmax); softmax_cross_entropy E(in)·d
-// probabilities + 4 per label (one label per row of logits); dropout, input, flatten, reshape,
-// add and concat nothing. The cost-only layers follow Korthikanti et al. 2022 without the
-// dropout masks: a transformer encoder keeps (16·s·h + 2·heads·s²)·d; an embedding 2·s·h·d.
+// bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu, tanh and
+// softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
+// argmax); softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of
+// logits); dropout, input, flatten, reshape, add and concat nothing. An embedding keeps its
+// layer norm's input s·h·d and 4 bytes per token id (and per token type, when given). Attention
+// keeps, as Korthikanti et al. 2022 count it without the dropout masks, its input, Q, K, V and
+// the context (5·s·h) and the probabilities before and after dropout (2·heads·s², one copy
+// without dropout), times d. A transformer encoder keeps its attention's share plus both layer
+// norms' inputs, the FFN's input and the GELU's input and output: (8·s·h + 2·s·ffn +
+// 2·heads·s²)·d, which is Korthikanti's (16·s·h + 2·heads·s²)·d when ffn = 4·h.
 //
 // Dropout keeps no mask: Graphcore's IPU dropout (poprand::dropout, TF's rand_ops.dropout,
 // PopART's DropoutGradOp) keeps the 2 x uint32 seed and draws the mask again in backward and in
 // recomputation. So each dropout costs 8 bytes per micro-batch (seed_bytes), stashed in every
-// recomputation mode; a transformer encoder has three (attention, attention output, FFN output).
+// recomputation mode; an attention layer with dropout has one, a transformer encoder three
+// (attention, attention output, FFN output), none when its rate is 0.
 
 #include <cstdint>
 #include <vector>

@@ -32,7 +32,13 @@ std::vector<std::string> keys_of(LayerType type) {
     case LayerType::kEmbedding:
       return {"vocab_size", "hidden", "sequence_length", "max_positions", "token_types"};
     case LayerType::kTransformerEncoder:
-      return {"hidden", "heads", "sequence_length", "ffn"};
+      return {"hidden", "heads", "sequence_length", "ffn", "dropout"};
+    case LayerType::kLayerNorm:
+      return {"epsilon"};
+    case LayerType::kBatchNorm:
+      return {"epsilon", "momentum"};
+    case LayerType::kAttention:
+      return {"heads", "dropout"};
     default:
       return {};
   }
@@ -138,12 +144,48 @@ void read_maxpool2d(const ConfigNode& node, LayerParams& params) {
   params.padding = read_padding(node);
 }
 
-void read_dropout(const ConfigNode& node, LayerParams& params) {
-  const ConfigNode rate = node.at("rate");
-  params.rate = rate.as_number();
-  if (params.rate < 0.0 || params.rate >= 1.0)
+double read_rate(const ConfigNode& rate) {
+  const double value = rate.as_number();
+  if (value < 0.0 || value >= 1.0)
     rate.fail("expected a dropout rate from 0 up to (not including) 1, found " +
               rate.json().dump());
+  return value;
+}
+
+void read_dropout(const ConfigNode& node, LayerParams& params) {
+  params.rate = read_rate(node.at("rate"));
+}
+
+// An optional "dropout" rate, as attention and transformer_encoder take it.
+double read_optional_rate(const ConfigNode& node, double fallback) {
+  const auto rate = node.find("dropout");
+  return rate ? read_rate(*rate) : fallback;
+}
+
+double read_positive(const ConfigNode& node, const std::string& key, double fallback) {
+  const auto value = node.find(key);
+  if (!value)
+    return fallback;
+  const double number = value->as_number();
+  if (!(number > 0.0))
+    value->fail("expected " + key + " above 0, found " + value->json().dump());
+  return number;
+}
+
+void read_batch_norm(const ConfigNode& node, LayerParams& params) {
+  params.epsilon = read_positive(node, "epsilon", kBatchNormEpsilon);
+  params.momentum = kBatchNormMomentum;
+  if (const auto momentum = node.find("momentum")) {
+    params.momentum = momentum->as_number();
+    if (params.momentum < 0.0 || params.momentum >= 1.0)
+      momentum->fail("expected a momentum from 0 up to (not including) 1, found " +
+                     momentum->json().dump());
+  }
+}
+
+void read_attention(const ConfigNode& node, LayerParams& params) {
+  params.heads = node.at("heads").as_positive_int();
+  params.rate = read_optional_rate(node, 0.0);
 }
 
 void read_embedding(const ConfigNode& node, LayerParams& params) {
@@ -170,6 +212,7 @@ void read_transformer_encoder(const ConfigNode& node, LayerParams& params) {
                std::to_string(params.hidden) + ")");
   params.sequence_length = node.at("sequence_length").as_positive_int();
   params.ffn = node.get_int("ffn", 4 * params.hidden, 1, core::kMaxCount);
+  params.rate = read_optional_rate(node, kBertDropout);
 }
 
 void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
@@ -198,6 +241,13 @@ void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
       return read_embedding(node, params);
     case LayerType::kTransformerEncoder:
       return read_transformer_encoder(node, params);
+    case LayerType::kLayerNorm:
+      params.epsilon = read_positive(node, "epsilon", kLayerNormEpsilon);
+      return;
+    case LayerType::kBatchNorm:
+      return read_batch_norm(node, params);
+    case LayerType::kAttention:
+      return read_attention(node, params);
     default:
       return;
   }
@@ -205,6 +255,13 @@ void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
 
 bool merges_inputs(LayerType type) {
   return type == LayerType::kAdd || type == LayerType::kConcat;
+}
+
+// Layers with an optional second input: an embedding's token types, an attention's (or an
+// encoder's) padding mask.
+bool takes_optional_second_input(LayerType type) {
+  return type == LayerType::kEmbedding || type == LayerType::kAttention ||
+         type == LayerType::kTransformerEncoder;
 }
 
 void read_inputs(const ConfigNode& node, Layer& layer) {
@@ -221,7 +278,9 @@ void read_inputs(const ConfigNode& node, Layer& layer) {
     inputs->fail("expected at least one layer id, found []");
   if (merges_inputs(layer.type) && count < 2)
     inputs->fail(named + " needs at least two inputs, found 1");
-  if (!merges_inputs(layer.type) && count > 1)
+  if (takes_optional_second_input(layer.type) && count > 2)
+    inputs->fail(named + " takes one or two inputs, but \"inputs\" lists " + std::to_string(count));
+  if (!merges_inputs(layer.type) && !takes_optional_second_input(layer.type) && count > 1)
     inputs->fail(named + " takes one input, but \"inputs\" lists " + std::to_string(count));
 }
 

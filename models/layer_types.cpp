@@ -6,7 +6,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array<std::pair<LayerType, const char*>, 15> kLayerTypes = {{
+constexpr std::array<std::pair<LayerType, const char*>, 20> kLayerTypes = {{
     {LayerType::kInput, "input"},
     {LayerType::kFlatten, "flatten"},
     {LayerType::kReshape, "reshape"},
@@ -22,6 +22,11 @@ constexpr std::array<std::pair<LayerType, const char*>, 15> kLayerTypes = {{
     {LayerType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},
     {LayerType::kEmbedding, "embedding"},
     {LayerType::kTransformerEncoder, "transformer_encoder"},
+    {LayerType::kLayerNorm, "layer_norm"},
+    {LayerType::kBatchNorm, "batch_norm"},
+    {LayerType::kSoftmax, "softmax"},
+    {LayerType::kTanh, "tanh"},
+    {LayerType::kAttention, "attention"},
 }};
 
 constexpr std::array<std::pair<Activation, const char*>, 4> kActivations = {{

@@ -80,14 +80,31 @@ void check_loss_rules(const std::vector<Layer>& layers) {
   }
 }
 
+// Whether `layer` outputs numbers of the model input unchanged: an input layer, or a view
+// (flatten, reshape, slice) of such numbers. Token ids, types and masks travel this way.
+bool passes_model_input(const Model& model, int layer) {
+  switch (model.layers[layer].type) {
+    case LayerType::kInput:
+      return true;
+    case LayerType::kFlatten:
+    case LayerType::kReshape:
+    case LayerType::kSlice: {
+      const auto& producers = model.graph.inputs_of(layer);
+      return producers.empty() || passes_model_input(model, producers.front());
+    }
+    default:
+      return false;
+  }
+}
+
 std::vector<InputShape> input_shapes(const Model& model, int layer) {
   const auto& producers = model.graph.inputs_of(layer);
   if (producers.empty())
     return {{"", true, model.input_shape}};
   std::vector<InputShape> inputs;
   for (const int producer : producers) {
-    const bool passes_model_input = model.layers[producer].type == LayerType::kInput;
-    inputs.push_back({model.layers[producer].id, passes_model_input, model.info[producer].output});
+    inputs.push_back({model.layers[producer].id, passes_model_input(model, producer),
+                      model.info[producer].output});
   }
   return inputs;
 }
@@ -199,6 +216,14 @@ std::int64_t Model::total_params() const {
   for (const LayerInfo& layer : info)
     total += layer.params;
   return total;
+}
+
+bool input_holds_ids(const Model& model) {
+  for (const Layer& layer : model.layers) {
+    if (layer.type == LayerType::kEmbedding)
+      return true;
+  }
+  return false;
 }
 
 Model parse_model(const ConfigNode& node) {

@@ -31,6 +31,10 @@ struct Model {
   std::int64_t total_params() const;
 };
 
+// Whether the model input holds integer ids (token ids, types, masks): true when the model has
+// an embedding. Such an input is never rounded to fp16, whose integers stop being exact at 2048.
+bool input_holds_ids(const Model& model);
+
 // Reads and checks the "model" section; throws core::ConfigError on the first problem.
 Model parse_model(const core::ConfigNode& model);
 

@@ -106,26 +106,35 @@ Operation add_layer_norm(std::string name, double elements) {
   return vector_op(std::move(name), OpClass::kReduction, elements, kLayerNormFlops + 2, 2, 2);
 }
 
-std::vector<Operation> encoder_ops(const LayerParams& p) {
-  const double s = double(p.sequence_length);
-  const double h = double(p.hidden);
-  const double heads = double(p.heads);
+// Multi-head self-attention over [s, h]: the projections, QKᵀ, softmax, dropout on the
+// probabilities (when it has a rate), the attention-weighted sum and the output projection.
+std::vector<Operation> attention_ops(double s, double h, double heads, bool dropout) {
   const double head = h / heads;
-  const double f = double(p.ffn);
   const double scores = heads * s * s;
-  return {
+  std::vector<Operation> ops = {
       product("qkv_projection", OpClass::kMatmul, {s, h, 3 * h}),
       product("attention_scores", OpClass::kMatmul, {s, head, s, heads, false}),
       vector_op("softmax", OpClass::kReduction, scores, kSoftmaxFlops, 2, 1),
-      vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops),
-      product("context", OpClass::kMatmul, {s, s, head, heads, false}),
-      product("output_projection", OpClass::kMatmul, {s, h, h}),
-      add_layer_norm("add_layer_norm_1", s * h),
-      product("ffn1", OpClass::kMatmul, {s, h, f}),
-      vector_op("gelu", OpClass::kNonLinear, s * f, kGeluFlops),
-      product("ffn2", OpClass::kMatmul, {s, f, h}),
-      add_layer_norm("add_layer_norm_2", s * h),
   };
+  if (dropout)
+    ops.push_back(vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops));
+  ops.push_back(product("context", OpClass::kMatmul, {s, s, head, heads, false}));
+  ops.push_back(product("output_projection", OpClass::kMatmul, {s, h, h}));
+  return ops;
+}
+
+// The cost model lowers an encoder with dropout whatever its rate, as BERT trains it.
+std::vector<Operation> encoder_ops(const LayerParams& p) {
+  const double s = double(p.sequence_length);
+  const double h = double(p.hidden);
+  const double f = double(p.ffn);
+  std::vector<Operation> ops = attention_ops(s, h, double(p.heads), true);
+  ops.push_back(add_layer_norm("add_layer_norm_1", s * h));
+  ops.push_back(product("ffn1", OpClass::kMatmul, {s, h, f}));
+  ops.push_back(vector_op("gelu", OpClass::kNonLinear, s * f, kGeluFlops));
+  ops.push_back(product("ffn2", OpClass::kMatmul, {s, f, h}));
+  ops.push_back(add_layer_norm("add_layer_norm_2", s * h));
+  return ops;
 }
 
 }  // namespace
@@ -191,6 +200,17 @@ std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>&
       return embedding_ops(p);
     case LayerType::kTransformerEncoder:
       return encoder_ops(p);
+    case LayerType::kAttention:
+      return attention_ops(double(inputs.front()[0]), double(inputs.front()[1]), double(p.heads),
+                           p.rate > 0);
+    case LayerType::kLayerNorm:
+      return {vector_op("layer_norm", OpClass::kReduction, out, kLayerNormFlops, 2, 2)};
+    case LayerType::kBatchNorm:
+      return {vector_op("batch_norm", OpClass::kReduction, out, kLayerNormFlops, 2, 2)};
+    case LayerType::kSoftmax:
+      return {vector_op("softmax", OpClass::kNonLinear, out, kSoftmaxFlops, 2, 1)};
+    case LayerType::kTanh:
+      return {vector_op("tanh", OpClass::kNonLinear, out, kTanhFlops)};
     default:  // input, flatten, reshape and concat are views of their inputs' memory
       return {};
   }

@@ -150,24 +150,57 @@ Shape infer_slice(const Layer& layer, const InputShape& input) {
   return out;
 }
 
-Shape infer_embedding(const Layer& layer, const InputShape& input) {
-  const Shape tokens = {layer.params.sequence_length};
-  if (!input.model_input)
-    fail(layer, "takes token ids from the model input, not the output of '" + input.source + "'");
-  if (input.shape != tokens) {
-    fail(layer, "takes token ids of shape " + shape_text(tokens) + " (sequence_length), but " +
+// An embedding's token ids and token types, and an attention's padding mask: one value per
+// position of the sequence. Ids and types are integers from the model input (directly or
+// through layers that only move numbers); no gradient flows into them.
+void expect_sequence(const Layer& layer, const InputShape& input, std::int64_t sequence,
+                     const std::string& what) {
+  const Shape expected = {sequence};
+  if (input.shape != expected) {
+    fail(layer, "takes " + what + " of shape " + shape_text(expected) + " (sequence_length), but " +
                     input_text(input));
   }
-  return {layer.params.sequence_length, layer.params.hidden};
 }
 
-Shape infer_transformer_encoder(const Layer& layer, const InputShape& input) {
-  const Shape expected = {layer.params.sequence_length, layer.params.hidden};
-  if (input.shape != expected) {
-    fail(layer, "needs an input of shape " + shape_text(expected) +
-                    " (sequence_length, hidden), but " + input_text(input));
+Shape infer_embedding(const Layer& layer, const std::vector<InputShape>& inputs) {
+  const LayerParams& p = layer.params;
+  if (inputs.size() == 2 && p.token_types == 0) {
+    fail(layer, "has no token types (token_types is 0), so it takes no second input, but " +
+                    input_text(inputs[1]));
   }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string what = i == 0 ? "token ids" : "token types";
+    if (!inputs[i].model_input)
+      fail(layer,
+           "takes " + what + " from the model input, not the output of '" + inputs[i].source + "'");
+    expect_sequence(layer, inputs[i], p.sequence_length, what);
+  }
+  return {p.sequence_length, p.hidden};
+}
+
+Shape infer_transformer_encoder(const Layer& layer, const std::vector<InputShape>& inputs) {
+  const Shape expected = {layer.params.sequence_length, layer.params.hidden};
+  if (inputs[0].shape != expected) {
+    fail(layer, "needs an input of shape " + shape_text(expected) +
+                    " (sequence_length, hidden), but " + input_text(inputs[0]));
+  }
+  if (inputs.size() == 2)
+    expect_sequence(layer, inputs[1], expected[0], "a padding mask");
   return expected;
+}
+
+Shape infer_attention(const Layer& layer, const std::vector<InputShape>& inputs) {
+  const Shape& x = inputs[0].shape;
+  if (x.size() != 2)
+    fail(layer, "needs an input of shape [sequence, hidden], but " + input_text(inputs[0]));
+  if (x[1] % layer.params.heads != 0) {
+    fail(layer, "has " + std::to_string(layer.params.heads) +
+                    " heads, which must divide hidden (the last axis), but " +
+                    input_text(inputs[0]));
+  }
+  if (inputs.size() == 2)
+    expect_sequence(layer, inputs[1], x[0], "a padding mask");
+  return x;
 }
 
 Shape infer_single(const Layer& layer, const InputShape& input) {
@@ -188,11 +221,7 @@ Shape infer_single(const Layer& layer, const InputShape& input) {
       return {};
     case LayerType::kSlice:
       return infer_slice(layer, input);
-    case LayerType::kEmbedding:
-      return infer_embedding(layer, input);
-    case LayerType::kTransformerEncoder:
-      return infer_transformer_encoder(layer, input);
-    default:  // dropout, relu, gelu
+    default:  // dropout, relu, gelu, tanh, softmax, layer_norm, batch_norm
       return input.shape;
   }
 }
@@ -228,6 +257,12 @@ Shape infer_output_shape(const Layer& layer, const std::vector<InputShape>& inpu
     return infer_add(layer, inputs);
   if (layer.type == LayerType::kConcat)
     return infer_concat(layer, inputs);
+  if (layer.type == LayerType::kEmbedding)
+    return infer_embedding(layer, inputs);
+  if (layer.type == LayerType::kTransformerEncoder)
+    return infer_transformer_encoder(layer, inputs);
+  if (layer.type == LayerType::kAttention)
+    return infer_attention(layer, inputs);
   IPUSIM_CHECK(inputs.size() == 1);
   return infer_single(layer, inputs.front());
 }

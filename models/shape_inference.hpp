@@ -13,7 +13,7 @@ namespace ipusim::models {
 // One input of a layer as shape inference sees it.
 struct InputShape {
   std::string source;  // the producing layer's id; empty for the model input itself
-  bool model_input;    // the model input, directly or through an `input` layer
+  bool model_input;    // the model input, directly or through input, flatten, reshape, slice
   Shape shape;
 };
 

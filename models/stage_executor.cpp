@@ -61,6 +61,7 @@ ParameterStore::ParameterStore(const Model& model, const TrainingOptions& option
     const std::vector<ParameterSpec> specs = kernel->parameters();
     LayerState& state = layers_[index(layer)];
     state.values = initial_parameters(specs, seed_, model.layers[index(layer)].id, model.dtype);
+    state.running = kernel->initial_running_statistics();
     for (const ParameterSpec& spec : specs) {
       state.gradients.emplace_back(spec.shape, options.accumulator_dtype, options.reduction);
       state.optimizer.push_back(optimizer_.initial_state(spec.shape));
@@ -122,17 +123,11 @@ StageExecutor::StageExecutor(const Model& model, const std::vector<int>& layers,
   input_producers_.assign(inputs.begin(), inputs.end());
 }
 
-bool StageExecutor::keeps_state(int layer) const {
-  const Layer& spec = model_.layers[static_cast<std::size_t>(layer)];
-  switch (mode_) {
-    case StashMode::kActivations:
-      return true;
-    case StashMode::kStageInputs:
-      return spec.type == LayerType::kDropout;
-    case StashMode::kCheckpoints:
-      return spec.type == LayerType::kDropout || spec.checkpoint;
-  }
-  return true;
+// Whether the stash keeps a layer's whole SavedState; otherwise it keeps only its seeds.
+bool StageExecutor::keeps_all_state(int layer) const {
+  return mode_ == StashMode::kActivations ||
+         (mode_ == StashMode::kCheckpoints &&
+          model_.layers[static_cast<std::size_t>(layer)].checkpoint);
 }
 
 StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContext& context) const {
@@ -140,11 +135,11 @@ StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContex
   for (const int producer : input_producers_) {
     Tensor tensor = inputs.at(producer);
     IPUSIM_CHECK(tensor.batch() == micro_batch_size_);
-    if (producer == kModelInput)
+    if (producer == kModelInput && !input_holds_ids(model_))
       round_to_dtype(tensor, model_.dtype);
     entering.emplace(producer, std::move(tensor));
   }
-  StageForward result = run_forward(entering, context, mode_ == StashMode::kActivations);
+  StageForward result = run_forward(entering, context, mode_ == StashMode::kActivations, true);
   if (mode_ != StashMode::kActivations)
     result.stash.inputs = std::move(entering);
   return result;
@@ -153,14 +148,14 @@ StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContex
 Stash StageExecutor::recompute(const Stash& stash) const {
   IPUSIM_CHECK(mode_ != StashMode::kActivations && !stash.complete);
   const ForwardContext context{stash.microbatch, stash.repeat, stash.labels};
-  Stash full = run_forward(stash.inputs, context, true).stash;
+  Stash full = run_forward(stash.inputs, context, true, false).stash;
   for (const auto& [layer, state] : stash.saved)
-    IPUSIM_CHECK(state.seed == full.saved.at(layer).seed);
+    IPUSIM_CHECK(state.seeds == full.saved.at(layer).seeds);
   return full;
 }
 
 StageForward StageExecutor::run_forward(const TensorMap& inputs, const ForwardContext& context,
-                                        bool keep_all) const {
+                                        bool keep_all, bool update_running) const {
   StageForward result;
   Stash& stash = result.stash;
   stash.microbatch = context.microbatch;
@@ -180,8 +175,13 @@ StageForward StageExecutor::run_forward(const TensorMap& inputs, const ForwardCo
     for (const int producer : producers)
       arguments.push_back(&values.at(producer));
     ForwardResult output = kernel->forward(arguments, parameters_.parameters(layer), context);
-    if (keep_all || keeps_state(layer))
+    if (update_running && !output.statistics.empty())
+      kernel->update_running_statistics(parameters_.mutable_running_statistics(layer),
+                                        output.statistics);
+    if (keep_all || keeps_all_state(layer))
       stash.saved.emplace(layer, std::move(output.saved));
+    else if (!output.saved.seeds.empty())
+      stash.saved[layer].seeds = std::move(output.saved.seeds);
     values.emplace(layer, std::move(output.output));
   }
   for (const int producer : output_producers_)

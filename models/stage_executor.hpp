@@ -24,8 +24,7 @@ namespace ipusim::models {
 constexpr int kModelInput = -1;
 using TensorMap = std::map<int, Tensor>;
 
-// Whether every layer has a numeric kernel (input layers need none): cost-only layers
-// (embedding, transformer_encoder) cannot run in numeric mode.
+// Whether every layer has a numeric kernel (input layers need none).
 bool has_numeric_kernels(const Model& model);
 
 // The producers of a layer's inputs, in order; kModelInput for a layer fed by the model input.
@@ -50,7 +49,8 @@ struct TrainingOptions {
 
 // The trainable state of a model: for every layer with parameters, the parameter tensors
 // (Keras initialisation keyed by (seed, layer id), in the model's dtype), one gradient
-// accumulator per tensor and the optimizer state.
+// accumulator per tensor and the optimizer state; and the non-trainable running statistics of
+// batch_norm layers, which training forwards update in micro-batch order.
 class ParameterStore {
  public:
   ParameterStore(const Model& model, const TrainingOptions& options);
@@ -62,6 +62,12 @@ class ParameterStore {
   std::span<const GradientAccumulator> gradients(int layer) const {
     return layers_.at(index(layer)).gradients;
   }
+  std::span<const Tensor> running_statistics(int layer) const {
+    return layers_.at(index(layer)).running;
+  }
+  std::span<Tensor> mutable_running_statistics(int layer) {
+    return layers_.at(index(layer)).running;
+  }
 
   // Applies the optimizer to the reduced gradients of `layers` (or of every layer), then
   // clears their accumulators for the next step.
@@ -71,6 +77,7 @@ class ParameterStore {
  private:
   struct LayerState {
     std::vector<Tensor> values;
+    std::vector<Tensor> running;
     std::vector<GradientAccumulator> gradients;
     std::vector<OptimizerState> optimizer;
   };
@@ -83,8 +90,8 @@ class ParameterStore {
 
 // What a stage stashes per micro-batch (the memory model's stash kinds):
 //   kActivations: every layer's SavedState;
-//   kStageInputs: the stage inputs and the stateful part (dropout seeds); recompute() rebuilds
-//     the rest before backward;
+//   kStageInputs: the stage inputs and the stateful part (dropout seeds, of dropout layers and
+//     of the layers with dropout inside); recompute() rebuilds the rest before backward;
 //   kCheckpoints: as kStageInputs plus the SavedState of layers marked "checkpoint".
 enum class StashMode { kActivations, kStageInputs, kCheckpoints };
 
@@ -123,12 +130,14 @@ class StageExecutor {
   const std::vector<int>& output_producers() const { return output_producers_; }
 
   // Runs the stage on `inputs` (one per input producer, batch = micro-batch size). The model
-  // input is rounded to the model's dtype on entry. `context` names the micro-batch (dropout
-  // masks) and holds the labels if the stage has the loss.
+  // input is rounded to the model's dtype on entry, unless it holds token ids (see
+  // input_holds_ids). `context` names the micro-batch (dropout masks) and holds the labels if
+  // the stage has the loss. batch_norm layers fold the micro-batch's statistics into their
+  // running statistics.
   StageForward forward(const TensorMap& inputs, const ForwardContext& context) const;
 
   // Rebuilds a complete stash from a recomputation-mode one; dropout seeds come out equal to
-  // the stashed ones (checked).
+  // the stashed ones (checked). Running statistics are not updated a second time.
   Stash recompute(const Stash& stash) const;
 
   // Returns the gradients of the stage inputs and adds this micro-batch's parameter gradients
@@ -137,9 +146,10 @@ class StageExecutor {
   TensorMap backward(const TensorMap& output_gradients, const Stash& stash);
 
  private:
-  bool keeps_state(int layer) const;
-  StageForward run_forward(const TensorMap& inputs, const ForwardContext& context,
-                           bool keep_all) const;
+  bool keeps_all_state(int layer) const;
+  // `update_running`: fold batch_norm statistics into the store (not when recomputing).
+  StageForward run_forward(const TensorMap& inputs, const ForwardContext& context, bool keep_all,
+                           bool update_running) const;
 
   const Model& model_;
   ParameterStore& parameters_;

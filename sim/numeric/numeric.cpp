@@ -317,9 +317,7 @@ std::vector<std::vector<float>> run_reference(const RunSpec& spec,
 ParameterDifference compare_parameters(const models::Model& model, const models::ParameterStore& a,
                                        const models::ParameterStore& b) {
   ParameterDifference difference;
-  for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
-    const auto pa = a.parameters(layer);
-    const auto pb = b.parameters(layer);
+  const auto compare = [&](std::span<const models::Tensor> pa, std::span<const models::Tensor> pb) {
     IPUSIM_CHECK(pa.size() == pb.size());
     for (std::size_t i = 0; i < pa.size(); ++i) {
       difference.bit_identical = difference.bit_identical && models::bit_identical(pa[i], pb[i]);
@@ -328,6 +326,10 @@ ParameterDifference compare_parameters(const models::Model& model, const models:
             std::max(difference.max_abs, std::abs(double(pa[i][e]) - double(pb[i][e])));
       }
     }
+  };
+  for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
+    compare(a.parameters(layer), b.parameters(layer));
+    compare(a.running_statistics(layer), b.running_statistics(layer));
   }
   return difference;
 }

@@ -154,7 +154,8 @@ std::vector<std::vector<float>> run_reference(const RunSpec& spec,
                                               models::DataSource& data, std::int64_t first_step,
                                               std::int64_t steps);
 
-// The largest absolute difference between two stores' parameters, and whether every bit agrees.
+// The largest absolute difference between two stores' parameters (and batch_norm running
+// statistics), and whether every bit agrees.
 struct ParameterDifference {
   double max_abs = 0;
   bool bit_identical = true;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <ostream>
 
 #include "models/kernels.hpp"
@@ -40,9 +41,55 @@ std::unique_ptr<models::DataSource> fashion_mnist(const RunSpec& spec,
   }
 }
 
+bool is_tokens(const DataSpec& data) {
+  return data.source == "synthetic_tokens";
+}
+
+// The model's first embedding, which token data is drawn for; null when it has none.
+const models::Layer* first_embedding(const models::Model& model) {
+  for (const models::Layer& layer : model.layers) {
+    if (layer.type == models::LayerType::kEmbedding)
+      return &layer;
+  }
+  return nullptr;
+}
+
 std::unique_ptr<models::DataSource> synthetic(const RunSpec& spec, std::int64_t size) {
-  return std::make_unique<models::SyntheticSource>(spec.data.seed, size, spec.model.input_shape,
-                                                   spec.model.classes);
+  const models::Model& model = spec.model;
+  if (is_tokens(spec.data)) {
+    const models::LayerParams& p = first_embedding(model)->params;
+    return std::make_unique<models::SyntheticTokens>(spec.data.seed, size, model.input_shape,
+                                                     p.vocab_size, p.token_types, model.classes);
+  }
+  return std::make_unique<models::SyntheticSource>(spec.data.seed, size, model.input_shape,
+                                                   model.classes);
+}
+
+// Why the data cannot feed the model numerically (empty when it can): token data for a model
+// with an embedding, one label per sample for the loss.
+std::string data_mismatch(const RunSpec& spec) {
+  const models::Model& model = spec.model;
+  const models::Layer* embedding = first_embedding(model);
+  const models::Shape& input = model.input_shape;
+  if (embedding != nullptr && !is_tokens(spec.data)) {
+    return "layer '" + embedding->id + "' (embedding) reads token ids, which the \"" +
+           spec.data.source + "\" data do not hold; use \"synthetic_tokens\"";
+  }
+  if (is_tokens(spec.data) && embedding == nullptr)
+    return "synthetic_tokens draws token ids for an embedding, but the model has none";
+  if (is_tokens(spec.data) && (input.size() > 2 || (input.size() == 2 && input[0] > 3))) {
+    return "synthetic_tokens fills a model input of [sequence] or [rows, sequence] with up to 3 "
+           "rows (ids, types, mask), not " +
+           models::shape_text(input);
+  }
+  return "";
+}
+
+// The rows of logits per sample the loss takes; numeric data has one label per sample.
+std::int64_t logit_rows_per_sample(const models::Model& model) {
+  const int loss = static_cast<int>(model.layers.size()) - 1;
+  const models::Shape logits = models::input_shapes_of(model, loss).front();
+  return models::element_count(logits) / logits.back();
 }
 
 std::string parameter_text(const std::string& name) {
@@ -65,6 +112,21 @@ std::string parameter_file(const std::string& directory, const std::string& name
                               parameter_text(name));
 }
 
+// Keras' variable names: kernel, bias, gamma (a normalisation's scale), embeddings.
+std::string role_name(models::ParameterSpec::Role role) {
+  switch (role) {
+    case models::ParameterSpec::Role::kWeight:
+      return "kernel";
+    case models::ParameterSpec::Role::kBias:
+      return "bias";
+    case models::ParameterSpec::Role::kScale:
+      return "gamma";
+    case models::ParameterSpec::Role::kEmbedding:
+      return "embeddings";
+  }
+  return "?";
+}
+
 }  // namespace
 
 NumericSupport numeric_support(const RunSpec& spec) {
@@ -84,6 +146,21 @@ NumericSupport numeric_support(const RunSpec& spec) {
             "numeric mode runs one replica, but replication_factor is " +
                 std::to_string(spec.pipeline.replication_factor)};
   }
+  for (const models::Layer& layer : spec.model.layers) {
+    if (layer.tied_to.empty())
+      continue;
+    return {false, layer.file.empty() ? spec.config_path : layer.file, layer.pointer + "/tied_to",
+            "layer '" + layer.id + "' (dense) shares the word matrix of '" + layer.tied_to +
+                "': numeric mode does not run tied weights yet"};
+  }
+  const models::Layer& loss = spec.model.layers.back();
+  if (const std::int64_t rows = logit_rows_per_sample(spec.model); rows != 1) {
+    return {false, loss.file.empty() ? spec.config_path : loss.file, loss.pointer,
+            "numeric data give one label per sample, but the loss '" + loss.id + "' takes " +
+                std::to_string(rows) + " rows of logits per sample"};
+  }
+  if (const std::string mismatch = data_mismatch(spec); !mismatch.empty())
+    return {false, spec.source_of("/data/source"), "/data/source", mismatch};
   return {true, "", "", ""};
 }
 
@@ -119,8 +196,8 @@ models::Tensor infer(const models::Model& model, const models::ParameterStore& p
   const int loss = static_cast<int>(model.layers.size()) - 1;
   const int logits = models::producers_of(model, loss).front();
   models::TensorMap values{{models::kModelInput, inputs}};
-  models::round_to_dtype(values.at(models::kModelInput), model.dtype);
-  const models::ForwardContext context;
+  if (!models::input_holds_ids(model))
+    models::round_to_dtype(values.at(models::kModelInput), model.dtype);
   for (const int layer : model.graph.topological_order()) {
     const models::Layer& spec = model.layers[static_cast<std::size_t>(layer)];
     const std::vector<int> producers = models::producers_of(model, layer);
@@ -136,6 +213,9 @@ models::Tensor infer(const models::Model& model, const models::ParameterStore& p
     std::vector<const models::Tensor*> arguments;
     for (const int producer : producers)
       arguments.push_back(&values.at(producer));
+    models::ForwardContext context;
+    context.inference = true;
+    context.running = parameters.running_statistics(layer);
     values.emplace(layer, kernel->forward(arguments, parameters.parameters(layer), context).output);
   }
   return std::move(values.at(logits));
@@ -170,14 +250,11 @@ std::vector<std::string> parameter_names(const models::Model& model, int layer) 
     return names;
   const auto kernel =
       models::make_kernel(spec, models::input_shapes_of(model, layer), model.dtype, 0);
-  int weights = 0;
-  int biases = 0;
+  std::map<std::string, int> seen;
   for (const models::ParameterSpec& parameter : kernel->parameters()) {
-    const bool weight = parameter.role == models::ParameterSpec::Role::kWeight;
-    int& seen = weight ? weights : biases;
-    const std::string role = weight ? "kernel" : "bias";
-    names.push_back(spec.id + "." + role + (seen > 0 ? "_" + std::to_string(seen) : ""));
-    ++seen;
+    const std::string role = role_name(parameter.role);
+    const int count = seen[role]++;
+    names.push_back(spec.id + "." + role + (count > 0 ? "_" + std::to_string(count) : ""));
   }
   return names;
 }

@@ -58,8 +58,10 @@ models::Tensor infer(const models::Model& model, const models::ParameterStore& p
 std::int64_t correct_predictions(const models::Model& model,
                                  const models::ParameterStore& parameters, TestSet& test);
 
-// "<layer id>.<parameter>" of each parameter tensor of `layer`: "kernel" for weights and
-// "bias" for biases, numbered from the second of a role ("kernel_1").
+// "<layer id>.<parameter>" of each parameter tensor of `layer`, named by role as Keras names
+// them: "kernel" for weights, "bias" for biases (a normalisation's beta too), "gamma" for a
+// normalisation's scale, "embeddings" for lookup tables; numbered from the second of a role
+// ("kernel_1").
 std::vector<std::string> parameter_names(const models::Model& model, int layer);
 
 // "<layer>.<parameter>.<suffix>.npy" for every parameter tensor of the model: the files

@@ -195,11 +195,12 @@ DataSpec read_data(const std::optional<ConfigNode>& node) {
   if (!node)
     return data;
   if (node->is_string()) {
-    data.source = node->as_enum({"synthetic", "fashion-mnist"});
+    data.source = node->as_enum({"synthetic", "synthetic_tokens", "fashion-mnist"});
     return data;
   }
   node->expect_only_keys({"source", "path", "shuffle", "seed"});
-  data.source = node->get_enum("source", "synthetic", {"synthetic", "fashion-mnist"});
+  data.source =
+      node->get_enum("source", "synthetic", {"synthetic", "synthetic_tokens", "fashion-mnist"});
   data.path = node->get_string("path", data.path);
   data.shuffle = node->get_bool("shuffle", false);
   data.seed = std::uint64_t(node->get_int("seed", 0, 0, std::int64_t{1} << 62));

@@ -55,9 +55,10 @@ struct PipelineSpec {
   }
 };
 
-// Where numeric mode takes its samples from: synthetic (seeded) or Fashion-MNIST on disk.
+// Where numeric mode takes its samples from: synthetic (seeded), synthetic_tokens (seeded token
+// sequences for a model with an embedding) or Fashion-MNIST on disk.
 struct DataSpec {
-  std::string source = "synthetic";  // or "fashion-mnist"
+  std::string source = "synthetic";  // or "synthetic_tokens", "fashion-mnist"
   std::string path;                  // fashion-mnist directory
   bool shuffle = false;
   std::uint64_t seed = 0;

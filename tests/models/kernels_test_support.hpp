@@ -1,10 +1,14 @@
 #pragma once
 // Builders shared by the kernel tests: layers by type, seeded random tensors, one-call
-// forward and backward.
+// forward and backward, and the check of gradients against central differences.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "models/init.hpp"
 #include "models/kernels.hpp"
@@ -93,6 +97,71 @@ inline std::vector<const Tensor*> pointers(const std::vector<Tensor>& tensors) {
   for (const Tensor& tensor : tensors)
     result.push_back(&tensor);
   return result;
+}
+
+// Central differences of fp32 forwards: with h = 1e-2 the rounding noise of the objective
+// (~1e-6) gives ~5e-5 and the truncation error h^2 f'''/6 stays below ~2e-5, so an analytic
+// gradient within 1e-3 + 1e-3 |numeric| is right; a wrong one is off by O(1). Inputs stay
+// further than h from the kinks of relu and max pooling.
+inline constexpr double kStep = 1e-2;
+inline constexpr double kTolerance = 1e-3;
+
+// The objective sum(output * probe), whose gradient with respect to the output is `probe`.
+inline double objective(const Kernel& kernel, const std::vector<Tensor>& inputs,
+                        const std::vector<Tensor>& params, const Tensor& probe,
+                        const ForwardContext& context) {
+  const Tensor output = kernel.forward(pointers(inputs), params, context).output;
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < output.elements(); ++i)
+    sum += static_cast<double>(output[i]) * probe[i];
+  return sum;
+}
+
+// Compares d(objective)/d(values[i]) by central differences with `analytic` for every i.
+template <typename Objective>
+void check_against_differences(Tensor& values, const Tensor& analytic, Objective evaluate,
+                               const std::string& what) {
+  REQUIRE(analytic.shape() == values.shape());
+  for (std::int64_t i = 0; i < values.elements(); ++i) {
+    const float original = values[i];
+    values[i] = static_cast<float>(original + kStep);
+    const double plus = evaluate();
+    values[i] = static_cast<float>(original - kStep);
+    const double minus = evaluate();
+    values[i] = original;
+    const double numeric = (plus - minus) / (2 * kStep);
+    INFO(what << " element " << i);
+    CHECK(std::abs(analytic[i] - numeric) <= kTolerance + kTolerance * std::abs(numeric));
+  }
+}
+
+// Checks the gradients of the first `differentiable` inputs (all by default; token ids and
+// masks take none) and of every parameter of `layer` (random, bias included) against central
+// differences.
+inline void check_gradients(const Layer& layer, std::vector<Tensor> inputs,
+                            const std::vector<int>& labels = {},
+                            std::size_t differentiable = SIZE_MAX) {
+  std::vector<Shape> shapes;
+  for (const Tensor& input : inputs)
+    shapes.push_back(input.sample_shape());
+  const auto kernel = make_kernel(layer, shapes, DType::kFp32, 7);
+  std::vector<Tensor> params;
+  for (const ParameterSpec& spec : kernel->parameters())
+    params.push_back(random_tensor(spec.shape, 100 + params.size()));
+  const ForwardContext context{0, 0, labels};
+  const ForwardResult forward = kernel->forward(pointers(inputs), params, context);
+  const Tensor probe = random_tensor(forward.output.shape(), 99);
+  auto accumulators = sum_accumulators(*kernel);
+  const std::vector<Tensor> gradients =
+      kernel->backward(probe, forward.saved, params, accumulators);
+  REQUIRE(gradients.size() == inputs.size());
+  const auto evaluate = [&] { return objective(*kernel, inputs, params, probe, context); };
+  for (std::size_t k = 0; k < std::min(differentiable, inputs.size()); ++k)
+    check_against_differences(inputs[k], gradients[k], evaluate, "input " + std::to_string(k));
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    check_against_differences(params[p], accumulators[p].sum(), evaluate,
+                              "parameter " + std::to_string(p));
+  }
 }
 
 }  // namespace ipusim::models::testing

@@ -83,8 +83,8 @@ TEST_CASE("a layer type unlike any known type lists the types") {
   CHECK(layer_error(R"({"id": "l", "type": "lstm"})") ==
         "model.json: at /model/layers/0/type: unknown layer type 'lstm'; the types are "
         "'input', 'flatten', 'reshape', 'dense', 'conv2d', 'maxpool2d', 'dropout', 'relu', "
-        "'gelu', 'add', 'concat', 'slice', 'softmax_cross_entropy', 'embedding' or "
-        "'transformer_encoder'");
+        "'gelu', 'add', 'concat', 'slice', 'softmax_cross_entropy', 'embedding', "
+        "'transformer_encoder', 'layer_norm', 'batch_norm', 'softmax', 'tanh' or 'attention'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {
@@ -180,4 +180,58 @@ TEST_CASE("profiled cycles need both directions as positive integers") {
   CHECK(layer_error(R"({"id": "d", "type": "flatten", "cycles": {"forward": 10, "backwrd": 3}})") ==
         "model.json: at /model/layers/0/cycles/backwrd: unknown key 'backwrd'; did you mean "
         "'backward'?");
+}
+
+TEST_CASE("normalisation, softmax, tanh and attention fields have documented defaults") {
+  CHECK(layer_from(R"({"id": "n", "type": "layer_norm"})").params.epsilon == 1e-5);
+  CHECK(layer_from(R"({"id": "n", "type": "layer_norm", "epsilon": 1e-12})").params.epsilon ==
+        1e-12);
+  const Layer bn = layer_from(R"({"id": "b", "type": "batch_norm"})");
+  CHECK(bn.params.epsilon == 1e-3);
+  CHECK(bn.params.momentum == 0.99);
+  const Layer attention = layer_from(R"({"id": "a", "type": "attention", "heads": 4})");
+  CHECK(attention.params.heads == 4);
+  CHECK(attention.params.rate == 0.0);
+  CHECK(layer_from(R"({"id": "a", "type": "attention", "heads": 4, "dropout": 0.1})").params.rate ==
+        0.1);
+  CHECK(layer_from(R"({"id": "t", "type": "transformer_encoder", "hidden": 16, "heads": 4,
+                       "sequence_length": 8})")
+            .params.rate == 0.1);
+  CHECK(layer_from(R"({"id": "s", "type": "softmax"})").type == LayerType::kSoftmax);
+  CHECK(layer_from(R"({"id": "t", "type": "tanh"})").type == LayerType::kTanh);
+}
+
+TEST_CASE("bad normalisation and attention fields are errors at the field") {
+  CHECK(layer_error(R"({"id": "n", "type": "layer_norm", "epsilon": 0})") ==
+        "model.json: at /model/layers/0/epsilon: expected epsilon above 0, found 0");
+  CHECK(layer_error(R"({"id": "n", "type": "batch_norm", "epsilon": -1e-3})") ==
+        "model.json: at /model/layers/0/epsilon: expected epsilon above 0, found -0.001");
+  CHECK(layer_error(R"({"id": "n", "type": "batch_norm", "momentum": 1})") ==
+        "model.json: at /model/layers/0/momentum: expected a momentum from 0 up to (not "
+        "including) 1, found 1");
+  CHECK(layer_error(R"({"id": "a", "type": "attention", "heads": 2, "dropout": 1.5})") ==
+        "model.json: at /model/layers/0/dropout: expected a dropout rate from 0 up to (not "
+        "including) 1, found 1.5");
+  CHECK(layer_error(R"({"id": "a", "type": "attention", "head": 2})") ==
+        "model.json: at /model/layers/0/head: unknown key 'head'; did you mean 'heads'?");
+  CHECK(layer_error(R"({"id": "n", "type": "layer_norm", "epsilion": 1e-3})") ==
+        "model.json: at /model/layers/0/epsilion: unknown key 'epsilion'; did you mean "
+        "'epsilon'?");
+  CHECK(layer_error(R"({"id": "n", "type": "batch_norm", "momentun": 0.9})") ==
+        "model.json: at /model/layers/0/momentun: unknown key 'momentun'; did you mean "
+        "'momentum'?");
+  CHECK(layer_error(R"({"id": "s", "type": "softmax", "axis": -1})") ==
+        "model.json: at /model/layers/0/axis: unknown key 'axis'; the keys allowed here are "
+        "'id', 'type', 'inputs', 'cycles' or 'checkpoint'");
+}
+
+TEST_CASE("attention heads must divide its input's hidden size") {
+  CHECK(ipusim::models::testing::model_error(ipusim::models::testing::with_layers(
+            "[4, 8]", R"([{"id": "a", "type": "attention", "heads": 3}])")) ==
+        "model.json: at /model/layers/0: layer 'a' (attention) has 3 heads, which must divide "
+        "hidden (the last axis), but the model input is [4, 8]");
+  CHECK(ipusim::models::testing::model_error(ipusim::models::testing::with_layers(
+            "[8]", R"([{"id": "a", "type": "attention", "heads": 2}])")) ==
+        "model.json: at /model/layers/0: layer 'a' (attention) needs an input of shape "
+        "[sequence, hidden], but the model input is [8]");
 }

@@ -326,3 +326,35 @@ TEST_CASE("a dense layer tied to an embedding shares its word matrix and owns on
         "model.json: at /model/layers/2/tied_to: layer 'decoder' (dense) is tied to layer 'other' "
         "(dense), but only an embedding's word matrix can be shared");
 }
+
+TEST_CASE("second inputs: token types of an embedding, padding masks of attention") {
+  const std::string rows = R"({"id": "rows", "type": "input"},
+      {"id": "ids", "type": "slice", "size": 1, "inputs": ["rows"]},
+      {"id": "ids_flat", "type": "flatten"},
+      {"id": "second", "type": "slice", "start": 1, "size": 1, "inputs": ["rows"]},
+      {"id": "second_flat", "type": "flatten"},)";
+  const Model model = model_from(with_layers("[2, 4]", "[" + rows + R"(
+      {"id": "emb", "type": "embedding", "vocab_size": 10, "hidden": 4, "sequence_length": 4,
+       "token_types": 2, "inputs": ["ids_flat", "second_flat"]},
+      {"id": "att", "type": "attention", "heads": 2, "inputs": ["emb", "second_flat"]}])"));
+  CHECK(shape_text(model.info[6].output) == "[4, 4]");
+  CHECK(model.info[5].params == (10 + 4 + 2) * 4 + 2 * 4);
+  CHECK(model.info[5].saved_bytes == 4 * 4 * 4 + 2 * 4 * 4);
+  CHECK(model_error(with_layers("[2, 4]", "[" + rows + R"(
+      {"id": "emb", "type": "embedding", "vocab_size": 10, "hidden": 4, "sequence_length": 4,
+       "inputs": ["ids_flat", "second_flat"]}])")) ==
+        "model.json: at /model/layers/5: layer 'emb' (embedding) has no token types "
+        "(token_types is 0), so it takes no second input, but 'second_flat' gives [4]");
+  const std::string ids = R"({"id": "rows", "type": "input"},
+      {"id": "ids", "type": "slice", "size": 1, "inputs": ["rows"]},
+      {"id": "ids_flat", "type": "flatten"},
+      {"id": "emb", "type": "embedding", "vocab_size": 10, "hidden": 4, "sequence_length": 4},)";
+  CHECK(model_error(with_layers("[2, 4]", "[" + ids + R"(
+      {"id": "att", "type": "attention", "heads": 2, "inputs": ["emb", "rows"]}])")) ==
+        "model.json: at /model/layers/4: layer 'att' (attention) takes a padding mask of shape "
+        "[4] (sequence_length), but 'rows' gives [2, 4]");
+  CHECK(model_error(with_layers("[2, 4]", "[" + ids + R"(
+      {"id": "att", "type": "attention", "heads": 2, "inputs": ["emb", "rows", "rows"]}])")) ==
+        "model.json: at /model/layers/4/inputs: layer 'att' (attention) takes one or two "
+        "inputs, but \"inputs\" lists 3");
+}

@@ -183,12 +183,19 @@ TEST_CASE("train --save removes the folders it created when the training fails")
   CHECK_FALSE(std::filesystem::exists(top));
 }
 
-TEST_CASE("train refuses a model without kernels, naming the layer") {
+TEST_CASE("train refuses what numeric mode cannot run, naming the entry") {
   const auto result = run_ipusim({"train", "configs/bert_large_4ipu.json", "--steps", "1"});
   CHECK(result.code == 2);
   CHECK(result.err ==
-        "error: configs/bert_large_4ipu.json: at /model/layers/0: layer 'embeddings' "
-        "(embedding) models cost only: it has no numeric kernel, so the kernels cannot run\n");
+        "error: configs/bert_large_4ipu.json: at /pipeline/replication_factor: numeric mode runs "
+        "one replica, but replication_factor is 4\n");
+  const auto tied = run_ipusim({"train", "configs/bert_large_4ipu.json", "--steps", "1", "--set",
+                                "pipeline.replication_factor=1"});
+  CHECK(tied.code == 2);
+  CHECK(tied.err ==
+        "error: configs/bert_large_4ipu.json: at /model/layers/27/tied_to: layer 'mlm_decoder' "
+        "(dense) shares the word matrix of 'embeddings': numeric mode does not run tied weights "
+        "yet\n");
 }
 
 TEST_CASE("run checks the numbers by default and --no-numeric skips the check") {

@@ -232,13 +232,22 @@ TEST_CASE("a long run's report elides the middle weight updates") {
   CHECK(report.numeric->losses.size() == 12);
 }
 
-TEST_CASE("numeric mode on a model without kernels names the first such layer") {
-  const sim::RunSpec spec = sim::load_run_spec("configs/bert_large_4ipu.json", {});
-  CHECK_THROWS_WITH(simulate_numeric(spec),
-                    "configs/bert_large_4ipu.json: at /model/layers/0: layer 'embeddings' "
-                    "(embedding) models cost only: it has no numeric kernel, so the kernels "
-                    "cannot run");
-  CHECK_FALSE(simulate_numeric(spec, sim::NumericMode::kAuto).numeric);
+TEST_CASE("numeric mode on BERT-Large names what it cannot run, in order") {
+  const std::string bert = "configs/bert_large_4ipu.json";
+  const auto load = [&](const std::vector<std::string>& sets) {
+    std::vector<core::Override> overrides;
+    for (const auto& set : sets)
+      overrides.push_back(core::parse_set_argument(set));
+    return sim::load_run_spec(bert, overrides);
+  };
+  CHECK_THROWS_WITH(simulate_numeric(load({})),
+                    "configs/bert_large_4ipu.json: at /pipeline/replication_factor: numeric mode "
+                    "runs one replica, but replication_factor is 4");
+  CHECK_FALSE(simulate_numeric(load({}), sim::NumericMode::kAuto).numeric);
+  CHECK_THROWS_WITH(
+      simulate_numeric(load({"pipeline.replication_factor=1"})),
+      "configs/bert_large_4ipu.json: at /model/layers/27/tied_to: layer 'mlm_decoder' (dense) "
+      "shares the word matrix of 'embeddings': numeric mode does not run tied weights yet");
 }
 
 TEST_CASE("the automatic numeric mode skips replicated runs and says why") {
@@ -320,4 +329,104 @@ TEST_CASE("concurrent sub-stages run their own kernels and match the reference")
     CHECK(report.numeric->bit_identical);
     CHECK(report.numeric->losses[0].size() == 12);
   }
+}
+
+TEST_CASE("a small transformer pipelined over two stages equals the reference bit for bit") {
+  // Token ids, types and a padding mask as the rows of the model input; two encoder layers;
+  // the first position classified, through a pooler and a batch norm.
+  const std::string path = std::string(IPUSIM_BINARY_DIR) + "/transformer_numeric.json";
+  std::ofstream(path) << R"({
+    "model": {"name": "tiny_bert", "input": {"shape": [3, 8]}, "classes": 16, "layers": [
+      {"id": "rows", "type": "input"},
+      {"id": "ids_row", "type": "slice", "axis": 0, "size": 1, "inputs": ["rows"]},
+      {"id": "ids", "type": "flatten"},
+      {"id": "types_row", "type": "slice", "axis": 0, "start": 1, "size": 1, "inputs": ["rows"]},
+      {"id": "types", "type": "flatten"},
+      {"id": "mask_row", "type": "slice", "axis": 0, "start": 2, "size": 1, "inputs": ["rows"]},
+      {"id": "mask", "type": "flatten"},
+      {"id": "embeddings", "type": "embedding", "vocab_size": 16, "hidden": 8,
+       "sequence_length": 8, "token_types": 2, "inputs": ["ids", "types"]},
+      {"id": "encoder1", "type": "transformer_encoder", "hidden": 8, "heads": 2,
+       "sequence_length": 8, "ffn": 16, "inputs": ["embeddings", "mask"]},
+      {"id": "encoder2", "type": "transformer_encoder", "hidden": 8, "heads": 2,
+       "sequence_length": 8, "ffn": 16, "inputs": ["encoder1", "mask"]},
+      {"id": "first", "type": "slice", "axis": 0, "size": 1},
+      {"id": "pooled", "type": "flatten"},
+      {"id": "pooler", "type": "dense", "units": 8, "activation": "tanh"},
+      {"id": "bn", "type": "batch_norm"},
+      {"id": "logits", "type": "dense", "units": 16},
+      {"id": "loss", "type": "softmax_cross_entropy"}]},
+    "pipeline": {"splits": ["encoder2"], "micro_batch_size": 3,
+                 "gradient_accumulation_count": 4, "repeat_count": 2,
+                 "optimizer": {"type": "adam", "learning_rate": 0.01}},
+    "hardware": {"preset": "gc200"},
+    "data": {"source": "synthetic_tokens", "seed": 5}})";
+  std::optional<std::vector<std::vector<float>>> first_losses;
+  for (const auto& [schedule, modes] : kSchedules) {
+    if (schedule != "grouped" && schedule != "1f1b")
+      continue;
+    for (const auto& mode : modes) {
+      for (const char* dtype : {"fp32", "fp16"}) {
+        const sim::RunSpec spec = sim::load_run_spec(
+            path, {core::parse_set_argument("pipeline.pipeline_schedule=\"" + schedule + "\""),
+                   core::parse_set_argument("pipeline.recomputation_mode=\"" + mode + "\""),
+                   core::parse_set_argument("pipeline.dtype=\"" + std::string(dtype) + "\"")});
+        const sim::RunReport report = simulate_numeric(spec);
+        INFO(schedule << " " << mode << " " << dtype);
+        REQUIRE(report.numeric);
+        CHECK(report.numeric->bit_identical);
+        CHECK(report.numeric->max_abs_diff_weights == 0.0);
+        CHECK(report.numeric->losses == report.numeric->reference_losses);
+        REQUIRE(report.numeric->losses.size() == 2);
+        CHECK(std::isfinite(report.numeric->losses[1][3]));
+        if (std::string(dtype) == "fp32") {
+          if (!first_losses)
+            first_losses = report.numeric->losses;
+          CHECK(report.numeric->losses == *first_losses);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("numeric mode on a token model needs token data and one label per sample") {
+  const std::string path = std::string(IPUSIM_BINARY_DIR) + "/token_data.json";
+  std::ofstream(path) << R"({
+    "model": {"name": "tokens", "input": {"shape": [4]}, "layers": [
+      {"id": "embeddings", "type": "embedding", "vocab_size": 10, "hidden": 4,
+       "sequence_length": 4},
+      {"id": "logits", "type": "dense", "units": 10},
+      {"id": "loss", "type": "softmax_cross_entropy"}]},
+    "pipeline": {"micro_batch_size": 2, "gradient_accumulation_count": 2},
+    "data": "synthetic"})";
+  const auto load = [&](const std::vector<std::string>& sets) {
+    std::vector<core::Override> overrides;
+    for (const auto& set : sets)
+      overrides.push_back(core::parse_set_argument(set));
+    return sim::load_run_spec(path, overrides);
+  };
+  CHECK_THROWS_WITH(simulate_numeric(load({})),
+                    path +
+                        ": at /model/layers/2: numeric data give one label per sample, but "
+                        "the loss 'loss' takes 4 rows of logits per sample");
+  const std::string pooled_path = std::string(IPUSIM_BINARY_DIR) + "/token_data_pooled.json";
+  std::ofstream(pooled_path) << R"({
+    "model": {"name": "tokens", "input": {"shape": [4]}, "layers": [
+      {"id": "embeddings", "type": "embedding", "vocab_size": 10, "hidden": 4,
+       "sequence_length": 4},
+      {"id": "flat", "type": "flatten"},
+      {"id": "logits", "type": "dense", "units": 10},
+      {"id": "loss", "type": "softmax_cross_entropy"}]},
+    "pipeline": {"micro_batch_size": 2, "gradient_accumulation_count": 2},
+    "data": {"source": "synthetic"}})";
+  CHECK_THROWS_WITH(simulate_numeric(sim::load_run_spec(pooled_path, {})),
+                    pooled_path +
+                        ": at /data/source: layer 'embeddings' (embedding) reads token "
+                        "ids, which the \"synthetic\" data do not hold; use "
+                        "\"synthetic_tokens\"");
+  const sim::RunSpec tokens = sim::load_run_spec(
+      pooled_path, {core::parse_set_argument("data.source=\"synthetic_tokens\"")});
+  const sim::RunReport report = simulate_numeric(tokens);
+  REQUIRE(report.numeric);
+  CHECK(report.numeric->bit_identical);
 }
