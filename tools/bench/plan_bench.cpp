@@ -43,10 +43,9 @@ int main(int argc, char** argv) {
   request.jobs = argc > 1 ? std::atoi(argv[1]) : 1;
   measure("default search", request);
   auto wide = request;
-  wide.schedules = {"grouped", "interleaved", "sequential"};
   wide.gacs = {"1000", "1500", "2000", "2050", "2500", "3000"};
   wide.recomputations = {"none", "auto", "recompute_and_backpropagate_interleaved"};
-  measure("3 schedules x 6 GACs x 3 recomputation modes", wide);
+  measure("3 schedules x 6 GACs x 3 recomputation modes", wide);  // the default schedules
   auto shapes = request;
   shapes.total_ipus = 16;
   shapes.ipus_per_replica = {4, 8};
