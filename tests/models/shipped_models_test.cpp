@@ -126,6 +126,11 @@ TEST_CASE("the models shipped in configs/ parse with their published parameter c
   CHECK(shipped_config("models/tf1_mnist_mlp.json").total_params() == 244522);
   CHECK(shipped_config("keras_cnn_2stage.json").total_params() == 34826);
   CHECK(shipped_config("popxl_mnist_3stage.json").total_params() == 932362);
+  // The tiny ViT: patch projection 28 x 32 + 32; per encoder (h 32, ffn 64) Q, K, V, O 4 x (h x h
+  // + h), two layer norms 2 x 2h, ffn h x 64 + 64 and 64 x h + h; the classifier 32 x 10 + 10.
+  CHECK(shipped_config("vit_tiny_fashion_mnist.json").total_params() ==
+        (28 * 32 + 32) + 2 * (4 * (32 * 32 + 32) + 2 * 64 + (32 * 64 + 64) + (64 * 32 + 32)) +
+            (32 * 10 + 10));
   // BertModel without its pooler (334,092,288), the MLM head's transform and the decoder's bias;
   // the decoder's weights are the word embeddings'. Hugging Face's BertForMaskedLM has 2,048
   // more: the head's layer norm, which ipusim does not model yet.
