@@ -1,0 +1,367 @@
+#include "models/keras_import.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "models/model.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+namespace {
+
+using nlohmann::json;
+
+// One Keras layer as read: its class, config, the names of the layers it reads and where it is.
+struct KerasLayer {
+  std::string class_name;
+  std::string name;
+  json config;
+  std::vector<std::string> inputs;  // Functional only; empty in a Sequential model
+  std::string pointer;
+};
+
+// What the import found that ipusim cannot represent, all reported at once.
+struct Problems {
+  std::vector<std::string> items;
+  void add(const KerasLayer& layer, const std::string& why) {
+    items.push_back("'" + layer.name + "' (" + layer.class_name + ") at " + layer.pointer + ": " +
+                    why);
+  }
+};
+
+// The layer names of Keras 3's keras_history entries under `node`, in order.
+void collect_history(const json& node, std::vector<std::string>& out) {
+  if (node.is_object()) {
+    if (node.value("class_name", "") == "__keras_tensor__") {
+      const auto& history = node.at("config").at("keras_history");
+      out.push_back(history.at(0).get<std::string>());
+      return;
+    }
+    for (const auto& [key, value] : node.items())
+      collect_history(value, out);
+  } else if (node.is_array()) {
+    for (const auto& value : node)
+      collect_history(value, out);
+  }
+}
+
+// The layers a Functional layer reads: Keras 2 writes [[[name, node, tensor, kwargs], ...]],
+// Keras 3 {"args": [...], "kwargs": {...}} with keras_history entries. Repeats are dropped
+// (self-attention reads one tensor as query, key and value).
+std::vector<std::string> inbound_names(const json& layer) {
+  std::vector<std::string> names;
+  const auto nodes = layer.find("inbound_nodes");
+  if (nodes == layer.end() || !nodes->is_array() || nodes->empty())
+    return names;
+  const json& first = nodes->front();
+  if (first.is_array()) {
+    for (const auto& entry : first)
+      names.push_back(entry.at(0).get<std::string>());
+  } else {
+    collect_history(first, names);
+  }
+  std::vector<std::string> unique;
+  for (const auto& name : names)
+    if (std::find(unique.begin(), unique.end(), name) == unique.end())
+      unique.push_back(name);
+  return unique;
+}
+
+std::vector<KerasLayer> read_layers(const json& keras, const std::string& path) {
+  const auto fail = [&](const std::string& pointer, const std::string& why) {
+    throw core::ConfigError(path, pointer, why);
+  };
+  if (!keras.is_object() || !keras.contains("class_name") || !keras.contains("config"))
+    fail("",
+         "expected a Keras model as model.to_json() writes it: an object with \"class_name\" "
+         "and \"config\"");
+  const auto& config = keras.at("config");
+  if (!config.is_object() || !config.contains("layers") || !config.at("layers").is_array())
+    fail("/config", "expected the model's \"layers\" list");
+  std::vector<KerasLayer> out;
+  const auto& layers = config.at("layers");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& layer = layers[i];
+    const std::string pointer = "/config/layers/" + std::to_string(i);
+    if (!layer.is_object() || !layer.contains("class_name") || !layer.contains("config"))
+      fail(pointer, "expected a layer with \"class_name\" and \"config\"");
+    KerasLayer l{layer.at("class_name").get<std::string>(), "", layer.at("config"),
+                 inbound_names(layer), pointer};
+    l.name = layer.value("name", l.config.value("name", "layer" + std::to_string(i)));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// The per-sample shape of a batch shape [null, d1, d2, ...].
+std::optional<json> sample_shape(const json& config) {
+  for (const char* key : {"batch_input_shape", "batch_shape"}) {
+    const auto found = config.find(key);
+    if (found != config.end() && found->is_array() && found->size() > 1)
+      return json(std::vector<json>(found->begin() + 1, found->end()));
+  }
+  return std::nullopt;
+}
+
+// A Keras activation name as an ipusim one, or nullopt when ipusim has none.
+std::optional<std::string> activation_of(const std::string& name) {
+  if (name == "linear")
+    return "none";
+  if (name == "relu" || name == "gelu" || name == "tanh")
+    return name;
+  return std::nullopt;
+}
+
+json pair_of(const json& value) {
+  return value.is_array() && value.size() == 2 && value[0] == value[1] ? value[0] : value;
+}
+
+// Builds ipusim layers from Keras ones; `ends_model` tells a softmax ending the model, which
+// becomes the loss.
+class Converter {
+ public:
+  explicit Converter(KerasImport& out) : out_(out) {}
+
+  void convert(const KerasLayer& k, bool ends_model) {
+    json layer = {{"id", k.name}};
+    const auto& c = k.config;
+    const std::string& type = k.class_name;
+    if (type == "InputLayer") {
+      layer["type"] = "input";
+    } else if (type == "Dense") {
+      layer["type"] = "dense";
+      layer["units"] = c.at("units");
+      if (!set_activation(k, layer, ends_model))
+        return;
+      layer["bias"] = c.value("use_bias", true);
+    } else if (type == "Conv2D") {
+      if (!conv2d(k, layer, ends_model))
+        return;
+    } else if (type == "MaxPooling2D") {
+      layer["type"] = "maxpool2d";
+      layer["pool"] = pair_of(c.at("pool_size"));
+      if (c.contains("strides") && !c.at("strides").is_null())
+        layer["stride"] = pair_of(c.at("strides"));
+      layer["padding"] = c.value("padding", "valid");
+    } else if (type == "Flatten") {
+      layer["type"] = "flatten";
+    } else if (type == "Reshape") {
+      layer["type"] = "reshape";
+      layer["shape"] = c.at("target_shape");
+    } else if (type == "Dropout") {
+      layer["type"] = "dropout";
+      layer["rate"] = c.at("rate");
+    } else if (type == "Activation") {
+      if (!activation_layer(k, layer, ends_model))
+        return;
+    } else if (type == "Add") {
+      layer["type"] = "add";
+    } else if (type == "Concatenate") {
+      layer["type"] = "concat";
+      const int axis = c.value("axis", -1);
+      layer["axis"] = axis < 0 ? axis : axis - 1;  // Keras counts the batch axis
+    } else if (type == "LayerNormalization") {
+      layer["type"] = "layer_norm";
+      layer["epsilon"] = c.value("epsilon", 1e-3);
+    } else if (type == "BatchNormalization") {
+      layer["type"] = "batch_norm";
+      layer["epsilon"] = c.value("epsilon", 1e-3);
+      layer["momentum"] = c.value("momentum", 0.99);
+    } else if (type == "MultiHeadAttention") {
+      const std::int64_t heads = c.at("num_heads");
+      layer["type"] = "attention";
+      layer["heads"] = heads;
+      layer["dropout"] = c.value("dropout", 0.0);
+      out_.attention_widths.push_back({k.name, heads * c.at("key_dim").get<std::int64_t>()});
+    } else {
+      problems.add(k, why_unsupported(type));
+      return;
+    }
+    if (!k.inputs.empty() && (layers_.empty() || k.inputs != std::vector{last_id()}))
+      layer["inputs"] = k.inputs;
+    layers_.push_back(std::move(layer));
+  }
+
+  // The loss after a final softmax.
+  void finish() {
+    if (softmax_end_)
+      layers_.push_back({{"id", unused_id("loss")}, {"type", "softmax_cross_entropy"}});
+  }
+
+  const json& layers() const { return layers_; }
+
+  Problems problems;
+
+ private:
+  static std::string why_unsupported(const std::string& type) {
+    if (type == "Embedding")
+      return "ipusim's embedding is BERT's (word, position and token-type tables and a layer "
+             "norm); a lone Keras Embedding has no equivalent yet";
+    return "no ipusim layer type for it";
+  }
+
+  std::string last_id() const { return layers_.back().at("id").get<std::string>(); }
+
+  std::string unused_id(const std::string& id) const {
+    std::string out = id;
+    for (int n = 1; std::any_of(layers_.begin(), layers_.end(),
+                                [&](const json& l) { return l.at("id") == out; });
+         ++n)
+      out = id + "_" + std::to_string(n);
+    return out;
+  }
+
+  // Sets a Dense or Conv2D layer's activation; false (and a problem) when ipusim has none.
+  bool set_activation(const KerasLayer& k, json& layer, bool ends_model) {
+    const std::string name = k.config.value("activation", "linear");
+    if (name == "softmax" && ends_model) {
+      softmax_end_ = true;
+      layer["activation"] = "none";
+      return true;
+    }
+    const auto activation = activation_of(name);
+    if (!activation) {
+      problems.add(k, "activation '" + name +
+                          "' has no ipusim equivalent (relu, gelu, tanh, "
+                          "or softmax ending the model)");
+      return false;
+    }
+    layer["activation"] = *activation;
+    return true;
+  }
+
+  bool conv2d(const KerasLayer& k, json& layer, bool ends_model) {
+    const auto& c = k.config;
+    if (c.value("data_format", "channels_last") != "channels_last" ||
+        pair_of(c.value("dilation_rate", json(1))) != json(1) || c.value("groups", 1) != 1) {
+      problems.add(k, "only channels_last, undilated, ungrouped convolutions are supported");
+      return false;
+    }
+    layer["type"] = "conv2d";
+    layer["filters"] = c.at("filters");
+    layer["kernel"] = pair_of(c.at("kernel_size"));
+    layer["stride"] = pair_of(c.value("strides", json(1)));
+    layer["padding"] = c.value("padding", "valid");
+    layer["bias"] = c.value("use_bias", true);
+    return set_activation(k, layer, ends_model);
+  }
+
+  bool activation_layer(const KerasLayer& k, json& layer, bool ends_model) {
+    const std::string name = k.config.value("activation", "linear");
+    if (name == "softmax") {
+      if (ends_model) {
+        softmax_end_ = true;
+        alias_last(k);
+        return false;
+      }
+      layer["type"] = "softmax";
+      return true;
+    }
+    if (name == "linear") {
+      alias_last(k);
+      return false;
+    }
+    if (!activation_of(name)) {
+      problems.add(k, "activation '" + name + "' has no ipusim layer");
+      return false;
+    }
+    layer["type"] = name;
+    return true;
+  }
+
+  // A layer that computes nothing in ipusim: later layers read its input instead.
+  void alias_last(const KerasLayer& k) {
+    if (!k.inputs.empty())
+      aliases_[k.name] = k.inputs.front();
+  }
+
+ public:
+  // Rewrites the inputs of every layer that reads an aliased one.
+  void resolve_aliases() {
+    for (auto& layer : layers_) {
+      if (!layer.contains("inputs"))
+        continue;
+      for (auto& input : layer["inputs"]) {
+        for (auto a = aliases_.find(input.get<std::string>()); a != aliases_.end();
+             a = aliases_.find(input.get<std::string>()))
+          input = a->second;
+      }
+    }
+  }
+
+ private:
+  KerasImport& out_;
+  json layers_ = json::array();
+  bool softmax_end_ = false;
+  std::map<std::string, std::string> aliases_;
+};
+
+}  // namespace
+
+KerasImport import_keras(const json& keras, const std::string& path) {
+  KerasImport out;
+  const auto layers = read_layers(keras, path);
+  out.keras_class = keras.at("class_name").get<std::string>();
+  out.keras_version = keras.value("keras_version", "unknown");
+  if (out.keras_class != "Sequential" && out.keras_class != "Functional" &&
+      out.keras_class != "Model")
+    throw core::ConfigError(
+        path, "/class_name",
+        "expected a Sequential or Functional model, found '" + out.keras_class + "'");
+  if (layers.empty())
+    throw core::ConfigError(path, "/config/layers", "the model has no layers");
+  std::optional<json> shape;
+  std::size_t inputs = 0;
+  for (const auto& l : layers) {
+    if (l.class_name == "InputLayer")
+      ++inputs;
+    if (!shape)
+      shape = sample_shape(l.config);
+  }
+  if (!shape)
+    throw core::ConfigError(path, "/config/layers/0",
+                            "no input shape: build the model with an Input(shape=...) or "
+                            "input_shape before calling to_json()");
+  if (inputs > 1)
+    throw core::ConfigError(
+        path, "/config/layers",
+        "the model has " + std::to_string(inputs) + " inputs; an ipusim model has one");
+  Converter converter(out);
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    converter.convert(layers[i], i + 1 == layers.size());
+  converter.finish();
+  converter.resolve_aliases();
+  if (!converter.problems.items.empty()) {
+    std::string message = "cannot import " + std::to_string(converter.problems.items.size()) +
+                          " layer(s), so nothing was written:";
+    for (const auto& item : converter.problems.items)
+      message += "\n  " + item;
+    throw core::ConfigError(path, "", message);
+  }
+  out.model = {{"name", keras.at("config").value("name", "keras_model")},
+               {"input", {{"shape", *shape}, {"dtype", "fp32"}}},
+               {"layers", converter.layers()}};
+  return out;
+}
+
+std::int64_t check_keras_model(const KerasImport& imported, const Model& model,
+                               const std::string& path) {
+  for (const auto& [name, width] : imported.attention_widths) {
+    const auto& output = model.info[std::size_t(model.index_of(name))].output;
+    if (output.back() != width)
+      throw core::ConfigError(path, "",
+                              "'" + name + "' (MultiHeadAttention): num_heads x key_dim is " +
+                                  std::to_string(width) + " but its input is " +
+                                  std::to_string(output.back()) +
+                                  " wide; ipusim's attention splits the input width "
+                                  "among the heads");
+  }
+  std::int64_t moving = 0;
+  for (std::size_t i = 0; i < model.layers.size(); ++i)
+    if (model.layers[i].type == LayerType::kBatchNorm)
+      moving += model.info[i].params;  // a mean and a variance per (gamma, beta) pair
+  return moving;
+}
+
+}  // namespace ipusim::models

@@ -1,0 +1,108 @@
+#include "models/keras_import.hpp"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "models/model.hpp"
+#include "sim/core/config_file.hpp"
+#include "sim/core/error.hpp"
+
+namespace {
+
+using namespace ipusim;
+using nlohmann::json;
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+models::Model parse(const json& model) {
+  const auto document = core::ConfigDocument::from_json(json{{"model", model}}, "imported.json");
+  return models::parse_model(document.root().at("model"));
+}
+
+std::string import_error(const json& keras) {
+  try {
+    models::import_keras(keras, "model.json");
+  } catch (const core::ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the Keras tutorial's CNN imports as the shipped config's model, softmax as the loss") {
+  const auto imported =
+      models::import_keras(read_json("tests/models/keras/keras_cnn.json"), "keras_cnn.json");
+  CHECK(imported.keras_class == "Functional");
+  CHECK(imported.keras_version == "2.11.0");
+  const auto shipped = read_json("configs/keras_cnn_2stage.json").at("model");
+  const auto imported_model = parse(imported.model);
+  const auto shipped_model = parse(shipped);
+  REQUIRE(imported_model.layers.size() == shipped_model.layers.size());
+  for (std::size_t i = 0; i < shipped_model.layers.size(); ++i) {
+    INFO(shipped_model.layers[i].id);
+    CHECK(imported_model.layers[i].id == shipped_model.layers[i].id);
+    CHECK(imported_model.layers[i].type == shipped_model.layers[i].type);
+    CHECK(imported_model.info[i].output == shipped_model.info[i].output);
+    CHECK(imported_model.info[i].params == shipped_model.info[i].params);
+  }
+  // Keras' model.summary() in the tutorial: 320 + 18,496 + 16,010.
+  CHECK(imported_model.total_params() == 34826);
+}
+
+TEST_CASE("a Keras 3 transformer block imports with its inputs, norms and attention") {
+  const auto imported = models::import_keras(
+      read_json("tests/models/keras/keras3_transformer_block.json"), "block.json");
+  const auto model = parse(imported.model);
+  const auto& layers = imported.model.at("layers");
+  CHECK(layers[1] ==
+        json{{"id", "attention"}, {"type", "attention"}, {"heads", 4}, {"dropout", 0.1}});
+  CHECK(layers[2] ==
+        json{{"id", "residual"}, {"type", "add"}, {"inputs", {"tokens", "attention"}}});
+  CHECK(layers[3] == json{{"id", "norm"}, {"type", "layer_norm"}, {"epsilon", 1e-6}});
+  CHECK(layers.back() == json{{"id", "loss"}, {"type", "softmax_cross_entropy"}});
+  // Keras' count: attention 4 x (32 x 32 + 32), layer norm 2 x 32, dense 32 x 64 + 64 and
+  // 64 x 32 + 32, batch norm 2 x 512 trainable (and 2 x 512 moving), dense 512 x 5 + 5.
+  CHECK(model.total_params() ==
+        4 * (32 * 32 + 32) + 64 + (32 * 64 + 64) + (64 * 32 + 32) + 2 * 512 + (512 * 5 + 5));
+  CHECK(models::check_keras_model(imported, model, "block.json") == 2 * 512);
+}
+
+TEST_CASE("a Keras import lists every layer it cannot represent, with names and places") {
+  CHECK(import_error(read_json("tests/models/keras/keras_unsupported.json")) ==
+        "model.json: cannot import 3 layer(s), so nothing was written:\n"
+        "  'embed' (Embedding) at /config/layers/1: ipusim's embedding is BERT's (word, position "
+        "and token-type tables and a layer norm); a lone Keras Embedding has no equivalent yet\n"
+        "  'lstm' (LSTM) at /config/layers/2: no ipusim layer type for it\n"
+        "  'out' (Dense) at /config/layers/3: activation 'sigmoid' has no ipusim equivalent "
+        "(relu, gelu, tanh, or softmax ending the model)");
+}
+
+TEST_CASE("a Keras import refuses what is not a one-input Keras model, saying where") {
+  CHECK(import_error(json{{"layers", json::array()}}) ==
+        "model.json: expected a Keras model as model.to_json() writes it: an object with "
+        "\"class_name\" and \"config\"");
+  const json no_shape = {
+      {"class_name", "Sequential"},
+      {"config",
+       {{"layers", {{{"class_name", "Dense"}, {"config", {{"name", "d"}, {"units", 4}}}}}}}}};
+  CHECK(import_error(no_shape) ==
+        "model.json: at /config/layers/0: no input shape: build the model with an "
+        "Input(shape=...) or input_shape before calling to_json()");
+  auto wide = read_json("tests/models/keras/keras3_transformer_block.json");
+  wide["config"]["layers"][1]["config"]["key_dim"] = 16;
+  const auto imported = models::import_keras(wide, "wide.json");
+  std::string message;
+  try {
+    models::check_keras_model(imported, parse(imported.model), "wide.json");
+  } catch (const core::ConfigError& error) {
+    message = error.what();
+  }
+  CHECK(message ==
+        "wide.json: 'attention' (MultiHeadAttention): num_heads x key_dim is 64 but "
+        "its input is 32 wide; ipusim's attention splits the input width among the "
+        "heads");
+}
