@@ -1,5 +1,7 @@
 #include "sim/sweep/plan.hpp"
 
+#include <cstdlib>
+
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/sweep/metrics.hpp"
@@ -60,7 +62,50 @@ SweepAxis parse_vary_argument(const std::string& argument) {
   return axis;
 }
 
+namespace {
+
+// The slice of the Slurm array task this process is.
+SweepShard slurm_shard(const EnvironmentLookup& environment) {
+  const auto number = [&](const std::string& name) -> std::optional<std::size_t> {
+    const auto value = environment(name);
+    return value ? parse_index(*value) : std::nullopt;
+  };
+  const auto fail = [](const std::string& why) -> SweepShard {
+    throw core::ConfigError("--shard auto", "", why);
+  };
+  const auto id = number("SLURM_ARRAY_TASK_ID");
+  if (!id)
+    return fail(
+        "SLURM_ARRAY_TASK_ID is not set to a number: run inside a Slurm array job "
+        "(sbatch --array=0-3 ...) or give the slice as I/N");
+  const std::size_t min = number("SLURM_ARRAY_TASK_MIN").value_or(0);
+  auto count = number("SLURM_ARRAY_TASK_COUNT");
+  if (!count) {
+    const auto max = number("SLURM_ARRAY_TASK_MAX");
+    if (max && *max >= min)
+      count = *max - min + 1;
+  }
+  if (!count)
+    return fail("neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX is set to a number");
+  if (*id < min || *id - min >= *count || *count > 1000000)
+    return fail("SLURM_ARRAY_TASK_ID " + std::to_string(*id) + " is not one of the array's " +
+                std::to_string(*count) + " tasks from " + std::to_string(min) +
+                "; give the slice as I/N");
+  return {int(*id - min + 1), int(*count)};
+}
+
+}  // namespace
+
 SweepShard parse_shard(const std::string& text) {
+  return parse_shard(text, [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  });
+}
+
+SweepShard parse_shard(const std::string& text, const EnvironmentLookup& environment) {
+  if (text == "auto")
+    return slurm_shard(environment);
   const auto slash = text.find('/');
   const auto index = parse_index(text.substr(0, slash));
   const auto count =
@@ -68,7 +113,7 @@ SweepShard parse_shard(const std::string& text) {
   if (!index || !count || *index < 1 || *index > *count || *count > 1000000) {
     throw core::ConfigError("--shard " + text, "",
                             "expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 "
-                            "slices");
+                            "slices, or auto in a Slurm array job");
   }
   return {int(*index), int(*count)};
 }

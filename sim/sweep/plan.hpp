@@ -5,6 +5,8 @@
 // May include sim/core; its .cpp also the room's metrics and CSV, for the header row.
 
 #include <cstddef>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +34,15 @@ struct SweepShard {
   bool contains(std::size_t run) const { return int(run % std::size_t(count)) == index - 1; }
 };
 
-// Reads "i/n" with 1 <= i <= n; anything else is a core::ConfigError naming --shard.
+// Looks up an environment variable; nullopt when it is not set.
+using EnvironmentLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// Reads "i/n" with 1 <= i <= n, or "auto": the slice of a Slurm array job, from
+// SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (else SLURM_ARRAY_TASK_MIN..MAX), so that
+// task k of an array --array=MIN-MAX runs slice k - MIN + 1. Anything else, or "auto" outside
+// an array job, is a core::ConfigError naming --shard. The one-argument form reads the process
+// environment.
+SweepShard parse_shard(const std::string& text, const EnvironmentLookup& environment);
 SweepShard parse_shard(const std::string& text);
 
 // The variants of a sweep in a fixed order: the first axis varies slowest. Run r is identified

@@ -206,3 +206,27 @@ TEST_CASE("run writes the documented JSON keys") {
   CHECK(report["offload_activations"] == false);
   CHECK(report["effective_batch"] == 512);
 }
+
+TEST_CASE("a misspelt command or option gets a did-you-mean and the usage exit code") {
+  const auto command = ipusim::testing::run_ipusim({"runn", "configs/tf1_mnist_2ipu.json"});
+  CHECK(command.code == 1);
+  CHECK(command.err ==
+        "error: unknown command 'runn'; did you mean 'run'? (ipusim --help lists the commands)\n");
+  const auto option =
+      ipusim::testing::run_ipusim({"run", "configs/tf1_mnist_2ipu.json", "--gacc", "8"});
+  CHECK(option.code == 1);
+  CHECK(option.err == "error: unknown option '--gacc' of ipusim run; did you mean '--gac'?\n");
+  const auto far = ipusim::testing::run_ipusim({"xyzzy"});
+  CHECK(far.err == "error: unknown command 'xyzzy' (ipusim --help lists the commands)\n");
+}
+
+TEST_CASE("ipusim --help lists the exit codes and the hardware presets") {
+  const auto help = ipusim::testing::run_ipusim({"--help"});
+  CHECK(help.code == 0);
+  CHECK_THAT(help.out, Catch::Matchers::Contains(
+                           "Exit codes: 0 success, 1 bad command line, 2 invalid config or option, "
+                           "3 does not fit in memory (a valid result), 4 pipelined numbers differ "
+                           "from the reference, 70 internal error (a bug).\n"));
+  CHECK_THAT(help.out, Catch::Matchers::Contains(
+                           "Hardware presets (hardware.preset): gc200, bow, gc2, ideal."));
+}

@@ -1,9 +1,12 @@
 #include "tools/ipusim/cli.hpp"
 
+#include <algorithm>
 #include <ostream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/numeric/numeric.hpp"
+#include "sim/spec/hardware.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
@@ -18,13 +21,72 @@ int report_config_error(const core::ConfigError& error, std::ostream& err) {
   return int(ExitCode::kConfigError);
 }
 
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const auto* command : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(command->get_name());
+  return names;
+}
+
+// The command `args` names, or null.
+const CLI::App* command_of(const CLI::App& app, const std::vector<std::string>& args) {
+  for (const auto& arg : args) {
+    for (const auto* command : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (command->get_name() == arg)
+        return command;
+  }
+  return nullptr;
+}
+
+// "unknown command 'runn'; did you mean 'run'?" for a misspelt command, or the same for a
+// misspelt option of the command given; empty when nothing is close enough to suggest.
+std::string usage_hint(const CLI::App& app, const std::vector<std::string>& args) {
+  const auto* command = command_of(app, args);
+  if (!command) {
+    if (args.empty() || args.front().empty() || args.front().front() == '-')
+      return "";
+    return "unknown command '" + args.front() + "'" +
+           core::did_you_mean(args.front(), command_names(app)) +
+           " (ipusim --help lists the commands)";
+  }
+  std::vector<std::string> options;
+  for (const auto* option : command->get_options()) {
+    for (const auto& name : option->get_lnames())
+      options.push_back("--" + name);
+  }
+  for (const auto& arg : args) {
+    if (arg.rfind("--", 0) != 0)
+      continue;
+    const auto name = arg.substr(0, arg.find('='));
+    if (std::find(options.begin(), options.end(), name) == options.end()) {
+      const auto hint = core::did_you_mean(name, options);
+      if (!hint.empty())
+        return "unknown option '" + name + "' of ipusim " + command->get_name() + hint;
+    }
+  }
+  return "";
+}
+
+// What ipusim --help ends with: how to go on, the exit codes and the hardware presets.
+std::string help_footer() {
+  std::string presets;
+  for (const auto& name : sim::hardware_preset_names())
+    presets += (presets.empty() ? "" : ", ") + name;
+  return "Run 'ipusim COMMAND --help' for a command's options and an example.\n\n"
+         "Exit codes: 0 success, 1 bad command line, 2 invalid config or option, 3 does not fit "
+         "in memory (a valid result), 4 pipelined numbers differ from the reference, 70 internal "
+         "error (a bug).\n"
+         "Hardware presets (hardware.preset): " +
+         presets + ".";
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"ipusim: a simulator of pipelined training on Graphcore IPUs", "ipusim"};
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
-  app.footer("Run 'ipusim COMMAND --help' for a command's options and an example.");
+  app.footer(help_footer());
   add_run_command(app, out);
   add_validate_command(app, out);
   add_model_command(app, out);
@@ -50,7 +112,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     out << kVersion << "\n";
     return int(ExitCode::kOk);
   } catch (const CLI::ParseError& error) {
-    err << "error: " << error.what() << "\n";
+    const auto hint = usage_hint(app, args);
+    err << "error: " << (hint.empty() ? std::string(error.what()) : hint) << "\n";
     return int(ExitCode::kUsage);
   } catch (const core::ConfigError& error) {
     return report_config_error(error, err);

@@ -88,8 +88,8 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
   command
       ->add_option("--shard", a.shard,
                    "Search only slice I of N of the settings; join the slices' --csv files "
-                   "with --merge")
-      ->type_name("I/N");
+                   "with --merge; auto: the Slurm array task's slice")
+      ->type_name("I/N|auto");
   command
       ->add_option("--merge", a.merge,
                    "Rank the --csv files of a sharded plan together instead of searching")

@@ -46,8 +46,8 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command
       ->add_option("--shard", a->request.shard,
                    "Run only slice I of N (runs whose index modulo N is I-1); join the "
-                   "shards' files with 'ipusim merge'")
-      ->type_name("I/N");
+                   "shards' files with 'ipusim merge'); auto: the Slurm array task's slice")
+      ->type_name("I/N|auto");
   command
       ->add_option("--html", a->request.html_path,
                    "Also write an HTML page plotting ramp overhead and throughput against "

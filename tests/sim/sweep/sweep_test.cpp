@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include "sim/core/error.hpp"
 
@@ -97,9 +99,42 @@ TEST_CASE("shards take runs round robin and a shard beyond its count is refused"
   CHECK(shard.contains(4));
   CHECK_FALSE(shard.contains(5));
   CHECK(config_error([] { sim::parse_shard("3/2"); }) ==
-        "--shard 3/2: expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 slices");
+        "--shard 3/2: expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 slices, or "
+        "auto in a Slurm array job");
   CHECK(config_error([] { sim::parse_shard("2"); }) ==
-        "--shard 2: expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 slices");
+        "--shard 2: expected I/N with 1 <= I <= N, such as 2/8 for the second of 8 slices, or "
+        "auto in a Slurm array job");
+}
+
+TEST_CASE("the shard auto is the slice of the Slurm array task") {
+  const auto slurm = [](std::map<std::string, std::string> variables) {
+    return [variables](const std::string& name) -> std::optional<std::string> {
+      const auto found = variables.find(name);
+      return found == variables.end() ? std::nullopt : std::optional(found->second);
+    };
+  };
+  // sbatch --array=0-3: tasks 0..3 are slices 1..4 of 4.
+  auto shard = sim::parse_shard("auto", slurm({{"SLURM_ARRAY_TASK_ID", "2"},
+                                               {"SLURM_ARRAY_TASK_COUNT", "4"},
+                                               {"SLURM_ARRAY_TASK_MIN", "0"},
+                                               {"SLURM_ARRAY_TASK_MAX", "3"}}));
+  CHECK(shard.index == 3);
+  CHECK(shard.count == 4);
+  // sbatch --array=1-8 on a Slurm without SLURM_ARRAY_TASK_COUNT.
+  shard = sim::parse_shard("auto", slurm({{"SLURM_ARRAY_TASK_ID", "8"},
+                                          {"SLURM_ARRAY_TASK_MIN", "1"},
+                                          {"SLURM_ARRAY_TASK_MAX", "8"}}));
+  CHECK(shard.index == 8);
+  CHECK(shard.count == 8);
+  CHECK(config_error([&] { sim::parse_shard("auto", slurm({})); }) ==
+        "--shard auto: SLURM_ARRAY_TASK_ID is not set to a number: run inside a Slurm array job "
+        "(sbatch --array=0-3 ...) or give the slice as I/N");
+  CHECK(config_error([&] {
+          sim::parse_shard("auto",
+                           slurm({{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}));
+        }) ==
+        "--shard auto: SLURM_ARRAY_TASK_ID 5 is not one of the array's 4 tasks from 0; "
+        "give the slice as I/N");
 }
 
 TEST_CASE("a CSV cell with a comma or a quote is quoted and a line break becomes a space") {
