@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -39,6 +40,7 @@ class TraceWriter {
     barriers();
     phases();
     memory();
+    flows();
     json other = {{"generator", "ipusim"},
                   {"config", report_.spec->config_path},
                   {"model", report_.spec->model.name},
@@ -52,11 +54,89 @@ class TraceWriter {
                   {"truncated", timeline_.truncated}};
     if (timeline_.truncated)
       other["truncation"] = timeline_.truncation_note();
-    return {{"traceEvents", std::move(events_)}, {"displayTimeUnit", "ns"}, {"otherData", other}};
+    return {{"traceEvents", std::move(events_)},
+            {"displayTimeUnit", display_time_unit()},
+            {"otherData", other}};
   }
 
  private:
   double us(core::Cycles at) const { return double(at.count) * us_per_cycle_; }
+
+  // The viewer's unit: nanoseconds for a step under a millisecond, milliseconds beyond (the
+  // format allows only these two).
+  const char* display_time_unit() const { return us(timeline_.end) >= 1000.0 ? "ms" : "ns"; }
+
+  // Where a flow event binds to `span`'s slice: its middle, safely inside it.
+  double middle(core::Cycles start, core::Cycles end) const { return (us(start) + us(end)) / 2; }
+
+  void flow_point(const char* ph, std::int64_t id, const std::string& name, double ts, int pid,
+                  int tid) {
+    json e = {{"name", name}, {"cat", "flow"}, {"ph", ph},  {"id", id},
+              {"ts", ts},     {"pid", pid},    {"tid", tid}};
+    if (std::string_view(ph) != "s")
+      e["bp"] = "e";
+    events_.push_back(std::move(e));
+  }
+
+  // The copy of `stage`'s output (forward) or input gradient (backward) that carries `from`'s
+  // tensor to `to`, or null.
+  static const TransferSpan* copy_between(
+      const std::map<std::pair<schedules::CopyKind, int>, std::vector<const TransferSpan*>>& copies,
+      bool forward, int stage, const TaskSpan& from, const TaskSpan& to) {
+    const auto kind = forward ? schedules::CopyKind::kActivation : schedules::CopyKind::kGradient;
+    const auto found = copies.find({kind, stage});
+    if (found == copies.end())
+      return nullptr;
+    const auto& spans = found->second;
+    const auto first = std::lower_bound(
+        spans.begin(), spans.end(), from.end,
+        [](const TransferSpan* span, core::Cycles at) { return span->start < at; });
+    if (first == spans.end() || (*first)->end > to.start)
+      return nullptr;
+    if ((*first)->task.microbatch >= 0 && (*first)->task.microbatch != from.task.microbatch)
+      return nullptr;
+    return *first;
+  }
+
+  // Each micro-batch's path through the pipeline as flow arrows: forward from F on stage k
+  // through the copy to F on stage k+1, backward from B on stage k+1 through the copy to B on
+  // stage k.
+  void flows() {
+    std::map<std::tuple<schedules::Op, std::int64_t, int>, const TaskSpan*> compute;
+    for (const auto& span : timeline_.tasks) {
+      const auto& t = span.task;
+      if ((t.op == schedules::Op::kForward || t.op == schedules::Op::kBackward) && t.substage == 0)
+        compute.emplace(std::make_tuple(t.op, t.microbatch, t.stage), &span);
+    }
+    // Copies by what they carry and from which stage, in time order. A BSP schedule's copies
+    // carry a step's tensors, not one micro-batch's: a flow goes through the first copy after
+    // its source that ends before its target starts.
+    std::map<std::pair<schedules::CopyKind, int>, std::vector<const TransferSpan*>> copies;
+    for (const auto& span : timeline_.transfers)
+      copies[{span.task.copy, span.task.stage}].push_back(&span);
+    for (auto& [key, spans] : copies)
+      std::stable_sort(spans.begin(), spans.end(),
+                       [](const auto* a, const auto* b) { return a->start < b->start; });
+    std::int64_t id = 0;
+    for (const auto& [key, from] : compute) {
+      const auto [op, microbatch, stage] = key;
+      const bool forward = op == schedules::Op::kForward;
+      const auto to = compute.find({op, microbatch, forward ? stage + 1 : stage - 1});
+      if (to == compute.end())
+        continue;
+      const std::string name =
+          std::string(schedules::to_string(op)) + " micro-batch " + std::to_string(microbatch + 1);
+      ++id;
+      flow_point("s", id, name, middle(from->start, from->end), kIpus, from->task.ipu);
+      const auto* copy = copy_between(copies, forward, stage, *from, *to->second);
+      if (copy) {
+        flow_point("t", id, name, middle(copy->start, copy->end), kLinks,
+                   link_thread(copy->from_physical, copy->to_physical));
+      }
+      const auto& target = *to->second;
+      flow_point("f", id, name, middle(target.start, target.end), kIpus, target.task.ipu);
+    }
+  }
 
   json event(const std::string& name, const char* ph, core::Cycles at, int pid, int tid) const {
     return {{"name", name}, {"ph", ph}, {"ts", us(at)}, {"pid", pid}, {"tid", tid}};

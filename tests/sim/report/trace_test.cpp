@@ -76,7 +76,8 @@ void check_format(const json& trace) {
   for (const auto& e : trace["traceEvents"]) {
     INFO(e.dump());
     CHECK(format_error(e) == "");
-    CHECK(std::set<std::string>{"X", "i", "C", "M"}.count(e["ph"].get<std::string>()) == 1);
+    CHECK(std::set<std::string>{"X", "i", "C", "M", "s", "t", "f"}.count(
+              e["ph"].get<std::string>()) == 1);
     if (e["ph"] == "X" && e["cat"] == "compute")
       CHECK(task_args_error(e["args"]) == "");
   }
@@ -407,4 +408,49 @@ TEST_CASE("micro-batch 1's compute slices hold their operations, end to end") {
     }
     CHECK(nested_tasks >= 4);  // F and B on each of the 2 IPUs, and R or W when there are any
   }
+}
+
+TEST_CASE("flow arrows follow each micro-batch from stage to stage through its copy") {
+  const auto run = testing::record(kTf1);
+  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  std::map<std::int64_t, std::vector<json>> flows;  // by id, in order
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("cat", "") == "flow")
+      flows[e["id"].get<std::int64_t>()].push_back(e);
+  // 16 micro-batches, forward from stage 0 to 1 and backward from 1 to 0.
+  REQUIRE(flows.size() == 32);
+  std::size_t forward = 0;
+  for (const auto& [id, points] : flows) {
+    INFO(id);
+    REQUIRE(points.size() == 3);
+    CHECK(points[0]["ph"] == "s");
+    CHECK(points[1]["ph"] == "t");
+    CHECK(points[2]["ph"] == "f");
+    CHECK(points[1]["pid"] == 2);  // the IPU-Links
+    CHECK(points[0]["ts"].get<double>() < points[1]["ts"].get<double>());
+    CHECK(points[1]["ts"].get<double>() < points[2]["ts"].get<double>());
+    const bool is_forward = points[0]["name"].get<std::string>().rfind("forward", 0) == 0;
+    forward += is_forward ? 1 : 0;
+    // Forward goes from IPU0 to IPU1, backward back; each point sits inside a slice of its track.
+    CHECK(points[0]["tid"] == (is_forward ? 0 : 1));
+    CHECK(points[2]["tid"] == (is_forward ? 1 : 0));
+    for (const auto& point : points) {
+      const auto track = slices(trace, point["pid"], point["tid"]);
+      const double ts = point["ts"];
+      CHECK(std::any_of(track.begin(), track.end(), [&](const json& slice) {
+        return slice["ts"].get<double>() <= ts &&
+               ts <= slice["ts"].get<double>() + slice["dur"].get<double>();
+      }));
+    }
+  }
+  CHECK(forward == 16);
+}
+
+TEST_CASE("the trace's display unit is ns for a step under a millisecond, ms beyond") {
+  const auto short_run = testing::record(kTf1);
+  CHECK(sim::chrome_trace(short_run->report, short_run->timeline())["displayTimeUnit"] == "ns");
+  CHECK(short_run->report.step_seconds() < 1e-3);
+  const auto long_run = testing::record(kTf1, {"pipeline.gradient_accumulation_count=64"});
+  CHECK(long_run->report.step_seconds() > 1e-3);
+  CHECK(sim::chrome_trace(long_run->report, long_run->timeline())["displayTimeUnit"] == "ms");
 }
