@@ -99,6 +99,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_calibrate_command(app, out);
   add_plan_command(app, out, err);
   add_import_command(app, out);
+  add_completion_command(app, out);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

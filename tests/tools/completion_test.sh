@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The bash completion ipusim prints completes commands and each command's options in bash
+# itself, and the zsh one loads through bashcompinit.
+#   tests/tools/completion_test.sh IPUSIM
+set -euo pipefail
+ipusim="$1"
+script="$(mktemp)"
+trap 'rm -f "$script"' EXIT
+"$ipusim" completion bash >"$script"
+
+complete_words() {  # prints what completing the words "$@" (the last being typed) offers
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1));
+           _ipusim; echo "${COMPREPLY[*]}"' _ "$script" "$@"
+}
+
+check() {  # check EXPECTED WORDS...
+  local expected="$1"
+  shift
+  local got
+  got="$(complete_words "$@")"
+  if [[ "$got" != "$expected" ]]; then
+    echo "completing '$*': expected '$expected', got '$got'" >&2
+    exit 1
+  fi
+}
+
+check "plan" ipusim pl
+check "--gac" ipusim run --ga
+check "--ipus-per-replica --ipus" ipusim plan configs/tf1_mnist_2ipu.json --ipus
+check "--micro-batch --merge" ipusim plan x --m
+check "configs/tf1_mnist_2ipu.json" ipusim run configs/tf1_mnist_2
+"$ipusim" completion zsh | grep -q '^autoload -U +X bashcompinit && bashcompinit$'
+echo "completion: commands, options and files complete"
