@@ -53,11 +53,15 @@ std::string header(const RunReport& r) {
 std::string timing(const RunReport& r) {
   const auto& p = r.spec->pipeline;
   const double clock = r.spec->hardware.clock_hz;
+  // Inference has no weight update: a step is one pass of the micro-batches.
   std::string out =
-      "\nStep (one weight update): " + cycles_and_time(r.replay.step_cycles, clock) + "\n";
-  out += "Throughput: " + with_commas(std::llround(r.throughput())) +
-         " samples/s (effective batch " + with_commas(p.samples_per_weight_update()) +
-         " = micro-batch " + std::to_string(p.micro_batch_size) + " x gradient accumulation " +
+      std::string(p.training ? "\nStep (one weight update): " : "\nStep (one inference pass): ") +
+      cycles_and_time(r.replay.step_cycles, clock) + "\n";
+  out += "Throughput: " + with_commas(std::llround(r.throughput())) + " samples/s (" +
+         (p.training ? "effective batch " : "samples per pass ") +
+         with_commas(p.samples_per_weight_update()) + " = micro-batch " +
+         std::to_string(p.micro_batch_size) + " x " +
+         (p.training ? "gradient accumulation " : "micro-batches ") +
          std::to_string(p.gradient_accumulation_count) + " x " +
          std::to_string(p.replication_factor) + " replica(s))\n";
   if (p.repeat_count > 1) {

@@ -230,3 +230,14 @@ TEST_CASE("ipusim --help lists the exit codes and the hardware presets") {
   CHECK_THAT(help.out, Catch::Matchers::Contains(
                            "Hardware presets (hardware.preset): gc200, bow, gc2, ideal."));
 }
+
+TEST_CASE("an inference run speaks of a pass, not of a weight update") {
+  const auto result = ipusim::testing::run_ipusim(
+      {"run", "configs/tf1_mnist_2ipu.json", "--set", "pipeline.training=false", "--no-numeric"});
+  REQUIRE(result.code == 0);
+  CHECK_THAT(result.out, Catch::Matchers::Contains("\nStep (one inference pass): "));
+  CHECK_THAT(result.out, Catch::Matchers::Contains(
+                             " samples/s (samples per pass 512 = micro-batch 32 x micro-batches 16 "
+                             "x 1 replica(s))\n"));
+  CHECK_THAT(result.out, !Catch::Matchers::Contains("weight update)"));
+}
