@@ -56,7 +56,8 @@ std::string mean_loss_chart(const std::vector<double>& means) {
                           "mean loss (nats)",
                           {},
                           false,
-                          {{"mean_loss_per_update", points}}}) +
+                          {{"mean_loss_per_update", points, {}}},
+                          ""}) +
          "</div>";
 }
 

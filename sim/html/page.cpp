@@ -53,6 +53,7 @@ const char* base_css() {
          ".legend i{display:inline-block;width:12px;height:12px;border-radius:2px;"
          "margin-right:5px;vertical-align:-2px}"
          ".legend i.band{border:1px solid #c8c8c8}"
+         ".legend i.ring{background:#fff;border:2px solid #666;border-radius:50%}"
          ".note{background:#fff8e1;border:1px solid #f0d58c;border-radius:6px;padding:6px 12px;"
          "margin:8px 0}"
          ".note.error{background:#fdecec;border-color:#f1b0b0;white-space:pre-wrap;"

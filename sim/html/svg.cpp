@@ -132,6 +132,13 @@ void Writer::circle(double x, double y, double r, const std::string& fill,
           escape(fill) + "\"><title>" + escape(title) + "</title></circle>";
 }
 
+void Writer::ring(double x, double y, double r, const std::string& stroke,
+                  const std::string& title) {
+  out_ += "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) +
+          "\" fill=\"#fff\" stroke-width=\"2\" stroke=\"" + escape(stroke) + "\"><title>" +
+          escape(title) + "</title></circle>";
+}
+
 namespace {
 
 // Colours of the line chart's series, in order.
@@ -230,8 +237,13 @@ void draw_series(Writer& w, const LineChart& chart, const XAxis& x_of, const YAx
       const std::string x_text = chart.categories.empty()
                                      ? tick_label(points[i].first)
                                      : chart.categories.at(std::size_t(points[i].first));
-      w.circle(drawn[i].first, drawn[i].second, 3.5, colour,
-               chart.series[s].label + ": " + x_text + " \u2192 " + tick_label(points[i].second));
+      const auto& hollow = chart.series[s].hollow;
+      const std::string title =
+          chart.series[s].label + ": " + x_text + " \u2192 " + tick_label(points[i].second);
+      if (std::find(hollow.begin(), hollow.end(), points[i]) != hollow.end())
+        w.ring(drawn[i].first, drawn[i].second, 4, colour, title + " (" + chart.hollow_note + ")");
+      else
+        w.circle(drawn[i].first, drawn[i].second, 3.5, colour, title);
     }
   }
 }
@@ -273,6 +285,9 @@ std::string line_chart(const LineChart& chart) {
     out += "<span><i style=\"background:" + colours[s % colours.size()] + "\"></i>" +
            escape(chart.series[s].label) + "</span>";
   }
+  if (std::any_of(chart.series.begin(), chart.series.end(),
+                  [](const Series& series) { return !series.hollow.empty(); }))
+    out += "<span><i class=\"ring\"></i>" + escape(chart.hollow_note) + "</span>";
   out += "</figcaption></figure>\n";
   return out;
 }

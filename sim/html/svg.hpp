@@ -42,15 +42,18 @@ class Writer {
   void polygon(const std::vector<std::pair<double, double>>& points, const std::string& fill);
   void polyline(const std::vector<std::pair<double, double>>& points, const std::string& stroke);
   void circle(double x, double y, double r, const std::string& fill, const std::string& title);
+  void ring(double x, double y, double r, const std::string& stroke, const std::string& title);
 
  private:
   std::string& out_;
 };
 
-// One series of a line chart; points need not be sorted.
+// One series of a line chart; points need not be sorted. Points also in `hollow` are drawn
+// as rings (runs that do not fit in memory).
 struct Series {
   std::string label;
   std::vector<std::pair<double, double>> points;
+  std::vector<std::pair<double, double>> hollow;
 };
 
 // A line chart with axes. `categories` non-empty makes x categorical (x = index); `log_x`
@@ -63,6 +66,7 @@ struct LineChart {
   std::vector<std::string> categories;
   bool log_x = false;
   std::vector<Series> series;
+  std::string hollow_note;  // the legend's word for a ring, when any series has one
 };
 
 // The chart as inline SVG followed by its legend.

@@ -44,6 +44,7 @@ struct SweepPlot {
   std::string title;
   std::string y_label;
   bool as_percent;
+  double scale = 1;  // the metric is divided by it (bytes to MB)
 };
 
 // The x axis of one varied value: its distinct values in the order of the rows; numbers
@@ -90,12 +91,14 @@ std::vector<svg::Series> sweep_series(const SweepPlotTable& table, std::size_t v
   const std::size_t columns = table.varied.size();
   std::map<std::string, svg::Series> lines;
   std::vector<std::string> order;
+  const int fits = column_of(table.metrics, "fits_in_memory", columns);
   for (const auto& row : table.rows) {
     auto y = parse_number(row.at(metric));
     if (!y)
       continue;
     if (plot.as_percent && row.at(metric).find('%') == std::string::npos)
       *y *= 100;
+    *y /= plot.scale;
     std::string key;
     for (std::size_t v = 0; v < columns; ++v) {
       if (v == varied_index)
@@ -109,6 +112,8 @@ std::vector<svg::Series> sweep_series(const SweepPlotTable& table, std::size_t v
     auto& series = lines[key];
     series.label = key.empty() ? plot.title : key;
     series.points.push_back({axis.x(row[varied_index]), *y});
+    if (fits >= 0 && row.at(std::size_t(fits)) == "false")
+      series.hollow.push_back(series.points.back());
   }
   std::vector<svg::Series> series;
   for (const auto& key : order)
@@ -122,7 +127,9 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
   std::string out;
   for (const SweepPlot& plot :
        {SweepPlot{"ramp_overhead", "Ramp overhead", "ramp overhead (% of step)", true},
-        SweepPlot{"throughput", "Throughput", "throughput (samples/s)", false}}) {
+        SweepPlot{"throughput", "Throughput", "throughput (samples/s)", false},
+        SweepPlot{"peak_memory_bytes_max", "Peak memory", "peak memory of the fullest IPU (MB)",
+                  false, 1e6}}) {
     const int metric = column_of(table.metrics, plot.metric_part, table.varied.size());
     if (metric < 0)
       continue;
@@ -132,7 +139,8 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
                                plot.y_label,
                                axis.numeric ? std::vector<std::string>{} : axis.categories,
                                axis.log_x,
-                               sweep_series(table, varied_index, axis, plot, std::size_t(metric))};
+                               sweep_series(table, varied_index, axis, plot, std::size_t(metric)),
+                               "does not fit in memory"};
     out += "<div>" + svg::line_chart(chart) + "</div>\n";
   }
   return out;

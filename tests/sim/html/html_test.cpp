@@ -230,6 +230,24 @@ TEST_CASE("a sweep plots ramp overhead and throughput with one line per schedule
   CHECK(!fetches_network(html));
 }
 
+TEST_CASE("a sweep draws runs that do not fit as rings and plots peak memory in MB") {
+  sim::SweepPlotTable table;
+  table.varied = {"pipeline.micro_batch_size"};
+  table.metrics = {"throughput_samples_per_second", "peak_memory_bytes_max", "fits_in_memory"};
+  table.rows = {{"8", "100", "500000000", "true"},
+                {"16", "150", "900000000", "true"},
+                {"32", "180", "1700000000", "false"}};
+  const auto html = sim::sweep_html(table);
+  CHECK(html.find("<svg id=\"sweep-peak_memory_bytes_max-0\"") != std::string::npos);
+  // The throughput and the memory chart each draw the 32 run as a ring, the others as dots.
+  CHECK(count(html, "fill=\"#fff\" stroke-width=\"2\"") == 2);
+  CHECK(count(html, "<circle") == 6);
+  CHECK(html.find("<title>Peak memory: 32 \u2192 1,700 (does not fit in memory)</title>") !=
+        std::string::npos);
+  CHECK(html.find("<title>Throughput: 16 \u2192 150</title>") != std::string::npos);
+  CHECK(count(html, "<i class=\"ring\"></i>does not fit in memory") == 2);
+}
+
 TEST_CASE("the numeric section shows the check's fields and nothing when absent") {
   CHECK(sim::numeric_section(std::nullopt) == "");
   sim::NumericReport numeric;
