@@ -10,6 +10,18 @@
 namespace ipusim::models::detail {
 namespace {
 
+// The end of a norm's backward: its gradients rounded to the dtype, the scale's and the bias's
+// added to their accumulators, the input gradient returned.
+std::vector<Tensor> finish_backward(Tensor dx, Tensor& dgamma, Tensor& dbeta, DType dtype,
+                                    std::span<GradientAccumulator> gradients) {
+  round_to_dtype(dx, dtype);
+  round_to_dtype(dgamma, dtype);
+  round_to_dtype(dbeta, dtype);
+  gradients[0].add(dgamma.values());
+  gradients[1].add(dbeta.values());
+  return {std::move(dx)};
+}
+
 // The mean and 1 / sqrt(variance + epsilon) of `count` values `stride` apart, in double and in
 // element order; the variance is the biased one (divided by count).
 struct Moments {
@@ -95,12 +107,7 @@ class LayerNormKernel final : public Kernel {
     Tensor dbeta({width_});
     layer_norm_backward(x.data(), output_gradient.data(), x.elements() / width_, width_,
                         params[0].data(), epsilon_, dx.data(), dgamma.data(), dbeta.data());
-    round_to_dtype(dx, dtype());
-    round_to_dtype(dgamma, dtype());
-    round_to_dtype(dbeta, dtype());
-    gradients[0].add(dgamma.values());
-    gradients[1].add(dbeta.values());
-    return {std::move(dx)};
+    return finish_backward(std::move(dx), dgamma, dbeta, dtype(), gradients);
   }
 
  private:
@@ -199,12 +206,7 @@ class BatchNormKernel final : public Kernel {
       dgamma[c] = static_cast<float>(scale_sum);
       dbeta[c] = static_cast<float>(bias_sum);
     }
-    round_to_dtype(dx, dtype());
-    round_to_dtype(dgamma, dtype());
-    round_to_dtype(dbeta, dtype());
-    gradients[0].add(dgamma.values());
-    gradients[1].add(dbeta.values());
-    return {std::move(dx)};
+    return finish_backward(std::move(dx), dgamma, dbeta, dtype(), gradients);
   }
 
  private:
