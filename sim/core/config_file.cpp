@@ -1,5 +1,6 @@
 #include "sim/core/config_file.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <optional>
@@ -13,6 +14,7 @@ struct ConfigDocument::State {
   std::string path;
   nlohmann::json value;
   Origins origins;
+  std::vector<std::string> override_labels;  // in the order applied
 };
 
 namespace {
@@ -264,7 +266,14 @@ void ConfigDocument::apply_overrides(State& state, const std::vector<Override>& 
     const auto parsed = parse_override_value(override_, pointer);
     const nlohmann::json value = parsed ? *parsed : nlohmann::json(override_.value);
     set_at_pointer(state.value, pointer, value, override_.label, state.origins);
+    if (std::find(state.override_labels.begin(), state.override_labels.end(), override_.label) ==
+        state.override_labels.end())
+      state.override_labels.push_back(override_.label);
   }
+}
+
+const std::vector<std::string>& ConfigDocument::override_labels() const {
+  return state_->override_labels;
 }
 
 std::string to_json_pointer(const std::string& path) {

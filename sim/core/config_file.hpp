@@ -43,6 +43,8 @@ class ConfigDocument {
   const nlohmann::json& json() const;
   // The file or override that set the value at `pointer` (or its nearest ancestor).
   std::string source_of(const std::string& pointer) const;
+  // How the overrides applied on top of the files are named ("--gac 64"), in order, once each.
+  const std::vector<std::string>& override_labels() const;
 
   // Opaque: the merged JSON and its origins, shared by every ConfigNode taken from it.
   struct State;

@@ -201,6 +201,19 @@ std::string stash_section(const RunReport& r) {
   return section(std::string(to_string(MemoryCategory::kStash)), "Stash FIFOs", out + "</table>\n");
 }
 
+// The what-if overrides of the run, under the config's own description, which they may make
+// stale.
+std::string overrides_note(const RunSpec& spec) {
+  if (!spec.document || spec.document->override_labels().empty())
+    return "";
+  std::string list;
+  for (const auto& label : spec.document->override_labels())
+    list += (list.empty() ? "" : ", ") + label;
+  return "<p class=\"sub\">Run with overrides of the config (the description above is the "
+         "file's): " +
+         escape(list) + "</p>\n";
+}
+
 }  // namespace
 
 std::string html_report(const RunReport& report, const Timeline& timeline) {
@@ -209,6 +222,7 @@ std::string html_report(const RunReport& report, const Timeline& timeline) {
                      escape(report.schedule) + " schedule</h1>\n";
   if (!spec.description.empty())
     body += "<p class=\"sub\">" + escape(spec.description) + "</p>\n";
+  body += overrides_note(spec);
   body += headline(report) + "</header>\n";
   body += config_section(report);
   std::string gantt;

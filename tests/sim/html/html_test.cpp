@@ -283,3 +283,15 @@ TEST_CASE("the run page lists each stage's operations in an Operations Summary")
   CHECK(html.find("<details><summary>Stage 0 on IPU0: 9 operations, forward 11,624 cycles, "
                   "backward 13,566 cycles</summary>") != std::string::npos);
 }
+
+TEST_CASE("the report names the overrides under the config's own description") {
+  const auto plain = testing::record(kTf1);
+  CHECK(sim::html_report(plain->report, plain->timeline()).find("Run with overrides") ==
+        std::string::npos);
+  const auto run = testing::record(
+      kTf1, {"pipeline.gradient_accumulation_count=32", "pipeline.micro_batch_size=16"});
+  const auto html = sim::html_report(run->report, run->timeline());
+  CHECK(html.find("<p class=\"sub\">Run with overrides of the config (the description above is "
+                  "the file's): --set pipeline.gradient_accumulation_count=32, --set "
+                  "pipeline.micro_batch_size=16</p>") != std::string::npos);
+}
