@@ -1,6 +1,8 @@
 // `ipusim calibrate` on measurements made by `ipusim run` with hidden parameters, as a user
 // would make them on IPUs.
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -23,10 +25,12 @@ const std::vector<std::string> kHidden = {"hardware.operations.compute_set_cycle
                                           "hardware.operations.elementwise.efficiency=0.27",
                                           "hardware.operations.reduction.efficiency=0.08"};
 
-// A path of the test's own under the build tree, absent at the start.
+// A path of the test process's own under the build tree, absent at the start: CTest runs each
+// test case in a process of its own, several at once.
 std::string scratch(const std::string& name) {
   static const fs::path folder = [] {
-    const fs::path path = fs::path(IPUSIM_BINARY_DIR) / "calibrate_cli_test";
+    const fs::path path =
+        fs::path(IPUSIM_BINARY_DIR) / "calibrate_cli_test" / std::to_string(::getpid());
     fs::remove_all(path);
     fs::create_directories(path);
     return path;

@@ -19,10 +19,12 @@ using ipusim::testing::run_ipusim;
 
 const std::string kBase = "tests/tools/data/base.json";
 
-// A scratch folder of this test program's own under the build tree, emptied at first use.
+// A scratch folder of this test process's own under the build tree, emptied at first use: CTest
+// runs each test case in a process of its own, several at once.
 std::string scratch(const std::string& name) {
   static const fs::path folder = [] {
-    const fs::path path = fs::path(IPUSIM_BINARY_DIR) / "hostile_input_test";
+    const fs::path path =
+        fs::path(IPUSIM_BINARY_DIR) / "hostile_input_test" / std::to_string(::getpid());
     fs::remove_all(path);
     fs::create_directories(path);
     return path;

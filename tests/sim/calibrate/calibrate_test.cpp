@@ -1,5 +1,7 @@
 #include "sim/calibrate/calibrate.hpp"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -130,10 +132,12 @@ void check_recovered(const sim::Calibration& calibration, const std::vector<std:
   }
 }
 
-// A scratch folder of this test program's own under the build tree, emptied at first use.
+// A scratch folder of this test process's own under the build tree, emptied at first use: CTest
+// runs each test case in a process of its own, several at once.
 fs::path scratch(const std::string& name) {
   static const fs::path folder = [] {
-    const fs::path path = fs::path(IPUSIM_BINARY_DIR) / "calibrate_test";
+    const fs::path path =
+        fs::path(IPUSIM_BINARY_DIR) / "calibrate_test" / std::to_string(::getpid());
     fs::remove_all(path);
     fs::create_directories(path);
     return path;

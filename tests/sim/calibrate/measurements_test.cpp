@@ -1,5 +1,7 @@
 #include "sim/calibrate/measurements.hpp"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -12,10 +14,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ipusim;
 
-// A scratch folder of this test program's own under the build tree, emptied at first use.
+// A scratch folder of this test process's own under the build tree, emptied at first use: CTest
+// runs each test case in a process of its own, several at once.
 std::string scratch(const std::string& name) {
   static const fs::path folder = [] {
-    const fs::path path = fs::path(IPUSIM_BINARY_DIR) / "measurements_test";
+    const fs::path path =
+        fs::path(IPUSIM_BINARY_DIR) / "measurements_test" / std::to_string(::getpid());
     fs::remove_all(path);
     fs::create_directories(path);
     return path;
