@@ -112,8 +112,11 @@ std::string chart(const PlanPlot& plot) {
     w.polyline(front, "#54a24b");
   for (const auto& p : plot.points) {
     const bool best = p.rank == 1;
-    w.circle(s.x(megabytes(p.peak_bytes)), s.y(p.throughput), best ? 6 : 3.5,
-             p.fits ? (best ? "#f58518" : "#4c78a8") : "#e45756", point_title(p));
+    if (p.fits)
+      w.circle(s.x(megabytes(p.peak_bytes)), s.y(p.throughput), best ? 6 : 3.5,
+               best ? "#f58518" : "#4c78a8", point_title(p));
+    else
+      w.ring(s.x(megabytes(p.peak_bytes)), s.y(p.throughput), 4, "#e45756", point_title(p));
     if (best)
       w.text(s.x(megabytes(p.peak_bytes)) + 8, s.y(p.throughput) - 6, "#1", "tick", "start");
   }
@@ -121,7 +124,7 @@ std::string chart(const PlanPlot& plot) {
   return out +
          "<div class=\"legend\"><span><i style=\"background:#f58518\"></i>best</span>"
          "<span><i style=\"background:#4c78a8\"></i>fits</span>"
-         "<span><i style=\"background:#e45756\"></i>does not fit</span>"
+         "<span><i class=\"ring\" style=\"border-color:#e45756\"></i>does not fit</span>"
          "<span><i style=\"background:#54a24b\"></i>Pareto front (no candidate is both "
          "faster and smaller)</span><span><i style=\"background:#f6d5d5\"></i>over "
          "capacity</span></div>\n";
