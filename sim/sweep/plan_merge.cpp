@@ -150,10 +150,13 @@ PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::
   std::vector<PlanCandidate> best;
   for (std::size_t i = 0; i < rows.size() && i < std::size_t(std::max(1, request.top)); ++i)
     best.push_back(candidate_of(base, base_spec, rows[i]));
+  const auto differs = [&](const ShardRow& row, const char* column) {
+    return cell_of(row, column) != cell_of(rows.front(), column);
+  };
   for (const auto& row : rows) {
-    result.varies_shape = result.varies_shape || row.cells[2] != rows.front().cells[2] ||
-                          row.cells[3] != rows.front().cells[3];
-    result.varies_offload = result.varies_offload || row.cells[10] != rows.front().cells[10];
+    result.varies_shape =
+        result.varies_shape || differs(row, "ipus_per_replica") || differs(row, "replicas");
+    result.varies_offload = result.varies_offload || differs(row, "offload");
   }
   for (auto& c : best) {
     c.show_shape = result.varies_shape;

@@ -1,8 +1,6 @@
 // `ipusim calibrate` on measurements made by `ipusim run` with hidden parameters, as a user
 // would make them on IPUs.
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "tests/scratch_folder.hpp"
 #include "tests/tools/cli_support.hpp"
 
 namespace {
@@ -25,17 +24,9 @@ const std::vector<std::string> kHidden = {"hardware.operations.compute_set_cycle
                                           "hardware.operations.elementwise.efficiency=0.27",
                                           "hardware.operations.reduction.efficiency=0.08"};
 
-// A path of the test process's own under the build tree, absent at the start: CTest runs each
-// test case in a process of its own, several at once.
+// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
 std::string scratch(const std::string& name) {
-  static const fs::path folder = [] {
-    const fs::path path =
-        fs::path(IPUSIM_BINARY_DIR) / "calibrate_cli_test" / std::to_string(::getpid());
-    fs::remove_all(path);
-    fs::create_directories(path);
-    return path;
-  }();
-  return (folder / name).string();
+  return (ipusim::testing::scratch_folder("calibrate_cli_test") / name).string();
 }
 
 std::string read(const std::string& path) {

@@ -2,13 +2,13 @@
 // naming the file or option and the JSON path, or an answer.
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/scratch_folder.hpp"
 #include "tests/tools/cli_support.hpp"
 
 namespace {
@@ -19,17 +19,9 @@ using ipusim::testing::run_ipusim;
 
 const std::string kBase = "tests/tools/data/base.json";
 
-// A scratch folder of this test process's own under the build tree, emptied at first use: CTest
-// runs each test case in a process of its own, several at once.
+// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
 std::string scratch(const std::string& name) {
-  static const fs::path folder = [] {
-    const fs::path path =
-        fs::path(IPUSIM_BINARY_DIR) / "hostile_input_test" / std::to_string(::getpid());
-    fs::remove_all(path);
-    fs::create_directories(path);
-    return path;
-  }();
-  return (folder / name).string();
+  return (ipusim::testing::scratch_folder("hostile_input_test") / name).string();
 }
 
 std::string write(const std::string& name, const std::string& text) {

@@ -1,7 +1,5 @@
 #include "sim/calibrate/calibrate.hpp"
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +9,7 @@
 #include "sim/core/error.hpp"
 #include "sim/machine/cost_model.hpp"
 #include "sim/report/report.hpp"
+#include "tests/scratch_folder.hpp"
 
 namespace {
 
@@ -132,17 +131,9 @@ void check_recovered(const sim::Calibration& calibration, const std::vector<std:
   }
 }
 
-// A scratch folder of this test process's own under the build tree, emptied at first use: CTest
-// runs each test case in a process of its own, several at once.
+// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
 fs::path scratch(const std::string& name) {
-  static const fs::path folder = [] {
-    const fs::path path =
-        fs::path(IPUSIM_BINARY_DIR) / "calibrate_test" / std::to_string(::getpid());
-    fs::remove_all(path);
-    fs::create_directories(path);
-    return path;
-  }();
-  return folder / name;
+  return ipusim::testing::scratch_folder("calibrate_test") / name;
 }
 
 }  // namespace

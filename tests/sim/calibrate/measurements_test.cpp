@@ -1,30 +1,21 @@
 #include "sim/calibrate/measurements.hpp"
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 
 #include "sim/core/error.hpp"
+#include "tests/scratch_folder.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace ipusim;
 
-// A scratch folder of this test process's own under the build tree, emptied at first use: CTest
-// runs each test case in a process of its own, several at once.
+// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
 std::string scratch(const std::string& name) {
-  static const fs::path folder = [] {
-    const fs::path path =
-        fs::path(IPUSIM_BINARY_DIR) / "measurements_test" / std::to_string(::getpid());
-    fs::remove_all(path);
-    fs::create_directories(path);
-    return path;
-  }();
-  return (folder / name).string();
+  return (ipusim::testing::scratch_folder("measurements_test") / name).string();
 }
 
 std::string write(const std::string& name, const std::string& text) {

@@ -12,10 +12,9 @@ using namespace ipusim;
 
 namespace {
 
-const std::vector<std::string> kConfigs = {"configs/tf1_mnist_2ipu.json",
-                                           "configs/popxl_mnist_3stage.json",
-                                           "configs/keras_cnn_2stage.json",
-                                           "configs/vit_tiny_fashion_mnist.json"};
+const std::vector<std::string> kConfigs = {
+    "configs/tf1_mnist_2ipu.json", "configs/popxl_mnist_3stage.json",
+    "configs/keras_cnn_2stage.json", "configs/vit_tiny_fashion_mnist.json"};
 
 // Every schedule of the issue with the recomputation modes it accepts.
 const std::vector<std::pair<std::string, std::vector<std::string>>> kSchedules = {
