@@ -51,7 +51,9 @@ std::int64_t linear_saved_bytes(Activation activation, DType dtype, std::int64_t
   return saved * dtype_bytes(dtype);
 }
 
-// A dense layer on the last axis: y = act(x W + b), W of shape [in, units].
+// A dense layer on the last axis: y = act(x W + b), W of shape [in, units]. A layer tied to an
+// embedding takes the word matrix E of shape [units, in] (vocabulary by hidden) as its first
+// parameter instead and computes y = act(x E^T + b); its gradient g^T x has E's shape.
 class DenseKernel final : public Kernel {
  public:
   DenseKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
@@ -59,10 +61,13 @@ class DenseKernel final : public Kernel {
         in_(inputs.at(0).back()),
         units_(layer.params.units),
         bias_(layer.params.bias),
+        tied_(!layer.tied_to.empty()),
         activation_(layer.params.activation) {}
 
   std::vector<ParameterSpec> parameters() const override {
-    std::vector<ParameterSpec> specs{{ParameterSpec::Role::kWeight, {in_, units_}, in_, units_}};
+    std::vector<ParameterSpec> specs{
+        tied_ ? ParameterSpec{ParameterSpec::Role::kEmbedding, {units_, in_}, units_, in_}
+              : ParameterSpec{ParameterSpec::Role::kWeight, {in_, units_}, in_, units_}};
     if (bias_)
       specs.push_back({ParameterSpec::Role::kBias, {units_}, in_, units_});
     return specs;
@@ -79,8 +84,13 @@ class DenseKernel final : public Kernel {
     const Tensor& x = *inputs[0];
     const std::int64_t rows = x.elements() / in_;
     Tensor z(with_batch(x.batch(), output_shape()));
-    as_matrix(z.data(), rows, units_).noalias() =
-        as_matrix(x.data(), rows, in_) * as_matrix(params[0].data(), in_, units_);
+    if (tied_) {
+      as_matrix(z.data(), rows, units_).noalias() =
+          as_matrix(x.data(), rows, in_) * as_matrix(params[0].data(), units_, in_).transpose();
+    } else {
+      as_matrix(z.data(), rows, units_).noalias() =
+          as_matrix(x.data(), rows, in_) * as_matrix(params[0].data(), in_, units_);
+    }
     if (bias_)
       add_bias(z, params[1]);
     return finish_forward(activation_, dtype(), x, std::move(z));
@@ -94,12 +104,19 @@ class DenseKernel final : public Kernel {
     const Tensor& g =
         pre_activation_gradient(activation_, dtype(), output_gradient, saved, scratch);
     const std::int64_t rows = x.elements() / in_;
-    accumulate_weight_gradient(x.data(), g.data(), rows, in_, units_, dtype(), gradients[0]);
+    Tensor dx(x.shape());
+    if (tied_) {
+      // dE = g^T x: the weight gradient of E^T, with the roles of x and g swapped.
+      accumulate_weight_gradient(g.data(), x.data(), rows, units_, in_, dtype(), gradients[0]);
+      as_matrix(dx.data(), rows, in_).noalias() =
+          as_matrix(g.data(), rows, units_) * as_matrix(params[0].data(), units_, in_);
+    } else {
+      accumulate_weight_gradient(x.data(), g.data(), rows, in_, units_, dtype(), gradients[0]);
+      as_matrix(dx.data(), rows, in_).noalias() =
+          as_matrix(g.data(), rows, units_) * as_matrix(params[0].data(), in_, units_).transpose();
+    }
     if (bias_)
       accumulate_bias_gradient(g, units_, dtype(), gradients[1]);
-    Tensor dx(x.shape());
-    as_matrix(dx.data(), rows, in_).noalias() =
-        as_matrix(g.data(), rows, units_) * as_matrix(params[0].data(), in_, units_).transpose();
     round_to_dtype(dx, dtype());
     return {std::move(dx)};
   }
@@ -115,6 +132,7 @@ class DenseKernel final : public Kernel {
   std::int64_t in_;
   std::int64_t units_;
   bool bias_;
+  bool tied_;
   Activation activation_;
 };
 

@@ -52,30 +52,78 @@ void add_gradient(TensorMap& gradients, int producer, Tensor gradient, DType dty
 
 ParameterStore::ParameterStore(const Model& model, const TrainingOptions& options)
     : seed_(options.seed),
+      accumulator_dtype_(options.accumulator_dtype),
       optimizer_(options.optimizer, model.dtype),
       layers_(model.layers.size()) {
   for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
     const auto kernel = kernel_of(model, layer, seed_);
     if (kernel == nullptr)
       continue;
+    const Layer& spec = model.layers[index(layer)];
     const std::vector<ParameterSpec> specs = kernel->parameters();
     LayerState& state = layers_[index(layer)];
-    state.values = initial_parameters(specs, seed_, model.layers[index(layer)].id, model.dtype);
-    state.running = kernel->initial_running_statistics();
-    for (const ParameterSpec& spec : specs) {
-      state.gradients.emplace_back(spec.shape, options.accumulator_dtype, options.reduction);
-      state.optimizer.push_back(optimizer_.initial_state(spec.shape));
+    // A tied layer's kernel takes the word matrix first; the layer owns the rest.
+    const std::size_t shared = spec.tied_to.empty() ? 0 : 1;
+    if (shared != 0) {
+      state.tied_to = model.index_of(spec.tied_to);
+      IPUSIM_CHECK(state.tied_to >= 0 && state.tied_to < layer);
+      layers_[index(state.tied_to)].tied_by.push_back(layer);
     }
+    const std::vector<ParameterSpec> owned(specs.begin() + static_cast<std::ptrdiff_t>(shared),
+                                           specs.end());
+    state.values = initial_parameters(owned, seed_, spec.id, model.dtype);
+    state.running = kernel->initial_running_statistics();
+    for (const ParameterSpec& parameter : specs)
+      state.gradients.emplace_back(parameter.shape, options.accumulator_dtype, options.reduction);
+    for (const ParameterSpec& parameter : owned)
+      state.optimizer.push_back(optimizer_.initial_state(parameter.shape));
   }
 }
 
+std::span<const Tensor> ParameterStore::kernel_parameters(int layer,
+                                                          std::vector<Tensor>& scratch) const {
+  const LayerState& state = layers_.at(index(layer));
+  if (state.tied_to < 0)
+    return state.values;
+  // A copy of the word matrix: the kernels take their parameters as one contiguous span. It
+  // costs far less than the product with it.
+  scratch.clear();
+  scratch.push_back(layers_.at(index(state.tied_to)).values.at(0));
+  scratch.insert(scratch.end(), state.values.begin(), state.values.end());
+  return scratch;
+}
+
+std::vector<Tensor> ParameterStore::reduced_gradients(int layer) const {
+  const LayerState& state = layers_.at(index(layer));
+  const std::size_t shared = state.tied_to < 0 ? 0 : 1;
+  std::vector<Tensor> reduced;
+  for (std::size_t i = shared; i < state.gradients.size(); ++i)
+    reduced.push_back(state.gradients[i].result());
+  for (const int user : state.tied_by) {
+    Tensor& sum = reduced.at(0);
+    const Tensor use = layers_.at(index(user)).gradients.at(0).result();
+    IPUSIM_CHECK(use.shape() == sum.shape());
+    for (std::int64_t e = 0; e < sum.elements(); ++e)
+      sum[e] += use[e];
+    round_to_dtype(sum, accumulator_dtype_);
+  }
+  return reduced;
+}
+
 void ParameterStore::apply_update(std::span<const int> layers) {
+  const std::set<int> updated(layers.begin(), layers.end());
   for (const int layer : layers) {
     LayerState& state = layers_.at(index(layer));
-    for (std::size_t i = 0; i < state.values.size(); ++i) {
-      optimizer_.apply(state.values[i], state.gradients[i].result(), state.optimizer[i]);
-      state.gradients[i].reset();
-    }
+    for (const int user : state.tied_by)
+      IPUSIM_CHECK(updated.count(user) != 0);
+    const std::vector<Tensor> gradients = reduced_gradients(layer);
+    for (std::size_t i = 0; i < state.values.size(); ++i)
+      optimizer_.apply(state.values[i], gradients[i], state.optimizer[i]);
+  }
+  // Cleared only once every layer is updated: an embedding reads its tied users' accumulators.
+  for (const int layer : layers) {
+    for (GradientAccumulator& accumulator : layers_.at(index(layer)).gradients)
+      accumulator.reset();
   }
 }
 
@@ -174,7 +222,9 @@ StageForward StageExecutor::run_forward(const TensorMap& inputs, const ForwardCo
     std::vector<const Tensor*> arguments;
     for (const int producer : producers)
       arguments.push_back(&values.at(producer));
-    ForwardResult output = kernel->forward(arguments, parameters_.parameters(layer), context);
+    std::vector<Tensor> scratch;
+    ForwardResult output =
+        kernel->forward(arguments, parameters_.kernel_parameters(layer, scratch), context);
     if (update_running && !output.statistics.empty())
       kernel->update_running_statistics(parameters_.mutable_running_statistics(layer),
                                         output.statistics);
@@ -203,9 +253,10 @@ TensorMap StageExecutor::backward(const TensorMap& output_gradients, const Stash
       add_gradient(gradients, producers[0], gradient, model_.dtype);
       continue;
     }
-    std::vector<Tensor> input_gradients =
-        kernel->backward(gradient, stash.saved.at(*layer), parameters_.parameters(*layer),
-                         parameters_.gradients(*layer));
+    std::vector<Tensor> scratch;
+    std::vector<Tensor> input_gradients = kernel->backward(
+        gradient, stash.saved.at(*layer), parameters_.kernel_parameters(*layer, scratch),
+        parameters_.gradients(*layer));
     for (std::size_t i = 0; i < producers.size(); ++i)
       add_gradient(gradients, producers[i], std::move(input_gradients[i]), model_.dtype);
   }

@@ -51,17 +51,32 @@ struct TrainingOptions {
 // (Keras initialisation keyed by (seed, layer id), in the model's dtype), one gradient
 // accumulator per tensor and the optimizer state; and the non-trainable running statistics of
 // batch_norm layers, which training forwards update in micro-batch order.
+//
+// Tied weights: a dense layer `tied_to` an embedding owns only its bias; its kernel takes the
+// embedding's word matrix (held once, by the embedding) first. The tied layer keeps its own
+// accumulator for its use of the matrix, so that each user adds its micro-batch gradients in
+// micro-batch order whatever the pipeline stage it runs in; the optimizer then updates the
+// matrix once with the sum of the reduced gradients of the embedding and of its tied users, in
+// layer order. The pipeline and the reference sum the same way, so they agree bit for bit.
 class ParameterStore {
  public:
   ParameterStore(const Model& model, const TrainingOptions& options);
 
   std::uint64_t seed() const { return seed_; }
+  // The tensors a layer owns (a tied layer: not the word matrix).
   std::span<const Tensor> parameters(int layer) const { return layers_.at(index(layer)).values; }
   std::span<Tensor> mutable_parameters(int layer) { return layers_.at(index(layer)).values; }
+  // The tensors the layer's kernel takes: parameters(layer), after the word matrix for a tied
+  // layer, which is copied into `scratch` with them.
+  std::span<const Tensor> kernel_parameters(int layer, std::vector<Tensor>& scratch) const;
+  // One accumulator per tensor the layer's kernel takes.
   std::span<GradientAccumulator> gradients(int layer) { return layers_.at(index(layer)).gradients; }
   std::span<const GradientAccumulator> gradients(int layer) const {
     return layers_.at(index(layer)).gradients;
   }
+  // The gradients the optimizer applies to parameters(layer): each accumulator's reduced
+  // gradient, the word matrix's summed with its tied users' (see the top).
+  std::vector<Tensor> reduced_gradients(int layer) const;
   std::span<const Tensor> running_statistics(int layer) const {
     return layers_.at(index(layer)).running;
   }
@@ -70,7 +85,8 @@ class ParameterStore {
   }
 
   // Applies the optimizer to the reduced gradients of `layers` (or of every layer), then
-  // clears their accumulators for the next step.
+  // clears their accumulators for the next step. An embedding and the layers tied to it are
+  // updated together.
   void apply_update(std::span<const int> layers);
   void apply_update();
 
@@ -78,12 +94,15 @@ class ParameterStore {
   struct LayerState {
     std::vector<Tensor> values;
     std::vector<Tensor> running;
-    std::vector<GradientAccumulator> gradients;
+    std::vector<GradientAccumulator> gradients;  // the tied word matrix's first, if tied
     std::vector<OptimizerState> optimizer;
+    int tied_to = -1;          // the embedding whose word matrix this layer's kernel takes
+    std::vector<int> tied_by;  // the layers tied to this embedding, in layer order
   };
   static std::size_t index(int layer) { return static_cast<std::size_t>(layer); }
 
   std::uint64_t seed_;
+  DType accumulator_dtype_;
   Optimizer optimizer_;
   std::vector<LayerState> layers_;  // by layer index; empty for layers without parameters
 };

@@ -271,10 +271,8 @@ void NumericPipeline::finish_if_done(std::int64_t microbatch) {
 void NumericPipeline::on_weight_update(const WeightUpdateSpan& span) {
   const std::vector<int>& layers = ipu_layers_.at(static_cast<std::size_t>(span.ipu));
   if (options_.keep_first_gradients && step_ == 0) {
-    for (const int layer : layers) {
-      for (const auto& accumulator : parameters_.gradients(layer))
-        first_gradients_[layer].push_back(accumulator.result());
-    }
+    for (const int layer : layers)
+      first_gradients_[layer] = parameters_.reduced_gradients(layer);
   }
   parameters_.apply_update(layers);
 }

@@ -16,6 +16,11 @@
 // of one stage send to the same tensor are summed in decreasing sub-stage order, once the whole
 // stage has run its backward.
 //
+// Tied weights: the embedding and the dense layer tied to it run on one IPU, possibly in
+// different stages whose backwards interleave. Each fills its own accumulator for the word
+// matrix in micro-batch order, and the IPU's weight update sums them in layer order (see
+// models::ParameterStore), so the interleaving does not change a bit.
+//
 // Zero-bubble's split weight gradient: B runs the whole backward (input and weight gradients)
 // and W does nothing numerically; accumulation still happens in micro-batch order, since every
 // stage runs its B tasks in micro-batch order.
@@ -118,7 +123,8 @@ class NumericPipeline final : public ReplayObserver {
   // The loss of every micro-batch, by weight update then micro-batch.
   const std::vector<std::vector<float>>& losses() const { return losses_; }
   const StashFifo& fifo(int stage, int substage) const;
-  // By layer: the gradients of the first weight update (with keep_first_gradients).
+  // By layer: the gradients the first weight update applied to parameters(layer), a tied word
+  // matrix's summed over its users (with keep_first_gradients).
   const std::map<int, std::vector<models::Tensor>>& first_gradients() const {
     return first_gradients_;
   }

@@ -146,13 +146,6 @@ NumericSupport numeric_support(const RunSpec& spec) {
             "numeric mode runs one replica, but replication_factor is " +
                 std::to_string(spec.pipeline.replication_factor)};
   }
-  for (const models::Layer& layer : spec.model.layers) {
-    if (layer.tied_to.empty())
-      continue;
-    return {false, layer.file.empty() ? spec.config_path : layer.file, layer.pointer + "/tied_to",
-            "layer '" + layer.id + "' (dense) shares the word matrix of '" + layer.tied_to +
-                "': numeric mode does not run tied weights yet"};
-  }
   const models::Layer& loss = spec.model.layers.back();
   if (const std::int64_t rows = logit_rows_per_sample(spec.model); rows != 1) {
     return {false, loss.file.empty() ? spec.config_path : loss.file, loss.pointer,
@@ -216,7 +209,10 @@ models::Tensor infer(const models::Model& model, const models::ParameterStore& p
     models::ForwardContext context;
     context.inference = true;
     context.running = parameters.running_statistics(layer);
-    values.emplace(layer, kernel->forward(arguments, parameters.parameters(layer), context).output);
+    std::vector<models::Tensor> scratch;
+    values.emplace(
+        layer,
+        kernel->forward(arguments, parameters.kernel_parameters(layer, scratch), context).output);
   }
   return std::move(values.at(logits));
 }
@@ -250,8 +246,12 @@ std::vector<std::string> parameter_names(const models::Model& model, int layer) 
     return names;
   const auto kernel =
       models::make_kernel(spec, models::input_shapes_of(model, layer), model.dtype, 0);
+  std::vector<models::ParameterSpec> parameters = kernel->parameters();
+  // A tied layer's first parameter is its embedding's word matrix, named (and saved) there.
+  if (!spec.tied_to.empty())
+    parameters.erase(parameters.begin());
   std::map<std::string, int> seen;
-  for (const models::ParameterSpec& parameter : kernel->parameters()) {
+  for (const models::ParameterSpec& parameter : parameters) {
     const std::string role = role_name(parameter.role);
     const int count = seen[role]++;
     names.push_back(spec.id + "." + role + (count > 0 ? "_" + std::to_string(count) : ""));
