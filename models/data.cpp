@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 #include <sstream>
@@ -111,12 +112,15 @@ void DataSource::batch(std::int64_t first_index, std::int64_t count, Tensor& inp
     shape.insert(shape.end(), sample_shape().begin(), sample_shape().end());
     return shape;
   }());
-  labels.assign(static_cast<std::size_t>(count), 0);
+  const std::int64_t per_sample = labels_per_sample();
+  labels.assign(static_cast<std::size_t>(count * per_sample), 0);
   const std::int64_t sample_elements = element_count(sample_shape());
   for (std::int64_t i = 0; i < count; ++i) {
     const std::span<float> values = inputs.values().subspan(
         static_cast<std::size_t>(i * sample_elements), static_cast<std::size_t>(sample_elements));
-    labels[static_cast<std::size_t>(i)] = read_sample(dataset_index(first_index + i), values);
+    const std::span<int> sample_labels = std::span<int>(labels).subspan(
+        static_cast<std::size_t>(i * per_sample), static_cast<std::size_t>(per_sample));
+    read_sample(dataset_index(first_index + i), values, sample_labels);
   }
 }
 
@@ -173,12 +177,12 @@ FashionMnist::FashionMnist(const std::string& directory, FashionMnistSplit split
   }
 }
 
-int FashionMnist::read_sample(std::int64_t index, std::span<float> values) {
+void FashionMnist::read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) {
   const std::uint8_t* pixels =
       images_.pixels.data() + index * static_cast<std::int64_t>(values.size());
   for (std::size_t i = 0; i < values.size(); ++i)
     values[i] = static_cast<float>(pixels[i]) / 255.0f;
-  return labels_[static_cast<std::size_t>(index)];
+  labels[0] = labels_[static_cast<std::size_t>(index)];
 }
 
 SyntheticSource::SyntheticSource(std::uint64_t seed, std::int64_t size, Shape sample_shape,
@@ -194,13 +198,14 @@ SyntheticSource::SyntheticSource(std::uint64_t seed, std::int64_t size, Shape sa
   }
 }
 
-int SyntheticSource::read_sample(std::int64_t index, std::span<float> values) {
+void SyntheticSource::read_sample(std::int64_t index, std::span<float> values,
+                                  std::span<int> labels) {
   Rng rng(derive_seed(seed_, static_cast<std::uint64_t>(index)));
   const auto label = static_cast<int>(rng.below(static_cast<std::uint64_t>(classes_)));
   const Tensor& prototype = prototypes_[static_cast<std::size_t>(label)];
   for (std::size_t i = 0; i < values.size(); ++i)
     values[i] = static_cast<float>(prototype[static_cast<std::int64_t>(i)] + rng.normal());
-  return label;
+  labels[0] = label;
 }
 
 SyntheticTokens::SyntheticTokens(std::uint64_t seed, std::int64_t size, Shape sample_shape,
@@ -216,7 +221,8 @@ SyntheticTokens::SyntheticTokens(std::uint64_t seed, std::int64_t size, Shape sa
                sample_shape_.size() <= 2 && (sample_shape_.size() == 1 || sample_shape_[0] <= 3));
 }
 
-int SyntheticTokens::read_sample(std::int64_t index, std::span<float> values) {
+void SyntheticTokens::read_sample(std::int64_t index, std::span<float> values,
+                                  std::span<int> labels) {
   const std::int64_t s = sample_shape_.back();
   const std::int64_t rows = static_cast<std::int64_t>(values.size()) / s;
   Rng rng(derive_seed(derive_seed(seed_, std::string_view("synthetic tokens")),
@@ -232,7 +238,52 @@ int SyntheticTokens::read_sample(std::int64_t index, std::span<float> values) {
     if (rows >= 3)
       values[static_cast<std::size_t>(2 * s + i)] = token ? 1.0f : 0.0f;
   }
-  return static_cast<int>(static_cast<std::int64_t>(values[0]) % classes_);
+  labels[0] = static_cast<int>(static_cast<std::int64_t>(values[0]) % classes_);
+}
+
+MaskedTokens::MaskedTokens(std::uint64_t seed, std::int64_t size, Shape sample_shape,
+                           std::int64_t vocab_size, std::int64_t token_types,
+                           double mask_probability)
+    : seed_(seed),
+      size_(size),
+      sample_shape_(std::move(sample_shape)),
+      vocab_size_(vocab_size),
+      token_types_(token_types),
+      mask_probability_(mask_probability) {
+  IPUSIM_CHECK(size_ > 0 && vocab_size_ >= 4 && mask_probability_ > 0.0 &&
+               mask_probability_ <= 1.0 && !sample_shape_.empty() && sample_shape_.size() <= 2 &&
+               (sample_shape_.size() == 1 || sample_shape_[0] <= 3));
+}
+
+void MaskedTokens::read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) {
+  const std::int64_t s = sample_shape_.back();
+  const std::int64_t rows = static_cast<std::int64_t>(values.size()) / s;
+  Rng rng(derive_seed(derive_seed(seed_, std::string_view("masked tokens")),
+                      static_cast<std::uint64_t>(index)));
+  const std::int64_t shortest = (s + 1) / 2;
+  const auto length =
+      shortest + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(s - shortest + 1)));
+  const auto ids = static_cast<std::uint64_t>(vocab_size_ - 2);
+  const std::uint64_t start = rng.below(ids);
+  const std::uint64_t step = rng.below(3) + 1;
+  std::fill(labels.begin(), labels.end(), -1);
+  for (std::int64_t i = 0; i < length; ++i) {
+    const auto id = static_cast<int>(1 + (start + static_cast<std::uint64_t>(i) * step) % ids);
+    const bool masked = rng.uniform() < mask_probability_;
+    values[static_cast<std::size_t>(i)] = static_cast<float>(masked ? vocab_size_ - 1 : id);
+    labels[static_cast<std::size_t>(i)] = masked ? id : -1;
+  }
+  if (std::all_of(labels.begin(), labels.end(), [](int label) { return label < 0; })) {
+    const auto i = static_cast<std::size_t>(rng.below(static_cast<std::uint64_t>(length)));
+    labels[i] = static_cast<int>(values[i]);
+    values[i] = static_cast<float>(vocab_size_ - 1);
+  }
+  for (std::int64_t i = length; i < s; ++i)
+    values[static_cast<std::size_t>(i)] = 0.0f;
+  for (std::int64_t i = 0; i < s && rows >= 2; ++i)
+    values[static_cast<std::size_t>(s + i)] = token_types_ >= 2 && 2 * i >= length ? 1.0f : 0.0f;
+  for (std::int64_t i = 0; i < s && rows >= 3; ++i)
+    values[static_cast<std::size_t>(2 * s + i)] = i < length ? 1.0f : 0.0f;
 }
 
 }  // namespace ipusim::models

@@ -37,18 +37,20 @@ class DataSource {
   virtual std::int64_t size() const = 0;
   virtual const Shape& sample_shape() const = 0;
   virtual std::int64_t classes() const = 0;
+  // Labels per sample: 1 for a class per sample, the sequence length for masked tokens.
+  virtual std::int64_t labels_per_sample() const { return 1; }
 
   // From now on, each epoch visits the samples in a permutation keyed by (seed, epoch).
   void shuffle_each_epoch(std::uint64_t seed);
 
-  // Fills `inputs` (shape [count, sample_shape...]) and `labels` with stream samples
-  // first_index .. first_index + count - 1.
+  // Fills `inputs` (shape [count, sample_shape...]) and `labels` (count x labels_per_sample())
+  // with stream samples first_index .. first_index + count - 1. A label below 0 is no target.
   void batch(std::int64_t first_index, std::int64_t count, Tensor& inputs,
              std::vector<int>& labels);
 
  protected:
-  // Writes sample `index` (< size()) into `values` and returns its label.
-  virtual int read_sample(std::int64_t index, std::span<float> values) = 0;
+  // Writes sample `index` (< size()) into `values` and its labels into `labels`.
+  virtual void read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) = 0;
 
  private:
   std::int64_t dataset_index(std::int64_t stream_index);
@@ -83,7 +85,7 @@ class FashionMnist final : public DataSource {
   std::int64_t classes() const override { return 10; }
 
  protected:
-  int read_sample(std::int64_t index, std::span<float> values) override;
+  void read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) override;
 
  private:
   IdxImages images_;
@@ -103,7 +105,7 @@ class SyntheticSource final : public DataSource {
   std::int64_t classes() const override { return classes_; }
 
  protected:
-  int read_sample(std::int64_t index, std::span<float> values) override;
+  void read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) override;
 
  private:
   std::uint64_t seed_;
@@ -129,7 +131,7 @@ class SyntheticTokens final : public DataSource {
   std::int64_t classes() const override { return classes_; }
 
  protected:
-  int read_sample(std::int64_t index, std::span<float> values) override;
+  void read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) override;
 
  private:
   std::uint64_t seed_;
@@ -138,6 +140,36 @@ class SyntheticTokens final : public DataSource {
   std::int64_t vocab_size_;
   std::int64_t token_types_;
   std::int64_t classes_;
+};
+
+// Seeded token sequences for masked-language modelling, as BERT pre-trains: the sample shape is
+// [s] or [k, s] as for SyntheticTokens, with one label per position. Sample i depends only on
+// (seed, i): a length L uniform in ceil(s/2)..s; ids follow a progression, id_j = 1 + (a + j·d)
+// mod (vocab_size - 2) with a uniform in [0, vocab_size - 2) and d uniform in 1..3, so that a
+// masked id follows from its neighbours; padding (id 0) after L. Each token is masked with
+// `mask_probability` (one uniform position if none is): its id becomes vocab_size - 1 ([MASK])
+// and its label the original id. Every other position's label is -1, no target. Types are 0 in
+// the first half of the tokens and 1 after (with two token types); the mask is 1 up to L.
+class MaskedTokens final : public DataSource {
+ public:
+  MaskedTokens(std::uint64_t seed, std::int64_t size, Shape sample_shape, std::int64_t vocab_size,
+               std::int64_t token_types, double mask_probability);
+
+  std::int64_t size() const override { return size_; }
+  const Shape& sample_shape() const override { return sample_shape_; }
+  std::int64_t classes() const override { return vocab_size_; }
+  std::int64_t labels_per_sample() const override { return sample_shape_.back(); }
+
+ protected:
+  void read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) override;
+
+ private:
+  std::uint64_t seed_;
+  std::int64_t size_;
+  Shape sample_shape_;
+  std::int64_t vocab_size_;
+  std::int64_t token_types_;
+  double mask_probability_;
 };
 
 }  // namespace ipusim::models

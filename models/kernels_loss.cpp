@@ -1,4 +1,5 @@
 // softmax_cross_entropy: the loss layer, a mean over rows of logits, with integer labels.
+// A label below 0 marks a row with no target (an unmasked token), which adds nothing.
 
 #include <algorithm>
 #include <cmath>
@@ -10,9 +11,10 @@ namespace ipusim::models::detail {
 namespace {
 
 // Softmax over the last axis (the classes) and the cross-entropy against one integer label per
-// row of logits: one per sample for [classes] samples, as Fashion-MNIST has. The output is the
-// mean loss over all rows of the micro-batch, shape {1}; the gradient of the logits is
-// (softmax - one_hot) x loss_gradient / rows.
+// row of logits: one per sample for [classes] samples, as Fashion-MNIST has, or one per token
+// for [sequence, classes] ones (masked-language modelling). The output is the mean loss over the
+// rows with a target in the micro-batch, shape {1}; the gradient of such a row's logits is
+// (softmax - one_hot) x loss_gradient / targets, and zero for a row without one.
 class SoftmaxCrossEntropyKernel final : public Kernel {
  public:
   SoftmaxCrossEntropyKernel(const std::vector<Shape>& inputs, DType dtype)
@@ -36,14 +38,19 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
     saved.dtype = dtype();
     saved.tensors.emplace_back(logits.shape());
     double total = 0.0;
+    std::int64_t targets = 0;
     for (std::int64_t r = 0; r < rows; ++r) {
       const int label = context.labels[static_cast<std::size_t>(r)];
-      IPUSIM_CHECK(label >= 0 && label < classes());
+      IPUSIM_CHECK(label < classes());
+      saved.indices.push_back(label);
+      if (label < 0)
+        continue;
       total += softmax_row(logits.data() + r * classes(), label,
                            saved.tensors[0].data() + r * classes());
-      saved.indices.push_back(label);
+      ++targets;
     }
-    Tensor loss({1}, static_cast<float>(total / static_cast<double>(rows)));
+    IPUSIM_CHECK(targets > 0);
+    Tensor loss({1}, static_cast<float>(total / static_cast<double>(targets)));
     round_to_dtype(loss, dtype());
     return {std::move(loss), std::move(saved), {}};
   }
@@ -53,10 +60,13 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
                                std::span<GradientAccumulator> /*gradients*/) const override {
     IPUSIM_CHECK(output_gradient.elements() == 1);
     Tensor dx = saved.tensors.at(0);
-    const auto rows = static_cast<std::int64_t>(saved.indices.size());
-    const auto scale = static_cast<float>(output_gradient[0] / static_cast<double>(rows));
-    for (std::int64_t r = 0; r < rows; ++r)
-      dx[r * classes() + saved.indices[static_cast<std::size_t>(r)]] -= 1.0f;
+    const auto targets = std::count_if(saved.indices.begin(), saved.indices.end(),
+                                       [](std::int64_t label) { return label >= 0; });
+    const auto scale = static_cast<float>(output_gradient[0] / static_cast<double>(targets));
+    for (std::size_t r = 0; r < saved.indices.size(); ++r) {
+      if (saved.indices[r] >= 0)
+        dx[static_cast<std::int64_t>(r) * classes() + saved.indices[r]] -= 1.0f;
+    }
     for (float& value : dx.values())
       value *= scale;
     round_to_dtype(dx, dtype());

@@ -1,5 +1,6 @@
 #include "sim/numeric/training.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,79 +19,7 @@
 namespace ipusim::sim {
 namespace {
 
-constexpr std::int64_t kTrainingSamples = 60000;  // Fashion-MNIST's split, mirrored by synthetic
-constexpr std::int64_t kTestSamples = 10000;
 constexpr std::int64_t kInferenceBatch = 1000;
-
-bool is_fashion_mnist(const DataSpec& data) {
-  return data.source == "fashion-mnist";
-}
-
-// Opens Fashion-MNIST's split, reporting unusable files as a config error on the data path.
-std::unique_ptr<models::DataSource> fashion_mnist(const RunSpec& spec,
-                                                  models::FashionMnistSplit split) {
-  if (spec.model.classes < 10) {
-    throw core::ConfigError(spec.source_of("/data/source"), "/data/source",
-                            "fashion-mnist has 10 classes but the model's loss has " +
-                                std::to_string(spec.model.classes));
-  }
-  try {
-    return std::make_unique<models::FashionMnist>(spec.data.path, split, spec.model.input_shape);
-  } catch (const models::DataError& error) {
-    throw core::ConfigError(spec.source_of("/data/path"), "/data/path", error.what());
-  }
-}
-
-bool is_tokens(const DataSpec& data) {
-  return data.source == "synthetic_tokens";
-}
-
-// The model's first embedding, which token data is drawn for; null when it has none.
-const models::Layer* first_embedding(const models::Model& model) {
-  for (const models::Layer& layer : model.layers) {
-    if (layer.type == models::LayerType::kEmbedding)
-      return &layer;
-  }
-  return nullptr;
-}
-
-std::unique_ptr<models::DataSource> synthetic(const RunSpec& spec, std::int64_t size) {
-  const models::Model& model = spec.model;
-  if (is_tokens(spec.data)) {
-    const models::LayerParams& p = first_embedding(model)->params;
-    return std::make_unique<models::SyntheticTokens>(spec.data.seed, size, model.input_shape,
-                                                     p.vocab_size, p.token_types, model.classes);
-  }
-  return std::make_unique<models::SyntheticSource>(spec.data.seed, size, model.input_shape,
-                                                   model.classes);
-}
-
-// Why the data cannot feed the model numerically (empty when it can): token data for a model
-// with an embedding, one label per sample for the loss.
-std::string data_mismatch(const RunSpec& spec) {
-  const models::Model& model = spec.model;
-  const models::Layer* embedding = first_embedding(model);
-  const models::Shape& input = model.input_shape;
-  if (embedding != nullptr && !is_tokens(spec.data)) {
-    return "layer '" + embedding->id + "' (embedding) reads token ids, which the \"" +
-           spec.data.source + "\" data do not hold; use \"synthetic_tokens\"";
-  }
-  if (is_tokens(spec.data) && embedding == nullptr)
-    return "synthetic_tokens draws token ids for an embedding, but the model has none";
-  if (is_tokens(spec.data) && (input.size() > 2 || (input.size() == 2 && input[0] > 3))) {
-    return "synthetic_tokens fills a model input of [sequence] or [rows, sequence] with up to 3 "
-           "rows (ids, types, mask), not " +
-           models::shape_text(input);
-  }
-  return "";
-}
-
-// The rows of logits per sample the loss takes; numeric data has one label per sample.
-std::int64_t logit_rows_per_sample(const models::Model& model) {
-  const int loss = static_cast<int>(model.layers.size()) - 1;
-  const models::Shape logits = models::input_shapes_of(model, loss).front();
-  return models::element_count(logits) / logits.back();
-}
 
 std::string parameter_text(const std::string& name) {
   const auto dot = name.find('.');
@@ -129,61 +58,6 @@ std::string role_name(models::ParameterSpec::Role role) {
 
 }  // namespace
 
-NumericSupport numeric_support(const RunSpec& spec) {
-  for (const models::Layer& layer : spec.model.layers) {
-    if (layer.type == models::LayerType::kInput || models::has_kernel(layer.type))
-      continue;
-    return {false, layer.file.empty() ? spec.config_path : layer.file, layer.pointer,
-            "layer '" + layer.id + "' (" + models::layer_type_name(layer.type) +
-                ") models cost only: it has no numeric kernel, so the kernels cannot run"};
-  }
-  if (!spec.model.trainable) {
-    return {false, spec.source_of("/model/layers"), "/model/layers",
-            "numeric mode compares losses, but the model has no softmax_cross_entropy loss"};
-  }
-  if (spec.pipeline.replication_factor > 1) {
-    return {false, spec.source_of("/pipeline/replication_factor"), "/pipeline/replication_factor",
-            "numeric mode runs one replica, but replication_factor is " +
-                std::to_string(spec.pipeline.replication_factor)};
-  }
-  const models::Layer& loss = spec.model.layers.back();
-  if (const std::int64_t rows = logit_rows_per_sample(spec.model); rows != 1) {
-    return {false, loss.file.empty() ? spec.config_path : loss.file, loss.pointer,
-            "numeric data give one label per sample, but the loss '" + loss.id + "' takes " +
-                std::to_string(rows) + " rows of logits per sample"};
-  }
-  if (const std::string mismatch = data_mismatch(spec); !mismatch.empty())
-    return {false, spec.source_of("/data/source"), "/data/source", mismatch};
-  return {true, "", "", ""};
-}
-
-void throw_unsupported(const NumericSupport& support) {
-  throw core::ConfigError(support.file, support.pointer, support.reason);
-}
-
-std::unique_ptr<models::DataSource> training_data(const RunSpec& spec) {
-  auto source = is_fashion_mnist(spec.data) ? fashion_mnist(spec, models::FashionMnistSplit::kTrain)
-                                            : synthetic(spec, kTrainingSamples);
-  if (spec.data.shuffle)
-    source->shuffle_each_epoch(spec.data.seed);
-  return source;
-}
-
-TestSet test_data(const RunSpec& spec) {
-  if (is_fashion_mnist(spec.data)) {
-    auto source = fashion_mnist(spec, models::FashionMnistSplit::kTest);
-    const std::int64_t count = source->size();
-    return {std::move(source), 0, count};
-  }
-  return {synthetic(spec, kTrainingSamples + kTestSamples), kTrainingSamples, kTestSamples};
-}
-
-std::string data_description(const DataSpec& data) {
-  if (is_fashion_mnist(data))
-    return "fashion-mnist (" + data.path + ")";
-  return "synthetic (seed " + std::to_string(data.seed) + ")";
-}
-
 models::Tensor infer(const models::Model& model, const models::ParameterStore& parameters,
                      const models::Tensor& inputs) {
   const int loss = static_cast<int>(model.layers.size()) - 1;
@@ -217,26 +91,25 @@ models::Tensor infer(const models::Model& model, const models::ParameterStore& p
   return std::move(values.at(logits));
 }
 
-std::int64_t correct_predictions(const models::Model& model,
-                                 const models::ParameterStore& parameters, TestSet& test) {
-  std::int64_t correct = 0;
+Predictions correct_predictions(const models::Model& model,
+                                const models::ParameterStore& parameters, TestSet& test) {
+  Predictions predictions;
   models::Tensor inputs;
   std::vector<int> labels;
   for (std::int64_t done = 0; done < test.count; done += kInferenceBatch) {
     const std::int64_t count = std::min(kInferenceBatch, test.count - done);
     test.source->batch(test.first + done, count, inputs, labels);
     const models::Tensor logits = infer(model, parameters, inputs);
-    const std::int64_t classes = logits.sample_elements();
-    for (std::int64_t i = 0; i < count; ++i) {
-      std::int64_t best = 0;
-      for (std::int64_t c = 1; c < classes; ++c) {
-        if (logits[i * classes + c] > logits[i * classes + best])
-          best = c;
-      }
-      correct += best == labels[static_cast<std::size_t>(i)] ? 1 : 0;
+    const std::int64_t classes = logits.shape().back();
+    for (std::size_t row = 0; row < labels.size(); ++row) {
+      if (labels[row] < 0)
+        continue;
+      const float* x = logits.data() + static_cast<std::int64_t>(row) * classes;
+      predictions.correct += std::max_element(x, x + classes) - x == labels[row] ? 1 : 0;
+      ++predictions.targets;
     }
   }
-  return correct;
+  return predictions;
 }
 
 std::vector<std::string> parameter_names(const models::Model& model, int layer) {
@@ -420,8 +293,10 @@ void save_run(core::OutputSet& outputs, const std::string& directory, const RunS
   const std::vector<std::int32_t> labels32(labels.begin(), labels.end());
   write_npy(outputs, directory + "/losses.npy", models::npy_bytes(flat));
   write_npy(outputs, directory + "/inputs.npy", models::npy_bytes(inputs));
-  write_npy(outputs, directory + "/labels.npy",
-            models::npy_bytes({static_cast<std::int64_t>(labels32.size())}, labels32));
+  models::Shape labels_shape{static_cast<std::int64_t>(labels32.size())};
+  if (data.labels_per_sample() > 1)
+    labels_shape = {labels_shape[0] / data.labels_per_sample(), data.labels_per_sample()};
+  write_npy(outputs, directory + "/labels.npy", models::npy_bytes(labels_shape, labels32));
 }
 
 void save_gradients(core::OutputSet& outputs, const std::string& directory, const RunSpec& spec,
@@ -482,9 +357,10 @@ void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out) 
   NumericPipeline pipeline(spec, parameters, *data,
                            {.keep_first_gradients = !request.save.empty()});
   const auto [first, wall] = run_steps(spec, pipeline, steps, out);
-  const std::int64_t correct = correct_predictions(spec.model, parameters, test);
-  out << "Test accuracy: " << percent(double(correct) / double(test.count)) << " ("
-      << with_commas(correct) << " of " << with_commas(test.count) << " test samples)\n";
+  const Predictions predictions = correct_predictions(spec.model, parameters, test);
+  out << "Test accuracy: " << percent(double(predictions.correct) / double(predictions.targets))
+      << " (" << with_commas(predictions.correct) << " of " << with_commas(predictions.targets)
+      << (data->labels_per_sample() > 1 ? " masked test tokens)\n" : " test samples)\n");
   out << timing(spec, first, steps, wall);
   if (request.save.empty())
     return;

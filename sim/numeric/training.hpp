@@ -54,9 +54,14 @@ std::string data_description(const DataSpec& data);
 models::Tensor infer(const models::Model& model, const models::ParameterStore& parameters,
                      const models::Tensor& inputs);
 
-// How many of the test samples infer() classifies right (arg-max of the logits).
-std::int64_t correct_predictions(const models::Model& model,
-                                 const models::ParameterStore& parameters, TestSet& test);
+// How many of the test targets infer() classifies right (arg-max of the logits): one per
+// sample, or with masked tokens one per masked token.
+struct Predictions {
+  std::int64_t correct = 0;
+  std::int64_t targets = 0;
+};
+Predictions correct_predictions(const models::Model& model,
+                                const models::ParameterStore& parameters, TestSet& test);
 
 // "<layer id>.<parameter>" of each parameter tensor of `layer`, named by role as Keras names
 // them: "kernel" for weights, "bias" for biases (a normalisation's beta too), "gamma" for a

@@ -357,7 +357,9 @@ std::string numeric_text(const RunReport& r) {
                     ", " + std::to_string(n.losses.size()) + " weight update(s) x " +
                     std::to_string(p.gradient_accumulation_count) + " micro-batch(es) of " +
                     std::to_string(p.micro_batch_size) + " samples\n";
-  out += "Loss per micro-batch (nats, mean over its samples):\n";
+  out += r.spec->data.labels == "masked_tokens"
+             ? "Loss per micro-batch (nats, mean over its masked tokens):\n"
+             : "Loss per micro-batch (nats, mean over its samples):\n";
   const std::vector<double> means = n.mean_loss_per_update();
   const std::size_t updates = n.losses.size();
   for (std::size_t s = 0; s < updates; ++s) {

@@ -189,6 +189,21 @@ void check_micro_batch_bytes(const RunSpec& spec, const ConfigNode& root) {
             "plausible for one weight update's micro-batch");
 }
 
+// Masked-token labels: only synthetic_tokens draws them, and a mask probability acts only there.
+void read_token_labels(const ConfigNode& node, DataSpec& data) {
+  const auto labels = node.find("labels");
+  if (labels && data.source != "synthetic_tokens")
+    labels->fail("labels are chosen for \"synthetic_tokens\" data only");
+  data.labels = node.get_enum("labels", "class", {"class", "masked_tokens"});
+  if (const auto probability = node.find("mask_probability")) {
+    if (data.labels != "masked_tokens")
+      probability->fail("a mask probability needs \"labels\": \"masked_tokens\"");
+    data.mask_probability = probability->as_number();
+    if (!(data.mask_probability > 0 && data.mask_probability <= 1))
+      probability->fail("expected a number in (0, 1]");
+  }
+}
+
 DataSpec read_data(const std::optional<ConfigNode>& node) {
   DataSpec data;
   data.path = "/usr/share/datasets/fashion-mnist";
@@ -198,12 +213,13 @@ DataSpec read_data(const std::optional<ConfigNode>& node) {
     data.source = node->as_enum({"synthetic", "synthetic_tokens", "fashion-mnist"});
     return data;
   }
-  node->expect_only_keys({"source", "path", "shuffle", "seed"});
+  node->expect_only_keys({"source", "path", "shuffle", "seed", "labels", "mask_probability"});
   data.source =
       node->get_enum("source", "synthetic", {"synthetic", "synthetic_tokens", "fashion-mnist"});
   data.path = node->get_string("path", data.path);
   data.shuffle = node->get_bool("shuffle", false);
   data.seed = std::uint64_t(node->get_int("seed", 0, 0, std::int64_t{1} << 62));
+  read_token_labels(*node, data);
   return data;
 }
 

@@ -62,6 +62,8 @@ struct DataSpec {
   std::string path;                  // fashion-mnist directory
   bool shuffle = false;
   std::uint64_t seed = 0;
+  std::string labels = "class";    // or "masked_tokens" (synthetic_tokens only)
+  double mask_probability = 0.15;  // of each token, with "masked_tokens"
 };
 
 // A validated config: everything a run needs, every user error already reported.

@@ -201,3 +201,48 @@ TEST_CASE("a synthetic source gives each sample from (seed, index) alone") {
   other.batch(10, 8, part, part_labels);
   CHECK_FALSE(std::equal(part.values().begin(), part.values().end(), whole.values().begin()));
 }
+
+TEST_CASE("masked tokens label each masked position with the id its progression gives") {
+  // Vocabulary 20: ids 1..18 in a progression mod 18, [MASK] = 19, padding 0.
+  MaskedTokens data(7, 1000, {3, 12}, 20, 2, 0.25);
+  CHECK(data.classes() == 20);
+  CHECK(data.labels_per_sample() == 12);
+  Tensor inputs;
+  std::vector<int> labels;
+  data.batch(0, 1000, inputs, labels);
+  REQUIRE(labels.size() == 12'000);
+  std::int64_t masked = 0;
+  std::int64_t tokens = 0;
+  for (std::int64_t i = 0; i < 1000; ++i) {
+    const float* ids = inputs.data() + i * 36;
+    const int* row = labels.data() + i * 12;
+    std::int64_t length = 0;
+    while (length < 12 && ids[2 * 12 + length] == 1.0f)
+      ++length;
+    REQUIRE(length >= 6);
+    std::vector<int> original(12, 0);
+    for (std::int64_t j = 0; j < length; ++j)
+      original[std::size_t(j)] = row[j] >= 0 ? row[j] : int(ids[j]);
+    const int step = (original[1] - original[0] + 18) % 18;
+    CHECK((step >= 1 && step <= 3));
+    for (std::int64_t j = 0; j < 12; ++j) {
+      if (j >= length) {
+        CHECK(ids[j] == 0.0f);
+        CHECK(row[j] == -1);
+        continue;
+      }
+      CHECK(original[std::size_t(j)] == 1 + (original[0] - 1 + int(j) * step) % 18);
+      CHECK((row[j] < 0) == (ids[j] != 19.0f));
+      CHECK(ids[12 + j] == (2 * j >= length ? 1.0f : 0.0f));
+      masked += row[j] >= 0 ? 1 : 0;
+    }
+    tokens += length;
+    CHECK(std::any_of(row, row + 12, [](int label) { return label >= 0; }));
+  }
+  // A quarter of the tokens, within four standard deviations of the binomial (plus the forced
+  // ones, at most one per sample with no draw).
+  const double expected = 0.25 * double(tokens);
+  const double sd = std::sqrt(expected * 0.75);
+  CHECK(double(masked) > expected - 4 * sd);
+  CHECK(double(masked) < expected + 4 * sd + 1000 * std::pow(0.75, 6));
+}

@@ -114,6 +114,25 @@ TEST_CASE("softmax cross-entropy gradients match central differences") {
                   {2, 0, 3});
   check_gradients(make_layer(LayerType::kSoftmaxCrossEntropy), {random_tensor({2, 2, 3}, 21)},
                   {0, 2, 1, 1});
+  check_gradients(make_layer(LayerType::kSoftmaxCrossEntropy), {random_tensor({2, 3, 4}, 22)},
+                  {1, -1, 3, -1, -1, 0});
+}
+
+TEST_CASE("softmax cross-entropy averages over the rows with a target and ignores label -1") {
+  const auto kernel = kernel_for(make_layer(LayerType::kSoftmaxCrossEntropy), {{2, 10}});
+  Tensor logits({2, 2, 10}, 0.0f);
+  logits[1 * 10 + 4] = 50.0f;  // a row without a target: large logits change nothing
+  const std::vector<int> labels{0, -1, 9, -1};
+  const ForwardResult result = kernel->forward({&logits}, {}, {0, 0, labels});
+  CHECK(result.output[0] == 2.30258512f);  // ln(10), the mean of the two rows with a target
+  std::vector<GradientAccumulator> none;
+  const Tensor gradient = kernel->backward(Tensor({1}, 1.0f), result.saved, {}, none)[0];
+  CHECK(gradient[0 * 10 + 0] == -0.45f);  // (0.1 - 1) / 2
+  CHECK(gradient[2 * 10 + 1] == 0.05f);   // 0.1 / 2
+  for (std::int64_t c = 0; c < 10; ++c) {
+    CHECK(gradient[1 * 10 + c] == 0.0f);
+    CHECK(gradient[3 * 10 + c] == 0.0f);
+  }
 }
 
 TEST_CASE("softmax cross-entropy of uniform logits over 10 classes is ln(10)") {
