@@ -111,19 +111,20 @@ std::vector<Tensor> ParameterStore::reduced_gradients(int layer) const {
 }
 
 void ParameterStore::apply_update(std::span<const int> layers) {
-  const std::set<int> updated(layers.begin(), layers.end());
   for (const int layer : layers) {
     LayerState& state = layers_.at(index(layer));
-    for (const int user : state.tied_by)
-      IPUSIM_CHECK(updated.count(user) != 0);
     const std::vector<Tensor> gradients = reduced_gradients(layer);
     for (std::size_t i = 0; i < state.values.size(); ++i)
       optimizer_.apply(state.values[i], gradients[i], state.optimizer[i]);
   }
-  // Cleared only once every layer is updated: an embedding reads its tied users' accumulators.
+  // Cleared only once every layer is updated. A tied layer's word-matrix accumulator belongs to
+  // the embedding's update, which may come before or after the tied layer's (on another IPU).
   for (const int layer : layers) {
-    for (GradientAccumulator& accumulator : layers_.at(index(layer)).gradients)
-      accumulator.reset();
+    LayerState& state = layers_.at(index(layer));
+    for (std::size_t i = state.tied_to < 0 ? 0 : 1; i < state.gradients.size(); ++i)
+      state.gradients[i].reset();
+    for (const int user : state.tied_by)
+      layers_.at(index(user)).gradients.at(0).reset();
   }
 }
 

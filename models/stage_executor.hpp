@@ -85,8 +85,8 @@ class ParameterStore {
   }
 
   // Applies the optimizer to the reduced gradients of `layers` (or of every layer), then
-  // clears their accumulators for the next step. An embedding and the layers tied to it are
-  // updated together.
+  // clears their accumulators for the next step. An embedding's update takes and clears its tied
+  // users' word-matrix accumulators, whether their own updates come before or after it.
   void apply_update(std::span<const int> layers);
   void apply_update();
 

@@ -201,6 +201,49 @@ void add_copy_bytes(const RunSpec& spec, const Placement& where, CostModel& mode
   }
 }
 
+// The IPU each layer runs on.
+std::vector<int> ipu_of_layers(const RunSpec& spec) {
+  std::vector<int> ipu(spec.model.layers.size(), 0);
+  for (const auto& stage : spec.pipeline.stages) {
+    for (std::size_t j = 0; j < stage.substage_layers.size(); ++j) {
+      for (int layer : stage.substage_layers[j])
+        ipu[std::size_t(layer)] = stage.ipus[j];
+    }
+  }
+  return ipu;
+}
+
+// A layer tied to an embedding on another IPU holds a copy of the word matrix and accumulates
+// its own gradient of it; at the weight update it sends that gradient to the embedding's IPU,
+// which updates the matrix once and sends it back, as Megatron-LM ties a GPT's first and last
+// stages. Both IPUs pay the two transfers.
+void add_tied_copies(const RunSpec& spec, CostModel& model) {
+  const auto& p = spec.pipeline;
+  const auto ipu = ipu_of_layers(spec);
+  for (std::size_t layer = 0; layer < spec.model.layers.size(); ++layer) {
+    const auto& user = spec.model.layers[layer];
+    if (user.tied_to.empty())
+      continue;
+    const auto owner = std::size_t(spec.model.index_of(user.tied_to));
+    if (ipu[layer] == ipu[owner])
+      continue;
+    const auto& word = spec.model.layers[owner].params;
+    const std::int64_t n = core::checked_mul(word.vocab_size, word.hidden, "word matrix size");
+    auto& items = model.static_memory[ipu[layer]];
+    items.push_back({MemoryCategory::kWeights,
+                     "copy of " + user.tied_to + "'s word matrix for " + user.id,
+                     n * models::dtype_bytes(p.dtype)});
+    if (!p.training)
+      continue;
+    const std::int64_t gradient = n * models::dtype_bytes(p.gradient_accumulation_dtype);
+    items.push_back({MemoryCategory::kGradientAccumulators,
+                     "gradient accumulators of " + user.id + "'s copy of the word matrix",
+                     gradient});
+    for (const int end : {ipu[layer], ipu[owner]})
+      model.tied_exchange_bytes[std::size_t(end)] += gradient + n * models::dtype_bytes(p.dtype);
+  }
+}
+
 // Weights, accumulators and optimizer state of every layer, on its IPU (the optimizer state in
 // streaming memory when offloaded); returns the parameters per IPU.
 std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model) {
@@ -280,8 +323,10 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
   model.weight_update_cycles.assign(ipus, 0);
   model.offload_bytes.assign(ipus, 0);
   model.gradient_bytes.assign(ipus, 0);
+  model.tied_exchange_bytes.assign(ipus, 0);
   add_code_memory(spec, model);
   const auto params = add_layer_memory(spec, model);
+  add_tied_copies(spec, model);
   for (int ipu = 0; ipu < ipus; ++ipu) {
     std::int64_t copy_buffer = 0;
     for (const auto& [key, bytes] : model.copy_bytes) {

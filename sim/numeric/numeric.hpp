@@ -16,10 +16,10 @@
 // of one stage send to the same tensor are summed in decreasing sub-stage order, once the whole
 // stage has run its backward.
 //
-// Tied weights: the embedding and the dense layer tied to it run on one IPU, possibly in
-// different stages whose backwards interleave. Each fills its own accumulator for the word
-// matrix in micro-batch order, and the IPU's weight update sums them in layer order (see
-// models::ParameterStore), so the interleaving does not change a bit.
+// Tied weights: the embedding and the dense layer tied to it run in different stages, on one
+// IPU or two, whose backwards interleave. Each fills its own accumulator for the word matrix in
+// micro-batch order, and the embedding's weight update sums them in layer order (see
+// models::ParameterStore), so neither the interleaving nor the IPUs change a bit.
 //
 // Zero-bubble's split weight gradient: B runs the whole backward (input and weight gradients)
 // and W does nothing numerically; accumulation still happens in micro-batch order, since every

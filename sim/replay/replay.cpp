@@ -81,14 +81,16 @@ ReplayLayout layout_of(const ReplayState& state) {
   return layout;
 }
 
-// One IPU's weight update: the schedule's AllReduce (with replicas) and WeightUpdate, which
-// streams any offloaded optimizer state in and out before the update on chip.
+// One IPU's weight update: a tied word matrix's exchange between IPUs, the schedule's AllReduce
+// (with replicas) and WeightUpdate, which streams any offloaded optimizer state in and out
+// before the update on chip.
 WeightUpdateSpan weight_update(ReplayState& state, int ipu, Cycles start) {
-  WeightUpdateSpan span{ipu, start, start, start, start};
+  const Cycles exchanged = start + Cycles{state.costs.tied_exchange_cycles(ipu)};
+  WeightUpdateSpan span{ipu, start, exchanged, exchanged, exchanged};
   for (const auto& task : state.schedule.weight_update_tasks(ipu)) {
     ++state.tasks;
     if (task.op == schedules::Op::kAllReduce) {
-      span.all_reduce_end = start + Cycles{state.costs.all_reduce_cycles(ipu)};
+      span.all_reduce_end = exchanged + Cycles{state.costs.all_reduce_cycles(ipu)};
       continue;
     }
     IPUSIM_CHECK(task.op == schedules::Op::kWeightUpdate);

@@ -84,7 +84,7 @@ struct BarrierSpan {
 struct WeightUpdateSpan {
   int ipu = 0;
   core::Cycles start;
-  core::Cycles all_reduce_end;
+  core::Cycles all_reduce_end;  // after a tied word matrix's exchange and the replicas' all-reduce
   core::Cycles offload_end;
   core::Cycles end;
 };

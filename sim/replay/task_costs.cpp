@@ -52,4 +52,13 @@ std::int64_t TaskCosts::all_reduce_cycles(int ipu) const {
          (hw.link_latency_cycles + core::transfer_cycles(chunk, bandwidth, hw.clock_hz));
 }
 
+std::int64_t TaskCosts::tied_exchange_cycles(int ipu) const {
+  const auto bytes = cost_.tied_exchange_bytes[ipu];
+  if (bytes == 0)
+    return 0;
+  const auto& hw = spec_.hardware;
+  return 2 * hw.link_latency_cycles +
+         core::transfer_cycles(double(bytes), hw.link_bandwidth, hw.clock_hz);
+}
+
 }  // namespace ipusim::sim

@@ -39,6 +39,8 @@ class TaskCosts {
   // A ring all-reduce of `ipu`'s gradients over the rails joining the replicas: 2(R-1) steps
   // of 1/R of the data.
   std::int64_t all_reduce_cycles(int ipu) const;
+  // A tied word matrix's gradient to its owner's IPU and the matrix back, over one IPU-Link.
+  std::int64_t tied_exchange_cycles(int ipu) const;
   std::int64_t offload_bytes(int ipu) const { return cost_.offload_bytes[ipu]; }
   std::int64_t weight_update_cycles(int ipu) const { return cost_.weight_update_cycles[ipu]; }
 

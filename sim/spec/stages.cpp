@@ -166,37 +166,6 @@ void read_device_mapping(const ConfigNode* node, std::vector<StageSpec>& stages)
   }
 }
 
-// The IPU each layer runs on.
-std::vector<int> ipu_of_layers(const models::Model& model, const std::vector<StageSpec>& stages) {
-  std::vector<int> ipu(model.layers.size(), 0);
-  for (const auto& stage : stages) {
-    for (std::size_t j = 0; j < stage.substage_layers.size(); ++j) {
-      for (int layer : stage.substage_layers[j])
-        ipu[std::size_t(layer)] = stage.ipus[j];
-    }
-  }
-  return ipu;
-}
-
-// A tied weight lives once, on one IPU: every layer sharing it must run there.
-void check_tied_layers(const models::Model& model, const std::vector<StageSpec>& stages) {
-  const auto ipu = ipu_of_layers(model, stages);
-  for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    const auto& layer = model.layers[i];
-    if (layer.tied_to.empty())
-      continue;
-    const auto target = std::size_t(model.index_of(layer.tied_to));
-    if (ipu[i] == ipu[target])
-      continue;
-    throw core::ConfigError(layer.file, layer.pointer + "/tied_to",
-                            "layer '" + layer.id + "' shares the word matrix of '" + layer.tied_to +
-                                "', so both must run on one IPU, but '" + layer.id +
-                                "' runs on IPU" + std::to_string(ipu[i]) + " and '" +
-                                layer.tied_to + "' on IPU" + std::to_string(ipu[target]) +
-                                "; map their stages to the same IPU with device_mapping");
-  }
-}
-
 }  // namespace
 
 std::vector<StageSpec> read_stages(const models::Model& model, const ConfigNode& pipeline) {
@@ -219,7 +188,6 @@ std::vector<StageSpec> read_stages(const models::Model& model, const ConfigNode&
   check_stage_order(model, out, splits ? *splits : stages ? *stages : pipeline);
   const auto mapping = pipeline.find("device_mapping");
   read_device_mapping(mapping ? &*mapping : nullptr, out);
-  check_tied_layers(model, out);
   return out;
 }
 

@@ -639,16 +639,23 @@ TEST_CASE("masked-token data for a loss with one row per sample is refused") {
 }
 
 TEST_CASE("the tiny BERT with its tied MLM head equals the reference under each schedule") {
-  // The head shares IPU0 with the embeddings: grouped and sequential run two stages on one IPU.
+  // Grouped and sequential run the config's layout, the head beside the embeddings on IPU0. The
+  // schedules with one stage per IPU run four stages, the head on IPU3 with a copy of the word
+  // matrix whose gradient IPU0 sums into its update.
+  const std::vector<std::string> one_stage_per_ipu = {
+      "pipeline.splits=[\"encoder2\",\"encoder3\",\"encoder4\"]",
+      "pipeline.device_mapping=[0,1,2,3]"};
   std::optional<std::vector<std::vector<float>>> first_losses;
   for (const auto& [schedule, modes] : kSchedules) {
-    if (schedule != "grouped" && schedule != "sequential")
-      continue;
     for (const auto& mode : modes) {
-      const sim::RunSpec spec =
-          small("configs/bert_tiny_4ipu.json", schedule, mode,
-                {"data.source=\"synthetic_tokens\"", "pipeline.gradient_accumulation_count=10"});
-      const sim::RunReport report = simulate_numeric(spec);
+      std::vector<std::string> sets = {"data.source=\"synthetic_tokens\"",
+                                       "pipeline.gradient_accumulation_count=10"};
+      if (schedule != "grouped" && schedule != "sequential") {
+        sets.insert(sets.end(), one_stage_per_ipu.begin(), one_stage_per_ipu.end());
+        sets.push_back("pipeline.gradient_accumulation_count=8");
+      }
+      const sim::RunReport report =
+          simulate_numeric(small("configs/bert_tiny_4ipu.json", schedule, mode, sets));
       INFO(schedule << " " << mode);
       REQUIRE(report.numeric);
       CHECK(report.numeric->bit_identical);
@@ -656,7 +663,8 @@ TEST_CASE("the tiny BERT with its tied MLM head equals the reference under each 
       CHECK(report.numeric->losses == report.numeric->reference_losses);
       if (!first_losses)
         first_losses = report.numeric->losses;
-      CHECK(report.numeric->losses == *first_losses);
+      if (report.numeric->losses.front().size() == first_losses->front().size())
+        CHECK(report.numeric->losses == *first_losses);
     }
   }
 }
