@@ -14,8 +14,6 @@ namespace {
 
 using core::ExitCode;
 
-constexpr const char* kVersion = "ipusim 0.1.0";
-
 int report_config_error(const core::ConfigError& error, std::ostream& err) {
   err << "error: " << error.what() << "\n";
   return int(ExitCode::kConfigError);
@@ -69,18 +67,24 @@ std::string usage_hint(const CLI::App& app, const std::vector<std::string>& args
 
 // What ipusim --help ends with: how to go on, the exit codes and the hardware presets.
 std::string help_footer() {
-  std::string presets;
-  for (const auto& name : sim::hardware_preset_names())
-    presets += (presets.empty() ? "" : ", ") + name;
-  return "Run 'ipusim COMMAND --help' for a command's options and an example.\n\n"
-         "Exit codes: 0 success, 1 bad command line, 2 invalid config or option, 3 does not fit "
-         "in memory (a valid result), 4 pipelined numbers differ from the reference, 70 internal "
-         "error (a bug).\n"
-         "Hardware presets (hardware.preset): " +
-         presets + ".";
+  return "Run 'ipusim COMMAND --help' for a command's options and an example.\n\n" +
+         exit_codes_text() + "\n" + presets_text();
 }
 
 }  // namespace
+
+std::string exit_codes_text() {
+  return "Exit codes: 0 success, 1 bad command line, 2 invalid config or option, 3 does not fit "
+         "in memory (a valid result), 4 pipelined numbers differ from the reference, 70 internal "
+         "error (a bug).";
+}
+
+std::string presets_text() {
+  std::string presets;
+  for (const auto& name : sim::hardware_preset_names())
+    presets += (presets.empty() ? "" : ", ") + name;
+  return "Hardware presets (hardware.preset): " + presets + ".";
+}
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"ipusim: a simulator of pipelined training on Graphcore IPUs", "ipusim"};
@@ -100,6 +104,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_plan_command(app, out, err);
   add_import_command(app, out);
   add_completion_command(app, out);
+  add_man_command(app, out);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

@@ -52,6 +52,7 @@ void add_train_command(CLI::App& app, std::ostream& out);
 void add_calibrate_command(CLI::App& app, std::ostream& out);
 void add_import_command(CLI::App& app, std::ostream& out);
 void add_completion_command(CLI::App& app, std::ostream& out);
+void add_man_command(CLI::App& app, std::ostream& out);
 void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err);
 
 }  // namespace ipusim::cli
