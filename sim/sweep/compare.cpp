@@ -247,8 +247,13 @@ std::string comparison_text(const std::vector<CompareRun>& runs) {
 // --- The files ----------------------------------------------------------------------------
 
 std::string comparison_csv(const std::vector<CompareRun>& runs) {
+  std::size_t ipus = 0;
+  for (const auto& run : runs)
+    ipus = std::max(ipus, run.metrics ? run.metrics->utilisation_per_ipu.size() : 0);
   std::vector<std::string> columns = {"label", "config", "schedule", "with"};
   columns.insert(columns.end(), metric_columns().begin(), metric_columns().end());
+  const auto ipu_columns = per_ipu_columns(ipus);
+  columns.insert(columns.end(), ipu_columns.begin(), ipu_columns.end());
   columns.push_back("error");
   std::string out = csv_line(columns);
   for (const auto& run : runs) {
@@ -256,6 +261,9 @@ std::string comparison_csv(const std::vector<CompareRun>& runs) {
     const auto metrics = run.metrics ? metric_cells(*run.metrics)
                                      : std::vector<std::string>(metric_columns().size());
     cells.insert(cells.end(), metrics.begin(), metrics.end());
+    const auto per_ipu =
+        run.metrics ? per_ipu_cells(*run.metrics, ipus) : std::vector<std::string>(2 * ipus);
+    cells.insert(cells.end(), per_ipu.begin(), per_ipu.end());
     cells.push_back(run.error);
     out += csv_line(cells);
   }

@@ -77,6 +77,8 @@ RunMetrics run_metrics(const RunReport& report) {
     m.utilisation_min = std::min(m.utilisation_min, utilisation);
     m.peak_memory_bytes_max = std::max(m.peak_memory_bytes_max, ipu.peak_memory_bytes);
     m.peak_stash_bytes_max = std::max(m.peak_stash_bytes_max, ipu.peak_stash_bytes);
+    m.utilisation_per_ipu.push_back(utilisation);
+    m.peak_memory_bytes_per_ipu.push_back(ipu.peak_memory_bytes);
   }
   m.utilisation_mean = replay.ipus.empty() ? 0.0 : utilisation_sum / double(replay.ipus.size());
   m.fits_in_memory = report.fits_in_memory();
@@ -113,6 +115,35 @@ std::vector<std::string> metric_cells(const RunMetrics& m) {
           std::to_string(m.peak_memory_bytes_max),
           std::to_string(m.peak_stash_bytes_max),
           m.fits_in_memory ? "true" : "false"};
+}
+
+std::vector<std::string> per_ipu_columns(std::size_t ipus) {
+  std::vector<std::string> names;
+  for (const char* metric : {"utilisation_ipu", "peak_memory_bytes_ipu"}) {
+    for (std::size_t ipu = 0; ipu < ipus; ++ipu)
+      names.push_back(metric + std::to_string(ipu));
+  }
+  return names;
+}
+
+std::vector<std::string> per_ipu_cells(const RunMetrics& m, std::size_t ipus) {
+  std::vector<std::string> cells(2 * ipus);
+  for (std::size_t ipu = 0; ipu < std::min(ipus, m.utilisation_per_ipu.size()); ++ipu) {
+    cells[ipu] = fixed(m.utilisation_per_ipu[ipu], 6);
+    cells[ipus + ipu] = std::to_string(m.peak_memory_bytes_per_ipu[ipu]);
+  }
+  return cells;
+}
+
+void parse_per_ipu_cells(const std::vector<std::string>& cells, std::size_t ipus,
+                         const std::string& file, std::size_t line, RunMetrics& m) {
+  IPUSIM_CHECK(cells.size() == 2 * ipus);
+  const CellReader read(file, line);
+  const auto names = per_ipu_columns(ipus);
+  for (std::size_t ipu = 0; ipu < ipus && !cells[ipu].empty(); ++ipu) {
+    m.utilisation_per_ipu.push_back(read.number(cells[ipu], names[ipu]));
+    m.peak_memory_bytes_per_ipu.push_back(read.integer(cells[ipus + ipu], names[ipus + ipu]));
+  }
 }
 
 RunMetrics parse_metric_cells(const std::vector<std::string>& cells, const std::string& file,

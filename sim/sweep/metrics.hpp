@@ -28,6 +28,8 @@ struct RunMetrics {
   std::int64_t peak_memory_bytes_max = 0;
   std::int64_t peak_stash_bytes_max = 0;
   bool fits_in_memory = false;
+  std::vector<double> utilisation_per_ipu;              // busy share of the step, by IPU
+  std::vector<std::int64_t> peak_memory_bytes_per_ipu;  // by IPU
 };
 
 RunMetrics run_metrics(const RunReport& report);
@@ -37,6 +39,15 @@ RunMetrics run_metrics(const RunReport& report);
 // and shares with 6, so equal runs give equal bytes.
 const std::vector<std::string>& metric_columns();
 std::vector<std::string> metric_cells(const RunMetrics& metrics);
+
+// The per-IPU columns of sweep and compare CSVs for `ipus` IPUs, after the metric columns:
+// utilisation_ipu0 .. utilisation_ipu{ipus-1}, then peak_memory_bytes_ipu0 ..., so that pandas
+// users plot the balance between IPUs. A run with fewer IPUs leaves its last cells empty.
+std::vector<std::string> per_ipu_columns(std::size_t ipus);
+std::vector<std::string> per_ipu_cells(const RunMetrics& metrics, std::size_t ipus);
+// The inverse of per_ipu_cells into `metrics`: an empty cell ends an IPU list.
+void parse_per_ipu_cells(const std::vector<std::string>& cells, std::size_t ipus,
+                         const std::string& file, std::size_t line, RunMetrics& metrics);
 
 // The inverse of metric_cells, for the rows of a sweep file: `cells` holds the metric columns.
 // A cell that is not a number (or "true"/"false") is a core::ConfigError naming `file` and

@@ -168,6 +168,8 @@ std::vector<std::string> SweepPlan::columns() const {
   for (const auto& axis : axes_)
     out.push_back(one_line(axis.path));
   out.insert(out.end(), metric_columns().begin(), metric_columns().end());
+  for (auto& column : per_ipu_columns(ipu_columns_))
+    out.push_back(std::move(column));
   out.push_back("error");
   return out;
 }

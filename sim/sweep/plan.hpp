@@ -60,12 +60,17 @@ class SweepPlan {
   std::vector<core::Override> overrides(std::size_t run) const;
   // "pipeline.gradient_accumulation_count=8 pipeline.pipeline_schedule=grouped"
   std::string key(std::size_t run) const;
-  // The CSV header: "run", one column per axis (its path as typed), the metrics, "error".
+  // The CSV header: "run", one column per axis (its path as typed), the metrics, the per-IPU
+  // columns for ipu_columns() IPUs, "error".
   std::vector<std::string> columns() const;
+  // The IPUs per replica of the run with the most (0 until known): the per-IPU columns.
+  std::size_t ipu_columns() const { return ipu_columns_; }
+  void set_ipu_columns(std::size_t ipus) { ipu_columns_ = ipus; }
 
  private:
   std::vector<SweepAxis> axes_;
   std::size_t size_ = 1;
+  std::size_t ipu_columns_ = 0;
 };
 
 }  // namespace ipusim::sim

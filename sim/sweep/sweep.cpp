@@ -39,8 +39,10 @@ std::vector<std::string> row_cells(const SweepPlan& plan, const SweepRun& run) {
   if (run.metrics) {
     for (auto& cell : metric_cells(*run.metrics))
       cells.push_back(std::move(cell));
+    for (auto& cell : per_ipu_cells(*run.metrics, plan.ipu_columns()))
+      cells.push_back(std::move(cell));
   } else {
-    cells.resize(cells.size() + metric_columns().size());
+    cells.resize(cells.size() + metric_columns().size() + 2 * plan.ipu_columns());
   }
   cells.push_back(one_line(run.error));
   return cells;
@@ -74,6 +76,16 @@ class VariantRunner {
     return out;
   }
 
+  // The IPUs per replica of run `run`, or nullopt when its config is invalid.
+  std::optional<std::size_t> ipus_per_replica(std::size_t run) const {
+    try {
+      return std::size_t(
+          build_run_spec(base_.with_overrides(plan_.overrides(run))).pipeline.ipus_per_replica());
+    } catch (const core::ConfigError&) {
+      return std::nullopt;
+    }
+  }
+
  private:
   const SweepPlan& plan_;
   core::ConfigDocument base_;
@@ -81,6 +93,42 @@ class VariantRunner {
 
 bool is_prefix_pointer(const std::string& prefix, const std::string& pointer) {
   return pointer == prefix || pointer.rfind(prefix + "/", 0) == 0;
+}
+
+// Whether an axis cannot change the IPUs a replica uses: batching, accumulation, numerics and
+// data. Any other path (splits, mapping, schedule, hardware, model) may.
+bool keeps_ipu_count(const SweepAxis& axis) {
+  const std::string pointer = core::to_json_pointer(axis.path);
+  for (const char* prefix :
+       {"/pipeline/gradient_accumulation_count", "/pipeline/micro_batch_size",
+        "/pipeline/repeat_count", "/pipeline/recomputation_mode", "/pipeline/optimizer",
+        "/pipeline/seed", "/pipeline/dtype", "/pipeline/gradient_accumulation_dtype",
+        "/pipeline/gradient_accumulation_reduction", "/pipeline/offload_weight_update_variables",
+        "/pipeline/offload_activations", "/data"}) {
+    if (is_prefix_pointer(prefix, pointer))
+      return true;
+  }
+  return false;
+}
+
+// The most IPUs per replica of any valid run of the whole plan (every shard agrees), for the
+// per-IPU columns: one valid spec per combination of the axes that may change the count.
+std::size_t most_ipus(const VariantRunner& runner, const SweepPlan& plan) {
+  std::map<std::vector<std::string>, std::size_t> ipus_by_shape;
+  for (std::size_t run = 0; run < plan.size(); ++run) {
+    std::vector<std::string> shape;
+    const auto values = plan.values(run);
+    for (std::size_t a = 0; a < values.size(); ++a)
+      shape.push_back(keeps_ipu_count(plan.axes()[a]) ? "" : values[a]);
+    if (ipus_by_shape.contains(shape))
+      continue;
+    if (const auto ipus = runner.ipus_per_replica(run))
+      ipus_by_shape.emplace(std::move(shape), *ipus);
+  }
+  std::size_t most = 0;
+  for (const auto& [shape, ipus] : ipus_by_shape)
+    most = std::max(most, ipus);
+  return most;
 }
 
 // A misspelt --vary path would make every row an error; it is refused before anything runs.
@@ -137,7 +185,9 @@ SweepRun typed_row(const std::vector<std::string>& row, std::size_t run, const S
   SweepRun out{run, std::nullopt, row.back()};
   if (out.error.empty()) {
     const auto first = row.begin() + std::ptrdiff_t(1 + plan.axes().size());
-    out.metrics = parse_metric_cells({first, row.end() - 1}, path, line);
+    const auto per_ipu = first + std::ptrdiff_t(metric_columns().size());
+    out.metrics = parse_metric_cells({first, per_ipu}, path, line);
+    parse_per_ipu_cells({per_ipu, row.end() - 1}, plan.ipu_columns(), path, line, *out.metrics);
   }
   return out;
 }
@@ -350,11 +400,13 @@ SweepPlotTable plot_table(const SweepTable& table, std::size_t varied) {
 
 }  // namespace
 
-SweepSummary run_sweep(const std::string& config_path, const SweepPlan& plan,
+SweepSummary run_sweep(const std::string& config_path, const SweepPlan& axes_plan,
                        const std::string& csv_path, const SweepOptions& options,
                        core::OutputSet& outputs) {
+  SweepPlan plan = axes_plan;
   const VariantRunner runner(config_path, plan, options.base_overrides);
   check_axis_paths(config_path, plan, options.base_overrides);
+  plan.set_ipu_columns(most_ipus(runner, plan));
   check_runs_per_file(csv_path, plan, options.shard);
   core::AppendFile& file = outputs.open_append(csv_path, busy_text());
   SweepFile existing = read_sweep_csv(csv_path);

@@ -115,11 +115,12 @@ TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON repor
         "label,config,schedule,with,step_cycles,step_seconds,throughput_samples_per_second,"
         "ramp_up_cycles,main_cycles,ramp_down_cycles,weight_update_cycles,ramp_overhead,"
         "bubble_fraction,utilisation_mean,utilisation_min,peak_memory_bytes_max,"
-        "peak_stash_bytes_max,fits_in_memory,error");
+        "peak_stash_bytes_max,fits_in_memory,utilisation_ipu0,utilisation_ipu1,"
+        "peak_memory_bytes_ipu0,peak_memory_bytes_ipu1,error");
   CHECK(first ==
         "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,704553,0.000529739098,"
         "966513.520,88290,558948,54250,3065,0.202313,0.500479,0.500896,0.425477,12462538,"
-        "413696,true,");
+        "413696,true,0.576316,0.425477,12462538,7446558,");
   const auto report = nlohmann::json::parse(std::ifstream(json));
   REQUIRE(report["runs"].size() == 2);
   CHECK(report["runs"][1]["label"] == "tf1_mnist interleaved");

@@ -154,10 +154,30 @@ TEST_CASE("the sweep CSV has one column per varied path and per metric") {
         "run,pipeline.gradient_accumulation_count,pipeline.pipeline_schedule,step_cycles,"
         "step_seconds,throughput_samples_per_second,ramp_up_cycles,main_cycles,ramp_down_cycles,"
         "weight_update_cycles,ramp_overhead,bubble_fraction,utilisation_mean,utilisation_min,"
-        "peak_memory_bytes_max,peak_stash_bytes_max,fits_in_memory,error\n");
+        "peak_memory_bytes_max,peak_stash_bytes_max,fits_in_memory,utilisation_ipu0,"
+        "utilisation_ipu1,peak_memory_bytes_ipu0,peak_memory_bytes_ipu1,error\n");
   CHECK(text.find("\n8,16,grouped,704553,0.000529739098,966513.520,88290,558948,54250,3065,"
-                  "0.202313,0.500479,0.500896,0.425477,12462538,413696,true,\n") !=
-        std::string::npos);
+                  "0.202313,0.500479,0.500896,0.425477,12462538,413696,true,0.576316,0.425477,"
+                  "12462538,7446558,\n") != std::string::npos);
+}
+
+TEST_CASE("the per-IPU columns agree with the mean, lowest and highest over the IPUs") {
+  const auto csv = output("per_ipu.csv");
+  REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
+  const auto table = sim::read_sweep_csv(csv).table;
+  REQUIRE_FALSE(table.rows.empty());
+  for (std::size_t row = 0; row < table.rows.size(); ++row) {
+    if (!cell(table, row, "error").empty())
+      continue;
+    const double u0 = std::stod(cell(table, row, "utilisation_ipu0"));
+    const double u1 = std::stod(cell(table, row, "utilisation_ipu1"));
+    const auto m0 = std::stoll(cell(table, row, "peak_memory_bytes_ipu0"));
+    const auto m1 = std::stoll(cell(table, row, "peak_memory_bytes_ipu1"));
+    CHECK(std::abs((u0 + u1) / 2 - std::stod(cell(table, row, "utilisation_mean"))) <= 1e-6);
+    CHECK(cell(table, row, "utilisation_min") ==
+          cell(table, row, u0 < u1 ? "utilisation_ipu0" : "utilisation_ipu1"));
+    CHECK(std::max(m0, m1) == std::stoll(cell(table, row, "peak_memory_bytes_max")));
+  }
 }
 
 TEST_CASE("an illegal gradient accumulation count is a row with its error, not a failure") {
@@ -167,7 +187,7 @@ TEST_CASE("an illegal gradient accumulation count is a row with its error, not a
                   "--jobs", "1"});
   CHECK(result.code == 0);
   CHECK(read(csv).find(
-            "\n0,2,,,,,,,,,,,,,,,\"--vary pipeline.gradient_accumulation_count=2: at "
+            "\n0,2,,,,,,,,,,,,,,,,,,,\"--vary pipeline.gradient_accumulation_count=2: at "
             "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline "
             "must be a multiple of 4, but it is 2. This number is gradient_accumulation_count; the "
             "grouped schedule with 2 stages runs 4 micro-batches at once (set "
@@ -397,4 +417,25 @@ TEST_CASE("a sweep too large for one file is refused before it starts") {
                           "get 11,000,000; split the sweep with --shard i/n and join the files "
                           "with merge\n");
   CHECK_FALSE(std::filesystem::exists(csv));
+}
+
+TEST_CASE("a sweep over IPU counts has per-IPU columns for the most, left empty beyond a run's") {
+  const auto csv = output("ipu_counts.csv");
+  REQUIRE(run_ipusim({"sweep", kConfig, "--vary",
+                      R"(pipeline.splits=["dense32"],["dense128","dense32"])", "--set",
+                      "hardware.ipus=4", "--gac", "24", "-o", csv, "--jobs", "1"})
+              .code == 0);
+  const auto table = sim::read_sweep_csv(csv).table;
+  REQUIRE(table.rows.size() == 2);
+  CHECK(table.column("utilisation_ipu2").has_value());
+  CHECK_FALSE(table.column("utilisation_ipu3").has_value());
+  CHECK(cell(table, 0, "utilisation_ipu2").empty());
+  CHECK(cell(table, 0, "peak_memory_bytes_ipu2").empty());
+  CHECK_FALSE(cell(table, 1, "utilisation_ipu2").empty());
+  // A rerun reads the file back, per-IPU cells and all, and has nothing left to do.
+  const auto again = run_ipusim({"sweep", kConfig, "--vary",
+                                 R"(pipeline.splits=["dense32"],["dense128","dense32"])", "--set",
+                                 "hardware.ipus=4", "--gac", "24", "-o", csv, "--jobs", "1"});
+  CHECK(again.code == 0);
+  CHECK(again.out.find("0 simulated, 2 already in") != std::string::npos);
 }
