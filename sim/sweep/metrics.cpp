@@ -117,6 +117,23 @@ std::vector<std::string> metric_cells(const RunMetrics& m) {
           m.fits_in_memory ? "true" : "false"};
 }
 
+nlohmann::ordered_json metrics_json(const RunMetrics& m) {
+  const auto& names = metric_columns();
+  const auto cells = metric_cells(m);
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out[names[i]] = nlohmann::ordered_json::parse(cells[i]);
+  const auto per_ipu = per_ipu_cells(m, m.utilisation_per_ipu.size());
+  const auto ipus = std::ptrdiff_t(m.utilisation_per_ipu.size());
+  out["utilisation_per_ipu"] = nlohmann::ordered_json::array();
+  out["peak_memory_bytes_per_ipu"] = nlohmann::ordered_json::array();
+  for (auto cell = per_ipu.begin(); cell != per_ipu.begin() + ipus; ++cell)
+    out["utilisation_per_ipu"].push_back(nlohmann::ordered_json::parse(*cell));
+  for (auto cell = per_ipu.begin() + ipus; cell != per_ipu.end(); ++cell)
+    out["peak_memory_bytes_per_ipu"].push_back(nlohmann::ordered_json::parse(*cell));
+  return out;
+}
+
 std::vector<std::string> per_ipu_columns(std::size_t ipus) {
   std::vector<std::string> names;
   for (const char* metric : {"utilisation_ipu", "peak_memory_bytes_ipu"}) {

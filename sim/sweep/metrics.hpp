@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/report/report.hpp"
 
 namespace ipusim::sim {
@@ -48,6 +50,11 @@ std::vector<std::string> per_ipu_cells(const RunMetrics& metrics, std::size_t ip
 // The inverse of per_ipu_cells into `metrics`: an empty cell ends an IPU list.
 void parse_per_ipu_cells(const std::vector<std::string>& cells, std::size_t ipus,
                          const std::string& file, std::size_t line, RunMetrics& metrics);
+
+// The figures as one JSON object, keyed like the CSV columns (the per-IPU ones as the lists
+// utilisation_per_ipu and peak_memory_bytes_per_ipu), numbers rounded as the CSV prints them so
+// a run read back from a file gives the same object as the run itself.
+nlohmann::ordered_json metrics_json(const RunMetrics& metrics);
 
 // The inverse of metric_cells, for the rows of a sweep file: `cells` holds the metric columns.
 // A cell that is not a number (or "true"/"false") is a core::ConfigError naming `file` and

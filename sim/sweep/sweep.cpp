@@ -259,7 +259,7 @@ class RunPool {
 
   // Returns the finished runs in the order they were written.
   std::vector<FinishedRun> run(int jobs, core::AppendFile& file,
-                               const std::function<void(std::size_t)>& on_row) {
+                               const std::function<void(const SweepRun&, std::size_t)>& on_row) {
     workers_ = int(std::min<std::size_t>(std::size_t(std::max(jobs, 1)), runs_.size()));
     std::vector<std::thread> threads;
     for (int t = 0; t < workers_; ++t)
@@ -301,7 +301,8 @@ class RunPool {
     ready_.notify_one();
   }
 
-  void write(core::AppendFile& file, const std::function<void(std::size_t)>& on_row,
+  void write(core::AppendFile& file,
+             const std::function<void(const SweepRun&, std::size_t)>& on_row,
              std::vector<FinishedRun>& written) {
     while (true) {
       std::unique_lock lock(mutex_);
@@ -313,7 +314,7 @@ class RunPool {
       for (auto& done : batch) {
         file.append(done.line);
         written.push_back(std::move(done));
-        on_row(written.size());
+        on_row(written.back().run, written.size());
       }
       if (last)
         break;
@@ -400,6 +401,19 @@ SweepPlotTable plot_table(const SweepTable& table, std::size_t varied) {
 
 }  // namespace
 
+std::string sweep_json_line(const SweepPlan& plan, const SweepRun& run) {
+  nlohmann::ordered_json line = {{"run", run.run}};
+  const auto values = plan.values(run.run);
+  for (std::size_t a = 0; a < values.size(); ++a) {
+    auto value = nlohmann::ordered_json::parse(values[a], nullptr, false);
+    line[plan.axes()[a].path] = value.is_discarded() ? nlohmann::ordered_json(values[a]) : value;
+  }
+  if (run.metrics)
+    line.update(metrics_json(*run.metrics));
+  line["error"] = run.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(run.error);
+  return line.dump() + "\n";
+}
+
 SweepSummary run_sweep(const std::string& config_path, const SweepPlan& axes_plan,
                        const std::string& csv_path, const SweepOptions& options,
                        core::OutputSet& outputs) {
@@ -431,8 +445,19 @@ SweepSummary run_sweep(const std::string& config_path, const SweepPlan& axes_pla
     if (options.progress)
       options.progress(summary.skipped + written, summary.runs);
   };
+  if (options.on_run) {
+    for (const auto& [run, typed] : done) {
+      if (options.shard.contains(run))
+        options.on_run(typed);
+    }
+  }
   progress(0);
-  auto written = RunPool(runner, pending).run(options.jobs, file, progress);
+  auto written =
+      RunPool(runner, pending).run(options.jobs, file, [&](const SweepRun& run, std::size_t count) {
+        if (options.on_run)
+          options.on_run(run);
+        progress(count);
+      });
   gather_rows(existing, std::move(done), std::move(written), summary);
   outputs.write(csv_path, summary.table.to_csv());
   return summary;
@@ -448,6 +473,8 @@ std::string sweep(const SweepRequest& request, core::OutputSet& outputs) {
   options.jobs = request.jobs;
   options.shard = parse_shard(request.shard);
   options.progress = request.progress;
+  if (request.on_json_line)
+    options.on_run = [&](const SweepRun& run) { request.on_json_line(sweep_json_line(plan, run)); };
   const auto summary = run_sweep(request.config_path, plan, request.csv_path, options, outputs);
   if (!request.html_path.empty())
     outputs.write(request.html_path, sweep_html(plot_table(summary.table, plan.axes().size())));

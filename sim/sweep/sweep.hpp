@@ -26,6 +26,13 @@
 
 namespace ipusim::sim {
 
+// One run of a sweep, typed: its figures, or why it did not simulate.
+struct SweepRun {
+  std::size_t run = 0;                // index in the plan
+  std::optional<RunMetrics> metrics;  // absent when the run did not simulate
+  std::string error;                  // why not (its config is invalid), or empty
+};
+
 // How run_sweep runs: the overrides every run shares, the threads, the slice, and a progress
 // callback for the command line's bar.
 struct SweepOptions {
@@ -34,13 +41,9 @@ struct SweepOptions {
   SweepShard shard;
   // Called by the writer after each row and once before the first: (rows done, runs in shard).
   std::function<void(std::size_t, std::size_t)> progress;
-};
-
-// One run of a sweep, typed: its figures, or why it did not simulate.
-struct SweepRun {
-  std::size_t run = 0;                // index in the plan
-  std::optional<RunMetrics> metrics;  // absent when the run did not simulate
-  std::string error;                  // why not (its config is invalid), or empty
+  // Called with each run of the shard: first those already in the file, by run index, then
+  // each new one as its row is written.
+  std::function<void(const SweepRun&)> on_run;
 };
 
 // What a sweep did, for the command's summary, and the finished file's contents.
@@ -75,7 +78,14 @@ struct SweepRequest {
   std::string shard = "1/1";  // "I/N"
   int jobs = 1;
   std::function<void(std::size_t, std::size_t)> progress;  // as SweepOptions::progress
+  // Given each run as sweep_json_line writes it, in SweepOptions::on_run's order.
+  std::function<void(const std::string&)> on_json_line;
 };
+
+// One run as one line of JSON for --json-lines: {"run": r, then each varied path with its value
+// (read as JSON when it parses, like --set), the figures of metrics_json, "error": text or
+// null}.
+std::string sweep_json_line(const SweepPlan& plan, const SweepRun& run);
 
 // Plans and runs the sweep (run_sweep), writes the page plotting it when asked (`outputs` must
 // hold the CSV and the page) and returns the summary to print: the counts of runs simulated,

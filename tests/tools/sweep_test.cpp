@@ -439,3 +439,44 @@ TEST_CASE("a sweep over IPU counts has per-IPU columns for the most, left empty 
   CHECK(again.code == 0);
   CHECK(again.out.find("0 simulated, 2 already in") != std::string::npos);
 }
+
+TEST_CASE(
+    "a sweep with --json-lines streams each run as JSON with the CSV figures, alike on a rerun") {
+  const auto csv = output("lines.csv");
+  const std::vector<std::string> args = {
+      "sweep",  kConfig, "--vary",      "pipeline.gradient_accumulation_count=2,4,8", "-o", csv,
+      "--jobs", "1",     "--json-lines"};
+  const auto first = run_ipusim(args);
+  REQUIRE(first.code == 0);
+  CHECK(first.err.find("ipusim sweep: configs/tf1_mnist_2ipu.json, 3 runs\n") == 0);
+  std::istringstream lines(first.out);
+  const auto table = sim::read_sweep_csv(csv).table;
+  std::string line;
+  std::size_t row = 0;
+  while (std::getline(lines, line)) {
+    const auto run = nlohmann::json::parse(line);
+    REQUIRE(row < table.rows.size());
+    CHECK(run.at("run") == row);
+    CHECK(run.at("pipeline.gradient_accumulation_count") ==
+          std::stoi(cell(table, row, "pipeline.gradient_accumulation_count")));
+    if (row == 0) {
+      CHECK(run.at("error").get<std::string>() == cell(table, 0, "error"));
+      CHECK_FALSE(run.contains("step_cycles"));
+    } else {
+      CHECK(run.at("error").is_null());
+      for (const auto& column : sim::metric_columns()) {
+        const auto text = cell(table, row, column);
+        CHECK(run.at(column) == nlohmann::json::parse(text));
+      }
+      CHECK(run.at("utilisation_per_ipu") ==
+            nlohmann::json::array({std::stod(cell(table, row, "utilisation_ipu0")),
+                                   std::stod(cell(table, row, "utilisation_ipu1"))}));
+    }
+    ++row;
+  }
+  CHECK(row == 3);
+  // A rerun has nothing to simulate and streams the runs from the file: the same bytes.
+  const auto again = run_ipusim(args);
+  CHECK(again.code == 0);
+  CHECK(again.out == first.out);
+}

@@ -17,6 +17,7 @@ struct SweepArgs {
   ConfigArgs config;
   sim::SweepRequest request;  // config_path, base_overrides and progress set when it runs
   bool quiet = false;
+  bool json_lines = false;
 };
 
 }  // namespace
@@ -54,6 +55,9 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "each varied value")
       ->check(non_empty_path());
   command->add_flag("--quiet", a->quiet, "Print only errors");
+  command->add_flag("--json-lines", a->json_lines,
+                    "Stream each run as one line of JSON on the output as its row is written "
+                    "(runs already in the file first); the summary goes to the error stream");
   command->footer(
       "Example:\n  ipusim sweep configs/tf1_mnist_2ipu.json -o gac.csv "
       "--vary pipeline.gradient_accumulation_count=8,16,32,64,128 "
@@ -71,10 +75,12 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       request.progress = [bar](std::size_t done, std::size_t total) {
         bar->update(done, total, "runs");
       };
+    if (a->json_lines)
+      request.on_json_line = [&out](const std::string& line) { out << line << std::flush; };
     const std::string summary = sim::sweep(request, outputs);
     outputs.commit();
     if (!a->quiet)
-      out << summary;
+      (a->json_lines ? err : out) << summary;
   });
 }
 
