@@ -16,6 +16,14 @@ const std::vector<std::string> kConfigs = {
     "configs/tf1_mnist_2ipu.json", "configs/popxl_mnist_3stage.json",
     "configs/keras_cnn_2stage.json", "configs/vit_tiny_fashion_mnist.json"};
 
+// A numeric report whose losses and weights equal the reference's exactly.
+void check_bit_identical(const sim::RunReport& report) {
+  REQUIRE(report.numeric);
+  CHECK(report.numeric->bit_identical);
+  CHECK(report.numeric->max_abs_diff_weights == 0.0);
+  CHECK(report.numeric->losses == report.numeric->reference_losses);
+}
+
 // Every schedule of the issue with the recomputation modes it accepts.
 const std::vector<std::pair<std::string, std::vector<std::string>>> kSchedules = {
     {"grouped",
@@ -372,10 +380,7 @@ TEST_CASE("a small transformer pipelined over two stages equals the reference bi
                    core::parse_set_argument("pipeline.dtype=\"" + std::string(dtype) + "\"")});
         const sim::RunReport report = simulate_numeric(spec);
         INFO(schedule << " " << mode << " " << dtype);
-        REQUIRE(report.numeric);
-        CHECK(report.numeric->bit_identical);
-        CHECK(report.numeric->max_abs_diff_weights == 0.0);
-        CHECK(report.numeric->losses == report.numeric->reference_losses);
+        check_bit_identical(report);
         REQUIRE(report.numeric->losses.size() == 2);
         CHECK(std::isfinite(report.numeric->losses[1][3]));
         if (std::string(dtype) == "fp32") {
@@ -477,10 +482,7 @@ TEST_CASE("a dense layer tied to an embedding two stages later equals the refere
                    core::parse_set_argument("pipeline.dtype=\"" + std::string(dtype) + "\"")});
         const sim::RunReport report = simulate_numeric(spec);
         INFO(schedule << " " << mode << " " << dtype);
-        REQUIRE(report.numeric);
-        CHECK(report.numeric->bit_identical);
-        CHECK(report.numeric->max_abs_diff_weights == 0.0);
-        CHECK(report.numeric->losses == report.numeric->reference_losses);
+        check_bit_identical(report);
         REQUIRE(report.numeric->losses.size() == 2);
         CHECK(std::isfinite(report.numeric->losses[1][3]));
         if (std::string(dtype) == "fp32") {
@@ -657,10 +659,7 @@ TEST_CASE("the tiny BERT with its tied MLM head equals the reference under each 
       const sim::RunReport report =
           simulate_numeric(small("configs/bert_tiny_4ipu.json", schedule, mode, sets));
       INFO(schedule << " " << mode);
-      REQUIRE(report.numeric);
-      CHECK(report.numeric->bit_identical);
-      CHECK(report.numeric->max_abs_diff_weights == 0.0);
-      CHECK(report.numeric->losses == report.numeric->reference_losses);
+      check_bit_identical(report);
       if (!first_losses)
         first_losses = report.numeric->losses;
       if (report.numeric->losses.front().size() == first_losses->front().size())
