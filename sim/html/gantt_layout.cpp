@@ -204,6 +204,7 @@ RunView time_view(const GanttRun& run, bool links_and_host) {
   return {run.label,
           RowBuilder(timeline, links_and_host).build(),
           time_bands(timeline),
+          0,
           view_end(timeline),
           timeline.clock_hz(),
           timeline.truncated};
@@ -213,7 +214,7 @@ RunView step_view(const GanttRun& run) {
   const Timeline& timeline = *run.timeline;
   const auto& schedule = *run.report->spec->schedule;
   const std::int64_t steps = timeline.recorded_steps;
-  RunView view{run.label, {}, {}, steps * kSlot, 1, timeline.truncated, steps};
+  RunView view{run.label, {}, {}, 0, steps * kSlot, 1, timeline.truncated, steps};
   for (int ipu = 0; ipu < timeline.layout.ipus; ++ipu)
     view.rows.push_back({"IPU" + std::to_string(ipu), kIpuRow, {}});
   std::map<std::pair<int, std::int64_t>, std::vector<const TaskSpan*>> cells;

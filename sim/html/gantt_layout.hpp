@@ -67,7 +67,8 @@ struct RunView {
   std::string label;
   std::vector<Row> rows;
   std::vector<PhaseBand> bands;
-  std::int64_t end = 0;         // units drawn
+  std::int64_t begin = 0;       // units drawn from: a zoomed view starts past 0
+  std::int64_t end = 0;         // units drawn up to
   double units_per_second = 1;  // the clock for cycles
   bool truncated = false;
   std::int64_t steps = 0;  // step view: columns before the weight update's
