@@ -84,9 +84,9 @@ void draw_axes(svg::Writer& w, const Scale& s, const std::string& title) {
   w.text(kLeft, 16, title, "chart-title");
   w.line(kLeft, bottom, kWidth - kRight, bottom, "axis");
   w.line(kLeft, kTop, kLeft, bottom, "axis");
-  for (double v : svg::ticks(s.x_top, 6)) {
-    if (v < s.x_from)
-      continue;
+  const auto span = svg::ticks(s.x_top - s.x_from, 6);
+  const double step = span.size() > 1 ? span[1] : s.x_top;
+  for (double v = s.x_from; v <= s.x_top * (1 + 1e-9); v += step) {
     w.line(s.x(v), bottom, s.x(v), bottom + 4, "axis");
     w.text(s.x(v), bottom + 16, svg::tick_label(v), "tick", "middle");
   }
@@ -103,8 +103,10 @@ void draw_capacity(svg::Writer& w, const Scale& s, std::int64_t capacity) {
   const double x = s.x(megabytes(capacity));
   w.rect_fill(x, kTop, kWidth - kRight - x, kHeight - kTop - kBottom, "#f6d5d5");
   w.line(x, kTop, x, kHeight - kBottom, "axis");
-  w.text(x + 4, kTop + 14, "over capacity (" + si(double(capacity), "B") + ")", "tick", "start");
-  w.text(x + 4, kTop + 28, "does not fit", "tick", "start");
+  // At the foot of the region: the points that do not fit are near its top.
+  const double bottom = kHeight - kBottom;
+  w.text(x + 4, bottom - 20, "over capacity (" + si(double(capacity), "B") + ")", "tick", "start");
+  w.text(x + 4, bottom - 6, "does not fit", "tick", "start");
 }
 
 std::string point_title(const ParetoPoint& p) {
@@ -147,8 +149,11 @@ std::string pareto_chart(const ParetoChart& chart) {
     w.polyline(front, "#54a24b");
   draw_points(w, s, chart);
   w.close();
-  return out +
-         "<div class=\"legend\"><span><i style=\"background:#f58518\"></i>best</span>"
+  return out + "<div class=\"legend\">" +
+         std::string(std::any_of(chart.points.begin(), chart.points.end(),
+                                 [](const ParetoPoint& p) { return p.best; })
+                         ? "<span><i style=\"background:#f58518\"></i>best</span>"
+                         : "") +
          "<span><i style=\"background:#4c78a8\"></i>fits</span>"
          "<span><i class=\"ring\" style=\"border-color:#e45756\"></i>does not fit</span>"
          "<span><i style=\"background:#54a24b\"></i>Pareto front (no other run that fits is "

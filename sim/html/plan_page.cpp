@@ -22,10 +22,19 @@ std::string chart(const PlanPlot& plot) {
   return html::pareto_chart(pareto);
 }
 
+// Every column not right-aligned is text, its header left-aligned over its values.
+std::vector<bool> text_columns(const PlanPlot& plot) {
+  std::vector<bool> text;
+  for (std::size_t c = 0; c < plot.table[0].size(); ++c)
+    text.push_back(c >= plot.right_aligned.size() || !plot.right_aligned[c]);
+  return text;
+}
+
 std::string table(const PlanPlot& plot) {
   if (plot.table.empty())
     return "";
-  std::string out = "<div class=\"table-wrap\"><table>" + html::header_row(plot.table[0]);
+  std::string out =
+      "<div class=\"table-wrap\"><table>" + html::header_row(plot.table[0], text_columns(plot));
   for (std::size_t r = 1; r < plot.table.size(); ++r) {
     out += "<tr>";
     for (std::size_t c = 0; c < plot.table[r].size(); ++c)

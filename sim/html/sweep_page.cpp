@@ -170,7 +170,11 @@ std::string sweep_rows(const SweepPlotTable& table) {
     header.push_back(breakable(name));
   for (const auto& name : table.metrics)
     header.push_back(breakable(with_unit(name)));
-  std::string out = header_row(header);
+  // A column is text when its first value is (a schedule's name), its header aligned to it.
+  std::vector<bool> text;
+  for (std::size_t c = 0; c < header.size(); ++c)
+    text.push_back(!table.rows.empty() && !parse_number(table.rows.front().at(c)).has_value());
+  std::string out = header_row(header, text);
   for (const auto& row : table.rows) {
     out += "<tr>";
     for (const auto& value : row)
@@ -188,8 +192,8 @@ std::string sweep_pareto(const SweepPlotTable& table) {
   const int fits = column_of(table.metrics, "fits_in_memory", columns);
   if (speed < 0 || peak < 0)
     return "";
-  html::ParetoChart chart{
-      "sweep-pareto", "Throughput against peak memory", 0, {}, table.rows.size() <= 8};
+  // Sweep labels are long: they are in the tooltips only.
+  html::ParetoChart chart{"sweep-pareto", "Throughput against peak memory", 0, {}, false};
   for (const auto& row : table.rows) {
     const auto y = parse_number(row.at(std::size_t(speed)));
     const auto x = parse_number(row.at(std::size_t(peak)));

@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "tests/sim/html/chromium.hpp"
 #include "tests/sim/report/report_fixture.hpp"
 
 using namespace ipusim;
+using namespace ipusim::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -19,59 +21,6 @@ const char* const kTf1 = "configs/tf1_mnist_2ipu.json";
 const char* const kTinyLayer4 = "/model/layers/4/cycles={\"forward\": 8, \"backward\": 16}";
 const char* const kTinyLayer5 = "/model/layers/5/cycles={\"forward\": 8, \"backward\": 16}";
 const char* const kTinyLayer6 = "/model/layers/6/cycles={\"forward\": 8, \"backward\": 16}";
-const char* const kChromium = "/usr/bin/chromium";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::size_t count(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
-    ++n;
-  return n;
-}
-
-// What headless Chromium printed for one page: the DOM after load (or nothing) and the
-// console messages it logged as errors.
-struct BrowserRun {
-  std::string dom;
-  std::vector<std::string> console_errors;
-};
-
-BrowserRun open_in_chromium(const fs::path& page, const std::string& mode) {
-  const fs::path out = page.string() + ".out";
-  const fs::path err = page.string() + ".err";
-  const std::string command = std::string("timeout 60 ") + kChromium +
-                              " --headless --no-sandbox --disable-gpu --enable-logging=stderr"
-                              " --v=0 --no-first-run --user-data-dir=" +
-                              page.string() + ".profile " + mode + " file://" +
-                              fs::absolute(page).string() + " >" + out.string() + " 2>" +
-                              err.string();
-  const int status = std::system(command.c_str());
-  INFO(command << "\n" << read_file(err));
-  REQUIRE(status == 0);
-  BrowserRun run{read_file(out), {}};
-  std::istringstream lines(read_file(err));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("Uncaught") != std::string::npos ||
-        (line.find("CONSOLE") != std::string::npos && line.find(":ERROR:") != std::string::npos))
-      run.console_errors.push_back(line);
-  }
-  return run;
-}
-
-void require_chromium() {
-  if (!fs::exists(kChromium))
-    FAIL("headless Chromium (" << kChromium << ") is missing: tools/setup installs it");
-}
 
 // References that would make the browser fetch something from the network.
 bool fetches_network(const std::string& html) {
@@ -87,10 +36,6 @@ std::string svg_element(const std::string& html, const std::string& id) {
   if (begin == std::string::npos)
     return "";
   return html.substr(begin, html.find("</svg>", begin) - begin);
-}
-
-fs::path build_dir() {
-  return fs::path(IPUSIM_BINARY_DIR);
 }
 
 }  // namespace
