@@ -392,8 +392,9 @@ std::string gantt_html(const std::vector<GanttRun>& runs, const GanttOptions& op
       GanttWriter(views, AxisKind::kTime, options.id, options.window.has_value()).write();
   if (!options.pan_zoom)
     return legend(views) + "<div class=\"gantt-frame\">" + chart + "</div>\n";
-  return legend(views) +
-         "<div class=\"gantt-frame\"><div class=\"pz-bar\"><button type=\"button\" "
+  return legend(views) + "<div class=\"gantt-frame\" data-plot-x=\"" + svg::num(kLabelWidth) +
+         "\" data-plot-width=\"" + svg::num(kPlotWidth) +
+         "\"><div class=\"pz-bar\"><button type=\"button\" "
          "class=\"pz-out\" title=\"zoom out\">\u2212</button><button type=\"button\" "
          "class=\"pz-in\" title=\"zoom in\">+</button><button type=\"button\" "
          "class=\"pz-reset\">whole step</button><span class=\"pz-k\">1.0x</span><span>drag to "

@@ -94,10 +94,12 @@ std::string zoomed_views_html(const GanttRun& run) {
 }
 
 std::string pan_zoom_script() {
-  // The plot group is stretched sideways around the label column (x' = L + t + k (x - L));
+  // The plot group, from x = L (data-plot-x) and W wide (data-plot-width), is stretched
+  // sideways about its left edge and shifted by t (x' = L + t + k (x - L));
   // each text is shrunk back by 1/k about its own x so that labels keep their size.
   return "<script>(function(){var f=document.currentScript.previousElementSibling,"
-         "s=f.querySelector('svg'),g=s.querySelector('g.pz'),L=118,W=1268,k=1,t=0,d=null,"
+         "s=f.querySelector('svg'),g=s.querySelector('g.pz'),L=+f.dataset.plotX,W=+f.dataset."
+         "plotWidth,k=1,t=0,d=null,"
          "V=s.viewBox.baseVal.width,T=[].slice.call(g.getElementsByTagName('text'));"
          "function u(){k=Math.min(Math.max(k,1),4096);t=Math.min(0,Math.max(t,W-W*k));"
          "g.setAttribute('transform','translate('+(L*(1-k)+t)+' 0) scale('+k+' 1)');"

@@ -107,7 +107,8 @@ struct Probe {
 
 // Measures the page as a reader at 1,400 px sees it: its scroll width, the right edge of the
 // widest table wrapper, tables outside a wrapper, tables whose last column cannot be scrolled
-// into view, and (when it has pan and zoom) the plot's transform after one click on "+".
+// into view, and (when it has pan and zoom) the plot's transform after one click on "+" and
+// after a Ctrl+wheel and a drag.
 inline Probe probe_page(const fs::path& page, const std::string& html) {
   const std::string script =
       "<script>(function(){var r=[],right=0,loose=0,hidden=0;"
@@ -121,7 +122,15 @@ inline Probe probe_page(const fs::path& page, const std::string& html) {
       "if(!t.parentElement.classList.contains('table-wrap'))loose++;});"
       "r.push('tables '+right,'loose '+loose,'hidden '+hidden);"
       "var b=document.querySelector('.pz-in');if(b){b.click();"
-      "r.push('zoom '+b.closest('.gantt-frame').querySelector('g.pz').getAttribute('transform'));}"
+      "var f=b.closest('.gantt-frame'),g=f.querySelector('g.pz'),s=f.querySelector('svg');"
+      "r.push('zoom '+g.getAttribute('transform'));"
+      // Ctrl+wheel and a drag go through the same handlers a reader's mouse does.
+      "s.dispatchEvent(new WheelEvent('wheel',{deltaY:-100,ctrlKey:true,clientX:600,"
+      "clientY:100,bubbles:true,cancelable:true}));"
+      "s.dispatchEvent(new MouseEvent('mousedown',{clientX:600,clientY:100,bubbles:true}));"
+      "window.dispatchEvent(new MouseEvent('mousemove',{clientX:500,clientY:100}));"
+      "window.dispatchEvent(new MouseEvent('mouseup',{}));"
+      "r.push('after '+g.getAttribute('transform'));}"
       "var p=document.createElement('pre');p.id='probe';p.textContent=r.join('\\n');"
       "document.body.appendChild(p);})();</script>";
   std::string probed = html;

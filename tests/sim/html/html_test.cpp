@@ -103,6 +103,31 @@ TEST_CASE("the same run gives a byte-identical report") {
   CHECK(sim::html_report(a->report, a->timeline()) == sim::html_report(b->report, b->timeline()));
 }
 
+TEST_CASE("a comparison of the same runs is byte-identical") {
+  const auto a = testing::record(kTf1);
+  const auto b = testing::record(kTf1);
+  CHECK(sim::compare_html({&a->report}, {&a->timeline()}, {"tf1"}) ==
+        sim::compare_html({&b->report}, {&b->timeline()}, {"tf1"}));
+}
+
+TEST_CASE("the zoomed views show only the phases a schedule has, each from its first cycle") {
+  const auto sequential = testing::record(kTf1, {"pipeline.pipeline_schedule=sequential"});
+  const auto html = sim::html_report(sequential->report, sequential->timeline());
+  CHECK(html.find("<svg id=\"zoom-ramp-up\"") == std::string::npos);
+  CHECK(html.find("<svg id=\"zoom-ramp-down\"") == std::string::npos);
+  CHECK(html.find("<svg id=\"zoom-main\"") != std::string::npos);
+  const auto grouped = testing::record(kTf1);
+  const auto page = sim::html_report(grouped->report, grouped->timeline());
+  CHECK(page.find("Ramp-up: cycles 0 \u2013 88,290 (88,290 cycles, 0.0664 ms)") !=
+        std::string::npos);
+  CHECK(page.find("One period of the main phase: cycles 88,290 \u2013 131,286 (42,996 cycles, "
+                  "0.0323 ms)") != std::string::npos);
+  // Each task of the windows is a box with its exact cycles, none aggregated.
+  CHECK(svg_element(page, "zoom-main").find("class=\"agg ") == std::string::npos);
+  CHECK(svg_element(page, "zoom-main").find("<title>F3 s1 on IPU1 \u00b7 cycles ") !=
+        std::string::npos);
+}
+
 TEST_CASE("text from the config is escaped in the report") {
   auto json = nlohmann::json::parse(read_file(kTf1));
   json.erase("include");
