@@ -5,15 +5,22 @@
 #include <cmath>
 #include <set>
 
+#include "sim/core/format.hpp"
 #include "sim/html/gantt_layout.hpp"
 #include "sim/html/svg.hpp"
 
 namespace ipusim::sim {
 namespace {
 
+using gantt::Bin;
 using gantt::Kind;
+using gantt::kinds_of;
 using gantt::kKinds;
+using gantt::kLevels;
 using gantt::kSlot;
+using gantt::Levels;
+using gantt::levels_of;
+using gantt::normalised;
 using gantt::Row;
 using gantt::RowSpan;
 using gantt::RunView;
@@ -81,7 +88,6 @@ constexpr double kRowGap = 4;
 constexpr double kPhaseRow = 18;
 constexpr double kRunTitle = 22;
 constexpr double kAxis = 24;
-constexpr int kLevels = 8;     // height steps of the per-pixel shares
 constexpr double kMinBox = 2;  // a box drawn at all is at least this wide, to stay visible
 
 double text_width(const std::string& text, double font_px) {
@@ -278,7 +284,7 @@ class GanttWriter {
   }
 
   void draw_row(const Row& row, double y, const RunView& view) {
-    std::vector<std::array<double, kKinds>> bins(std::size_t(std::ceil(kPlotWidth)) + 1);
+    std::vector<Bin> bins(std::size_t(std::ceil(kPlotWidth)) + 1);
     for (const auto& span : row.spans) {
       if (span.start >= view.end || span.end <= std::max(span.start, view.begin))
         continue;
@@ -291,7 +297,7 @@ class GanttWriter {
       const auto bin = std::size_t(std::clamp((x0 + x1) / 2 - kLabelWidth, 0.0, kPlotWidth));
       bins[bin][std::size_t(span.kind)] += x1 - x0;
     }
-    shares(bins, y, row.height);
+    shares(bins, y, row.height, view);
   }
 
   void box(const RowSpan& span, double x0, double x1, double y, double height) {
@@ -309,25 +315,55 @@ class GanttWriter {
     }
   }
 
-  // Sub-pixel boxes: each column stacks the shares of its time per kind, in kLevels steps.
-  void shares(const std::vector<std::array<double, kKinds>>& bins, double y, double height) {
-    using Levels = std::array<int, kKinds>;
-    auto levels_of = [](const std::array<double, kKinds>& bin) {
-      double total = 0;
-      for (const double share : bin)
-        total += share;
-      const double scale = total > 1 ? 1 / total : 1;
-      Levels levels{};
-      // Work, however little, stays visible as the lowest level.
-      for (int k = 0; k < kKinds; ++k)
-        levels[k] = bin[k] > 0 ? std::max(1, int(std::lround(bin[k] * scale * kLevels))) : 0;
-      return levels;
+  // What columns [from, to) of an IPU row hold, for their tooltip: their cycles and the share
+  // of that time per kind of work.
+  std::string columns_title(const std::vector<Bin>& bins, std::size_t from, std::size_t to,
+                            const RunView& view) const {
+    const double span = seconds_end_ - seconds_from_;
+    auto cycles = [&](std::size_t px) {
+      return std::llround((seconds_from_ + double(px) / kPlotWidth * span) * view.units_per_second);
     };
+    std::array<double, kKinds> sums{};
+    for (std::size_t c = from; c < to; ++c) {
+      const auto shares = normalised(bins[c]);
+      for (int k = 0; k < kKinds; ++k)
+        sums[k] += shares[k];
+    }
+    std::string text = "cycles " + with_commas(cycles(from)) + " \u2013 " + with_commas(cycles(to));
+    for (int k = 0; k < kKinds; ++k) {
+      if (sums[k] > 0)
+        text += ", " + kStyles[k].legend + " " + percent(sums[k] / double(to - from));
+    }
+    return text;
+  }
+
+  // Sub-pixel boxes: each column stacks the shares of its time per kind. On IPU rows, each run
+  // of columns with the same kinds of work has one tooltip with its cycles and shares.
+  void shares(const std::vector<Bin>& bins, double y, double height, const RunView& view) {
     std::size_t i = 0;
     while (i < bins.size()) {
+      const unsigned kinds = kinds_of(bins[i]);
+      std::size_t end = i + 1;
+      while (end < bins.size() && kinds_of(bins[end]) == kinds)
+        ++end;
+      const bool titled = height > 14 && kinds != 0;
+      if (titled)
+        plot_ += "<g><title>" + svg::escape(columns_title(bins, i, end, view)) + "</title>";
+      stack_columns(bins, i, end, y, height);
+      if (titled)
+        plot_ += "</g>";
+      i = end;
+    }
+  }
+
+  // Columns [from, to), each a stack of its shares in kLevels steps; equal neighbours merge.
+  void stack_columns(const std::vector<Bin>& bins, std::size_t from, std::size_t to, double y,
+                     double height) {
+    std::size_t i = from;
+    while (i < to) {
       const Levels levels = levels_of(bins[i]);
       std::size_t j = i + 1;
-      while (j < bins.size() && levels_of(bins[j]) == levels)
+      while (j < to && levels_of(bins[j]) == levels)
         ++j;
       double top = y + height;
       for (int k = 0; k < kKinds; ++k) {

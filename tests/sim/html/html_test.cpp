@@ -55,6 +55,9 @@ TEST_CASE("the tf1 report renders in headless Chromium with its Gantt chart and 
   CHECK(count(gantt, "class=\"box k-f\"") == 16);
   CHECK(count(gantt, "class=\"box k-b\"") == 16);
   CHECK(count(gantt, "class=\"agg k-f\"") > 0);
+  // IPU1's aggregated columns carry their cycles and shares in a tooltip.
+  CHECK(gantt.find("<g><title>cycles ") != std::string::npos);
+  CHECK(gantt.find(", F forward ") != std::string::npos);
   // By step, every F and B of both IPUs is a labelled box.
   const auto steps = svg_element(loaded.dom, "steps");
   CHECK(count(steps, "class=\"box k-f\"") == 32);
