@@ -113,7 +113,8 @@ std::vector<double> window_ticks(double from, double to, int count) {
     return rough;
   const double step = rough[1];
   std::vector<double> out;
-  for (double v = std::ceil(from / step - 1e-9) * step; v <= to * (1 + 1e-12); v += step)
+  // + 0.0 turns the -0 that ceil gives just below zero into 0, which prints without a sign.
+  for (double v = std::ceil(from / step - 1e-9) * step + 0.0; v <= to * (1 + 1e-12); v += step)
     out.push_back(v);
   return out;
 }
@@ -163,9 +164,10 @@ class GanttWriter {
     svg.open(id_, kWidth, height,
              axis_ == AxisKind::kTime ? "Pipeline Gantt chart: IPUs against time"
                                       : "Pipeline by step: IPUs against BSP steps");
-    // The clip keeps a stretched plot out of the row labels.
-    out += "<defs><clipPath id=\"" + id_ + "-clip\"><rect x=\"" + svg::num(kLabelWidth - 2) +
-           "\" y=\"0\" width=\"" + svg::num(kWidth - kLabelWidth + 2) + "\" height=\"" +
+    // The clip keeps a stretched plot out of the row labels (which end 8 units left of the
+    // plot) yet leaves room for half of the first tick label.
+    out += "<defs><clipPath id=\"" + id_ + "-clip\"><rect x=\"" + svg::num(kLabelWidth - 6) +
+           "\" y=\"0\" width=\"" + svg::num(kWidth - kLabelWidth + 6) + "\" height=\"" +
            svg::num(height) + "\"/></clipPath></defs><g clip-path=\"url(#" + id_ +
            "-clip)\"><g class=\"pz\">" + plot_ + "</g></g>" + fixed_;
     svg.close();

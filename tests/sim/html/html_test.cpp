@@ -92,6 +92,7 @@ TEST_CASE("the tf1 report is self-contained and has every section") {
   CHECK(html.find("<dt>Gradient accumulation (M)</dt><dd>16</dd>") != std::string::npos);
   CHECK(html.find("<svg id=\"memory-ipu1\"") != std::string::npos);
   CHECK(html.find(">ramp-up</text>") != std::string::npos);
+  CHECK(html.find(">-0</text>") == std::string::npos);  // the axes start at a plain 0
   CHECK(svg_element(html, "steps").find(">WU</text>") != std::string::npos);
   // Syncs are sub-pixel in the whole step; the zoomed views draw each one.
   CHECK(svg_element(html, "gantt").find("class=\"box k-sy\"") == std::string::npos);
