@@ -107,8 +107,8 @@ struct Probe {
 
 // Measures the page as a reader at 1,400 px sees it: its scroll width, the right edge of the
 // widest table wrapper, tables outside a wrapper, tables whose last column cannot be scrolled
-// into view, and (when it has pan and zoom) the plot's transform after one click on "+" and
-// after a Ctrl+wheel and a drag.
+// into view, headers aligned otherwise than the values under them, and (when it has pan and zoom)
+// the plot's transform after one click on "+" and after a Ctrl+wheel and a drag.
 inline Probe probe_page(const fs::path& page, const std::string& html) {
   const std::string script =
       "<script>(function(){var r=[],right=0,loose=0,hidden=0;"
@@ -121,6 +121,13 @@ inline Probe probe_page(const fs::path& page, const std::string& html) {
       "document.querySelectorAll('table').forEach(function(t){"
       "if(!t.parentElement.classList.contains('table-wrap'))loose++;});"
       "r.push('tables '+right,'loose '+loose,'hidden '+hidden);"
+      // A header aligned otherwise than the first row's value under it.
+      "var mis=[];document.querySelectorAll('table').forEach(function(t){"
+      "var rows=t.querySelectorAll('tr');if(rows.length<2)return;"
+      "var h=rows[0].children,d=rows[1].children;"
+      "for(var i=0;i<h.length&&i<d.length;i++)if(getComputedStyle(h[i]).textAlign!=="
+      "getComputedStyle(d[i]).textAlign)mis.push(h[i].textContent);});"
+      "r.push('misaligned '+mis.length+(mis.length?' '+mis.join('|'):''));"
       "var b=document.querySelector('.pz-in');if(b){b.click();"
       "var f=b.closest('.gantt-frame'),g=f.querySelector('g.pz'),s=f.querySelector('svg');"
       "r.push('zoom '+g.getAttribute('transform'));"
