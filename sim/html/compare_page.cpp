@@ -1,16 +1,24 @@
+// `ipusim compare --html`: the runs' Gantt charts on one time axis; throughput beside the
+// peak memory of each IPU; throughput against peak memory with the region past the capacity
+// shaded; the runs that do not fit, named with the IPU and the bytes it overflows by; then
+// the figures side by side.
+
 #include <cmath>
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/html/bar_chart.hpp"
 #include "sim/html/gantt.hpp"
 #include "sim/html/html_report.hpp"
 #include "sim/html/page.hpp"
+#include "sim/html/pareto_chart.hpp"
 #include "sim/html/svg.hpp"
 
 namespace ipusim::sim {
 namespace {
 
 using html::cell;
+using html::explain;
 using html::header_row;
 using html::ms;
 using html::peak_memory;
@@ -18,11 +26,20 @@ using html::section;
 using html::share;
 using svg::escape;
 
-std::string compare_table(const std::vector<const RunReport*>& reports,
-                          const std::vector<std::string>& labels) {
-  std::vector<std::string> header = {""};
+using Runs = std::vector<const RunReport*>;
+using Labels = std::vector<std::string>;
+
+std::string mean_utilisation(const RunReport& r) {
+  double sum = 0;
+  for (const auto& ipu : r.replay.ipus)
+    sum += share(double(ipu.busy_cycles), double(r.replay.step_cycles));
+  return percent(r.replay.ipus.empty() ? 0.0 : sum / double(r.replay.ipus.size()));
+}
+
+std::string compare_table(const Runs& reports, const Labels& labels) {
+  std::vector<std::string> header = {"Figure (unit)"};
   header.insert(header.end(), labels.begin(), labels.end());
-  std::string out = "<table>" + header_row(header);
+  std::string out = header_row(header);
   auto row = [&](const std::string& name, const auto& value) {
     out += "<tr>" + cell(name);
     for (const auto* r : reports)
@@ -35,10 +52,10 @@ std::string compare_table(const std::vector<const RunReport*>& reports,
     return std::to_string(r.spec->pipeline.ipus_per_replica()) + " x " +
            std::to_string(r.spec->pipeline.replication_factor);
   });
-  row("Gradient accumulation (M)",
+  row("Gradient accumulation M (micro-batches)",
       [](const RunReport& r) { return with_commas(r.spec->pipeline.gradient_accumulation_count); });
   row("Step (cycles)", [](const RunReport& r) { return with_commas(r.replay.step_cycles); });
-  row("Step (time)",
+  row("Step (ms)",
       [](const RunReport& r) { return ms(r.replay.step_cycles, r.spec->hardware.clock_hz); });
   row("Throughput (samples/s)",
       [](const RunReport& r) { return with_commas(std::llround(r.throughput())); });
@@ -47,24 +64,94 @@ std::string compare_table(const std::vector<const RunReport*>& reports,
       return with_commas(r.replay.phase_cycles[schedules::index(phase)]);
     });
   }
-  row("Ramp overhead", [](const RunReport& r) { return percent(r.ramp_overhead()); });
-  row("Bubble", [](const RunReport& r) { return percent(r.bubble_fraction()); });
-  row("Mean utilisation", [](const RunReport& r) {
-    double sum = 0;
-    for (const auto& ipu : r.replay.ipus)
-      sum += share(double(ipu.busy_cycles), double(r.replay.step_cycles));
-    return percent(r.replay.ipus.empty() ? 0.0 : sum / double(r.replay.ipus.size()));
-  });
-  row("Peak memory (largest IPU)",
+  row("Ramp overhead (% of step)", [](const RunReport& r) { return percent(r.ramp_overhead()); });
+  row("Bubble (% of IPU time)", [](const RunReport& r) { return percent(r.bubble_fraction()); });
+  row("Mean utilisation (% of step)", mean_utilisation);
+  row("Peak memory, fullest IPU (bytes)",
       [](const RunReport& r) { return si(double(peak_memory(r)), "B"); });
-  row("Peak stash per IPU", [](const RunReport& r) {
+  row("Peak stash per IPU (bytes)", [](const RunReport& r) {
     std::string text;
     for (const auto& ipu : r.replay.ipus)
       text += (text.empty() ? "" : ", ") + si(double(ipu.peak_stash_bytes), "B");
     return text;
   });
   row("Fits in memory", [](const RunReport& r) { return r.fits_in_memory() ? "yes" : "no"; });
-  return out + "</table>\n";
+  return html::scroll_table(out);
+}
+
+// Each run that does not fit, with every IPU over its capacity and by how many bytes.
+std::string overflow_list(const Runs& reports, const Labels& labels) {
+  std::string items;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const auto capacity = reports[i]->spec->hardware.memory_per_ipu_bytes;
+    for (std::size_t ipu = 0; ipu < reports[i]->replay.ipus.size(); ++ipu) {
+      const auto peak = reports[i]->replay.ipus[ipu].peak_memory_bytes;
+      if (peak <= capacity)
+        continue;
+      items += "<li><b>" + escape(labels[i]) + "</b>: IPU" + std::to_string(ipu) + " needs " +
+               si(double(peak), "B") + " of its " + si(double(capacity), "B") + ", over by " +
+               with_commas(peak - capacity) + " bytes (" + si(double(peak - capacity), "B") +
+               ")</li>\n";
+    }
+  }
+  if (items.empty())
+    return "<p>Every run fits in memory.</p>\n";
+  return "<p class=\"note\">These runs do not fit in memory; they are drawn hollow above. "
+         "Their speed is what they would reach if they fitted.</p>\n<ul class=\"overflow\">" +
+         items + "</ul>\n";
+}
+
+std::string run_key(const Labels& labels) {
+  std::string out = "<ol class=\"run-key\">";
+  for (const auto& label : labels)
+    out += "<li>" + escape(label) + "</li>";
+  return out + "</ol>\n";
+}
+
+std::int64_t common_capacity(const Runs& reports) {
+  const auto capacity = reports.front()->spec->hardware.memory_per_ipu_bytes;
+  for (const auto* r : reports) {
+    if (r->spec->hardware.memory_per_ipu_bytes != capacity)
+      return 0;  // no one line to draw
+  }
+  return capacity;
+}
+
+std::string memory_charts(const Runs& reports, const Labels& labels) {
+  html::BarChart speed{"compare-throughput", "Throughput", "samples/s", {}, 0, ""};
+  const auto capacity = common_capacity(reports);
+  html::BarChart memory{"compare-memory", "Peak memory per IPU", "MB (10^6 bytes)", {}, 0, ""};
+  if (capacity > 0) {
+    memory.limit = double(capacity) / 1e6;
+    memory.limit_label = "capacity " + si(double(capacity), "B");
+  }
+  html::ParetoChart pareto{
+      "compare-pareto", "Throughput against peak memory", capacity, {}, reports.size() <= 12};
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const auto& r = *reports[i];
+    const std::string samples = with_commas(std::llround(r.throughput())) + " samples/s";
+    speed.groups.push_back({labels[i], {{"", r.throughput(), samples, samples}}});
+    html::BarGroup group{labels[i], {}};
+    for (std::size_t ipu = 0; ipu < r.replay.ipus.size(); ++ipu) {
+      const auto peak = r.replay.ipus[ipu].peak_memory_bytes;
+      group.bars.push_back({"IPU" + std::to_string(ipu), double(peak) / 1e6, si(double(peak), "B"),
+                            with_commas(peak) + " bytes at peak"});
+    }
+    memory.groups.push_back(std::move(group));
+    pareto.points.push_back({labels[i], std::to_string(i + 1), r.throughput(), peak_memory(r),
+                             r.fits_in_memory(), false});
+  }
+  return "<div class=\"grid2\"><div>" + html::bar_chart(speed) + "</div><div>" +
+         html::bar_chart(memory) + "</div></div>\n" +
+         explain(
+             "A bar past the capacity line is hollow: that IPU does not fit, so the run's "
+             "throughput is what it would reach with more memory.") +
+         "<div class=\"grid2\"><div>" + html::pareto_chart(pareto) + "</div><div>" +
+         explain(
+             "Each run is a point, numbered as in the list below. Up and to the left is "
+             "better. The green line joins the runs that fit and that no other fitting run "
+             "beats on both throughput and memory.") +
+         run_key(labels) + overflow_list(reports, labels) + "</div></div>\n";
 }
 
 }  // namespace
@@ -73,6 +160,7 @@ std::string compare_html(const std::vector<const RunReport*>& reports,
                          const std::vector<const Timeline*>& timelines,
                          const std::vector<std::string>& labels) {
   IPUSIM_CHECK(reports.size() == timelines.size() && reports.size() == labels.size());
+  IPUSIM_CHECK(!reports.empty());
   std::vector<GanttRun> runs;
   std::string notes;
   for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -85,9 +173,11 @@ std::string compare_html(const std::vector<const RunReport*>& reports,
   std::string body = "<header><h1>ipusim comparison of " + std::to_string(reports.size()) +
                      " runs</h1><p class=\"sub\">The Gantt charts share one time axis.</p>"
                      "</header>\n";
-  body +=
-      section("pipeline", "Pipelines on one time axis", notes + gantt_html(runs, {"gantt", false}));
-  body += section("figures", "Figures side by side", compare_table(reports, labels));
+  body += section("pipeline", "Pipelines on one time axis",
+                  notes + gantt_html(runs, {"gantt", false, true, std::nullopt}));
+  body += section("memory-speed", "Throughput and peak memory", memory_charts(reports, labels));
+  body += section("figures", "Figures side by side",
+                  html::derived_figures_note() + compare_table(reports, labels));
   return html::page("ipusim comparison", body);
 }
 

@@ -5,15 +5,22 @@
 #include <cmath>
 #include <set>
 
+#include "sim/core/format.hpp"
 #include "sim/html/gantt_layout.hpp"
 #include "sim/html/svg.hpp"
 
 namespace ipusim::sim {
 namespace {
 
+using gantt::Bin;
 using gantt::Kind;
+using gantt::kinds_of;
 using gantt::kKinds;
+using gantt::kLevels;
 using gantt::kSlot;
+using gantt::Levels;
+using gantt::levels_of;
+using gantt::normalised;
 using gantt::Row;
 using gantt::RowSpan;
 using gantt::RunView;
@@ -81,7 +88,7 @@ constexpr double kRowGap = 4;
 constexpr double kPhaseRow = 18;
 constexpr double kRunTitle = 22;
 constexpr double kAxis = 24;
-constexpr int kLevels = 8;  // height steps of the per-pixel shares
+constexpr double kMinBox = 2;  // a box drawn at all is at least this wide, to stay visible
 
 double text_width(const std::string& text, double font_px) {
   return double(text.size()) * font_px * 0.6 + 4;
@@ -99,18 +106,42 @@ std::int64_t round_up_1_2_5(std::int64_t n) {
 
 enum class AxisKind { kTime, kSteps };
 
+// Tick values in [from, to], about `count` of them, on round multiples of the step.
+std::vector<double> window_ticks(double from, double to, int count) {
+  const auto rough = svg::ticks(to - from, count);
+  if (rough.size() < 2)
+    return rough;
+  const double step = rough[1];
+  std::vector<double> out;
+  // + 0.0 turns the -0 that ceil gives just below zero into 0, which prints without a sign.
+  for (double v = std::ceil(from / step - 1e-9) * step + 0.0; v <= to * (1 + 1e-12); v += step)
+    out.push_back(v);
+  return out;
+}
+
 // Draws runs as one <svg>, stacked on one x axis: seconds for the time view (the longest
-// run sets the scale), step columns for the step view.
+// run sets the scale), step columns for the step view. Row labels, run titles and axis units
+// stay put; everything else is in a group that the pan and zoom script may stretch.
 class GanttWriter {
  public:
-  GanttWriter(std::vector<RunView> views, AxisKind axis, std::string id)
-      : views_(std::move(views)), axis_(axis), id_(std::move(id)), w_(out_) {
+  GanttWriter(std::vector<RunView> views, AxisKind axis, std::string id, bool every_box = false)
+      : views_(std::move(views)),
+        axis_(axis),
+        id_(std::move(id)),
+        every_box_(every_box),
+        w_(plot_),
+        labels_(fixed_) {
     double seconds_end = 0;
-    for (const auto& view : views_) {
+    double seconds_from = 0;
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      const auto& view = views_[i];
       seconds_end = std::max(seconds_end, double(view.end) / view.units_per_second);
+      const double from = double(view.begin) / view.units_per_second;
+      seconds_from = i == 0 ? from : std::min(seconds_from, from);
       clocks_.insert(view.units_per_second);
     }
-    seconds_end_ = seconds_end > 0 ? seconds_end : 1;
+    seconds_from_ = seconds_from;
+    seconds_end_ = seconds_end > seconds_from ? seconds_end : seconds_from + 1;
   }
 
   std::string write() {
@@ -119,9 +150,6 @@ class GanttWriter {
     for (const auto& view : views_)
       height += run_height(view);
     height += kAxis + 8;
-    w_.open(id_, kWidth, height,
-            axis_ == AxisKind::kTime ? "Pipeline Gantt chart: IPUs against time"
-                                     : "Pipeline by step: IPUs against BSP steps");
     if (top_axis)
       cycles_axis(*clocks_.begin());
     double y = top_axis ? kAxis : 4;
@@ -131,13 +159,24 @@ class GanttWriter {
       ms_axis(y);
     else
       step_axis(y);
-    w_.close();
-    return out_;
+    std::string out;
+    svg::Writer svg(out);
+    svg.open(id_, kWidth, height,
+             axis_ == AxisKind::kTime ? "Pipeline Gantt chart: IPUs against time"
+                                      : "Pipeline by step: IPUs against BSP steps");
+    // The clip keeps a stretched plot out of the row labels (which end 8 units left of the
+    // plot) yet leaves room for half of the first tick label.
+    out += "<defs><clipPath id=\"" + id_ + "-clip\"><rect x=\"" + svg::num(kLabelWidth - 6) +
+           "\" y=\"0\" width=\"" + svg::num(kWidth - kLabelWidth + 6) + "\" height=\"" +
+           svg::num(height) + "\"/></clipPath></defs><g clip-path=\"url(#" + id_ +
+           "-clip)\"><g class=\"pz\">" + plot_ + "</g></g>" + fixed_;
+    svg.close();
+    return out;
   }
 
  private:
   double x(std::int64_t units, const RunView& view) const {
-    return kLabelWidth + double(units) / view.units_per_second / seconds_end_ * kPlotWidth;
+    return plot_x(double(units) / view.units_per_second);
   }
 
   double run_height(const RunView& view) const {
@@ -149,7 +188,7 @@ class GanttWriter {
 
   double draw_run(const RunView& view, double y) {
     if (views_.size() > 1) {
-      w_.text(4, y + 15, view.label, "run-title");
+      labels_.text(4, y + 15, view.label, "run-title");
       y += kRunTitle;
     }
     const double bottom = y + run_height(view) - 10 - (views_.size() > 1 ? kRunTitle : 0);
@@ -158,8 +197,8 @@ class GanttWriter {
       grid(y + kPhaseRow, bottom);
     double row_y = y + kPhaseRow;
     for (const auto& row : view.rows) {
-      w_.text(kLabelWidth - 8, row_y + row.height / 2 + (row.height > 14 ? 4 : 3), row.name,
-              row.height > 14 ? "row-label" : "row-label minor", "end");
+      labels_.text(kLabelWidth - 8, row_y + row.height / 2 + (row.height > 14 ? 4 : 3), row.name,
+                   row.height > 14 ? "row-label" : "row-label minor", "end");
       draw_row(row, row_y, view);
       row_y += row.height + kRowGap;
     }
@@ -176,14 +215,15 @@ class GanttWriter {
     for (std::size_t i = 0; i < view.bands.size(); ++i) {
       const auto& band = view.bands[i];
       const std::int64_t to = std::min(view.end, band.to);
-      if (to <= band.from)
+      const std::int64_t from = std::max(view.begin, band.from);
+      if (to <= from)
         continue;
       const auto& phase = kPhaseStyles.at(schedules::index(band.phase));
       const std::string long_label(schedules::to_string(band.phase));
-      const double x0 = x(band.from, view);
+      const double x0 = x(from, view);
       const double x1 = x(to, view);
       w_.rect(x0, top, x1 - x0, bottom - top, phase.css, long_label);
-      if (i > 0)
+      if (band.from > view.begin)
         w_.line(x0, top, x0, bottom, "phase-edge");
       for (const std::string& label : {long_label, std::string(phase.short_label)}) {
         if (text_width(label, 11) <= x1 - x0) {
@@ -194,9 +234,13 @@ class GanttWriter {
     }
   }
 
-  double plot_x(double seconds) const { return kLabelWidth + seconds / seconds_end_ * kPlotWidth; }
+  double plot_x(double seconds) const {
+    return kLabelWidth + (seconds - seconds_from_) / (seconds_end_ - seconds_from_) * kPlotWidth;
+  }
 
-  std::vector<double> ms_ticks() const { return svg::ticks(seconds_end_ * 1e3, 10); }
+  std::vector<double> ms_ticks() const {
+    return window_ticks(seconds_from_ * 1e3, seconds_end_ * 1e3, 10);
+  }
 
   void grid(double top, double bottom) {
     for (const double ms : ms_ticks())
@@ -204,8 +248,8 @@ class GanttWriter {
   }
 
   void cycles_axis(double clock) {
-    w_.text(kLabelWidth - 8, 14, "cycles", "axis-unit", "end");
-    for (const double c : svg::ticks(seconds_end_ * clock, 10)) {
+    labels_.text(kLabelWidth - 8, 14, "cycles", "axis-unit", "end");
+    for (const double c : window_ticks(seconds_from_ * clock, seconds_end_ * clock, 10)) {
       const double at = plot_x(c / clock);
       w_.line(at, kAxis - 6, at, kAxis, "axis");
       w_.text(at, 13, svg::tick_label(c), "tick", "middle");
@@ -214,7 +258,7 @@ class GanttWriter {
 
   void ms_axis(double y) {
     w_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
-    w_.text(kLabelWidth - 8, y + 16, "time (ms)", "axis-unit", "end");
+    labels_.text(kLabelWidth - 8, y + 16, "time (ms)", "axis-unit", "end");
     for (const double ms : ms_ticks()) {
       w_.line(plot_x(ms / 1e3), y, plot_x(ms / 1e3), y + 5, "axis");
       w_.text(plot_x(ms / 1e3), y + 17, svg::tick_label(ms), "tick", "middle");
@@ -224,7 +268,7 @@ class GanttWriter {
   // Step numbers under the columns, thinned out to keep them apart.
   void step_axis(double y) {
     w_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
-    w_.text(kLabelWidth - 8, y + 16, "step", "axis-unit", "end");
+    labels_.text(kLabelWidth - 8, y + 16, "step", "axis-unit", "end");
     const auto columns = std::int64_t(std::llround(seconds_end_)) / kSlot;
     const double column_width = kPlotWidth / double(std::max<std::int64_t>(columns, 1));
     const std::int64_t steps = views_.front().steps;
@@ -242,25 +286,26 @@ class GanttWriter {
   }
 
   void draw_row(const Row& row, double y, const RunView& view) {
-    std::vector<std::array<double, kKinds>> bins(std::size_t(std::ceil(kPlotWidth)) + 1);
+    std::vector<Bin> bins(std::size_t(std::ceil(kPlotWidth)) + 1);
     for (const auto& span : row.spans) {
-      if (span.start >= view.end || span.end <= span.start)
+      if (span.start >= view.end || span.end <= std::max(span.start, view.begin))
         continue;
-      const double x0 = x(span.start, view);
+      const double x0 = x(std::max(span.start, view.begin), view);
       const double x1 = x(std::min(span.end, view.end), view);
-      if (x1 - x0 >= 1.0) {
+      if (every_box_ || x1 - x0 >= 1.0) {
         box(span, x0, x1, y, row.height);
         continue;
       }
       const auto bin = std::size_t(std::clamp((x0 + x1) / 2 - kLabelWidth, 0.0, kPlotWidth));
       bins[bin][std::size_t(span.kind)] += x1 - x0;
     }
-    shares(bins, y, row.height);
+    shares(bins, y, row.height, view);
   }
 
   void box(const RowSpan& span, double x0, double x1, double y, double height) {
     const auto& kind = style(span.kind);
-    w_.rect(x0, y, x1 - x0, height, std::string("box ") + kind.css, span.title);
+    // A thin slice keeps kMinBox; its tooltip has the exact cycles.
+    w_.rect(x0, y, std::max(x1 - x0, kMinBox), height, std::string("box ") + kind.css, span.title);
     if (height < 14)
       return;
     for (const auto* label : {&span.label, &span.short_label}) {
@@ -272,25 +317,55 @@ class GanttWriter {
     }
   }
 
-  // Sub-pixel boxes: each column stacks the shares of its time per kind, in kLevels steps.
-  void shares(const std::vector<std::array<double, kKinds>>& bins, double y, double height) {
-    using Levels = std::array<int, kKinds>;
-    auto levels_of = [](const std::array<double, kKinds>& bin) {
-      double total = 0;
-      for (const double share : bin)
-        total += share;
-      const double scale = total > 1 ? 1 / total : 1;
-      Levels levels{};
-      // Work, however little, stays visible as the lowest level.
-      for (int k = 0; k < kKinds; ++k)
-        levels[k] = bin[k] > 0 ? std::max(1, int(std::lround(bin[k] * scale * kLevels))) : 0;
-      return levels;
+  // What columns [from, to) of an IPU row hold, for their tooltip: their cycles and the share
+  // of that time per kind of work.
+  std::string columns_title(const std::vector<Bin>& bins, std::size_t from, std::size_t to,
+                            const RunView& view) const {
+    const double span = seconds_end_ - seconds_from_;
+    auto cycles = [&](std::size_t px) {
+      return std::llround((seconds_from_ + double(px) / kPlotWidth * span) * view.units_per_second);
     };
+    std::array<double, kKinds> sums{};
+    for (std::size_t c = from; c < to; ++c) {
+      const auto shares = normalised(bins[c]);
+      for (int k = 0; k < kKinds; ++k)
+        sums[k] += shares[k];
+    }
+    std::string text = "cycles " + with_commas(cycles(from)) + " \u2013 " + with_commas(cycles(to));
+    for (int k = 0; k < kKinds; ++k) {
+      if (sums[k] > 0)
+        text += ", " + kStyles[k].legend + " " + percent(sums[k] / double(to - from));
+    }
+    return text;
+  }
+
+  // Sub-pixel boxes: each column stacks the shares of its time per kind. On IPU rows, each run
+  // of columns with the same kinds of work has one tooltip with its cycles and shares.
+  void shares(const std::vector<Bin>& bins, double y, double height, const RunView& view) {
     std::size_t i = 0;
     while (i < bins.size()) {
+      const unsigned kinds = kinds_of(bins[i]);
+      std::size_t end = i + 1;
+      while (end < bins.size() && kinds_of(bins[end]) == kinds)
+        ++end;
+      const bool titled = height > 14 && kinds != 0;
+      if (titled)
+        plot_ += "<g><title>" + svg::escape(columns_title(bins, i, end, view)) + "</title>";
+      stack_columns(bins, i, end, y, height);
+      if (titled)
+        plot_ += "</g>";
+      i = end;
+    }
+  }
+
+  // Columns [from, to), each a stack of its shares in kLevels steps; equal neighbours merge.
+  void stack_columns(const std::vector<Bin>& bins, std::size_t from, std::size_t to, double y,
+                     double height) {
+    std::size_t i = from;
+    while (i < to) {
       const Levels levels = levels_of(bins[i]);
       std::size_t j = i + 1;
-      while (j < bins.size() && levels_of(bins[j]) == levels)
+      while (j < to && levels_of(bins[j]) == levels)
         ++j;
       double top = y + height;
       for (int k = 0; k < kKinds; ++k) {
@@ -308,8 +383,12 @@ class GanttWriter {
   std::vector<RunView> views_;
   AxisKind axis_;
   std::string id_;
-  std::string out_;
+  bool every_box_;
+  std::string plot_;   // stretched by pan and zoom
+  std::string fixed_;  // row labels, run titles, axis units
   svg::Writer w_;
+  svg::Writer labels_;
+  double seconds_from_ = 0;
   double seconds_end_ = 1;
   std::set<double> clocks_;
 };
@@ -340,10 +419,25 @@ std::string legend(const std::vector<RunView>& views) {
 
 std::string gantt_html(const std::vector<GanttRun>& runs, const GanttOptions& options) {
   std::vector<RunView> views;
-  for (const auto& run : runs)
+  for (const auto& run : runs) {
     views.push_back(gantt::time_view(run, options.links_and_host));
-  const std::string chart = GanttWriter(views, AxisKind::kTime, options.id).write();
-  return legend(views) + "<div class=\"gantt-frame\">" + chart + "</div>\n";
+    if (options.window) {
+      views.back().begin = options.window->first;
+      views.back().end = std::min(views.back().end, options.window->second);
+    }
+  }
+  const std::string chart =
+      GanttWriter(views, AxisKind::kTime, options.id, options.window.has_value()).write();
+  if (!options.pan_zoom)
+    return legend(views) + "<div class=\"gantt-frame\">" + chart + "</div>\n";
+  return legend(views) + "<div class=\"gantt-frame\" data-plot-x=\"" + svg::num(kLabelWidth) +
+         "\" data-plot-width=\"" + svg::num(kPlotWidth) +
+         "\"><div class=\"pz-bar\"><button type=\"button\" "
+         "class=\"pz-out\" title=\"zoom out\">\u2212</button><button type=\"button\" "
+         "class=\"pz-in\" title=\"zoom in\">+</button><button type=\"button\" "
+         "class=\"pz-reset\">whole step</button><span class=\"pz-k\">1.0x</span><span>drag to "
+         "pan, Ctrl+wheel to zoom at the pointer</span></div>" +
+         chart + "</div>\n" + pan_zoom_script();
 }
 
 std::string step_chart_html(const GanttRun& run, const std::string& id) {
@@ -368,7 +462,14 @@ std::string gantt_css() {
       ".axis-unit{font-size:10.5px;fill:#555;font-style:italic}"
       ".phase-edge{stroke:#999;stroke-dasharray:3 3}"
       ".cut{stroke:#c00;stroke-width:1.5;stroke-dasharray:5 3}"
-      ".cut-label{font-size:11px;fill:#c00}";
+      ".cut-label{font-size:11px;fill:#c00}"
+      // Lines keep their width when the plot is stretched sideways.
+      ".pz *{vector-effect:non-scaling-stroke}"
+      ".pz-bar{display:flex;gap:6px;align-items:center;font-size:12px;color:#555;"
+      "margin:0 0 4px}"
+      ".pz-bar button{font:inherit;min-width:28px;padding:1px 8px;border:1px solid #c8ccd0;"
+      "border-radius:4px;background:#f6f8fa;cursor:pointer}"
+      ".gantt-frame svg g.pz{cursor:grab}";
   for (const auto& kind : kStyles)
     css += "." + std::string(kind.css) + "{fill:" + kind.colour + "}";
   for (const auto& phase : kPhaseStyles) {

@@ -11,7 +11,10 @@
 // Part of sim/html, which may include sim/core, sim/report, sim/replay/timeline and
 // schedules; never sim/sweep or tools.
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/replay/timeline.hpp"
@@ -30,6 +33,10 @@ struct GanttRun {
 struct GanttOptions {
   std::string id = "gantt";    // of the <svg> element
   bool links_and_host = true;  // the IPU-Link, host link and streaming memory rows
+  bool pan_zoom = false;       // +/- buttons, drag and Ctrl+wheel: a small inline script
+  // Cycles [first, second) of a single run drawn across the whole width, every task a box
+  // (none aggregated); none: the whole recorded step.
+  std::optional<std::pair<std::int64_t, std::int64_t>> window;
 };
 
 // The legend (HTML) and the chart (inline SVG).
@@ -39,6 +46,14 @@ std::string gantt_html(const std::vector<GanttRun>& runs, const GanttOptions& op
 // column per BSP step with each IPU's F/B/R boxes of the step side by side and the weight
 // update in a last column; the <svg> element has id `id`.
 std::string step_chart_html(const GanttRun& run, const std::string& id);
+
+// Zoomed views of one run, as PopVision's execution trace shows them: ramp-up, one period of
+// the main phase and ramp-down, each across the whole width, with a line on what each shows.
+// Empty windows (a schedule without ramps) are left out.
+std::string zoomed_views_html(const GanttRun& run);
+
+// The inline script behind GanttOptions::pan_zoom, for the chart frame just before it.
+std::string pan_zoom_script();
 
 // CSS rules for the chart's classes.
 std::string gantt_css();

@@ -199,11 +199,42 @@ std::vector<PhaseBand> time_bands(const Timeline& timeline) {
 
 }  // namespace
 
+// A column's time per kind as shares of the column, scaled down when boxes overlap in it.
+Bin normalised(const Bin& bin) {
+  double total = 0;
+  for (const double share : bin)
+    total += share;
+  Bin out = bin;
+  if (total > 1) {
+    for (double& share : out)
+      share /= total;
+  }
+  return out;
+}
+
+// The column's shares in kLevels height steps; work, however little, keeps the lowest level.
+Levels levels_of(const Bin& bin) {
+  const Bin shares = normalised(bin);
+  Levels levels{};
+  for (int k = 0; k < kKinds; ++k)
+    levels[k] = bin[k] > 0 ? std::max(1, int(std::lround(shares[k] * kLevels))) : 0;
+  return levels;
+}
+
+// The kinds of work present in a column, as bits.
+unsigned kinds_of(const Bin& bin) {
+  unsigned kinds = 0;
+  for (int k = 0; k < kKinds; ++k)
+    kinds |= bin[k] > 0 ? 1u << k : 0u;
+  return kinds;
+}
+
 RunView time_view(const GanttRun& run, bool links_and_host) {
   const Timeline& timeline = *run.timeline;
   return {run.label,
           RowBuilder(timeline, links_and_host).build(),
           time_bands(timeline),
+          0,
           view_end(timeline),
           timeline.clock_hz(),
           timeline.truncated};
@@ -213,7 +244,7 @@ RunView step_view(const GanttRun& run) {
   const Timeline& timeline = *run.timeline;
   const auto& schedule = *run.report->spec->schedule;
   const std::int64_t steps = timeline.recorded_steps;
-  RunView view{run.label, {}, {}, steps * kSlot, 1, timeline.truncated, steps};
+  RunView view{run.label, {}, {}, 0, steps * kSlot, 1, timeline.truncated, steps};
   for (int ipu = 0; ipu < timeline.layout.ipus; ++ipu)
     view.rows.push_back({"IPU" + std::to_string(ipu), kIpuRow, {}});
   std::map<std::pair<int, std::int64_t>, std::vector<const TaskSpan*>> cells;

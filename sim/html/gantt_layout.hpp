@@ -4,6 +4,7 @@
 // Part of sim/html, which may include sim/core, sim/report, sim/replay/timeline and
 // schedules; never sim/sweep or tools.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,21 @@ enum class Kind {
   kStashStream,
 };
 constexpr int kKinds = 14;
+
+// One pixel column of a row when its boxes are narrower than a pixel: the pixels of each kind
+// of work whose boxes centre in it, drawn as a stack of shares in kLevels height steps.
+constexpr int kLevels = 8;
+using Bin = std::array<double, kKinds>;
+using Levels = std::array<int, kKinds>;
+
+// A column's time per kind as shares of the column, scaled down when boxes overlap in it.
+Bin normalised(const Bin& bin);
+
+// The column's shares in kLevels height steps; work, however little, keeps the lowest level.
+Levels levels_of(const Bin& bin);
+
+// The kinds of work present in a column, as bits.
+unsigned kinds_of(const Bin& bin);
 
 constexpr double kIpuRow = 28;   // height of an IPU's row
 constexpr double kThinRow = 10;  // height of a sync, link, host or streaming row
@@ -67,7 +83,8 @@ struct RunView {
   std::string label;
   std::vector<Row> rows;
   std::vector<PhaseBand> bands;
-  std::int64_t end = 0;         // units drawn
+  std::int64_t begin = 0;       // units drawn from: a zoomed view starts past 0
+  std::int64_t end = 0;         // units drawn up to
   double units_per_second = 1;  // the clock for cycles
   bool truncated = false;
   std::int64_t steps = 0;  // step view: columns before the weight update's

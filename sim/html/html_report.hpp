@@ -1,15 +1,20 @@
 #pragma once
-// sim/html: self-contained HTML reports, one file each, with inline CSS and SVG, no scripts and
-// nothing fetched from the network, byte-identical for the same input. The pages read the
+// sim/html: self-contained HTML reports, one file each, with inline CSS and SVG, nothing
+// fetched from the network, byte-identical for the same input. The one script is the inline
+// pan and zoom of the to-scale Gantt charts; the pages read fine without it. The pages read the
 // typed report and timeline; they never go through the JSON writer. This room may include
 // sim/core, sim/report, sim/replay/timeline and schedules; never sim/sweep or tools.
 //  - html_report: one run. The configuration, the headline figures, a Gantt chart of the
 //    pipeline (IPUs against time, F/B/R/W boxes with their micro-batch, phase bands, sync and
-//    exchange, links and host transfers), utilisation per IPU and phase, memory over time per
+//    exchange, links and host transfers) and its ramp-up, one main period and ramp-down
+//    zoomed, utilisation per IPU and phase, memory over time per
 //    IPU by category against the capacity, the stash FIFOs and the numeric check when the
 //    run has one.
-//  - compare_html: several runs' Gantt charts on one time axis, and their figures side by side.
-//  - sweep_html: ramp overhead and throughput against each varied value.
+//  - compare_html: several runs' Gantt charts on one time axis, throughput beside peak memory
+//    per IPU, throughput against peak memory, the runs that do not fit, the figures side by
+//    side.
+//  - sweep_html: ramp overhead, throughput and peak memory against each varied value, and
+//    throughput against peak memory.
 //  - plan_html: a plan's candidates as throughput against peak memory, with the Pareto front.
 // Long runs stay small: sub-pixel tasks are drawn as per-pixel shares of each kind of work.
 

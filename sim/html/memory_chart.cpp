@@ -248,9 +248,9 @@ std::string memory_section(const RunReport& r, const Timeline& timeline) {
       out += changing_chart.draw_changing(ipu);
     out += "</div>\n";
   }
-  out +=
-      "</div>\n<table style=\"margin-top:10px\">" +
-      header_row({"IPU", "Peak", "Share of capacity", "Peak stash", "In streaming memory", "Fits"});
+  out += "</div>\n<div class=\"table-wrap\" style=\"margin-top:10px\"><table>" +
+         header_row({"IPU", "Peak (bytes)", "Share of capacity", "Peak stash (bytes)",
+                     "In streaming memory (bytes)", "Fits"});
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     const bool fits = ipu.peak_memory_bytes <= capacity;
@@ -262,7 +262,7 @@ std::string memory_section(const RunReport& r, const Timeline& timeline) {
            cell(si(double(ipu.peak_stash_bytes), "B")) + cell(si(double(off_chip), "B")) +
            (fits ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>") + "</tr>\n";
   }
-  out += "</table>\n";
+  out += "</table></div>\n";
   if (r.replay.out_of_memory)
     out += "<p class=\"note error\">" + escape(r.replay.out_of_memory->message()) + "</p>\n";
   return section("memory", "Memory per IPU over the step", out);

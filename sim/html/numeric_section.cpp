@@ -69,7 +69,7 @@ std::string numeric_section(const std::optional<NumericReport>& numeric) {
   const NumericReport& n = *numeric;
   const std::vector<double> means = n.mean_loss_per_update();
   // Rows named as the JSON report names the fields, in alphabetical order as it lists them.
-  std::string table = "<table>" + header_row({"Check", "Value"});
+  std::string table = "<div class=\"table-wrap\"><table>" + header_row({"Check", "Value"});
   table += row("bit_identical",
                n.bit_identical ? "<span class=\"ok\">yes</span>" : "<span class=\"bad\">no</span>");
   table += row("data", escape(n.data));
@@ -78,7 +78,7 @@ std::string numeric_section(const std::optional<NumericReport>& numeric) {
   table += row("max_abs_diff_weights", escape(number_text(n.max_abs_diff_weights)));
   table += row("mean_loss_per_update", escape(list_text(means)));
   table += row("reference_losses", escape(matrix_text(n.reference_losses)));
-  table += "</table>\n";
+  table += "</table></div>\n";
   const std::string chart = mean_loss_chart(means);
   if (!chart.empty())
     table += "<div class=\"grid2\">" + chart + "</div>\n";

@@ -32,12 +32,14 @@ std::string substage_details(std::size_t stage, const SubstageCost& sub, double 
       "<details><summary>Stage " + std::to_string(stage) + " on IPU" + std::to_string(sub.ipu) +
       ": " + std::to_string(sub.operations.size()) + " operations, forward " +
       with_commas(sub.forward_cycles) + " cycles, backward " + with_commas(sub.backward_cycles) +
-      " cycles</summary>\n<table>" +
-      header_row({"Layer", "Operation", "Class", "Forward", "Backward", "Recompute",
-                  "Share of stage (F+B)", "FLOPs", "Achieved", "Tiles", "Bound fwd / bwd", "Code"});
+      " cycles</summary>\n<div class=\"table-wrap\"><table>" +
+      header_row({"Layer", "Operation", "Class", "Forward (cycles)", "Backward (cycles)",
+                  "Recompute (cycles)", "Share of stage (F+B)", "FLOPs", "Achieved (FLOP/s)",
+                  "Tiles", "Bound fwd / bwd", "Code (bytes)"},
+                 {true, true, true, false, false, false, false, false, false, false, true});
   for (const auto& op : sub.operations)
     out += operation_row(op, cycles, clock_hz);
-  return out + "</table></details>\n";
+  return out + "</table></div></details>\n";
 }
 
 }  // namespace

@@ -31,7 +31,24 @@ std::string bar_cell(double fraction, bool warn = false);
 // A table cell of escaped text, right-aligned unless `is_text`.
 std::string cell(const std::string& text, bool is_text = false);
 
-std::string header_row(const std::vector<std::string>& names);
+// A header row; the columns flagged in `text_columns` are left-aligned like their text cells.
+std::string header_row(const std::vector<std::string>& names,
+                       const std::vector<bool>& text_columns = {});
+
+// A <table> in a wrapper that scrolls sideways on its own, so that a wide table never widens
+// the page; its first column stays in view while it scrolls.
+std::string scroll_table(const std::string& rows, const std::string& style = "");
+
+// A one-line explanation shown under a figure: what it measures and how it is derived.
+std::string explain(const std::string& text);
+
+// One line each on how ramp overhead, bubble and utilisation are derived, for the pages that
+// show them.
+std::string derived_figures_note();
+
+// One line on the phase bands: utilisation phases, and how they differ from the code phases
+// `ipusim schedule` prints.
+std::string phases_note();
 
 // The largest peak memory of any IPU of the run.
 std::int64_t peak_memory(const RunReport& report);

@@ -126,21 +126,21 @@ std::string headline(const RunReport& r) {
               "peak memory of an IPU (" + percent(share(double(peak_memory(r)), double(capacity))) +
                   " of " + si(double(capacity), "B") + ")");
   out += card(r.fits_in_memory() ? "fits" : "out of memory", "memory check");
-  return out + "</div>\n";
+  return out + "</div>\n" + html::derived_figures_note();
 }
 
 // ---- timing and utilisation ----
 
 std::string phases_table(const RunReport& r) {
   const double clock = r.spec->hardware.clock_hz;
-  std::string out = "<table>" + header_row({"Phase", "Cycles", "Time", "Share of step"});
+  std::string out = header_row({"Phase", "Cycles", "Time (ms)", "Share of step"});
   for (const auto phase : schedules::kPhases) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
     out += "<tr>" + cell(std::string(schedules::to_string(phase))) + cell(with_commas(cycles)) +
            cell(ms(cycles, clock)) + bar_cell(share(double(cycles), double(r.replay.step_cycles))) +
            "</tr>\n";
   }
-  return out + "</table>\n";
+  return html::scroll_table(out);
 }
 
 std::string utilisation_table(const RunReport& r) {
@@ -148,7 +148,7 @@ std::string utilisation_table(const RunReport& r) {
   for (const auto phase : schedules::kPhases)
     heading.push_back(schedules::phase_heading(phase));
   heading.insert(heading.end(), {"Busy cycles", "Host link", "Streaming memory link"});
-  std::string out = "<table>" + header_row(heading);
+  std::string out = header_row(heading);
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     out += "<tr>" + cell("IPU" + std::to_string(i)) +
@@ -162,13 +162,12 @@ std::string utilisation_table(const RunReport& r) {
            bar_cell(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))) +
            "</tr>\n";
   }
-  out += "</table>\n";
+  out = html::scroll_table(out);
   if (r.replay.links.empty())
     return out;
-  out += "<h3 style=\"margin-top:12px\">IPU-Links</h3><table>" +
-         header_row({"Link", "Physical IPUs", "Bytes per step", "Busy"});
+  std::string links = header_row({"Link", "Physical IPUs", "Bytes per step", "Busy"});
   for (const auto& link : r.replay.links) {
-    out +=
+    links +=
         "<tr>" +
         cell("IPU" + std::to_string(link.from_ipu) + " \u2192 IPU" + std::to_string(link.to_ipu)) +
         cell("IPU" + std::to_string(link.from_physical) + " \u2192 IPU" +
@@ -176,7 +175,7 @@ std::string utilisation_table(const RunReport& r) {
         cell(si(double(link.bytes), "B")) +
         bar_cell(share(double(link.busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
   }
-  return out + "</table>\n";
+  return out + "<h3 style=\"margin-top:12px\">IPU-Links</h3>" + html::scroll_table(links);
 }
 
 // ---- stash FIFOs ----
@@ -184,8 +183,10 @@ std::string utilisation_table(const RunReport& r) {
 std::string stash_section(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto kinds = spec.schedule->stash_kind();
-  std::string out = "<table>" + header_row({"Stage", "Layers", "IPUs", "Stash holds",
-                                            "FIFO depth (micro-batches)", "Kept in"});
+  // Text columns are left-aligned in the header too, so that each name sits over its values.
+  std::string out = header_row(
+      {"Stage", "Layers", "IPUs", "Stash holds", "FIFO depth (micro-batches)", "Kept in"},
+      {true, true, true, true, false, true});
   const bool offloaded = spec.pipeline.offload_activations;
   for (std::size_t k = 0; k < r.stash_depth.size(); ++k) {
     out += "<tr>" + cell("s" + std::to_string(k)) + cell(stage_layers(spec, int(k)), true) +
@@ -198,7 +199,8 @@ std::string stash_section(const RunReport& r) {
                 true) +
            "</tr>\n";
   }
-  return section(std::string(to_string(MemoryCategory::kStash)), "Stash FIFOs", out + "</table>\n");
+  return section(std::string(to_string(MemoryCategory::kStash)), "Stash FIFOs",
+                 html::scroll_table(out));
 }
 
 // The what-if overrides of the run, under the config's own description, which they may make
@@ -237,10 +239,18 @@ std::string html_report(const RunReport& report, const Timeline& timeline) {
                     gantt + steps);
   }
   body += section("pipeline", "Pipeline over time (one step, to scale)",
-                  (steps.empty() ? gantt : "") + gantt_html({run}, {}));
-  body += section("timing", "Phases", phases_table(report));
+                  (steps.empty() ? gantt : "") + html::phases_note() +
+                      gantt_html({run}, {"gantt", true, true, std::nullopt}));
+  const std::string zoomed = zoomed_views_html(run);
+  if (!zoomed.empty())
+    body +=
+        section("pipeline-zoom", "Pipeline zoomed: ramp-up, one main period, ramp-down", zoomed);
+  body += section("timing", "Phases", html::phases_note() + phases_table(report));
   body += section("utilisation", "Utilisation (compute busy / phase length)",
-                  utilisation_table(report));
+                  html::explain("Compute-busy cycles of each IPU over the length of the step or "
+                                "phase (utilisation phases, as the chart's bands); copies, syncs "
+                                "and host transfers are not busy.") +
+                      utilisation_table(report));
   body += html::memory_section(report, timeline);
   body += stash_section(report);
   body += operations_section(report);

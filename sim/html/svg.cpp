@@ -134,8 +134,9 @@ void Writer::circle(double x, double y, double r, const std::string& fill,
 
 void Writer::ring(double x, double y, double r, const std::string& stroke,
                   const std::string& title) {
-  out_ += "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) +
-          "\" fill=\"#fff\" stroke-width=\"2\" stroke=\"" + escape(stroke) + "\"><title>" +
+  // Hollow, so that the shading behind shows through; the class keeps the inside hoverable.
+  out_ += "<circle class=\"ring\" cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) +
+          "\" fill=\"none\" stroke-width=\"2\" stroke=\"" + escape(stroke) + "\"><title>" +
           escape(title) + "</title></circle>";
 }
 

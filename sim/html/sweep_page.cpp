@@ -7,6 +7,7 @@
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"
 #include "sim/html/page.hpp"
+#include "sim/html/pareto_chart.hpp"
 #include "sim/html/svg.hpp"
 
 namespace ipusim::sim {
@@ -146,17 +147,71 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
   return out;
 }
 
+// The unit of a CSV column whose name does not already say it.
+std::string with_unit(const std::string& metric) {
+  for (const char* share : {"ramp_overhead", "bubble_fraction", "utilisation_"}) {
+    if (metric.find(share) == 0)
+      return metric + " (share, 0..1)";
+  }
+  return metric;
+}
+
+// The CSV column names broken after each underscore, so that a long header wraps.
+std::string breakable(const std::string& name) {
+  std::string out;
+  for (const char c : name)
+    out += c == '_' ? std::string("_\u200b") : std::string(1, c);
+  return out;
+}
+
 std::string sweep_rows(const SweepPlotTable& table) {
-  std::vector<std::string> header = table.varied;
-  header.insert(header.end(), table.metrics.begin(), table.metrics.end());
-  std::string out = "<div style=\"overflow-x:auto\"><table>" + header_row(header);
+  std::vector<std::string> header;
+  for (const auto& name : table.varied)
+    header.push_back(breakable(name));
+  for (const auto& name : table.metrics)
+    header.push_back(breakable(with_unit(name)));
+  // A column is text when its first value is (a schedule's name), its header aligned to it.
+  std::vector<bool> text;
+  for (std::size_t c = 0; c < header.size(); ++c)
+    text.push_back(!table.rows.empty() && !parse_number(table.rows.front().at(c)).has_value());
+  std::string out = header_row(header, text);
   for (const auto& row : table.rows) {
     out += "<tr>";
     for (const auto& value : row)
       out += cell(value, !parse_number(value).has_value());
     out += "</tr>\n";
   }
-  return out + "</table></div>\n";
+  return html::scroll_table(out);
+}
+
+// Throughput against the fullest IPU's peak memory, one point per run, when the CSV has both.
+std::string sweep_pareto(const SweepPlotTable& table) {
+  const std::size_t columns = table.varied.size();
+  const int speed = column_of(table.metrics, "throughput", columns);
+  const int peak = column_of(table.metrics, "peak_memory_bytes_max", columns);
+  const int fits = column_of(table.metrics, "fits_in_memory", columns);
+  if (speed < 0 || peak < 0)
+    return "";
+  // Sweep labels are long: they are in the tooltips only.
+  html::ParetoChart chart{"sweep-pareto", "Throughput against peak memory", 0, {}, false};
+  for (const auto& row : table.rows) {
+    const auto y = parse_number(row.at(std::size_t(speed)));
+    const auto x = parse_number(row.at(std::size_t(peak)));
+    if (!x || !y)
+      continue;
+    std::string label;
+    for (std::size_t v = 0; v < columns; ++v) {
+      const auto& path = table.varied[v];
+      label += (label.empty() ? "" : " ") + path.substr(path.rfind('.') + 1) + "=" + row[v];
+    }
+    chart.points.push_back(
+        {label, "", *y, std::int64_t(*x), fits < 0 || row.at(std::size_t(fits)) != "false", false});
+  }
+  return section("sweep-pareto", "Throughput against peak memory",
+                 "<div class=\"grid2\"><div>" + html::pareto_chart(chart) + "</div></div>" +
+                     html::explain("One point per run. Up and to the left is better; a ring does "
+                                   "not fit in memory. The green line joins the runs that fit "
+                                   "and that no other run beats on both throughput and memory."));
 }
 
 }  // namespace
@@ -168,13 +223,14 @@ std::string sweep_html(const SweepPlotTable& table) {
                      with_commas(std::int64_t(table.rows.size())) + " runs varying ";
   for (std::size_t v = 0; v < table.varied.size(); ++v)
     body += (v ? ", " : "") + escape(table.varied[v]);
-  body += "</p></header>\n";
+  body += "</p>" + html::derived_figures_note() + "</header>\n";
   for (std::size_t v = 0; v < table.varied.size(); ++v) {
     if (table.varied[v] == "pipeline.pipeline_schedule" && table.varied.size() > 1)
       continue;
     body += section("sweep-" + std::to_string(v), "Against " + table.varied[v],
                     "<div class=\"grid2\">" + sweep_plots(table, v) + "</div>");
   }
+  body += sweep_pareto(table);
   body += section("runs", "Runs", sweep_rows(table));
   return html::page("ipusim sweep", body);
 }

@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "tests/sim/html/chromium.hpp"
 #include "tests/sim/report/report_fixture.hpp"
 
 using namespace ipusim;
+using namespace ipusim::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -19,59 +21,6 @@ const char* const kTf1 = "configs/tf1_mnist_2ipu.json";
 const char* const kTinyLayer4 = "/model/layers/4/cycles={\"forward\": 8, \"backward\": 16}";
 const char* const kTinyLayer5 = "/model/layers/5/cycles={\"forward\": 8, \"backward\": 16}";
 const char* const kTinyLayer6 = "/model/layers/6/cycles={\"forward\": 8, \"backward\": 16}";
-const char* const kChromium = "/usr/bin/chromium";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::size_t count(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
-    ++n;
-  return n;
-}
-
-// What headless Chromium printed for one page: the DOM after load (or nothing) and the
-// console messages it logged as errors.
-struct BrowserRun {
-  std::string dom;
-  std::vector<std::string> console_errors;
-};
-
-BrowserRun open_in_chromium(const fs::path& page, const std::string& mode) {
-  const fs::path out = page.string() + ".out";
-  const fs::path err = page.string() + ".err";
-  const std::string command = std::string("timeout 60 ") + kChromium +
-                              " --headless --no-sandbox --disable-gpu --enable-logging=stderr"
-                              " --v=0 --no-first-run --user-data-dir=" +
-                              page.string() + ".profile " + mode + " file://" +
-                              fs::absolute(page).string() + " >" + out.string() + " 2>" +
-                              err.string();
-  const int status = std::system(command.c_str());
-  INFO(command << "\n" << read_file(err));
-  REQUIRE(status == 0);
-  BrowserRun run{read_file(out), {}};
-  std::istringstream lines(read_file(err));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("Uncaught") != std::string::npos ||
-        (line.find("CONSOLE") != std::string::npos && line.find(":ERROR:") != std::string::npos))
-      run.console_errors.push_back(line);
-  }
-  return run;
-}
-
-void require_chromium() {
-  if (!fs::exists(kChromium))
-    FAIL("headless Chromium (" << kChromium << ") is missing: tools/setup installs it");
-}
 
 // References that would make the browser fetch something from the network.
 bool fetches_network(const std::string& html) {
@@ -87,10 +36,6 @@ std::string svg_element(const std::string& html, const std::string& id) {
   if (begin == std::string::npos)
     return "";
   return html.substr(begin, html.find("</svg>", begin) - begin);
-}
-
-fs::path build_dir() {
-  return fs::path(IPUSIM_BINARY_DIR);
 }
 
 }  // namespace
@@ -110,6 +55,9 @@ TEST_CASE("the tf1 report renders in headless Chromium with its Gantt chart and 
   CHECK(count(gantt, "class=\"box k-f\"") == 16);
   CHECK(count(gantt, "class=\"box k-b\"") == 16);
   CHECK(count(gantt, "class=\"agg k-f\"") > 0);
+  // IPU1's aggregated columns carry their cycles and shares in a tooltip.
+  CHECK(gantt.find("<g><title>cycles ") != std::string::npos);
+  CHECK(gantt.find(", F forward ") != std::string::npos);
   // By step, every F and B of both IPUs is a labelled box.
   const auto steps = svg_element(loaded.dom, "steps");
   CHECK(count(steps, "class=\"box k-f\"") == 32);
@@ -135,7 +83,7 @@ TEST_CASE("the tf1 report is self-contained and has every section") {
   const auto run = testing::record(kTf1);
   const auto html = sim::html_report(run->report, run->timeline());
   CHECK(!fetches_network(html));
-  CHECK(count(html, "<script") == 0);
+  CHECK(count(html, "<script") == 1);  // the to-scale chart's pan and zoom
   CHECK(count(html, "<link") == 0);
   for (const char* id :
        {"config", "pipeline-steps", "pipeline", "timing", "utilisation", "memory", "stash"})
@@ -144,9 +92,12 @@ TEST_CASE("the tf1 report is self-contained and has every section") {
   CHECK(html.find("<dt>Gradient accumulation (M)</dt><dd>16</dd>") != std::string::npos);
   CHECK(html.find("<svg id=\"memory-ipu1\"") != std::string::npos);
   CHECK(html.find(">ramp-up</text>") != std::string::npos);
+  CHECK(html.find(">-0</text>") == std::string::npos);  // the axes start at a plain 0
   CHECK(svg_element(html, "steps").find(">WU</text>") != std::string::npos);
-  CHECK(html.find("class=\"box k-sy\"") == std::string::npos);  // syncs are sub-pixel here
-  CHECK(html.find("agg k-sy") != std::string::npos);
+  // Syncs are sub-pixel in the whole step; the zoomed views draw each one.
+  CHECK(svg_element(html, "gantt").find("class=\"box k-sy\"") == std::string::npos);
+  CHECK(svg_element(html, "gantt").find("agg k-sy") != std::string::npos);
+  CHECK(svg_element(html, "zoom-main").find("class=\"box k-sy\"") != std::string::npos);
   CHECK(fetches_network("<img src=\"https://example.com/a.png\">"));
 }
 
@@ -154,6 +105,31 @@ TEST_CASE("the same run gives a byte-identical report") {
   const auto a = testing::record(kTf1);
   const auto b = testing::record(kTf1);
   CHECK(sim::html_report(a->report, a->timeline()) == sim::html_report(b->report, b->timeline()));
+}
+
+TEST_CASE("a comparison of the same runs is byte-identical") {
+  const auto a = testing::record(kTf1);
+  const auto b = testing::record(kTf1);
+  CHECK(sim::compare_html({&a->report}, {&a->timeline()}, {"tf1"}) ==
+        sim::compare_html({&b->report}, {&b->timeline()}, {"tf1"}));
+}
+
+TEST_CASE("the zoomed views show only the phases a schedule has, each from its first cycle") {
+  const auto sequential = testing::record(kTf1, {"pipeline.pipeline_schedule=sequential"});
+  const auto html = sim::html_report(sequential->report, sequential->timeline());
+  CHECK(html.find("<svg id=\"zoom-ramp-up\"") == std::string::npos);
+  CHECK(html.find("<svg id=\"zoom-ramp-down\"") == std::string::npos);
+  CHECK(html.find("<svg id=\"zoom-main\"") != std::string::npos);
+  const auto grouped = testing::record(kTf1);
+  const auto page = sim::html_report(grouped->report, grouped->timeline());
+  CHECK(page.find("Ramp-up: cycles 0 \u2013 88,290 (88,290 cycles, 0.0664 ms)") !=
+        std::string::npos);
+  CHECK(page.find("One period of the main phase: cycles 88,290 \u2013 131,286 (42,996 cycles, "
+                  "0.0323 ms)") != std::string::npos);
+  // Each task of the windows is a box with its exact cycles, none aggregated.
+  CHECK(svg_element(page, "zoom-main").find("class=\"agg ") == std::string::npos);
+  CHECK(svg_element(page, "zoom-main").find("<title>F3 s1 on IPU1 \u00b7 cycles ") !=
+        std::string::npos);
 }
 
 TEST_CASE("text from the config is escaped in the report") {
@@ -168,7 +144,7 @@ TEST_CASE("text from the config is escaped in the report") {
   const auto run =
       testing::record(sim::build_run_spec(core::ConfigDocument::from_json(json, "x.json")));
   const auto html = sim::html_report(run->report, run->timeline());
-  CHECK(html.find("<script>") == std::string::npos);
+  CHECK(html.find("<script>alert") == std::string::npos);
   CHECK(html.find("a &quot;quoted&quot; &lt;script&gt;alert(1)&lt;/script&gt;") !=
         std::string::npos);
   CHECK(html.find("mlp &lt;b&gt;&amp;amp;") != std::string::npos);
@@ -200,7 +176,8 @@ TEST_CASE("a comparison stacks the runs' Gantt charts in one chart with a table"
   CHECK(count(html, "<svg id=\"gantt\"") == 1);
   CHECK(html.find("class=\"run-title\" x=\"4\" y=\"39\">grouped</text>") != std::string::npos);
   CHECK(html.find(">interleaved</text>") != std::string::npos);
-  CHECK(html.find("<tr><th></th><th>grouped</th><th>interleaved</th></tr>") != std::string::npos);
+  CHECK(html.find("<tr><th>Figure (unit)</th><th>grouped</th><th>interleaved</th></tr>") !=
+        std::string::npos);
   CHECK(count(html, "class=\"box k-f\"") == 32);  // IPU0's of each run; IPU1's are sub-pixel
   CHECK(html.find("<svg id=\"steps\"") == std::string::npos);
   CHECK(!fetches_network(html));
@@ -239,9 +216,10 @@ TEST_CASE("a sweep draws runs that do not fit as rings and plots peak memory in 
                 {"32", "180", "1700000000", "false"}};
   const auto html = sim::sweep_html(table);
   CHECK(html.find("<svg id=\"sweep-peak_memory_bytes_max-0\"") != std::string::npos);
-  // The throughput and the memory chart each draw the 32 run as a ring, the others as dots.
-  CHECK(count(html, "fill=\"#fff\" stroke-width=\"2\"") == 2);
-  CHECK(count(html, "<circle") == 6);
+  // The throughput, the memory and the Pareto chart each draw the 32 run as a ring, the
+  // others as dots.
+  CHECK(count(html, "<circle class=\"ring\"") == 3);
+  CHECK(count(html, "<circle") == 9);
   CHECK(html.find("<title>Peak memory: 32 \u2192 1,700 (does not fit in memory)</title>") !=
         std::string::npos);
   CHECK(html.find("<title>Throughput: 16 \u2192 150</title>") != std::string::npos);
