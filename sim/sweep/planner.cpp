@@ -7,13 +7,11 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#include <unordered_map>
 
-#include "models/optimizer.hpp"
 #include "schedules/build.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
-#include "sim/machine/cost_model.hpp"
+#include "sim/sweep/plan_pricer.hpp"
 #include "sim/sweep/planner_internal.hpp"
 
 namespace ipusim::sim {
@@ -21,103 +19,6 @@ namespace ipusim::sim {
 using namespace plan_detail;
 
 namespace {
-
-using schedules::StashKind;
-
-// The cost-model figures of a range of layers as stage k, priced once per range.
-struct RangeCost {
-  std::int64_t work = 0;          // forward + backward + recomputation, per micro-batch
-  std::int64_t static_bytes = 0;  // code, weights, accumulators, optimizer state on chip
-  std::int64_t stash_bytes = 0;   // one FIFO entry
-  std::int64_t live_bytes = 0;
-};
-
-// Prices every candidate split of one setting. Layers are in the config's order; a split is
-// N-1 increasing cut positions, cut c starting a stage at layer c.
-class SplitPricer {
- public:
-  explicit SplitPricer(const RunSpec& spec)
-      : spec_(spec),
-        layers_(int(spec.model.layers.size())),
-        stash_kind_(spec.schedule->stash_kind()),
-        depth_(spec.schedule->stash_depth()) {
-    for (const auto& stage : spec.pipeline.stages)
-      ipu_.push_back(stage.ipus.front());
-  }
-
-  int stages() const { return int(ipu_.size()); }
-  int layers() const { return layers_; }
-
-  // Fills the candidate's estimate from its cuts.
-  void estimate(const std::vector<int>& cuts, PlanCandidate& out) {
-    const int ipus = spec_.pipeline.ipus_per_replica();
-    std::vector<std::int64_t> work(std::size_t(ipus), 0);
-    std::vector<std::int64_t> live(std::size_t(ipus), 0);
-    out.estimated_peak_bytes.assign(std::size_t(ipus), spec_.hardware.code.control_bytes);
-    for (int k = 0; k < stages(); ++k) {
-      const int begin = k == 0 ? 0 : cuts[k - 1];
-      const int end = k + 1 == stages() ? layers_ : cuts[k];
-      const RangeCost& c = range(k, begin, end);
-      const auto ipu = std::size_t(ipu_[k]);
-      work[ipu] += c.work;
-      live[ipu] = std::max(live[ipu], c.live_bytes);
-      out.estimated_peak_bytes[ipu] += c.static_bytes;
-      if (!spec_.pipeline.offload_activations)
-        out.estimated_peak_bytes[ipu] += depth_[k] * c.stash_bytes;
-    }
-    for (std::size_t i = 0; i < std::size_t(ipus); ++i)
-      out.estimated_peak_bytes[i] += live[i];
-    const auto busiest = std::max_element(work.begin(), work.end());
-    out.bottleneck_cycles = *busiest;
-    out.bottleneck_ipu = int(busiest - work.begin());
-  }
-
- private:
-  const RangeCost& range(int k, int begin, int end) {
-    const auto key = (std::int64_t(k) * (layers_ + 1) + begin) * (layers_ + 1) + end;
-    const auto found = memo_.find(key);
-    if (found != memo_.end())
-      return found->second;
-    return memo_.emplace(key, price(k, begin, end)).first->second;
-  }
-
-  RangeCost price(int k, int begin, int end) const {
-    std::vector<int> layers;
-    for (int l = begin; l < end; ++l)
-      layers.push_back(l);
-    const auto kind = stash_kind_[std::size_t(k)];
-    const SubstageCost cost = substage_cost(spec_, layers, ipu_[k], kind);
-    const bool recomputes = kind == StashKind::kStageInputs || kind == StashKind::kCheckpoints;
-    RangeCost out;
-    out.work =
-        cost.forward_cycles + cost.backward_cycles + (recomputes ? cost.recompute_cycles : 0);
-    for (const auto& op : cost.operations)
-      out.static_bytes += op.code_bytes;
-    out.static_bytes += cost.params * bytes_per_parameter();
-    out.stash_bytes = cost.stash_bytes;
-    out.live_bytes = cost.live_bytes;
-    return out;
-  }
-
-  // Weights, and when training their accumulators and the optimizer state kept on chip.
-  std::int64_t bytes_per_parameter() const {
-    const auto& p = spec_.pipeline;
-    std::int64_t bytes = models::dtype_bytes(p.dtype);
-    if (p.training) {
-      bytes += models::dtype_bytes(p.gradient_accumulation_dtype);
-      if (!p.offload_weight_update_variables)
-        bytes += models::state_elements_per_parameter(p.optimizer.kind) * 4;
-    }
-    return bytes;
-  }
-
-  const RunSpec& spec_;
-  int layers_;
-  std::vector<int> ipu_;
-  std::vector<StashKind> stash_kind_;
-  std::vector<std::int64_t> depth_;
-  std::unordered_map<std::int64_t, RangeCost> memo_;  // by (stage, begin, end)
-};
 
 // Calls `visit` with every increasing choice of `count` cuts from 1 .. layers-1.
 void for_each_split(int layers, int count,

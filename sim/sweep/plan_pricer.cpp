@@ -1,0 +1,113 @@
+#include "sim/sweep/plan_pricer.hpp"
+
+#include <algorithm>
+
+#include "models/optimizer.hpp"
+#include "sim/machine/cost_model.hpp"
+
+namespace ipusim::sim::plan_detail {
+namespace {
+
+// The stage layer `l` falls in under `cuts`.
+int stage_of(const std::vector<int>& cuts, int l) {
+  return int(std::upper_bound(cuts.begin(), cuts.end(), l) - cuts.begin());
+}
+
+}  // namespace
+
+SplitPricer::SplitPricer(const RunSpec& spec)
+    : spec_(spec),
+      layers_(int(spec.model.layers.size())),
+      stash_kind_(spec.schedule->stash_kind()),
+      depth_(spec.schedule->stash_depth()) {
+  for (const auto& stage : spec.pipeline.stages)
+    ipu_.push_back(stage.ipus.front());
+  find_ties();
+}
+
+void SplitPricer::estimate(const std::vector<int>& cuts, PlanCandidate& out) {
+  const int ipus = spec_.pipeline.ipus_per_replica();
+  std::vector<std::int64_t> work(std::size_t(ipus), 0);
+  std::vector<std::int64_t> live(std::size_t(ipus), 0);
+  out.estimated_peak_bytes.assign(std::size_t(ipus), spec_.hardware.code.control_bytes);
+  for (int k = 0; k < stages(); ++k) {
+    const int begin = k == 0 ? 0 : cuts[k - 1];
+    const int end = k + 1 == stages() ? layers_ : cuts[k];
+    const RangeCost& c = range(k, begin, end);
+    const auto ipu = std::size_t(ipu_[k]);
+    work[ipu] += c.work;
+    live[ipu] = std::max(live[ipu], c.live_bytes);
+    out.estimated_peak_bytes[ipu] += c.static_bytes;
+    if (!spec_.pipeline.offload_activations)
+      out.estimated_peak_bytes[ipu] += depth_[k] * c.stash_bytes;
+  }
+  for (std::size_t i = 0; i < std::size_t(ipus); ++i)
+    out.estimated_peak_bytes[i] += live[i];
+  add_tied_copies(cuts, out);
+  const auto busiest = std::max_element(work.begin(), work.end());
+  out.bottleneck_cycles = *busiest;
+  out.bottleneck_ipu = int(busiest - work.begin());
+}
+
+void SplitPricer::find_ties() {
+  const auto& p = spec_.pipeline;
+  for (int l = 0; l < layers_; ++l) {
+    const auto& layer = spec_.model.layers[std::size_t(l)];
+    if (layer.tied_to.empty())
+      continue;
+    const int owner = spec_.model.index_of(layer.tied_to);
+    const auto& word = spec_.model.layers[std::size_t(owner)].params;
+    const std::int64_t per_element =
+        models::dtype_bytes(p.dtype) +
+        (p.training ? models::dtype_bytes(p.gradient_accumulation_dtype) : 0);
+    ties_.push_back({l, owner, word.vocab_size * word.hidden * per_element});
+  }
+}
+
+void SplitPricer::add_tied_copies(const std::vector<int>& cuts, PlanCandidate& out) const {
+  for (const Tie& tie : ties_) {
+    const int user_ipu = ipu_[std::size_t(stage_of(cuts, tie.user))];
+    if (user_ipu != ipu_[std::size_t(stage_of(cuts, tie.owner))])
+      out.estimated_peak_bytes[std::size_t(user_ipu)] += tie.copy_bytes;
+  }
+}
+
+const SplitPricer::RangeCost& SplitPricer::range(int k, int begin, int end) {
+  const auto key = (std::int64_t(k) * (layers_ + 1) + begin) * (layers_ + 1) + end;
+  const auto found = memo_.find(key);
+  if (found != memo_.end())
+    return found->second;
+  return memo_.emplace(key, price(k, begin, end)).first->second;
+}
+
+SplitPricer::RangeCost SplitPricer::price(int k, int begin, int end) const {
+  std::vector<int> layers;
+  for (int l = begin; l < end; ++l)
+    layers.push_back(l);
+  const auto kind = stash_kind_[std::size_t(k)];
+  const SubstageCost cost = substage_cost(spec_, layers, ipu_[k], kind);
+  const bool recomputes =
+      kind == schedules::StashKind::kStageInputs || kind == schedules::StashKind::kCheckpoints;
+  RangeCost out;
+  out.work = cost.forward_cycles + cost.backward_cycles + (recomputes ? cost.recompute_cycles : 0);
+  for (const auto& op : cost.operations)
+    out.static_bytes += op.code_bytes;
+  out.static_bytes += cost.params * bytes_per_parameter();
+  out.stash_bytes = cost.stash_bytes;
+  out.live_bytes = cost.live_bytes;
+  return out;
+}
+
+// Weights, and when training their accumulators and the optimizer state kept on chip.
+std::int64_t SplitPricer::bytes_per_parameter() const {
+  const auto& p = spec_.pipeline;
+  std::int64_t bytes = models::dtype_bytes(p.dtype);
+  if (p.training) {
+    bytes += models::dtype_bytes(p.gradient_accumulation_dtype);
+    if (!p.offload_weight_update_variables)
+      bytes += models::state_elements_per_parameter(p.optimizer.kind) * 4;
+  }
+  return bytes;
+}
+
+}  // namespace ipusim::sim::plan_detail
