@@ -227,9 +227,14 @@ bool input_holds_ids(const Model& model) {
 }
 
 Model parse_model(const ConfigNode& node) {
-  node.expect_only_keys({"name", "input", "classes", "layers"});
+  node.expect_only_keys({"name", "input", "classes", "layers", "initial_weights"});
   Model model;
   model.name = node.get_string("name", "model");
+  if (const auto weights = node.find("initial_weights")) {
+    model.initial_weights = weights->as_string();
+    if (model.initial_weights.empty())
+      weights->fail("expected a directory of .npy files, found an empty string");
+  }
   read_input(node.at("input"), model);
   model.layers = read_layers(node.at("layers"));
   check_loss_rules(model.layers);

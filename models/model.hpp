@@ -18,6 +18,9 @@ namespace ipusim::models {
 
 struct Model {
   std::string name;
+  // A directory of <layer>.<parameter>.initial.npy files that numeric runs start from, as the
+  // config gives it (relative to that config's folder); empty for the seeded initialisation.
+  std::string initial_weights;
   Shape input_shape;  // per sample
   DType dtype = DType::kFp32;
   std::int64_t classes = 0;  // the loss's class count; 0 for an inference-only model without one

@@ -332,7 +332,7 @@ std::pair<ReplayResult, double> run_steps(const RunSpec& spec, NumericPipeline& 
 // The parameters to start from: the spec's initialisation or --load; saved with --save.
 models::ParameterStore initial_parameters(const TrainRequest& request, const RunSpec& spec,
                                           core::OutputSet& outputs) {
-  models::ParameterStore parameters(spec.model, training_options(spec));
+  models::ParameterStore parameters = starting_parameters(spec);
   if (!request.load.empty())
     load_parameters(request.load, spec.model, parameters);
   if (!request.save.empty())
@@ -341,6 +341,23 @@ models::ParameterStore initial_parameters(const TrainRequest& request, const Run
 }
 
 }  // namespace
+
+models::ParameterStore starting_parameters(const RunSpec& spec) {
+  models::ParameterStore parameters(spec.model, training_options(spec));
+  if (spec.model.initial_weights.empty())
+    return parameters;
+  std::filesystem::path folder = spec.model.initial_weights;
+  const std::filesystem::path config = spec.source_of("/model/initial_weights");
+  if (folder.is_relative() && std::filesystem::is_regular_file(config))
+    folder = config.parent_path() / folder;
+  if (!std::filesystem::is_directory(folder)) {
+    throw core::ConfigError(
+        config.string(), "/model/initial_weights",
+        "expected a directory of .npy files, but " + folder.string() + " is not one");
+  }
+  load_parameters(folder.string(), spec.model, parameters);
+  return parameters;
+}
 
 void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out) {
   const NumericSupport support = numeric_support(spec);

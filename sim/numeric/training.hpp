@@ -84,6 +84,10 @@ void save_parameters(core::OutputSet& outputs, const std::string& directory,
 void load_parameters(const std::string& directory, const models::Model& model,
                      models::ParameterStore& parameters);
 
+// The parameters a numeric run starts from: the seeded initialisation, or the model's
+// initial_weights folder (relative to the config that names it) when it has one.
+models::ParameterStore starting_parameters(const RunSpec& spec);
+
 // What `ipusim train` asks for besides the config.
 struct TrainRequest {
   std::int64_t epochs = 1;

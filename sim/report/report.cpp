@@ -292,7 +292,7 @@ NumericReport check_against_reference(const RunSpec& spec, const NumericPipeline
   NumericReport report;
   report.data = data_description(spec.data);
   report.losses = pipeline.losses();
-  models::ParameterStore reference(spec.model, training_options(spec));
+  models::ParameterStore reference = starting_parameters(spec);
   report.reference_losses = run_reference(spec, reference, data, 0, pipeline.steps());
   IPUSIM_CHECK(report.losses.size() == report.reference_losses.size());
   bool identical = true;
@@ -316,7 +316,7 @@ NumericReport check_against_reference(const RunSpec& spec, const NumericPipeline
 ReplayResult replay_numeric(const RunSpec& spec, const CostModel& cost,
                             const SimulateOptions& options, RunReport& report) {
   auto data = training_data(spec);
-  models::ParameterStore parameters(spec.model, training_options(spec));
+  models::ParameterStore parameters = starting_parameters(spec);
   NumericPipeline pipeline(spec, parameters, *data);
   ReplayOptions first{options.allow_oom, options.observers};
   first.observers.push_back(&pipeline);

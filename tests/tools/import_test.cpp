@@ -45,13 +45,11 @@ TEST_CASE("ipusim import writes nothing when a layer cannot be imported") {
   CHECK(!std::filesystem::exists(config));
 }
 
-TEST_CASE("ipusim import says ONNX is not read yet rather than guessing") {
+TEST_CASE("ipusim import of a missing ONNX file names it and writes nothing") {
   const auto config = output("model.json");
   const auto result = run_ipusim({"import", "model.onnx", "-o", config});
   CHECK(result.code == 2);
-  CHECK(result.err ==
-        "error: model.onnx: ONNX import is not built yet; ipusim imports the JSON "
-        "that Keras' model.to_json() writes\n");
+  CHECK(result.err == "error: model.onnx: No such file or directory\n");
   CHECK(!std::filesystem::exists(config));
 }
 

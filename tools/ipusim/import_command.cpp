@@ -6,9 +6,13 @@
 #include <ostream>
 
 #include "models/keras_import.hpp"
+#include "models/npy.hpp"
+#include "models/onnx_import.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_text.hpp"
+#include "sim/numeric/numeric.hpp"
+#include "sim/numeric/training.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
@@ -20,11 +24,21 @@ struct ImportArgs {
   std::vector<std::string> splits;
 };
 
+// ONNX files above this are refused: ipusim's models hold at most a few hundred MB of weights.
+constexpr std::int64_t kMaxOnnxBytes = std::int64_t{1} << 30;
+
+bool is_onnx(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".onnx";
+}
+
+std::string read_onnx_file(const std::string& path) {
+  std::string bytes;
+  if (const auto why = core::read_regular_file(path, &bytes, kMaxOnnxBytes))
+    throw core::ConfigError(path, "", *why);
+  return bytes;
+}
+
 nlohmann::json read_model_file(const std::string& path) {
-  if (std::filesystem::path(path).extension() == ".onnx")
-    throw core::ConfigError(path, "",
-                            "ONNX import is not built yet; ipusim imports the JSON that Keras' "
-                            "model.to_json() writes");
   std::string text;
   if (const auto why = core::read_regular_file(path, &text))
     throw core::ConfigError(path, "", *why);
@@ -34,12 +48,12 @@ nlohmann::json read_model_file(const std::string& path) {
 // The config: the imported model, the split asked for, and a pipeline to start from: the
 // default schedule (Grouped), micro-batch 32, a GAC of at least 16 that it accepts (a multiple of
 // twice the stages).
-nlohmann::json config_of(const models::KerasImport& imported, const ImportArgs& a) {
+nlohmann::json config_of(const nlohmann::json& model, const std::string& source,
+                         const ImportArgs& a) {
   const auto stages = std::int64_t(a.splits.size()) + 1;
   nlohmann::json config = {
-      {"description", "Imported by ipusim import from " + a.model_path + " (Keras " +
-                          imported.keras_version + ", " + imported.keras_class + ")."},
-      {"model", imported.model},
+      {"description", "Imported by ipusim import from " + a.model_path + " (" + source + ")."},
+      {"model", model},
       {"pipeline",
        {{"micro_batch_size", 32},
         {"gradient_accumulation_count", std::max<std::int64_t>(16, 2 * stages)}}}};
@@ -48,13 +62,86 @@ nlohmann::json config_of(const models::KerasImport& imported, const ImportArgs& 
   return config;
 }
 
+sim::RunSpec validated(const nlohmann::json& config, const ImportArgs& a) {
+  try {
+    return sim::build_run_spec(core::ConfigDocument::from_json(config, a.output));
+  } catch (const core::ConfigError& error) {
+    throw core::ConfigError(a.model_path, "",
+                            "the imported model does not validate, so nothing was written: " +
+                                std::string(error.what()));
+  }
+}
+
+void import_keras_file(const ImportArgs& a, std::ostream& out) {
+  core::OutputSet outputs;
+  outputs.add(a.output, "-o");
+  const auto imported = models::import_keras(read_model_file(a.model_path), a.model_path);
+  const auto config =
+      config_of(imported.model, "Keras " + imported.keras_version + ", " + imported.keras_class, a);
+  const auto spec = validated(config, a);
+  const auto moving = models::check_keras_model(imported, spec.model, a.model_path);
+  outputs.write(a.output, config.dump(2) + "\n");
+  outputs.commit();
+  out << "imported " << spec.model.name << " (" << imported.keras_class << ", Keras "
+      << imported.keras_version << ") from " << a.model_path << ": " << spec.model.layers.size()
+      << " layers, " << sim::with_commas(spec.model.total_params()) << " trainable parameters, "
+      << sim::with_commas(moving) << " non-trainable (batch-norm moving statistics); wrote "
+      << a.output << "\n";
+}
+
+// Declares and writes `<folder>/<layer>.<parameter>.initial.npy` for every imported tensor,
+// checking each against the shape the validated model gives it.
+void write_weights(const models::OnnxImport& imported, const sim::RunSpec& spec,
+                   const std::string& folder, core::OutputSet& outputs) {
+  const models::ParameterStore seeded(spec.model, sim::training_options(spec));
+  outputs.add_folder(folder, "-o");
+  for (const auto& [id, tensors] : imported.weights) {
+    const int layer = spec.model.index_of(id);
+    const auto names = sim::parameter_names(spec.model, layer);
+    const auto expected = seeded.parameters(layer);
+    IPUSIM_CHECK(names.size() == tensors.size() && expected.size() == tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      IPUSIM_CHECK(expected[i].shape() == tensors[i].shape());
+      const std::string path = folder + "/" + names[i] + ".initial.npy";
+      outputs.add(path, "-o");
+      const auto bytes = models::npy_bytes(tensors[i]);
+      outputs.write(path, {bytes.header, bytes.data});
+    }
+  }
+}
+
+void import_onnx_file(const ImportArgs& a, std::ostream& out) {
+  core::OutputSet outputs;
+  outputs.add(a.output, "-o");
+  const auto imported = models::import_onnx(read_onnx_file(a.model_path), a.model_path);
+  const std::filesystem::path config_path(a.output);
+  const std::string folder_name = config_path.stem().string() + ".weights";
+  auto model = imported.model;
+  model["initial_weights"] = folder_name;
+  const auto config = config_of(model, "ONNX, " + imported.producer, a);
+  const auto spec = validated(config, a);
+  const std::string folder = (config_path.parent_path() / folder_name).string();
+  write_weights(imported, spec, folder, outputs);
+  outputs.write(a.output, config.dump(2) + "\n");
+  outputs.commit();
+  out << "imported " << spec.model.name << " (ONNX, " << imported.producer << ") from "
+      << a.model_path << ": " << spec.model.layers.size() << " layers, "
+      << sim::with_commas(spec.model.total_params()) << " parameters ("
+      << sim::with_commas(imported.initializer_elements) << " in the file's initializers); wrote "
+      << a.output << " and its initial weights in " << folder << "/\n";
+}
+
 }  // namespace
 
 void add_import_command(CLI::App& app, std::ostream& out) {
   auto a = std::make_shared<ImportArgs>();
   auto* command = app.add_subcommand(
-      "import", "Write an ipusim config from a Keras model (the JSON of model.to_json())");
-  command->add_option("model", a->model_path, "The model file: Keras' model.to_json() output")
+      "import",
+      "Write an ipusim config from an ONNX model (.onnx, with its weights) or a Keras model "
+      "(the JSON of model.to_json())");
+  command
+      ->add_option("model", a->model_path,
+                   "The model file: .onnx, or Keras' model.to_json() output")
       ->required()
       ->check(non_empty_path());
   command->add_option("-o,--output", a->output, "The config file to write")
@@ -67,26 +154,10 @@ void add_import_command(CLI::App& app, std::ostream& out) {
       ->allow_extra_args(false);
   command->footer("Example:\n  ipusim import keras_cnn.json -o cnn.json --splits max_pooling2d_1");
   command->callback([a, &out] {
-    core::OutputSet outputs;
-    outputs.add(a->output, "-o");
-    const auto imported = models::import_keras(read_model_file(a->model_path), a->model_path);
-    const auto config = config_of(imported, *a);
-    std::optional<sim::RunSpec> spec;
-    try {
-      spec = sim::build_run_spec(core::ConfigDocument::from_json(config, a->output));
-    } catch (const core::ConfigError& error) {
-      throw core::ConfigError(a->model_path, "",
-                              "the imported model does not validate, so nothing was written: " +
-                                  std::string(error.what()));
-    }
-    const auto moving = models::check_keras_model(imported, spec->model, a->model_path);
-    outputs.write(a->output, config.dump(2) + "\n");
-    outputs.commit();
-    out << "imported " << spec->model.name << " (" << imported.keras_class << ", Keras "
-        << imported.keras_version << ") from " << a->model_path << ": " << spec->model.layers.size()
-        << " layers, " << sim::with_commas(spec->model.total_params()) << " trainable parameters, "
-        << sim::with_commas(moving) << " non-trainable (batch-norm moving statistics); wrote "
-        << a->output << "\n";
+    if (is_onnx(a->model_path))
+      import_onnx_file(*a, out);
+    else
+      import_keras_file(*a, out);
   });
 }
 
