@@ -21,24 +21,26 @@ ParameterSpec feature_vector(ParameterSpec::Role role, std::int64_t width) {
 }
 
 // The layer norm of rows of x's last axis, rounded to `dtype`.
-Tensor normalized(const Tensor& x, const Tensor& gamma, const Tensor& beta, DType dtype) {
+Tensor normalized(const Tensor& x, const Tensor& gamma, const Tensor& beta, DType dtype,
+                  double epsilon = kBertLayerNormEpsilon) {
   const std::int64_t width = gamma.elements();
   Tensor y(x.shape());
-  layer_norm_forward(x.data(), x.elements() / width, width, gamma.data(), beta.data(),
-                     kBertLayerNormEpsilon, y.data());
+  layer_norm_forward(x.data(), x.elements() / width, width, gamma.data(), beta.data(), epsilon,
+                     y.data());
   round_to_dtype(y, dtype);
   return y;
 }
 
 // The layer norm's input gradient; adds its scale and bias gradients to `gradients` (two).
 Tensor normalized_gradient(const Tensor& x, const Tensor& dy, const Tensor& gamma, DType dtype,
-                           std::span<GradientAccumulator> gradients) {
+                           std::span<GradientAccumulator> gradients,
+                           double epsilon = kBertLayerNormEpsilon) {
   const std::int64_t width = gamma.elements();
   Tensor dx(x.shape());
   Tensor dgamma({width});
   Tensor dbeta({width});
-  layer_norm_backward(x.data(), dy.data(), x.elements() / width, width, gamma.data(),
-                      kBertLayerNormEpsilon, dx.data(), dgamma.data(), dbeta.data());
+  layer_norm_backward(x.data(), dy.data(), x.elements() / width, width, gamma.data(), epsilon,
+                      dx.data(), dgamma.data(), dbeta.data());
   for (Tensor* tensor : {&dx, &dgamma, &dbeta})
     round_to_dtype(*tensor, dtype);
   gradients[0].add(dgamma.values());
@@ -56,11 +58,13 @@ Tensor sum(const Tensor& a, const Tensor& b, DType dtype) {
 }
 
 // BERT's embeddings: word[id] + position[i] + type[t] for the token at position i, then a
-// layer norm (epsilon 1e-12). Parameters: the word table [vocab_size, hidden], the position
-// table [max_positions, hidden], the type table [token_types, hidden] when token_types > 0, the
-// layer norm's scale and bias. Token types come from the second input; without it every token
-// has type 0, as BERT's token_type_ids default. The tables' gradients are scatter-adds in row
-// order (sample by sample, position by position), so repeated tokens sum deterministically.
+// layer norm (epsilon 1e-12 unless set). Parameters: the word table [vocab_size, hidden], the
+// position table [max_positions, hidden] unless "positions" is false, the type table
+// [token_types, hidden] when token_types > 0, and the layer norm's scale and bias unless
+// "layer_norm" is false (which, without positions, leaves a plain lookup). Token types come
+// from the second input; without it every token has type 0, as BERT's token_type_ids default.
+// The tables' gradients are scatter-adds in row order (sample by sample, position by
+// position), so repeated tokens sum deterministically.
 class EmbeddingKernel final : public Kernel {
  public:
   EmbeddingKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
@@ -74,16 +78,21 @@ class EmbeddingKernel final : public Kernel {
   }
 
   std::vector<ParameterSpec> parameters() const override {
-    std::vector<ParameterSpec> specs{table(p_.vocab_size), table(p_.max_positions)};
+    std::vector<ParameterSpec> specs{table(p_.vocab_size)};
+    if (p_.positions)
+      specs.push_back(table(p_.max_positions));
     if (p_.token_types > 0)
       specs.push_back(table(p_.token_types));
-    specs.push_back(feature_vector(ParameterSpec::Role::kScale, p_.hidden));
-    specs.push_back(feature_vector(ParameterSpec::Role::kBias, p_.hidden));
+    if (p_.normalized) {
+      specs.push_back(feature_vector(ParameterSpec::Role::kScale, p_.hidden));
+      specs.push_back(feature_vector(ParameterSpec::Role::kBias, p_.hidden));
+    }
     return specs;
   }
 
   std::int64_t saved_bytes_per_sample() const override {
-    return p_.sequence_length * p_.hidden * dtype_bytes(dtype()) +
+    const std::int64_t sum = p_.normalized ? p_.sequence_length * p_.hidden : 0;
+    return sum * dtype_bytes(dtype()) +
            4 * p_.sequence_length * static_cast<std::int64_t>(input_shapes().size());
   }
 
@@ -98,17 +107,18 @@ class EmbeddingKernel final : public Kernel {
     const std::int64_t rows = inputs[0]->elements();
     Tensor embedded({inputs[0]->batch(), p_.sequence_length, p_.hidden});
     for (std::int64_t r = 0; r < rows; ++r) {
-      const float* word = params[0].data() + saved.indices[std::size_t(r)] * p_.hidden;
-      const float* position = params[1].data() + (r % p_.sequence_length) * p_.hidden;
-      const float* type =
-          p_.token_types > 0 ? params[2].data() + type_of(saved, r) * p_.hidden : nullptr;
       float* out = embedded.data() + r * p_.hidden;
-      for (std::int64_t j = 0; j < p_.hidden; ++j)
-        out[j] = word[j] + position[j] + (type != nullptr ? type[j] : 0.0f);
+      add_row(out, params[0], saved.indices[std::size_t(r)]);
+      if (p_.positions)
+        add_row(out, params[1], r % p_.sequence_length);
+      if (p_.token_types > 0)
+        add_row(out, params[type_table()], type_of(saved, r));
     }
     round_to_dtype(embedded, dtype());
-    const std::size_t norm = params.size() - 2;
-    Tensor y = normalized(embedded, params[norm], params[norm + 1], dtype());
+    if (!p_.normalized)
+      return {std::move(embedded), std::move(saved), {}};
+    const std::size_t norm = tables();
+    Tensor y = normalized(embedded, params[norm], params[norm + 1], dtype(), p_.epsilon);
     saved.tensors.push_back(std::move(embedded));
     return {std::move(y), std::move(saved), {}};
   }
@@ -116,9 +126,11 @@ class EmbeddingKernel final : public Kernel {
   std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
                                std::span<const Tensor> params,
                                std::span<GradientAccumulator> gradients) const override {
-    const std::size_t norm = params.size() - 2;
-    const Tensor d_embedded = normalized_gradient(saved.tensors.at(0), output_gradient,
-                                                  params[norm], dtype(), gradients.subspan(norm));
+    const std::size_t norm = tables();
+    const Tensor d_embedded =
+        p_.normalized ? normalized_gradient(saved.tensors.at(0), output_gradient, params[norm],
+                                            dtype(), gradients.subspan(norm), p_.epsilon)
+                      : output_gradient;
     const std::int64_t rows = d_embedded.elements() / p_.hidden;
     std::vector<Tensor> tables;
     for (std::size_t t = 0; t < norm; ++t)
@@ -126,9 +138,10 @@ class EmbeddingKernel final : public Kernel {
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* row = d_embedded.data() + r * p_.hidden;
       scatter_add(tables[0], saved.indices[std::size_t(r)], row);
-      scatter_add(tables[1], r % p_.sequence_length, row);
+      if (p_.positions)
+        scatter_add(tables[1], r % p_.sequence_length, row);
       if (p_.token_types > 0)
-        scatter_add(tables[2], type_of(saved, r), row);
+        scatter_add(tables[type_table()], type_of(saved, r), row);
     }
     for (std::size_t t = 0; t < norm; ++t) {
       round_to_dtype(tables[t], dtype());
@@ -143,6 +156,16 @@ class EmbeddingKernel final : public Kernel {
  private:
   ParameterSpec table(std::int64_t rows) const {
     return {ParameterSpec::Role::kEmbedding, {rows, p_.hidden}, rows, p_.hidden};
+  }
+
+  // How many tables come before the layer norm's parameters; where the type table is.
+  std::size_t tables() const { return 1 + (p_.positions ? 1 : 0) + (p_.token_types > 0 ? 1 : 0); }
+  std::size_t type_table() const { return p_.positions ? 2 : 1; }
+
+  void add_row(float* out, const Tensor& table, std::int64_t index) const {
+    const float* row = table.data() + index * p_.hidden;
+    for (std::int64_t j = 0; j < p_.hidden; ++j)
+      out[j] += row[j];
   }
 
   std::int64_t type_of(const SavedState& saved, std::int64_t row) const {

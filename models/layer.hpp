@@ -25,7 +25,7 @@ enum class LayerType {
   kConcat,
   kSlice,  // a contiguous range of one per-sample axis (a view in Poplar)
   kSoftmaxCrossEntropy,
-  kEmbedding,           // token, position and type embeddings with a layer norm
+  kEmbedding,           // token (and position, type) embeddings, with a layer norm by default
   kTransformerEncoder,  // one BERT-style encoder layer (post-LN)
   kLayerNorm,           // over the last per-sample axis
   kBatchNorm,           // over every axis but the last, with running statistics
@@ -87,7 +87,9 @@ struct LayerParams {
   std::int64_t vocab_size = 0;        // embedding
   std::int64_t max_positions = 0;     // embedding (default: sequence_length)
   std::int64_t token_types = 0;       // embedding
-  double epsilon = 0.0;               // layer_norm, batch_norm
+  bool positions = true;              // embedding: a position table (false: a plain lookup)
+  bool normalized = true;             // embedding: a layer norm after the sum ("layer_norm")
+  double epsilon = 0.0;               // layer_norm, batch_norm, embedding
   double momentum = 0.0;              // batch_norm
 };
 

@@ -100,12 +100,13 @@ Cost embedding_cost(const LayerParams& p, const Sizes& size, std::int64_t id_inp
   Cost cost;
   const std::int64_t rows = core::checked_add(
       core::checked_add(p.vocab_size, p.max_positions, kParams), p.token_types, kParams);
-  cost.params =
-      core::checked_add(core::checked_mul(rows, p.hidden, kParams), 2 * p.hidden, kParams);
-  // Two adds sum the token, position and type vectors, then a layer norm.
-  cost.forward_flops = double(size.out) * (2 + kLayerNormFlops);
+  cost.params = core::checked_add(core::checked_mul(rows, p.hidden, kParams),
+                                  p.normalized ? 2 * p.hidden : 0, kParams);
+  // An add per position or type vector, then the layer norm.
+  const int adds = (p.positions ? 1 : 0) + (p.token_types > 0 ? 1 : 0);
+  cost.forward_flops = double(size.out) * (adds + (p.normalized ? kLayerNormFlops : 0));
   cost.backward_flops = 2 * cost.forward_flops;
-  cost.saved_bytes = size.out * size.d + 4 * p.sequence_length * id_inputs;
+  cost.saved_bytes = (p.normalized ? size.out * size.d : 0) + 4 * p.sequence_length * id_inputs;
   return cost;
 }
 

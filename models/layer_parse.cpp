@@ -30,7 +30,8 @@ std::vector<std::string> keys_of(LayerType type) {
     case LayerType::kSlice:
       return {"axis", "start", "size"};
     case LayerType::kEmbedding:
-      return {"vocab_size", "hidden", "sequence_length", "max_positions", "token_types"};
+      return {"vocab_size",  "hidden",    "sequence_length", "max_positions",
+              "token_types", "positions", "layer_norm",      "epsilon"};
     case LayerType::kTransformerEncoder:
       return {"hidden", "heads", "sequence_length", "ffn", "dropout"};
     case LayerType::kLayerNorm:
@@ -188,12 +189,17 @@ void read_attention(const ConfigNode& node, LayerParams& params) {
   params.rate = read_optional_rate(node, 0.0);
 }
 
+// BERT's embeddings by default; "positions": false and "layer_norm": false leave a plain
+// lookup (Keras' Embedding, ONNX's Gather).
 void read_embedding(const ConfigNode& node, LayerParams& params) {
   params.vocab_size = node.at("vocab_size").as_positive_int();
   params.hidden = node.at("hidden").as_positive_int();
   params.sequence_length = node.at("sequence_length").as_positive_int();
-  params.max_positions = params.sequence_length;
+  params.positions = node.get_bool("positions", true);
+  params.max_positions = params.positions ? params.sequence_length : 0;
   if (const auto positions = node.find("max_positions")) {
+    if (!params.positions)
+      positions->fail("max_positions sizes the position table, which \"positions\": false removes");
     params.max_positions = positions->as_positive_int();
     if (params.max_positions < params.sequence_length)
       positions->fail("max_positions (" + std::to_string(params.max_positions) +
@@ -201,6 +207,11 @@ void read_embedding(const ConfigNode& node, LayerParams& params) {
                       std::to_string(params.sequence_length) + ")");
   }
   params.token_types = node.get_int("token_types", 0, 0, core::kMaxCount);
+  params.normalized = node.get_bool("layer_norm", true);
+  const auto epsilon = node.find("epsilon");
+  if (epsilon && !params.normalized)
+    epsilon->fail("epsilon belongs to the layer norm, which \"layer_norm\": false removes");
+  params.epsilon = read_positive(node, "epsilon", kBertLayerNormEpsilon);
 }
 
 void read_transformer_encoder(const ConfigNode& node, LayerParams& params) {

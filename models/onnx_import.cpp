@@ -2,10 +2,13 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
 
+#include "models/onnx_patterns.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -35,6 +38,23 @@ std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std:
       return {a.ints().begin(), a.ints().end()};
   }
   return {};
+}
+
+std::string string_attribute(const onnx::NodeProto& node, const std::string& name,
+                             const std::string& fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name)
+      return a.s();
+  }
+  return fallback;
+}
+
+// A float as the shortest decimal that reads back as it (1e-12, not 9.99999996e-13), so the
+// config shows what the exporter wrote.
+double decimal(float value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
 }
 
 float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
@@ -104,18 +124,33 @@ Tensor conv_kernel(const Tensor& w) {
   return out;
 }
 
+// A value's name in an ipusim layer id: letters, digits, '_' and '-'.
+std::string sanitized(std::string id) {
+  for (char& c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+      c = '_';
+  }
+  return id;
+}
+
+bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width) {
+  return t.shape() == Shape{rows, width} || t.shape() == Shape{1, rows, width};
+}
+
 class Converter {
  public:
   Converter(const onnx::GraphProto& graph, const std::string& path, OnnxImport& out)
-      : graph_(graph), path_(path), out_(out) {
-    for (const auto& init : graph.initializer())
-      initializers_.emplace(init.name(), &init);
-  }
+      : graph_(graph), path_(path), out_(out), index_(graph) {}
 
   void convert() {
     add_input();
+    find_patterns();
     for (int n = 0; n < graph_.node_size(); ++n) {
-      if (!skipped_.contains(n))
+      if (const auto a = attention_at_.find(n); a != attention_at_.end())
+        attention(a->second);
+      else if (const auto g = gelu_at_.find(n); g != gelu_at_.end())
+        activation(g->second, "gelu", graph_.node(n));
+      else if (!skipped_.contains(n))
         convert_node(n);
     }
     if (!problems_.empty()) {
@@ -128,16 +163,16 @@ class Converter {
                               "the graph does not end in a Softmax, so ipusim has no loss to "
                               "train it with; export the model with its final Softmax");
     }
-    layers_.push_back({{"id", "loss"}, {"type", "softmax_cross_entropy"}});
+    layers_.push_back({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
     out_.model["layers"] = layers_;
-    for (const auto& [name, init] : initializers_)
-      out_.initializer_elements += element_count(Shape(init->dims().begin(), init->dims().end()));
+    for (const auto& init : graph_.initializer())
+      out_.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
   }
 
  private:
   void add_input() {
     for (const auto& input : graph_.input()) {
-      if (initializers_.contains(input.name()))
+      if (index_.is_initializer(input.name()))
         continue;
       Shape shape;
       for (const auto& dim : input.type().tensor_type().shape().dim())
@@ -154,81 +189,130 @@ class Converter {
     throw core::ConfigError(path_, "", "the graph has no input besides its initializers");
   }
 
+  // Attention blocks and Erf GELUs become one layer each, emitted at their first node.
+  void find_patterns() {
+    for (const auto& node : graph_.node()) {
+      const int n = index_.index_of(node);
+      if (node.op_type() == "Softmax") {
+        std::string why;
+        if (auto block = match_attention(index_, node, why)) {
+          claim(block->nodes);
+          attention_at_.emplace(*block->nodes.begin(), std::move(*block));
+        } else if (!why.empty()) {
+          attention_why_[n] = why;
+        }
+      } else if (node.op_type() == "Erf") {
+        if (auto gelu = match_gelu(index_, node)) {
+          claim(gelu->nodes);
+          gelu_at_.emplace(*gelu->nodes.begin(), std::move(*gelu));
+        }
+      }
+    }
+  }
+
+  void claim(const std::set<int>& nodes) {
+    for (auto n = std::next(nodes.begin()); n != nodes.end(); ++n)
+      skipped_.insert(*n);
+  }
+
   void convert_node(int n) {
     const auto& node = graph_.node(n);
     const std::string& op = node.op_type();
+    if (op == "Constant")
+      return;  // read through the index where it is used
     if (op == "Gemm")
       gemm(node);
     else if (op == "MatMul")
-      matmul(n);
+      matmul(node);
     else if (op == "Conv")
       conv(node);
     else if (op == "MaxPool")
       max_pool(node);
-    else if (op == "Relu" || op == "Tanh")
-      activation(node, op == "Relu" ? "relu" : "tanh");
+    else if (op == "Relu" || op == "Tanh" || op == "Gelu")
+      named_activation(node);
     else if (op == "Flatten" || op == "Reshape")
       flatten(node);
     else if (op == "Dropout")
       dropout(node);
     else if (op == "Softmax")
       softmax(n);
+    else if (op == "Gather")
+      gather(node);
+    else if (op == "Add")
+      add(node);
+    else if (op == "Concat")
+      concat(node);
+    else if (op == "LayerNormalization")
+      layer_norm(node);
+    else if (op == "BatchNormalization")
+      batch_norm(node);
     else
-      problem(node, "no ipusim layer for this operator");
+      problem(node, op == "Erf" ? "an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))"
+                                : "no ipusim layer for this operator");
   }
 
   // Records why `node` cannot be imported; the nodes fed by it then go unmentioned.
   void problem(const onnx::NodeProto& node, const std::string& why) {
     problems_ += "\n  node '" + node.name() + "' (" + node.op_type() + "): " + why;
     ++problem_count_;
+    fail_outputs(node);
+  }
+
+  void fail_outputs(const onnx::NodeProto& node) {
     for (const auto& output : node.output())
       failed_.insert(output);
   }
 
   const onnx::TensorProto* initializer(const onnx::NodeProto& node, int input) const {
-    if (node.input_size() <= input)
-      return nullptr;
-    const auto found = initializers_.find(node.input(input));
-    return found == initializers_.end() ? nullptr : found->second;
+    return node.input_size() <= input ? nullptr : index_.constant(node.input(input));
   }
 
-  const Activation* value(const onnx::NodeProto& node) {
-    const auto found = values_.find(node.input(0));
+  // The activation `tensor` holds, or null: silently when it comes from a node that already
+  // failed, with a problem for `node` when it comes from nothing imported.
+  const Activation* value(const std::string& tensor, const onnx::NodeProto& node) {
+    const auto found = values_.find(tensor);
     if (found != values_.end())
       return &found->second;
-    if (failed_.contains(node.input(0))) {
-      for (const auto& output : node.output())
-        failed_.insert(output);
-    } else {
-      problem(node, "its input '" + node.input(0) + "' comes from no imported node");
-    }
+    if (failed_.contains(tensor))
+      fail_outputs(node);
+    else
+      problem(node, "its input '" + tensor + "' comes from no imported node");
     return nullptr;
   }
 
-  std::string id_of(const onnx::NodeProto& node) {
-    std::string id =
-        node.name().empty() ? node.op_type() + std::to_string(layers_.size()) : node.name();
-    for (char& c : id) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
-        c = '_';
-    }
+  const Activation* value(const onnx::NodeProto& node) { return value(node.input(0), node); }
+
+  std::string unique_id(const std::string& wanted) const {
+    std::string id = wanted.empty() ? "layer" : wanted;
+    for (int n = 2; std::any_of(layers_.begin(), layers_.end(),
+                                [&](const json& l) { return l.at("id") == id; });
+         ++n)
+      id = wanted + "_" + std::to_string(n);
     return id;
   }
 
-  void add_layer(json layer, const onnx::NodeProto& node, Activation produced,
-                 std::vector<Tensor> weights = {}) {
+  std::string id_of(const onnx::NodeProto& node) const {
+    return unique_id(sanitized(node.name().empty() ? node.op_type() : node.name()));
+  }
+
+  // Adds `layer` reading `inputs` (ipusim ids), its output held in `output`.
+  void add_layer(json layer, const std::string& output, Activation produced,
+                 const std::vector<std::string>& inputs, std::vector<Tensor> weights = {}) {
     produced.layer = layer.at("id").get<std::string>();
+    if (inputs.size() != 1 || inputs.front() != layers_.back().at("id"))
+      layer["inputs"] = inputs;
     if (!weights.empty())
       out_.weights.emplace_back(produced.layer, std::move(weights));
     layers_.push_back(std::move(layer));
-    values_[node.output(0)] = std::move(produced);
+    values_[output] = std::move(produced);
   }
 
-  // A dense layer on `in` with kernel [in, units] in ONNX's row order.
+  // A dense layer on `in` with kernel [in, units] in ONNX's row order, written to `output`.
   void dense(const onnx::NodeProto& node, const Activation& in, Tensor kernel,
-             const onnx::TensorProto* bias) {
-    if (in.onnx_shape.size() != 1) {
-      problem(node, "a dense layer over features of shape " + shape_text(in.onnx_shape));
+             const onnx::TensorProto* bias, const std::string& output) {
+    if (in.channels_first || in.onnx_shape.size() > 2) {
+      problem(node, "a dense layer over values of shape " + shape_text(in.onnx_shape) +
+                        " (features or [sequence, features] are supported)");
       return;
     }
     if (flattened_from_.contains(in.layer))
@@ -239,7 +323,9 @@ class Converter {
     std::vector<Tensor> weights{std::move(kernel)};
     if (bias)
       weights.push_back(tensor_of(*bias, path_));
-    add_layer(std::move(layer), node, {"", {units}, false}, std::move(weights));
+    Shape shape = in.onnx_shape;
+    shape.back() = units;
+    add_layer(std::move(layer), output, {"", shape, false}, {in.layer}, std::move(weights));
   }
 
   void gemm(const onnx::NodeProto& node) {
@@ -254,31 +340,28 @@ class Converter {
     Tensor kernel = tensor_of(*b, path_);
     if (int_attribute(node, "transB", 0) != 0)
       kernel = transposed(kernel);
-    dense(node, *in, std::move(kernel), initializer(node, 2));
+    dense(node, *in, std::move(kernel), initializer(node, 2), node.output(0));
   }
 
-  // MatMul by an initializer, with the Add of an initializer that follows it as the bias.
-  void matmul(int n) {
-    const auto& node = graph_.node(n);
+  // MatMul by an initializer, with the Add of a constant that alone reads it as the bias.
+  void matmul(const onnx::NodeProto& node) {
     const Activation* in = value(node);
     const auto* b = initializer(node, 1);
-    if (!in || !b) {
+    if (!in || !b || b->dims_size() != 2) {
       if (in)
-        problem(node, "only a product with an initializer (a dense layer)");
+        problem(node, "only a product with a 2-D initializer (a dense layer)");
       return;
     }
     const onnx::TensorProto* bias = nullptr;
-    if (n + 1 < graph_.node_size()) {
-      const auto& next = graph_.node(n + 1);
-      if (next.op_type() == "Add" && next.input(0) == node.output(0) && initializer(next, 1)) {
-        bias = initializer(next, 1);
-        skipped_.insert(n + 1);
-        renamed_[node.output(0)] = next.output(0);
+    std::string output = node.output(0);
+    if (const auto* next = index_.sole_consumer(output); next && next->op_type() == "Add") {
+      bias = index_.constant(next->input(next->input(0) == output ? 1 : 0));
+      if (bias) {
+        skipped_.insert(index_.index_of(*next));
+        output = next->output(0);
       }
     }
-    dense(node, *in, tensor_of(*b, path_), bias);
-    if (const auto r = renamed_.find(node.output(0)); r != renamed_.end())
-      values_[r->second] = values_[node.output(0)];
+    dense(node, *in, tensor_of(*b, path_), bias, output);
   }
 
   // "valid" for no padding, "same" for the padding that keeps a stride-1 output's size.
@@ -326,12 +409,9 @@ class Converter {
     if (const auto* bias = initializer(node, 2))
       weights.push_back(tensor_of(*bias, path_));
     const Shape& s = in->onnx_shape;
-    add_layer(std::move(layer), node,
-              {"",
-               {kernel.dim(0), out_size(s[1], k[0], strides[0], pad),
-                out_size(s[2], k[1], strides[1], pad)},
-               true},
-              std::move(weights));
+    const Shape out = {kernel.dim(0), out_size(s[1], k[0], strides[0], pad),
+                       out_size(s[2], k[1], strides[1], pad)};
+    add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));
   }
 
   void max_pool(const onnx::NodeProto& node) {
@@ -347,30 +427,47 @@ class Converter {
       return;
     }
     const Shape& s = in->onnx_shape;
+    const Shape out = {s[0], out_size(s[1], k[0], strides[0], "valid"),
+                       out_size(s[2], k[1], strides[1], "valid")};
     add_layer({{"id", id_of(node)},
                {"type", "maxpool2d"},
                {"pool", k},
                {"stride", strides},
                {"padding", "valid"}},
-              node,
-              {"",
-               {s[0], out_size(s[1], k[0], strides[0], "valid"),
-                out_size(s[2], k[1], strides[1], "valid")},
-               true});
+              node.output(0), {"", out, true}, {in->layer});
   }
 
-  void activation(const onnx::NodeProto& node, const std::string& name) {
-    const Activation* in = value(node);
-    if (!in)
-      return;
-    auto& last = layers_.back();
-    if (last.at("id") != in->layer || !last.contains("bias") ||
-        last.value("activation", "") != "") {
-      problem(node, "only an activation right after the dense or convolution it follows");
+  void named_activation(const onnx::NodeProto& node) {
+    const std::string& op = node.op_type();
+    if (op == "Gelu" && string_attribute(node, "approximate", "none") != "none") {
+      problem(node, "only the exact GELU (approximate 'none'), which ipusim's gelu computes");
       return;
     }
-    last["activation"] = name;
-    values_[node.output(0)] = *in;
+    activation({{index_.index_of(node)}, node.input(0), node.output(0), ""},
+               op == "Relu"   ? "relu"
+               : op == "Tanh" ? "tanh"
+                              : "gelu",
+               node);
+  }
+
+  // An activation (its nodes, input and output as a GELU pattern's): folded into the dense or
+  // convolution before it when nothing else reads that layer's output, a layer of its own
+  // otherwise.
+  void activation(const GeluPattern& nodes, const std::string& name, const onnx::NodeProto& node) {
+    const Activation* in = value(nodes.input, node);
+    if (!in) {
+      failed_.insert(nodes.output);  // a GELU's output is not its first node's
+      return;
+    }
+    auto& last = layers_.back();
+    if (last.at("id") == in->layer && last.contains("bias") && !last.contains("activation") &&
+        index_.read_only_by(nodes.input, nodes.nodes)) {
+      last["activation"] = name;
+      values_[nodes.output] = *in;
+      return;
+    }
+    const std::string id = nodes.name.empty() ? id_of(node) : unique_id(sanitized(nodes.name));
+    add_layer({{"id", id}, {"type", name}}, nodes.output, *in, {in->layer});
   }
 
   void flatten(const onnx::NodeProto& node) {
@@ -391,8 +488,8 @@ class Converter {
     const std::string id = id_of(node);
     if (in->channels_first)
       flattened_from_[id] = in->onnx_shape;
-    add_layer({{"id", id}, {"type", "flatten"}}, node,
-              {"", {element_count(in->onnx_shape)}, false});
+    add_layer({{"id", id}, {"type", "flatten"}}, node.output(0),
+              {"", {element_count(in->onnx_shape)}, false}, {in->layer});
   }
 
   void dropout(const onnx::NodeProto& node) {
@@ -402,27 +499,230 @@ class Converter {
     float rate = float_attribute(node, "ratio", 0.5f);
     if (const auto* ratio = initializer(node, 1))
       rate = tensor_of(*ratio, path_)[0];
-    add_layer({{"id", id_of(node)}, {"type", "dropout"}, {"rate", rate}}, node, *in);
+    add_layer({{"id", id_of(node)}, {"type", "dropout"}, {"rate", decimal(rate)}}, node.output(0),
+              *in, {in->layer});
+  }
+
+  // The per-sample axis an ONNX axis (counting the batch, possibly negative) names; -1 for the
+  // batch axis or one out of range.
+  static std::int64_t sample_axis(std::int64_t axis, const Activation& in) {
+    const auto rank = static_cast<std::int64_t>(in.onnx_shape.size()) + 1;
+    const std::int64_t a = axis < 0 ? axis + rank : axis;
+    return a >= 1 && a < rank ? a - 1 : -1;
+  }
+
+  // Whether an ONNX axis is ipusim's last (the one its layer norm, softmax and batch norm use).
+  static bool is_last_axis(std::int64_t axis, const Activation& in) {
+    return !in.channels_first && sample_axis(axis, in) + 1 == std::int64_t(in.onnx_shape.size());
   }
 
   void softmax(int n) {
     const auto& node = graph_.node(n);
-    const bool ends = n + 1 == graph_.node_size() && graph_.output_size() == 1 &&
-                      graph_.output(0).name() == node.output(0);
-    if (!ends) {
-      problem(node, "only a Softmax ending the graph (it becomes the loss)");
+    if (const auto why = attention_why_.find(n); why != attention_why_.end()) {
+      problem(node, why->second);
       return;
     }
-    if (value(node))
+    const bool ends = graph_.output_size() == 1 && graph_.output(0).name() == node.output(0);
+    const Activation* in = value(node);
+    if (!in)
+      return;
+    if (ends) {
       softmax_end_ = true;
+      return;
+    }
+    if (!is_last_axis(int_attribute(node, "axis", -1), *in)) {
+      problem(node, "only a Softmax over the last axis of features or a sequence's features");
+      return;
+    }
+    add_layer({{"id", id_of(node)}, {"type", "softmax"}}, node.output(0), *in, {in->layer});
+  }
+
+  // Gather of the model input's token ids from a [vocabulary, hidden] initializer: a plain
+  // embedding lookup (positions and a layer norm may be folded in by what follows).
+  void gather(const onnx::NodeProto& node) {
+    const auto* table = initializer(node, 0);
+    const Activation* ids = node.input_size() == 2 ? value(node.input(1), node) : nullptr;
+    if (!ids || failed_.contains(node.input(0)))
+      return fail_outputs(node);
+    if (!table || table->dims_size() != 2 || int_attribute(node, "axis", 0) != 0 ||
+        ids->layer != "input" || ids->onnx_shape.size() != 1) {
+      problem(node,
+              "only a lookup of the model input's token ids in a [vocabulary, hidden] "
+              "initializer (an embedding)");
+      return;
+    }
+    const std::int64_t vocab = table->dims(0), hidden = table->dims(1);
+    const std::int64_t sequence = ids->onnx_shape[0];
+    add_layer({{"id", id_of(node)},
+               {"type", "embedding"},
+               {"vocab_size", vocab},
+               {"hidden", hidden},
+               {"sequence_length", sequence},
+               {"positions", false},
+               {"layer_norm", false}},
+              node.output(0), {"", {sequence, hidden}, false}, {ids->layer},
+              {tensor_of(*table, path_)});
+  }
+
+  void add(const onnx::NodeProto& node) {
+    if (node.input_size() != 2)
+      return problem(node, "an Add of other than two values");
+    const auto* constant = initializer(node, 0) ? initializer(node, 0) : initializer(node, 1);
+    const std::string other = node.input(initializer(node, 0) ? 1 : 0);
+    if (constant) {
+      if (const Activation* in = value(other, node))
+        add_positions(node, *in, *constant);
+      return;
+    }
+    const Activation* a = value(node.input(0), node);
+    const Activation* b = a ? value(node.input(1), node) : nullptr;
+    if (!a || !b)
+      return;
+    if (a->onnx_shape != b->onnx_shape || a->channels_first != b->channels_first) {
+      problem(node, "an Add of values of shapes " + shape_text(a->onnx_shape) + " and " +
+                        shape_text(b->onnx_shape) + " (ipusim adds values of one shape)");
+      return;
+    }
+    add_layer({{"id", id_of(node)}, {"type", "add"}}, node.output(0), *a, {a->layer, b->layer});
+  }
+
+  // A [sequence, hidden] table added to a plain lookup's output: the lookup's position table.
+  void add_positions(const onnx::NodeProto& node, const Activation& in,
+                     const onnx::TensorProto& constant) {
+    auto layer = std::find_if(layers_.begin(), layers_.end(),
+                              [&](const json& l) { return l.at("id") == in.layer; });
+    Tensor table = tensor_of(constant, path_);
+    const bool lookup = layer->at("type") == "embedding" && layer->contains("positions");
+    if (!lookup || !is_constant_of(table, in.onnx_shape[0], in.onnx_shape[1]) ||
+        !index_.read_at_most_once(node.input(node.input(0) == constant.name() ? 1 : 0))) {
+      problem(node,
+              "an Add of a constant other than a bias after MatMul or a [sequence, hidden] "
+              "position table after a Gather");
+      return;
+    }
+    layer->erase("positions");
+    auto& weights = weights_of(in.layer);
+    weights.insert(weights.begin() + 1, table.reshaped({in.onnx_shape[0], in.onnx_shape[1]}));
+    values_[node.output(0)] = in;
+  }
+
+  std::vector<Tensor>& weights_of(const std::string& layer) {
+    const auto found = std::find_if(out_.weights.begin(), out_.weights.end(),
+                                    [&](const auto& entry) { return entry.first == layer; });
+    IPUSIM_CHECK(found != out_.weights.end());
+    return found->second;
+  }
+
+  void concat(const onnx::NodeProto& node) {
+    std::vector<const Activation*> parts;
+    for (const auto& input : node.input()) {
+      const Activation* in = value(input, node);
+      if (!in)
+        return;
+      parts.push_back(in);
+    }
+    const Activation& first = *parts.front();
+    const std::int64_t axis = sample_axis(int_attribute(node, "axis", 0), first);
+    Shape shape = first.onnx_shape;
+    std::vector<std::string> inputs;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const Activation& part = *parts[i];
+      if (axis < 0 || part.channels_first != first.channels_first ||
+          part.onnx_shape.size() != shape.size())
+        return problem(node, "only a Concat of values of one layout along a per-sample axis");
+      if (i > 0)
+        shape[std::size_t(axis)] += part.onnx_shape[std::size_t(axis)];
+      inputs.push_back(part.layer);
+    }
+    // ONNX's [C, H, W] axes are ipusim's [H, W, C] ones 2, 0 and 1.
+    const std::int64_t ipusim_axis = first.channels_first ? (axis + 2) % 3 : axis;
+    add_layer({{"id", id_of(node)}, {"type", "concat"}, {"axis", ipusim_axis}}, node.output(0),
+              {"", shape, first.channels_first}, inputs);
+  }
+
+  // A feature vector initializer, or ones / zeros when the node leaves it out.
+  Tensor feature_vector(const onnx::NodeProto& node, int input, std::int64_t width,
+                        float fallback) {
+    const auto* t = initializer(node, input);
+    return t ? tensor_of(*t, path_) : Tensor({width}, fallback);
+  }
+
+  void layer_norm(const onnx::NodeProto& node) {
+    const Activation* in = value(node);
+    if (!in)
+      return;
+    if (!initializer(node, 1) || !is_last_axis(int_attribute(node, "axis", -1), *in)) {
+      problem(node, "only a layer normalization over the last axis with an initializer scale");
+      return;
+    }
+    const std::int64_t width = in->onnx_shape.back();
+    add_layer({{"id", id_of(node)},
+               {"type", "layer_norm"},
+               {"epsilon", decimal(float_attribute(node, "epsilon", 1e-5f))}},
+              node.output(0), *in, {in->layer},
+              {feature_vector(node, 1, width, 1.0f), feature_vector(node, 2, width, 0.0f)});
+  }
+
+  // Batch normalization of image channels or features. Its running mean and variance are not
+  // trained, and ipusim's start at 0 and 1 (counted, not imported).
+  void batch_norm(const onnx::NodeProto& node) {
+    const Activation* in = value(node);
+    if (!in)
+      return;
+    const bool channels = in->channels_first || in->onnx_shape.size() == 1;
+    if (!channels || node.input_size() != 5 || !initializer(node, 1) || !initializer(node, 2)) {
+      problem(node,
+              "only a batch normalization of image channels or features with initializer "
+              "scale, bias, mean and variance");
+      return;
+    }
+    const std::int64_t width = in->onnx_shape.front();
+    for (int i : {3, 4})
+      out_.running_statistics_elements += index_.constant_values(node.input(i)).size();
+    add_layer({{"id", id_of(node)},
+               {"type", "batch_norm"},
+               {"epsilon", decimal(float_attribute(node, "epsilon", 1e-5f))},
+               {"momentum", decimal(float_attribute(node, "momentum", 0.9f))}},
+              node.output(0), *in, {in->layer},
+              {feature_vector(node, 1, width, 1.0f), feature_vector(node, 2, width, 0.0f)});
+  }
+
+  void attention(const AttentionPattern& block) {
+    const auto& first = graph_.node(*block.nodes.begin());
+    const Activation* in = value(block.input, first);
+    if (!in) {
+      failed_.insert(block.output);
+      return;
+    }
+    std::vector<Tensor> weights;
+    for (const auto* t : block.parameters)
+      weights.push_back(tensor_of(*t, path_));
+    const std::int64_t hidden = in->onnx_shape.back();
+    const bool square = std::all_of(weights.begin(), weights.end(), [&](const Tensor& w) {
+      return w.shape() == Shape{hidden, hidden} || w.shape() == Shape{hidden};
+    });
+    if (in->channels_first || in->onnx_shape.size() != 2 || !square) {
+      problem(first, "an attention over values of shape " + shape_text(in->onnx_shape) +
+                         " whose projections are not all [hidden, hidden] (ipusim's attention "
+                         "keeps the width)");
+      return;
+    }
+    json layer = {{"id", unique_id(sanitized(block.name.empty() ? "attention" : block.name))},
+                  {"type", "attention"},
+                  {"heads", block.heads}};
+    if (block.dropout > 0)
+      layer["dropout"] = decimal(static_cast<float>(block.dropout));
+    add_layer(std::move(layer), block.output, *in, {in->layer}, std::move(weights));
   }
 
   const onnx::GraphProto& graph_;
   const std::string& path_;
   OnnxImport& out_;
-  std::map<std::string, const onnx::TensorProto*> initializers_;
+  OnnxGraphIndex index_;
+  std::map<int, AttentionPattern> attention_at_;  // by the block's first node
+  std::map<int, GeluPattern> gelu_at_;
+  std::map<int, std::string> attention_why_;  // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
-  std::map<std::string, std::string> renamed_;
   std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens
   std::set<int> skipped_;
   std::set<std::string> failed_;  // outputs of nodes that could not be imported

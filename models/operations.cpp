@@ -97,8 +97,15 @@ std::vector<Operation> embedding_ops(const LayerParams& p) {
   Operation gather{"word_gather", OpClass::kGather, 0, {}, {}};
   gather.forward = {tokens * hidden, tokens, 0, 1};
   gather.backward = {tokens * hidden, tokens * hidden, 0, 1};  // a scatter-add into the table
-  return {gather, vector_op("position_type_add", OpClass::kElementwise, 2 * tokens * hidden, 1),
-          vector_op("layer_norm", OpClass::kReduction, tokens * hidden, kLayerNormFlops, 2, 2)};
+  std::vector<Operation> ops = {gather};
+  const int adds = (p.positions ? 1 : 0) + (p.token_types > 0 ? 1 : 0);
+  if (adds > 0) {
+    ops.push_back(vector_op("position_type_add", OpClass::kElementwise, adds * tokens * hidden, 1));
+  }
+  if (p.normalized)
+    ops.push_back(
+        vector_op("layer_norm", OpClass::kReduction, tokens * hidden, kLayerNormFlops, 2, 2));
+  return ops;
 }
 
 // Dropout, residual add and layer norm after the attention block and after the FFN.

@@ -46,6 +46,7 @@ Layer embedding(std::int64_t vocab, std::int64_t hidden, std::int64_t sequence,
   layer.params.sequence_length = sequence;
   layer.params.max_positions = sequence + 1;
   layer.params.token_types = types;
+  layer.params.epsilon = kBertLayerNormEpsilon;
   layer.pointer = "/model/layers/0";
   layer.file = "model.json";
   return layer;
@@ -311,6 +312,63 @@ TEST_CASE("an embedding looks up word, position and type rows") {
                            result.saved.tensors[0].values().end()) ==
         std::vector<float>{16, 19, 3, 4});
   CHECK(result.saved.indices == std::vector<std::int32_t>{2, 0, 1, 0});
+}
+
+// Keras' Embedding and ONNX's Gather: "positions": false, "layer_norm": false.
+Layer lookup(std::int64_t vocab, std::int64_t hidden, std::int64_t sequence) {
+  Layer layer = embedding(vocab, hidden, sequence);
+  layer.params.positions = false;
+  layer.params.max_positions = 0;
+  layer.params.normalized = false;
+  return layer;
+}
+
+TEST_CASE("a plain lookup returns the word rows and scatter-adds their gradients") {
+  const auto kernel = kernel_for(lookup(4, 2, 3), {{3}});
+  REQUIRE(kernel->parameters().size() == 1);
+  CHECK(kernel->parameters()[0].shape == Shape{4, 2});
+  const Tensor ids = values({1, 3}, {3, 0, 3});
+  const std::vector<Tensor> params{values({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})};
+  const ForwardResult result = kernel->forward({&ids}, params, {});
+  CHECK(std::vector<float>(result.output.values().begin(), result.output.values().end()) ==
+        std::vector<float>{7, 8, 1, 2, 7, 8});
+  CHECK(result.saved.tensors.empty());
+  auto accumulators = sum_accumulators(*kernel);
+  kernel->backward(values({1, 3, 2}, {1, 10, 100, 1000, 2, 20}), result.saved, params,
+                   accumulators);
+  const Tensor& words = accumulators[0].sum();
+  CHECK(std::vector<float>(words.values().begin(), words.values().end()) ==
+        std::vector<float>{100, 1000, 0, 0, 0, 0, 3, 30});
+}
+
+TEST_CASE("an embedding with positions and no layer norm adds the position rows") {
+  Layer layer = embedding(3, 2, 2);
+  layer.params.normalized = false;
+  const auto kernel = kernel_for(layer, {{2}});
+  REQUIRE(kernel->parameters().size() == 2);
+  const Tensor ids = values({1, 2}, {2, 1});
+  const std::vector<Tensor> params{values({3, 2}, {0, 0, 1, 1, 5, 7}),
+                                   values({3, 2}, {10, 20, 30, 40, 0, 0})};
+  const ForwardResult result = kernel->forward({&ids}, params, {});
+  CHECK(std::vector<float>(result.output.values().begin(), result.output.values().end()) ==
+        std::vector<float>{15, 27, 31, 41});
+  check_gradients(layer, {values({2, 2}, {0, 2, 1, 1})}, {}, 0);
+  check_gradients(lookup(5, 3, 2), {values({2, 2}, {4, 0, 4, 1})}, {}, 0);
+}
+
+TEST_CASE("a plain lookup costs and saves what its kernel does") {
+  for (const Layer& layer : {lookup(10, 8, 6), [] {
+                               Layer l = embedding(10, 8, 6);
+                               l.params.normalized = false;
+                               return l;
+                             }()}) {
+    const auto kernel = kernel_for(layer, {{6}});
+    const LayerInfo info = layer_info(layer, {{6}}, kernel->output_shape(), DType::kFp32);
+    CHECK(info.params == parameter_count(*kernel));
+    CHECK(kernel->saved_bytes_per_sample() == info.saved_bytes);
+    CHECK(info.saved_bytes == 4 * 6);  // the token ids only
+  }
+  CHECK(lower_layer(lookup(10, 8, 6), {{6}}, {6, 8}).size() == 1);  // the gather alone
 }
 
 TEST_CASE("an embedding refuses token ids out of range or not integers") {

@@ -58,6 +58,9 @@ TEST_CASE("embedding and encoder fields default as BERT's do") {
           "sequence_length": 8})");
   CHECK(embedding.params.max_positions == 8);
   CHECK(embedding.params.token_types == 0);
+  CHECK(embedding.params.positions);
+  CHECK(embedding.params.normalized);
+  CHECK(embedding.params.epsilon == 1e-12);
   const Layer encoder = layer_from(
       R"({"id": "t", "type": "transformer_encoder", "hidden": 16, "heads": 4,
           "sequence_length": 8})");
@@ -158,6 +161,27 @@ TEST_CASE("an embedding needs a position for every token") {
                         "sequence_length": 128, "max_positions": 64})") ==
         "model.json: at /model/layers/0/max_positions: max_positions (64) must be at least "
         "sequence_length (128)");
+}
+
+TEST_CASE("an embedding without positions and layer norm is a plain lookup") {
+  const Layer lookup = layer_from(
+      R"({"id": "e", "type": "embedding", "vocab_size": 100, "hidden": 16,
+          "sequence_length": 8, "positions": false, "layer_norm": false})");
+  CHECK_FALSE(lookup.params.positions);
+  CHECK(lookup.params.max_positions == 0);
+  CHECK_FALSE(lookup.params.normalized);
+  CHECK(layer_error(R"({"id": "e", "type": "embedding", "vocab_size": 10, "hidden": 4,
+                        "sequence_length": 8, "positions": false, "max_positions": 16})") ==
+        "model.json: at /model/layers/0/max_positions: max_positions sizes the position table, "
+        "which \"positions\": false removes");
+  CHECK(layer_error(R"({"id": "e", "type": "embedding", "vocab_size": 10, "hidden": 4,
+                        "sequence_length": 8, "layer_norm": false, "epsilon": 1e-5})") ==
+        "model.json: at /model/layers/0/epsilon: epsilon belongs to the layer norm, which "
+        "\"layer_norm\": false removes");
+  CHECK(layer_error(R"({"id": "e", "type": "embedding", "vocab_size": 10, "hidden": 4,
+                        "sequence_length": 8, "layer_norm": "no"})") ==
+        "model.json: at /model/layers/0/layer_norm: expected true or false, found a string "
+        "\"no\"");
 }
 
 TEST_CASE("add and concat need two inputs and other layers take one") {

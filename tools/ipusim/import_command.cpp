@@ -8,6 +8,8 @@
 #include "models/keras_import.hpp"
 #include "models/npy.hpp"
 #include "models/onnx_import.hpp"
+#include "models/shape_inference.hpp"
+#include "models/stage_executor.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_text.hpp"
@@ -72,13 +74,32 @@ sim::RunSpec validated(const nlohmann::json& config, const ImportArgs& a) {
   }
 }
 
+// Token data for a model that looks tokens up: labelled per token (masked-language modelling,
+// BERT's 15%) when the loss takes a row of logits per position, one class per sample otherwise.
+// Returns the spec the config validates to with its data.
+sim::RunSpec with_data(nlohmann::json& config, const ImportArgs& a) {
+  sim::RunSpec spec = validated(config, a);
+  const auto& layers = spec.model.layers;
+  const bool tokens = std::any_of(layers.begin(), layers.end(), [](const models::Layer& l) {
+    return l.type == models::LayerType::kEmbedding;
+  });
+  if (!tokens)
+    return spec;
+  const int loss = static_cast<int>(layers.size()) - 1;
+  const models::Shape logits = models::input_shapes_of(spec.model, loss).front();
+  config["data"] = {{"source", "synthetic_tokens"}};
+  if (models::element_count(logits) > logits.back())
+    config["data"].update({{"labels", "masked_tokens"}, {"mask_probability", 0.15}});
+  return validated(config, a);
+}
+
 void import_keras_file(const ImportArgs& a, std::ostream& out) {
   core::OutputSet outputs;
   outputs.add(a.output, "-o");
   const auto imported = models::import_keras(read_model_file(a.model_path), a.model_path);
-  const auto config =
+  auto config =
       config_of(imported.model, "Keras " + imported.keras_version + ", " + imported.keras_class, a);
-  const auto spec = validated(config, a);
+  const auto spec = with_data(config, a);
   const auto moving = models::check_keras_model(imported, spec.model, a.model_path);
   outputs.write(a.output, config.dump(2) + "\n");
   outputs.commit();
@@ -89,25 +110,39 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
       << a.output << "\n";
 }
 
+using ImportedWeights = std::vector<std::pair<std::string, std::vector<models::Tensor>>>;
+
 // Declares and writes `<folder>/<layer>.<parameter>.initial.npy` for every imported tensor,
 // checking each against the shape the validated model gives it.
-void write_weights(const models::OnnxImport& imported, const sim::RunSpec& spec,
-                   const std::string& folder, core::OutputSet& outputs) {
+void write_weights(const ImportedWeights& weights, const sim::RunSpec& spec,
+                   const std::string& folder, const std::string& source, core::OutputSet& outputs) {
   const models::ParameterStore seeded(spec.model, sim::training_options(spec));
   outputs.add_folder(folder, "-o");
-  for (const auto& [id, tensors] : imported.weights) {
+  for (const auto& [id, tensors] : weights) {
     const int layer = spec.model.index_of(id);
     const auto names = sim::parameter_names(spec.model, layer);
     const auto expected = seeded.parameters(layer);
     IPUSIM_CHECK(names.size() == tensors.size() && expected.size() == tensors.size());
     for (std::size_t i = 0; i < tensors.size(); ++i) {
-      IPUSIM_CHECK(expected[i].shape() == tensors[i].shape());
+      if (expected[i].shape() != tensors[i].shape())
+        throw core::ConfigError(source, "",
+                                "the weights of layer '" + id + "' do not fit it: " + names[i] +
+                                    " is " + models::shape_text(tensors[i].shape()) +
+                                    " in the file and " + models::shape_text(expected[i].shape()) +
+                                    " in the imported model; nothing was written");
       const std::string path = folder + "/" + names[i] + ".initial.npy";
       outputs.add(path, "-o");
       const auto bytes = models::npy_bytes(tensors[i]);
       outputs.write(path, {bytes.header, bytes.data});
     }
   }
+}
+
+std::string running_statistics(std::int64_t elements) {
+  if (elements == 0)
+    return "";
+  return ", of which " + sim::with_commas(elements) +
+         " are batch-norm running statistics, which ipusim starts at 0 and 1";
 }
 
 void import_onnx_file(const ImportArgs& a, std::ostream& out) {
@@ -118,17 +153,18 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
   const std::string folder_name = config_path.stem().string() + ".weights";
   auto model = imported.model;
   model["initial_weights"] = folder_name;
-  const auto config = config_of(model, "ONNX, " + imported.producer, a);
-  const auto spec = validated(config, a);
+  auto config = config_of(model, "ONNX, " + imported.producer, a);
+  const auto spec = with_data(config, a);
   const std::string folder = (config_path.parent_path() / folder_name).string();
-  write_weights(imported, spec, folder, outputs);
+  write_weights(imported.weights, spec, folder, a.model_path, outputs);
   outputs.write(a.output, config.dump(2) + "\n");
   outputs.commit();
   out << "imported " << spec.model.name << " (ONNX, " << imported.producer << ") from "
       << a.model_path << ": " << spec.model.layers.size() << " layers, "
       << sim::with_commas(spec.model.total_params()) << " parameters ("
-      << sim::with_commas(imported.initializer_elements) << " in the file's initializers); wrote "
-      << a.output << " and its initial weights in " << folder << "/\n";
+      << sim::with_commas(imported.initializer_elements) << " in the file's initializers"
+      << running_statistics(imported.running_statistics_elements) << "); wrote " << a.output
+      << " and its initial weights in " << folder << "/\n";
 }
 
 }  // namespace

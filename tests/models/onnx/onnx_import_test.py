@@ -8,6 +8,7 @@ computes from the same weights on the same samples.
 
     tests/models/onnx/onnx_import_test.py IPUSIM
 """
+import math
 import os
 import subprocess
 import sys
@@ -28,9 +29,9 @@ def weight(name, *shape):
         (RNG.standard_normal(shape) * scale).astype(np.float32), name)
 
 
-def save(graph, path):
+def save(graph, path, opset=13):
     model = helper.make_model(graph, producer_name="onnx.helper",
-                              opset_imports=[helper.make_opsetid("", 13)])
+                              opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(model)
     onnx.save(model, path)
     return {t.name: numpy_helper.to_array(t) for t in graph.initializer}
@@ -77,6 +78,166 @@ def cnn(path):
     return save(graph, path)
 
 
+def branches(path):
+    """Two convolution branches (one batch-normalised, one without bias) concatenated on
+    channels, pooled, then a residual convolution added back."""
+    nodes = [
+        helper.make_node("Conv", ["x", "ka", "ca"], ["ya"], name="conv_a", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("BatchNormalization", ["ya", "bn_g", "bn_b", "bn_mean", "bn_var"],
+                         ["na"], name="norm_a", epsilon=1e-3),
+        helper.make_node("Relu", ["na"], ["ra"], name="relu_a"),
+        helper.make_node("Conv", ["x", "kb"], ["yb"], name="conv_b", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Concat", ["ra", "yb"], ["joined"], name="join", axis=1),
+        helper.make_node("MaxPool", ["joined"], ["pooled"], name="pool", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        helper.make_node("Conv", ["pooled", "kc", "cc"], ["yc"], name="conv_c",
+                         pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Add", ["pooled", "yc"], ["residual"], name="residual"),
+        helper.make_node("Flatten", ["residual"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "w", "b"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    statistics = [numpy_helper.from_array(np.zeros(4, np.float32), "bn_mean"),
+                  numpy_helper.from_array(np.ones(4, np.float32), "bn_var")]
+    graph = helper.make_graph(
+        nodes, "onnx_branches",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])],
+        [weight("ka", 4, 1, 3, 3), weight("ca", 4), weight("bn_g", 4), weight("bn_b", 4),
+         weight("kb", 2, 1, 3, 3), weight("kc", 6, 6, 3, 3), weight("cc", 6),
+         weight("w", 10, 14 * 14 * 6), weight("b", 10)] + statistics)
+    return save(graph, path)
+
+
+def constant(name, value, dtype=np.float32):
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(np.array(value, dtype=dtype), name))
+
+
+SEQUENCE, VOCAB, HIDDEN, HEADS, FFN = 8, 16, 8, 2, 16
+
+
+def attention_nodes(p, x, out, layer, mask=False):
+    """Self-attention as exporters write it. Layer 0 scales with Div and transposes K at once;
+    layer 1 scales with Mul by a Constant and transposes K in two steps (PyTorch's k.transpose)."""
+    d = HIDDEN // HEADS
+    nodes = [constant(p + "heads_shape", [0, SEQUENCE, HEADS, d], np.int64),
+             constant(p + "merged_shape", [0, SEQUENCE, HIDDEN], np.int64)]
+    for name in "qkv":
+        perm = [0, 2, 3, 1] if name == "k" and layer == 0 else [0, 2, 1, 3]
+        nodes += [
+            helper.make_node("MatMul", [x, p + "w" + name], [p + name + "_mm"], name=p + name),
+            helper.make_node("Add", [p + name + "_mm", p + "b" + name], [p + name + "_b"],
+                             name=p + name + "_bias"),
+            helper.make_node("Reshape", [p + name + "_b", p + "heads_shape"], [p + name + "_4"],
+                             name=p + name + "_split"),
+            helper.make_node("Transpose", [p + name + "_4"], [p + name + "_h"],
+                             name=p + name + "_heads", perm=perm)]
+    if layer == 0:
+        key = p + "k_h"
+        scale = [constant(p + "root_d", np.sqrt(d)),
+                 helper.make_node("Div", [p + "scores", p + "root_d"], [p + "scaled"],
+                                  name=p + "scale")]
+    else:
+        key = p + "k_t"
+        nodes.append(helper.make_node("Transpose", [p + "k_h"], [key], name=p + "k_transpose",
+                                      perm=[0, 1, 3, 2]))
+        scale = [constant(p + "inverse_root_d", 1 / np.sqrt(d)),
+                 helper.make_node("Mul", [p + "scores", p + "inverse_root_d"], [p + "scaled"],
+                                  name=p + "scale")]
+    nodes += [helper.make_node("MatMul", [p + "q_h", key], [p + "scores"], name=p + "qk")]
+    nodes += scale
+    if mask:  # BERT's additive mask: 0 where attended, -10000 where padded
+        nodes += [constant(p + "mask", np.zeros((1, 1, 1, SEQUENCE))),
+                  helper.make_node("Add", [p + "scaled", p + "mask"], [p + "masked"],
+                                   name=p + "mask_add")]
+    nodes += [
+        helper.make_node("Softmax", [p + "masked" if mask else p + "scaled"], [p + "probs"],
+                         name=p + "softmax", axis=-1),
+        helper.make_node("MatMul", [p + "probs", p + "v_h"], [p + "context"], name=p + "pv"),
+        helper.make_node("Transpose", [p + "context"], [p + "context_t"], name=p + "merge",
+                         perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", [p + "context_t", p + "merged_shape"], [p + "merged"],
+                         name=p + "merge_reshape"),
+        helper.make_node("MatMul", [p + "merged", p + "wo"], [p + "o_mm"], name=p + "out"),
+        helper.make_node("Add", [p + "o_mm", p + "bo"], [out], name=p + "out_bias")]
+    weights = [weight(p + "w" + n, HIDDEN, HIDDEN) for n in "qkvo"]
+    weights += [weight(p + "b" + n, HIDDEN) for n in "qkvo"]
+    return nodes, weights
+
+
+def gelu_nodes(p, x, out, layer):
+    """GELU as PyTorch exports nn.GELU before opset 20: x * (1 + erf(x / sqrt 2)) * 0.5, or
+    (0.5 x) * (1 + erf(x * (1 / sqrt 2)))."""
+    nodes = [constant(p + "one", 1.0), constant(p + "half", 0.5)]
+    if layer == 0:
+        return nodes + [
+            constant(p + "root_2", np.sqrt(2.0)),
+            helper.make_node("Div", [x, p + "root_2"], [p + "g1"], name=p + "gelu_div"),
+            helper.make_node("Erf", [p + "g1"], [p + "g2"], name=p + "gelu_erf"),
+            helper.make_node("Add", [p + "g2", p + "one"], [p + "g3"], name=p + "gelu_add"),
+            helper.make_node("Mul", [x, p + "g3"], [p + "g4"], name=p + "gelu_mul"),
+            helper.make_node("Mul", [p + "g4", p + "half"], [out], name=p + "gelu_half")]
+    return nodes + [
+        constant(p + "inverse_root_2", np.sqrt(0.5)),
+        helper.make_node("Mul", [x, p + "half"], [p + "g0"], name=p + "gelu_half"),
+        helper.make_node("Mul", [x, p + "inverse_root_2"], [p + "g1"], name=p + "gelu_scale"),
+        helper.make_node("Erf", [p + "g1"], [p + "g2"], name=p + "gelu_erf"),
+        helper.make_node("Add", [p + "one", p + "g2"], [p + "g3"], name=p + "gelu_add"),
+        helper.make_node("Mul", [p + "g0", p + "g3"], [out], name=p + "gelu_mul")]
+
+
+def dense_nodes(name, x, out, rows, cols):
+    return ([helper.make_node("MatMul", [x, name + "_w"], [name + "_mm"], name=name),
+             helper.make_node("Add", [name + "_mm", name + "_b"], [out], name=name + "_bias")],
+            [weight(name + "_w", rows, cols), weight(name + "_b", cols)])
+
+
+def layer_norm_nodes(name, x, out):
+    return ([helper.make_node("LayerNormalization", [x, name + "_g", name + "_b"], [out],
+                              name=name, axis=-1, epsilon=1e-12)],
+            [numpy_helper.from_array((1 + 0.1 * RNG.standard_normal(HIDDEN)).astype(np.float32),
+                                     name + "_g"), weight(name + "_b", HIDDEN)])
+
+
+def encoder_nodes(layer, x, out):
+    """A post-LN encoder layer: LN(x + attention(x)), then LN(y + W2 gelu(W1 y))."""
+    p = f"layer{layer}/"
+    parts = [attention_nodes(p + "attention/", x, p + "attended", layer),
+             ([helper.make_node("Add", [x, p + "attended"], [p + "r1"], name=p + "residual1")],
+              []),
+             layer_norm_nodes(p + "norm1", p + "r1", p + "y1"),
+             dense_nodes(p + "ffn1", p + "y1", p + "f1", HIDDEN, FFN),
+             (gelu_nodes(p, p + "f1", p + "g", layer), []),
+             dense_nodes(p + "ffn2", p + "g", p + "f2", FFN, HIDDEN),
+             ([helper.make_node("Add", [p + "y1", p + "f2"], [p + "r2"], name=p + "residual2")],
+              []),
+             layer_norm_nodes(p + "norm2", p + "r2", out)]
+    return [n for nodes, _ in parts for n in nodes], [w for _, ws in parts for w in ws]
+
+
+def transformer(path):
+    """Token ids -> embedding (Gather, + positions, LayerNormalization) -> 2 encoder layers ->
+    a per-token classifier over the vocabulary (masked-language modelling)."""
+    nodes = [helper.make_node("Gather", ["word", "ids"], ["e0"], name="embed/word", axis=0),
+             helper.make_node("Add", ["e0", "positions"], ["e1"], name="embed/positions")]
+    weights = [weight("word", VOCAB, HIDDEN), weight("positions", SEQUENCE, HIDDEN)]
+    parts = [layer_norm_nodes("embed/norm", "e1", "x0"), encoder_nodes(0, "x0", "x1"),
+             encoder_nodes(1, "x1", "x2"), dense_nodes("head", "x2", "logits", HIDDEN, VOCAB)]
+    for more_nodes, more_weights in parts:
+        nodes += more_nodes
+        weights += more_weights
+    nodes.append(helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=-1))
+    graph = helper.make_graph(
+        nodes, "onnx_transformer",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", SEQUENCE])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", SEQUENCE, VOCAB])],
+        weights)
+    return save(graph, path, opset=17)
+
+
 def unsupported(path):
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
@@ -103,6 +264,23 @@ def conv(x, k, c, pad):
     return y + c[None, :, None, None]
 
 
+def batch_norm(x, g, b, epsilon):
+    """Training mode: each channel over the micro-batch and the image."""
+    mean = x.mean(axis=(0, 2, 3), keepdims=True)
+    variance = x.var(axis=(0, 2, 3), keepdims=True)
+    return ((x - mean) / np.sqrt(variance + epsilon) * g[None, :, None, None]
+            + b[None, :, None, None])
+
+
+def branches_logits(w, x):
+    a = np.maximum(batch_norm(conv(x, w["ka"], w["ca"], 1), w["bn_g"], w["bn_b"], 1e-3), 0)
+    joined = np.concatenate([a, conv(x, w["kb"], np.zeros(2), 1)], axis=1)
+    n, c, h, wd = joined.shape
+    pooled = joined.reshape(n, c, h // 2, 2, wd // 2, 2).max(axis=(3, 5))
+    residual = pooled + conv(pooled, w["kc"], w["cc"], 1)
+    return residual.reshape(n, -1) @ w["w"].T + w["b"]
+
+
 def mlp_logits(w, x):
     h = np.maximum(x @ w["w1"].T + w["b1"], 0)
     return h @ w["w2"].T + w["b2"]
@@ -117,7 +295,48 @@ def cnn_logits(w, x):
     return y @ w["w4"] + w["b4"]
 
 
+def layer_norm(x, g, b, epsilon=1e-12):
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + epsilon) * g + b
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention(w, p, x):
+    d = HIDDEN // HEADS
+
+    def heads(t):
+        return t.reshape(len(t), SEQUENCE, HEADS, d).transpose(0, 2, 1, 3)
+
+    q, k, v = (heads(x @ w[p + "w" + n] + w[p + "b" + n]) for n in "qkv")
+    probs = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d))
+    context = (probs @ v).transpose(0, 2, 1, 3).reshape(len(x), SEQUENCE, HIDDEN)
+    return context @ w[p + "wo"] + w[p + "bo"]
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2)))
+
+
+def transformer_logits(w, ids):
+    x = layer_norm(w["word"][ids] + w["positions"], w["embed/norm_g"], w["embed/norm_b"])
+    for layer in range(2):
+        p = f"layer{layer}/"
+        y = layer_norm(x + attention(w, p + "attention/", x), w[p + "norm1_g"], w[p + "norm1_b"])
+        f = gelu(y @ w[p + "ffn1_w"] + w[p + "ffn1_b"]) @ w[p + "ffn2_w"] + w[p + "ffn2_b"]
+        x = layer_norm(y + f, w[p + "norm2_g"], w[p + "norm2_b"])
+    return x @ w["head_w"] + w["head_b"]
+
+
 def cross_entropy(logits, labels):
+    """The mean over labelled rows (masked-token labels are -1 where nothing is predicted)."""
+    logits = logits.reshape(-1, logits.shape[-1])
+    labels = labels.reshape(-1)
+    logits, labels = logits[labels >= 0], labels[labels >= 0]
     shifted = logits - logits.max(axis=1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     return -log_probs[np.arange(len(labels)), labels].mean()
@@ -131,13 +350,17 @@ def run(*args, expect=0):
     return result
 
 
-def check_model(folder, name, make, logits_of, to_onnx_layout):
+def check_model(folder, name, make, logits_of, to_onnx_layout, running=0):
+    """`running`: how many of the initializers are batch-norm running statistics."""
     source = os.path.join(folder, name + ".onnx")
     weights = make(source)
-    parameters = sum(w.size for w in weights.values())
+    in_file = sum(w.size for w in weights.values())
+    parameters = in_file - running
     config = os.path.join(folder, name + ".json")
     out = run("import", source, "-o", config).stdout
-    expected = f"parameters ({parameters:,} in the file's initializers)"
+    expected = f"parameters ({in_file:,} in the file's initializers" + (
+        f", of which {running:,} are batch-norm running statistics, which ipusim starts at 0 "
+        "and 1)" if running else ")")
     if f" {parameters:,} parameters" not in out or expected not in out:
         sys.exit(f"{name}: expected {parameters:,} parameters, ipusim says: {out}")
     saved = os.path.join(folder, name + "_run")
@@ -151,6 +374,20 @@ def check_model(folder, name, make, logits_of, to_onnx_layout):
         sys.exit(f"{name}: first loss {ipusim_loss} in ipusim, {numpy_loss} in numpy")
     print(f"{name}: {parameters:,} parameters, first loss {ipusim_loss:.6f} (numpy "
           f"{numpy_loss:.6f})")
+
+
+def check_pipelined(folder):
+    """The imported transformer over four IPUs trains bit-identical to the one-device reference
+    under Graphcore's three schedules and 1F1B."""
+    config = os.path.join(folder, "transformer_4ipu.json")
+    run("import", os.path.join(folder, "transformer.onnx"), "-o", config, "--splits",
+        "layer0_attention,layer1_attention,head")
+    for schedule in ["grouped", "interleaved", "sequential", "1f1b"]:
+        out = run("run", config, "--numeric", "--schedule", schedule).stdout
+        if "Bit-identical to the reference" not in out:
+            sys.exit(f"transformer under {schedule}: {out}")
+    print("transformer: bit-identical to the reference over 4 IPUs under grouped, interleaved, "
+          "sequential and 1f1b")
 
 
 def check_refusals(folder):
@@ -170,6 +407,49 @@ def check_refusals(folder):
     if "not an ONNX model" not in err or os.path.exists(config):
         sys.exit(f"garbage file: got {err!r}")
     print("refusals: unsupported operators listed, a garbage file refused, nothing written")
+
+
+def refused_graph(nodes, weights, inputs):
+    graph = helper.make_graph(
+        nodes, "onnx_refused", inputs,
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", SEQUENCE, HIDDEN])],
+        weights)
+    return graph
+
+
+def check_transformer_refusals(folder):
+    """What ipusim cannot represent in a transformer is named: a mask added to attention
+    scores, an Erf that is no GELU, a Gather from a computed value."""
+    config = os.path.join(folder, "refused.json")
+    attention, weights = attention_nodes("masked/", "x", "a", 0, mask=True)
+    graph = refused_graph(
+        attention + [helper.make_node("Softmax", ["a"], ["probs"], name="end", axis=-1)], weights,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", SEQUENCE, HIDDEN])])
+    source = os.path.join(folder, "masked.onnx")
+    save(graph, source, opset=17)
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = ("  node 'masked/softmax' (Softmax): an attention with a mask added to its scores "
+                "(ipusim's attention takes its padding mask as a second input)\n")
+    if expected not in err or os.path.exists(config):
+        sys.exit(f"masked attention: got {err!r}")
+    graph = refused_graph(
+        [helper.make_node("Erf", ["x"], ["e"], name="lonely_erf"),
+         helper.make_node("Gather", ["x", "x"], ["g"], name="gather_of_values", axis=0),
+         helper.make_node("Add", ["e", "g"], ["s"], name="sum"),
+         helper.make_node("Softmax", ["s"], ["probs"], name="end", axis=-1)], [],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", SEQUENCE, HIDDEN])])
+    source = os.path.join(folder, "erf.onnx")
+    save(graph, source, opset=17)
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = (f"error: {source}: cannot import 2 node(s), so nothing was written:\n"
+                "  node 'lonely_erf' (Erf): an Erf that is not part of a GELU "
+                "(0.5 x (1 + erf(x / sqrt 2)))\n"
+                "  node 'gather_of_values' (Gather): only a lookup of the model input's token "
+                "ids in a [vocabulary, hidden] initializer (an embedding)\n")
+    if err != expected or os.path.exists(config):
+        sys.exit(f"lonely Erf and a Gather of values: got {err!r}")
+    print("transformer refusals: a masked attention, an Erf that is no GELU and a Gather of "
+          "values are named")
 
 
 def check_missing_weights(folder):
@@ -193,8 +473,14 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         check_model(folder, "mlp", mlp, mlp_logits, lambda x: x)
         check_model(folder, "cnn", cnn, cnn_logits, lambda x: x.transpose(0, 3, 1, 2))
+        check_model(folder, "branches", branches, branches_logits,
+                    lambda x: x.transpose(0, 3, 1, 2), running=8)
+        check_model(folder, "transformer", transformer, transformer_logits,
+                    lambda x: x.astype(np.int64))
+        check_pipelined(folder)
         check_missing_weights(folder)
         check_refusals(folder)
+        check_transformer_refusals(folder)
 
 
 main()

@@ -1,0 +1,80 @@
+#pragma once
+// Multi-operator patterns in an ONNX graph that are one ipusim layer: multi-head self-attention
+// as exporters write it (three projections reshaped into heads, QKᵀ scaled, Softmax, the
+// weighted sum of V, heads merged, an output projection) and GELU written with Erf
+// (0.5 x (1 + erf(x / √2)), PyTorch's export of nn.GELU before opset 20).
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ipusim::models {
+
+// Who produces and who reads each tensor of a graph, and its constants (initializers and the
+// values of Constant nodes).
+class OnnxGraphIndex {
+ public:
+  explicit OnnxGraphIndex(const onnx::GraphProto& graph);
+
+  const onnx::GraphProto& graph() const { return graph_; }
+  // The node writing `tensor`, or null for graph inputs, initializers and unknown names.
+  const onnx::NodeProto* producer(const std::string& tensor) const;
+  // The one node reading `tensor`, or null when none or several read it (or it is a graph
+  // output, which the outside reads).
+  const onnx::NodeProto* sole_consumer(const std::string& tensor) const;
+  // False when `tensor` is a graph output or read by several nodes.
+  bool read_at_most_once(const std::string& tensor) const;
+  // Whether only nodes among `nodes` read `tensor` (and it is no graph output).
+  bool read_only_by(const std::string& tensor, const std::set<int>& nodes) const;
+  int index_of(const onnx::NodeProto& node) const;
+  const onnx::TensorProto* constant(const std::string& tensor) const;
+  bool is_initializer(const std::string& tensor) const { return initializers_.contains(tensor); }
+  // A constant's values as doubles (float, double or int64); empty when not a constant.
+  std::vector<double> constant_values(const std::string& tensor) const;
+
+ private:
+  const onnx::GraphProto& graph_;
+  std::map<const onnx::NodeProto*, int> indices_;  // protobuf keeps nodes apart, not in an array
+  std::map<std::string, int> producers_;
+  std::map<std::string, std::vector<int>> consumers_;
+  std::map<std::string, const onnx::TensorProto*> constants_;
+  std::set<std::string> initializers_;
+  std::set<std::string> outputs_;
+};
+
+// A self-attention block: every node in it, the tensor it reads and the one it writes, the
+// heads and the attention-probability dropout, and its parameters in ipusim's order (query,
+// key, value and output projections, each a [hidden, hidden] kernel then a bias).
+struct AttentionPattern {
+  std::set<int> nodes;
+  std::string input;
+  std::string output;
+  std::string name;  // the longest common prefix of the block's node names
+  std::int64_t heads = 0;
+  double dropout = 0.0;
+  std::vector<const onnx::TensorProto*> parameters;
+};
+
+// The attention block whose Softmax is `softmax`; nullopt with `why` set when the Softmax
+// belongs to something else or to an attention ipusim cannot represent (`why` empty when the
+// Softmax is not inside a QKᵀ-softmax-V product at all).
+std::optional<AttentionPattern> match_attention(const OnnxGraphIndex& index,
+                                                const onnx::NodeProto& softmax, std::string& why);
+
+// A GELU written with Erf: its nodes, input and output.
+struct GeluPattern {
+  std::set<int> nodes;
+  std::string input;
+  std::string output;
+  std::string name;  // as an attention's
+};
+
+// The GELU around `erf`, or nullopt when the Erf computes something else.
+std::optional<GeluPattern> match_gelu(const OnnxGraphIndex& index, const onnx::NodeProto& erf);
+
+}  // namespace ipusim::models
