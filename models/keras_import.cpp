@@ -121,7 +121,7 @@ json pair_of(const json& value) {
 // becomes the loss.
 class Converter {
  public:
-  explicit Converter(KerasImport& out) : out_(out) {}
+  Converter(KerasImport& out, const json& input_shape) : out_(out), input_shape_(input_shape) {}
 
   void convert(const KerasLayer& k, bool ends_model) {
     json layer = {{"id", k.name}};
@@ -135,6 +135,8 @@ class Converter {
       if (!set_activation(k, layer, ends_model))
         return;
       layer["bias"] = c.value("use_bias", true);
+      take_weights(k, layer["bias"] ? std::vector<std::string>{"kernel", "bias"}
+                                    : std::vector<std::string>{"kernel"});
     } else if (type == "Conv2D") {
       if (!conv2d(k, layer, ends_model))
         return;
@@ -164,18 +166,27 @@ class Converter {
     } else if (type == "LayerNormalization") {
       layer["type"] = "layer_norm";
       layer["epsilon"] = c.value("epsilon", 1e-3);
+      take_weights(k, {"gamma", "beta"});
     } else if (type == "BatchNormalization") {
       layer["type"] = "batch_norm";
       layer["epsilon"] = c.value("epsilon", 1e-3);
       layer["momentum"] = c.value("momentum", 0.99);
+      take_weights(k, {"gamma", "beta"});
     } else if (type == "MultiHeadAttention") {
       const std::int64_t heads = c.at("num_heads");
       layer["type"] = "attention";
       layer["heads"] = heads;
       layer["dropout"] = c.value("dropout", 0.0);
       out_.attention_widths.push_back({k.name, heads * c.at("key_dim").get<std::int64_t>()});
+      take_weights(k,
+                   {"query/kernel", "query/bias", "key/kernel", "key/bias", "value/kernel",
+                    "value/bias", "attention_output/kernel", "attention_output/bias"},
+                   true);
+    } else if (type == "Embedding") {
+      if (!embedding(k, layer))
+        return;
     } else {
-      problems.add(k, why_unsupported(type));
+      problems.add(k, "no ipusim layer type for it");
       return;
     }
     if (!k.inputs.empty() && (layers_.empty() || k.inputs != std::vector{last_id()}))
@@ -194,11 +205,35 @@ class Converter {
   Problems problems;
 
  private:
-  static std::string why_unsupported(const std::string& type) {
-    if (type == "Embedding")
-      return "ipusim's embedding is BERT's (word, position and token-type tables and a layer "
-             "norm); a lone Keras Embedding has no equivalent yet";
-    return "no ipusim layer type for it";
+  void take_weights(const KerasLayer& k, std::vector<std::string> names, bool heads = false) {
+    out_.weights.push_back({k.name, std::move(names), heads});
+  }
+
+  // A plain lookup of token ids: ipusim's embedding without positions and layer norm. Its
+  // sequence is the input_length Keras 2 records, or the model input's length.
+  bool embedding(const KerasLayer& k, json& layer) {
+    const auto& c = k.config;
+    if (c.value("mask_zero", false)) {
+      problems.add(k,
+                   "mask_zero passes a padding mask to later layers, which ipusim's layers do "
+                   "not take; give attention layers the mask as an input instead");
+      return false;
+    }
+    json length = c.contains("input_length") && !c.at("input_length").is_null()
+                      ? c.at("input_length")
+                      : (input_shape_.size() == 1 ? input_shape_[0] : json());
+    if (!length.is_number_integer()) {
+      problems.add(k, "no sequence length: give the model an Input(shape=(sequence,))");
+      return false;
+    }
+    layer.update({{"type", "embedding"},
+                  {"vocab_size", c.at("input_dim")},
+                  {"hidden", c.at("output_dim")},
+                  {"sequence_length", length},
+                  {"positions", false},
+                  {"layer_norm", false}});
+    take_weights(k, {"embeddings"});
+    return true;
   }
 
   std::string last_id() const { return layers_.back().at("id").get<std::string>(); }
@@ -244,6 +279,8 @@ class Converter {
     layer["stride"] = pair_of(c.value("strides", json(1)));
     layer["padding"] = c.value("padding", "valid");
     layer["bias"] = c.value("use_bias", true);
+    take_weights(k, layer["bias"] ? std::vector<std::string>{"kernel", "bias"}
+                                  : std::vector<std::string>{"kernel"});
     return set_activation(k, layer, ends_model);
   }
 
@@ -292,6 +329,7 @@ class Converter {
 
  private:
   KerasImport& out_;
+  json input_shape_;
   json layers_ = json::array();
   bool softmax_end_ = false;
   std::map<std::string, std::string> aliases_;
@@ -327,7 +365,7 @@ KerasImport import_keras(const json& keras, const std::string& path) {
     throw core::ConfigError(
         path, "/config/layers",
         "the model has " + std::to_string(inputs) + " inputs; an ipusim model has one");
-  Converter converter(out);
+  Converter converter(out, *shape);
   for (std::size_t i = 0; i < layers.size(); ++i)
     converter.convert(layers[i], i + 1 == layers.size());
   converter.finish();

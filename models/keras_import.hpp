@@ -16,13 +16,24 @@ namespace ipusim::models {
 
 struct Model;
 
-// An imported model: the "model" section, and the MultiHeadAttention layers with their
-// num_heads x key_dim, which ipusim's attention needs equal to the input width.
+// The Keras weights of one ipusim layer, in ipusim's parameter order, by their names within
+// the Keras layer ("kernel", "query/bias"); `merge_heads` when Keras keeps a head axis that
+// ipusim's [hidden, hidden] and [hidden] shapes fold (MultiHeadAttention).
+struct KerasWeights {
+  std::string layer;
+  std::vector<std::string> names;
+  bool merge_heads = false;
+};
+
+// An imported model: the "model" section, the MultiHeadAttention layers with their
+// num_heads x key_dim, which ipusim's attention needs equal to the input width, and the
+// weights each layer takes from a Keras weights file.
 struct KerasImport {
   nlohmann::json model;
   std::string keras_class;  // "Sequential" or "Functional"
   std::string keras_version;
   std::vector<std::pair<std::string, std::int64_t>> attention_widths;
+  std::vector<KerasWeights> weights;
 };
 
 // Throws core::ConfigError naming `path` and the JSON pointer of the Keras layer: for a file

@@ -103,8 +103,8 @@ std::size_t header_length(const std::vector<char>& bytes, const std::string& pat
                             std::to_string(byte(7)));
 }
 
-RawArray read_array(const std::string& path, const std::string& expected_descr) {
-  std::vector<char> bytes = read_file(path);
+RawArray parse_array(const std::vector<char>& bytes, const std::string& path,
+                     const std::string& expected_descr) {
   const std::size_t length = header_length(bytes, path);
   const std::size_t preamble = bytes[6] == 1 ? 10 : 12;
   if (bytes.size() < preamble + length)
@@ -127,6 +127,10 @@ RawArray read_array(const std::string& path, const std::string& expected_descr) 
   return array;
 }
 
+RawArray read_array(const std::string& path, const std::string& expected_descr) {
+  return parse_array(read_file(path), path, expected_descr);
+}
+
 }  // namespace
 
 NpyBytes npy_bytes(const Tensor& tensor) {
@@ -145,6 +149,13 @@ void write_npy(const std::string& path, const Tensor& tensor) {
 
 void write_npy(const std::string& path, const Shape& shape, std::span<const std::int32_t> values) {
   write_file(path, npy_bytes(shape, values));
+}
+
+Tensor parse_npy_f32(const std::vector<char>& bytes, const std::string& name) {
+  RawArray array = parse_array(bytes, name, "<f4");
+  Tensor tensor(array.shape);
+  std::memcpy(tensor.data(), array.data.data(), array.data.size());
+  return tensor;
 }
 
 Tensor read_npy_f32(const std::string& path) {

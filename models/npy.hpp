@@ -34,6 +34,8 @@ void write_npy(const std::string& path, const Tensor& tensor);
 void write_npy(const std::string& path, const Shape& shape, std::span<const std::int32_t> values);
 
 Tensor read_npy_f32(const std::string& path);
+// A '<f4' .npy file's bytes as read from elsewhere (an .npz member); `name` is for errors.
+Tensor parse_npy_f32(const std::vector<char>& bytes, const std::string& name);
 Int32Array read_npy_i32(const std::string& path);
 
 }  // namespace ipusim::models

@@ -73,12 +73,56 @@ TEST_CASE("a Keras 3 transformer block imports with its inputs, norms and attent
 
 TEST_CASE("a Keras import lists every layer it cannot represent, with names and places") {
   CHECK(import_error(read_json("tests/models/keras/keras_unsupported.json")) ==
-        "model.json: cannot import 3 layer(s), so nothing was written:\n"
-        "  'embed' (Embedding) at /config/layers/1: ipusim's embedding is BERT's (word, position "
-        "and token-type tables and a layer norm); a lone Keras Embedding has no equivalent yet\n"
+        "model.json: cannot import 2 layer(s), so nothing was written:\n"
         "  'lstm' (LSTM) at /config/layers/2: no ipusim layer type for it\n"
         "  'out' (Dense) at /config/layers/3: activation 'sigmoid' has no ipusim equivalent "
         "(relu, gelu, tanh, or softmax ending the model)");
+}
+
+json embedding_model(const json& embedding_config) {
+  return {{"class_name", "Sequential"},
+          {"config",
+           {{"name", "tokens"},
+            {"layers",
+             {{{"class_name", "InputLayer"},
+               {"config", {{"name", "ids"}, {"batch_input_shape", {nullptr, 10}}}}},
+              {{"class_name", "Embedding"}, {"config", embedding_config}},
+              {{"class_name", "Flatten"}, {"config", {{"name", "flat"}}}},
+              {{"class_name", "Dense"},
+               {"config", {{"name", "out"}, {"units", 3}, {"activation", "softmax"}}}}}}}}};
+}
+
+TEST_CASE("a Keras Embedding imports as a plain lookup over the input's sequence") {
+  const auto imported = models::import_keras(
+      embedding_model({{"name", "embed"}, {"input_dim", 100}, {"output_dim", 8}}), "model.json");
+  CHECK(imported.model["layers"][1] == json{{"id", "embed"},
+                                            {"type", "embedding"},
+                                            {"vocab_size", 100},
+                                            {"hidden", 8},
+                                            {"sequence_length", 10},
+                                            {"positions", false},
+                                            {"layer_norm", false}});
+  // Keras' count: the table 100 x 8, the dense 80 x 3 + 3.
+  CHECK(parse(imported.model).total_params() == 100 * 8 + 80 * 3 + 3);
+  CHECK(import_error(embedding_model(
+            {{"name", "embed"}, {"input_dim", 100}, {"output_dim", 8}, {"mask_zero", true}})) ==
+        "model.json: cannot import 1 layer(s), so nothing was written:\n"
+        "  'embed' (Embedding) at /config/layers/1: mask_zero passes a padding mask to later "
+        "layers, which ipusim's layers do not take; give attention layers the mask as an input "
+        "instead");
+}
+
+TEST_CASE("a Keras import names each layer's weights in ipusim's order") {
+  const auto imported = models::import_keras(
+      read_json("tests/models/keras/keras3_transformer_block.json"), "block.json");
+  REQUIRE(!imported.weights.empty());
+  CHECK(imported.weights[0].layer == "attention");
+  CHECK(imported.weights[0].merge_heads);
+  CHECK(imported.weights[0].names ==
+        std::vector<std::string>{"query/kernel", "query/bias", "key/kernel", "key/bias",
+                                 "value/kernel", "value/bias", "attention_output/kernel",
+                                 "attention_output/bias"});
+  CHECK(imported.weights[1].names == std::vector<std::string>{"gamma", "beta"});
 }
 
 TEST_CASE("a Keras import refuses what is not a one-input Keras model, saying where") {

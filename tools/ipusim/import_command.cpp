@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <ostream>
 
 #include "models/keras_import.hpp"
 #include "models/npy.hpp"
+#include "models/npz.hpp"
 #include "models/onnx_import.hpp"
 #include "models/shape_inference.hpp"
 #include "models/stage_executor.hpp"
@@ -23,6 +25,7 @@ namespace {
 struct ImportArgs {
   std::string model_path;
   std::string output;
+  std::string weights;  // a Keras model's .npz
   std::vector<std::string> splits;
 };
 
@@ -93,23 +96,6 @@ sim::RunSpec with_data(nlohmann::json& config, const ImportArgs& a) {
   return validated(config, a);
 }
 
-void import_keras_file(const ImportArgs& a, std::ostream& out) {
-  core::OutputSet outputs;
-  outputs.add(a.output, "-o");
-  const auto imported = models::import_keras(read_model_file(a.model_path), a.model_path);
-  auto config =
-      config_of(imported.model, "Keras " + imported.keras_version + ", " + imported.keras_class, a);
-  const auto spec = with_data(config, a);
-  const auto moving = models::check_keras_model(imported, spec.model, a.model_path);
-  outputs.write(a.output, config.dump(2) + "\n");
-  outputs.commit();
-  out << "imported " << spec.model.name << " (" << imported.keras_class << ", Keras "
-      << imported.keras_version << ") from " << a.model_path << ": " << spec.model.layers.size()
-      << " layers, " << sim::with_commas(spec.model.total_params()) << " trainable parameters, "
-      << sim::with_commas(moving) << " non-trainable (batch-norm moving statistics); wrote "
-      << a.output << "\n";
-}
-
 using ImportedWeights = std::vector<std::pair<std::string, std::vector<models::Tensor>>>;
 
 // Declares and writes `<folder>/<layer>.<parameter>.initial.npy` for every imported tensor,
@@ -136,6 +122,96 @@ void write_weights(const ImportedWeights& weights, const sim::RunSpec& spec,
       outputs.write(path, {bytes.header, bytes.data});
     }
   }
+}
+
+// 'a', 'b', 'c': every name, not a choice among them.
+std::string listed(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names)
+    text += (text.empty() ? "'" : ", '") + name + "'";
+  return text;
+}
+
+// The Keras weights file: --weights, or `<model>.npz` beside the model's JSON when it exists.
+std::string keras_weights_path(const ImportArgs& a) {
+  if (!a.weights.empty())
+    return a.weights;
+  std::filesystem::path beside(a.model_path);
+  beside.replace_extension(".npz");
+  return std::filesystem::is_regular_file(beside) ? beside.string() : "";
+}
+
+// The arrays of a Keras weights file for each imported layer, in ipusim's order and shapes;
+// `ignored` gets the arrays no layer takes (batch-norm moving statistics among them).
+ImportedWeights keras_weights(const models::KerasImport& imported, const sim::RunSpec& spec,
+                              const std::string& npz, std::vector<std::string>& ignored) {
+  std::map<std::string, models::Tensor> arrays;
+  for (auto& [name, tensor] : models::read_npz(npz, kMaxOnnxBytes)) {
+    const bool tf_name = name.size() > 2 && name.substr(name.size() - 2) == ":0";
+    arrays.insert_or_assign(tf_name ? name.substr(0, name.size() - 2) : name, std::move(tensor));
+  }
+  const models::ParameterStore seeded(spec.model, sim::training_options(spec));
+  ImportedWeights weights;
+  std::vector<std::string> missing;
+  for (const auto& layer : imported.weights) {
+    const auto expected = seeded.parameters(spec.model.index_of(layer.layer));
+    std::vector<models::Tensor> tensors;
+    for (std::size_t i = 0; i < layer.names.size(); ++i) {
+      const auto found = arrays.find(layer.layer + "/" + layer.names[i]);
+      if (found == arrays.end()) {
+        missing.push_back(layer.layer + "/" + layer.names[i]);
+        continue;
+      }
+      models::Tensor tensor = std::move(found->second);
+      arrays.erase(found);
+      if (layer.merge_heads && tensor.elements() == expected[i].elements())
+        tensor = std::move(tensor).reshaped(expected[i].shape());
+      tensors.push_back(std::move(tensor));
+    }
+    weights.emplace_back(layer.layer, std::move(tensors));
+  }
+  if (!missing.empty())
+    throw core::ConfigError(npz, "",
+                            "has no array for " + listed(missing) +
+                                "; name them <layer>/<weight> as Keras 3's w.path does, or "
+                                "<layer>/<weight>:0 as tf.keras' w.name does");
+  for (const auto& [name, tensor] : arrays)
+    ignored.push_back(name);
+  return weights;
+}
+
+void import_keras_file(const ImportArgs& a, std::ostream& out) {
+  core::OutputSet outputs;
+  outputs.add(a.output, "-o");
+  const auto imported = models::import_keras(read_model_file(a.model_path), a.model_path);
+  const std::string npz = keras_weights_path(a);
+  auto model = imported.model;
+  const std::filesystem::path config_path(a.output);
+  const std::string folder_name = config_path.stem().string() + ".weights";
+  if (!npz.empty())
+    model["initial_weights"] = folder_name;
+  auto config =
+      config_of(model, "Keras " + imported.keras_version + ", " + imported.keras_class, a);
+  const auto spec = with_data(config, a);
+  const auto moving = models::check_keras_model(imported, spec.model, a.model_path);
+  std::vector<std::string> ignored;
+  const std::string folder = (config_path.parent_path() / folder_name).string();
+  if (!npz.empty())
+    write_weights(keras_weights(imported, spec, npz, ignored), spec, folder, npz, outputs);
+  outputs.write(a.output, config.dump(2) + "\n");
+  outputs.commit();
+  out << "imported " << spec.model.name << " (" << imported.keras_class << ", Keras "
+      << imported.keras_version << ") from " << a.model_path << ": " << spec.model.layers.size()
+      << " layers, " << sim::with_commas(spec.model.total_params()) << " trainable parameters, "
+      << sim::with_commas(moving) << " non-trainable (batch-norm moving statistics); wrote "
+      << a.output;
+  if (!npz.empty())
+    out << " and its initial weights from " << npz << " in " << folder << "/";
+  out << "\n";
+  if (!ignored.empty())
+    out << "not imported from " << npz << ": " << listed(ignored)
+        << " (no ipusim parameter takes them; ipusim's batch-norm running statistics start at 0 "
+           "and 1)\n";
 }
 
 std::string running_statistics(std::int64_t elements) {
@@ -188,8 +264,17 @@ void add_import_command(CLI::App& app, std::ostream& out) {
                    "Layer names starting each pipeline stage after the first (pipeline.splits)")
       ->delimiter(',')
       ->allow_extra_args(false);
+  command
+      ->add_option("--weights", a->weights,
+                   "A Keras model's weights as numpy.savez writes them, arrays named "
+                   "<layer>/<weight> (default: <model>.npz beside the JSON, if there is one)")
+      ->check(non_empty_path());
   command->footer("Example:\n  ipusim import keras_cnn.json -o cnn.json --splits max_pooling2d_1");
   command->callback([a, &out] {
+    if (is_onnx(a->model_path) && !a->weights.empty())
+      throw core::ConfigError(a->weights, "",
+                              "--weights is for Keras models; an ONNX file carries its weights "
+                              "as initializers");
     if (is_onnx(a->model_path))
       import_onnx_file(*a, out);
     else
