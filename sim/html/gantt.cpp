@@ -430,13 +430,16 @@ std::string gantt_html(const std::vector<GanttRun>& runs, const GanttOptions& op
       GanttWriter(views, AxisKind::kTime, options.id, options.window.has_value()).write();
   if (!options.pan_zoom)
     return legend(views) + "<div class=\"gantt-frame\">" + chart + "</div>\n";
-  return legend(views) + "<div class=\"gantt-frame\" data-plot-x=\"" + svg::num(kLabelWidth) +
-         "\" data-plot-width=\"" + svg::num(kPlotWidth) +
+  return legend(views) +
+         "<div class=\"gantt-frame\" tabindex=\"0\" aria-label=\"pipeline chart: +/- zoom, "
+         "arrows pan, 0 whole step\" data-plot-x=\"" +
+         svg::num(kLabelWidth) + "\" data-plot-width=\"" + svg::num(kPlotWidth) +
          "\"><div class=\"pz-bar\"><button type=\"button\" "
          "class=\"pz-out\" title=\"zoom out\">\u2212</button><button type=\"button\" "
          "class=\"pz-in\" title=\"zoom in\">+</button><button type=\"button\" "
          "class=\"pz-reset\">whole step</button><span class=\"pz-k\">1.0x</span><span>drag to "
-         "pan, Ctrl+wheel to zoom at the pointer</span></div>" +
+         "pan, Ctrl+wheel to zoom at the pointer; with the chart focused, + and - zoom, the "
+         "arrows pan, 0 shows the whole step</span></div>" +
          chart + "</div>\n" + pan_zoom_script();
 }
 

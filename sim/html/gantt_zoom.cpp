@@ -115,7 +115,13 @@ std::string pan_zoom_script() {
          "z(e.deltaY<0?1.25:0.8,at(e))},{passive:false});"
          "s.addEventListener('mousedown',function(e){d={x:at(e),t:t};e.preventDefault()});"
          "window.addEventListener('mousemove',function(e){if(d){t=d.t+at(e)-d.x;u()}});"
-         "window.addEventListener('mouseup',function(){d=null})})();</script>\n";
+         "window.addEventListener('mouseup',function(){d=null});"
+         // Keys when the chart has focus: +/- zoom about the middle, arrows pan an eighth of
+         // the plot, 0 shows the whole step again.
+         "f.addEventListener('keydown',function(e){var c=e.key;"
+         "if(c=='+'||c=='=')z(2,L+W/2);else if(c=='-')z(0.5,L+W/2);"
+         "else if(c=='ArrowLeft'){t+=W/8;u()}else if(c=='ArrowRight'){t-=W/8;u()}"
+         "else if(c=='0'){k=1;t=0;u()}else return;e.preventDefault()})})();</script>\n";
 }
 
 }  // namespace ipusim::sim

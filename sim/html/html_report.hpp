@@ -41,6 +41,7 @@ struct SweepPlotTable {
   std::vector<std::string> varied;   // config paths, e.g. "pipeline.gradient_accumulation_count"
   std::vector<std::string> metrics;  // e.g. "ramp_overhead", "throughput_samples_per_second"
   std::vector<std::vector<std::string>> rows;
+  std::int64_t capacity_bytes = 0;  // per IPU, when every run shares it; else 0
 };
 
 std::string sweep_html(const SweepPlotTable& table);

@@ -57,6 +57,8 @@ std::string mean_loss_chart(const std::vector<double>& means) {
                           {},
                           false,
                           {{"mean_loss_per_update", points, {}}},
+                          "",
+                          0,
                           ""}) +
          "</div>";
 }

@@ -249,6 +249,14 @@ void draw_series(Writer& w, const LineChart& chart, const XAxis& x_of, const YAx
   }
 }
 
+// The region above the limit, shaded, with its line and label.
+void draw_limit(Writer& w, const LineChart& chart, const YAxis& y_of) {
+  const double y = y_of(chart.limit);
+  w.rect_fill(kLeft, kTop, kWidth - kRight - kLeft, y - kTop, "#f6d5d5");
+  w.line(kLeft, y, kWidth - kRight, y, "cap");
+  w.text(kWidth - kRight - 4, y - 4, chart.limit_label, "cap-label", "end");
+}
+
 }  // namespace
 
 std::string line_chart(const LineChart& chart) {
@@ -260,12 +268,14 @@ std::string line_chart(const LineChart& chart) {
       y_max = std::max(y_max, y);
     }
   }
-  const YAxis y_of = y_axis(y_max);
+  const YAxis y_of = y_axis(std::max(y_max, chart.limit * 1.1));
   const XAxis axis = x_axis(chart, xs);
 
   std::string out = "<figure class=\"chart\">";
   Writer w(out);
   w.open(chart.id, kWidth, kHeight, chart.title);
+  if (chart.limit > 0)
+    draw_limit(w, chart, y_of);
   w.text(kLeft, 18, chart.title, "chart-title");
   for (const double y : ticks(y_of.top, int(std::llround(y_of.top / y_of.step)))) {
     w.line(kLeft, y_of(y), kWidth - kRight, y_of(y), "grid");
@@ -289,6 +299,8 @@ std::string line_chart(const LineChart& chart) {
   if (std::any_of(chart.series.begin(), chart.series.end(),
                   [](const Series& series) { return !series.hollow.empty(); }))
     out += "<span><i class=\"ring\"></i>" + escape(chart.hollow_note) + "</span>";
+  if (chart.limit > 0)
+    out += "<span><i style=\"background:#f6d5d5\"></i>over capacity</span>";
   out += "</figcaption></figure>\n";
   return out;
 }

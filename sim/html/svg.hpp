@@ -67,6 +67,8 @@ struct LineChart {
   bool log_x = false;
   std::vector<Series> series;
   std::string hollow_note;  // the legend's word for a ring, when any series has one
+  double limit = 0;         // 0: none; else the region above it is shaded (memory capacity)
+  std::string limit_label;
 };
 
 // The chart as inline SVG followed by its legend.

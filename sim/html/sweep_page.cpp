@@ -5,6 +5,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/html/bar_chart.hpp"
 #include "sim/html/html_report.hpp"
 #include "sim/html/page.hpp"
 #include "sim/html/pareto_chart.hpp"
@@ -134,14 +135,20 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
     const int metric = column_of(table.metrics, plot.metric_part, table.varied.size());
     if (metric < 0)
       continue;
-    const svg::LineChart chart{"sweep-" + plot.metric_part + "-" + std::to_string(varied_index),
-                               plot.title + " against " + name,
-                               name + (axis.log_x ? " (log scale)" : ""),
-                               plot.y_label,
-                               axis.numeric ? std::vector<std::string>{} : axis.categories,
-                               axis.log_x,
-                               sweep_series(table, varied_index, axis, plot, std::size_t(metric)),
-                               "does not fit in memory"};
+    svg::LineChart chart{"sweep-" + plot.metric_part + "-" + std::to_string(varied_index),
+                         plot.title + " against " + name,
+                         name + (axis.log_x ? " (log scale)" : ""),
+                         plot.y_label,
+                         axis.numeric ? std::vector<std::string>{} : axis.categories,
+                         axis.log_x,
+                         sweep_series(table, varied_index, axis, plot, std::size_t(metric)),
+                         "does not fit in memory",
+                         0,
+                         ""};
+    if (plot.scale != 1 && table.capacity_bytes > 0) {  // the memory chart
+      chart.limit = double(table.capacity_bytes) / plot.scale;
+      chart.limit_label = "capacity " + si(double(table.capacity_bytes), "B");
+    }
     out += "<div>" + svg::line_chart(chart) + "</div>\n";
   }
   return out;
@@ -184,6 +191,73 @@ std::string sweep_rows(const SweepPlotTable& table) {
   return html::scroll_table(out);
 }
 
+// The runs a per-IPU chart draws at most: beyond, its bars would be too thin to read and the
+// CSV's per-IPU columns serve better.
+constexpr std::size_t kMostRunsPerIpuChart = 48;
+
+// The varied values of a row, e.g. "gradient_accumulation_count=8 pipeline_schedule=grouped".
+std::string run_label(const SweepPlotTable& table, const std::vector<std::string>& row) {
+  std::string label;
+  for (std::size_t v = 0; v < table.varied.size(); ++v) {
+    const auto& path = table.varied[v];
+    label += (label.empty() ? "" : " ") + path.substr(path.rfind('.') + 1) + "=" + row[v];
+  }
+  return label;
+}
+
+// A row's varied values, e.g. "8, grouped": short enough for a chart's group label.
+std::string values_label(const SweepPlotTable& table, const std::vector<std::string>& row) {
+  std::string label;
+  for (std::size_t v = 0; v < table.varied.size(); ++v)
+    label += (v ? ", " : "") + row[v];
+  return label;
+}
+
+// Peak memory of every IPU of every run against the capacity, from the CSV's
+// peak_memory_bytes_ipuK columns; a run with fewer IPUs has fewer bars.
+std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
+  std::vector<std::size_t> ipu_columns;
+  for (std::size_t m = 0; m < table.metrics.size(); ++m) {
+    if (table.metrics[m].rfind("peak_memory_bytes_ipu", 0) == 0)
+      ipu_columns.push_back(table.varied.size() + m);
+  }
+  if (ipu_columns.empty())
+    return "";
+  if (table.rows.size() > kMostRunsPerIpuChart)
+    return section("sweep-memory-ipus", "Peak memory per IPU",
+                   "<p class=\"note\">" + with_commas(std::int64_t(table.rows.size())) +
+                       " runs are too many to draw per IPU (at most " +
+                       std::to_string(kMostRunsPerIpuChart) +
+                       "); the CSV's peak_memory_bytes_ipuK columns hold them.</p>\n");
+  html::BarChart chart{"sweep-memory-ipus", "Peak memory per IPU", "MB (10^6 bytes)", {}, 0, ""};
+  if (table.capacity_bytes > 0) {
+    chart.limit = double(table.capacity_bytes) / 1e6;
+    chart.limit_label = "capacity " + si(double(table.capacity_bytes), "B");
+  }
+  for (const auto& row : table.rows) {
+    html::BarGroup group{values_label(table, row), {}};
+    for (std::size_t k = 0; k < ipu_columns.size(); ++k) {
+      const auto bytes = parse_number(row.at(ipu_columns[k]));
+      if (!bytes)
+        continue;  // the run has fewer IPUs, or failed
+      group.bars.push_back(
+          {"IPU" + std::to_string(k), *bytes / 1e6, si(*bytes, "B"),
+           with_commas(std::int64_t(*bytes)) + " bytes at peak (" + run_label(table, row) + ")"});
+    }
+    chart.groups.push_back(std::move(group));
+  }
+  std::string varied;
+  for (const auto& path : table.varied)
+    varied += (varied.empty() ? "" : ", ") + escape(path);
+  return section("sweep-memory-ipus", "Peak memory per IPU",
+                 "<div class=\"grid2\"><div>" + html::bar_chart(chart) + "</div><div>" +
+                     html::explain("One group per run, labelled by its " + varied +
+                                   ", and one bar per IPU. A bar past the capacity line is "
+                                   "hollow: that IPU does not fit. Unequal bars show where "
+                                   "moving a layer to another stage would even them out.") +
+                     "</div></div>");
+}
+
 // Throughput against the fullest IPU's peak memory, one point per run, when the CSV has both.
 std::string sweep_pareto(const SweepPlotTable& table) {
   const std::size_t columns = table.varied.size();
@@ -193,19 +267,15 @@ std::string sweep_pareto(const SweepPlotTable& table) {
   if (speed < 0 || peak < 0)
     return "";
   // Sweep labels are long: they are in the tooltips only.
-  html::ParetoChart chart{"sweep-pareto", "Throughput against peak memory", 0, {}, false};
+  html::ParetoChart chart{
+      "sweep-pareto", "Throughput against peak memory", table.capacity_bytes, {}, false};
   for (const auto& row : table.rows) {
     const auto y = parse_number(row.at(std::size_t(speed)));
     const auto x = parse_number(row.at(std::size_t(peak)));
     if (!x || !y)
       continue;
-    std::string label;
-    for (std::size_t v = 0; v < columns; ++v) {
-      const auto& path = table.varied[v];
-      label += (label.empty() ? "" : " ") + path.substr(path.rfind('.') + 1) + "=" + row[v];
-    }
-    chart.points.push_back(
-        {label, "", *y, std::int64_t(*x), fits < 0 || row.at(std::size_t(fits)) != "false", false});
+    chart.points.push_back({run_label(table, row), "", *y, std::int64_t(*x),
+                            fits < 0 || row.at(std::size_t(fits)) != "false", false});
   }
   return section("sweep-pareto", "Throughput against peak memory",
                  "<div class=\"grid2\"><div>" + html::pareto_chart(chart) + "</div></div>" +
@@ -230,6 +300,7 @@ std::string sweep_html(const SweepPlotTable& table) {
     body += section("sweep-" + std::to_string(v), "Against " + table.varied[v],
                     "<div class=\"grid2\">" + sweep_plots(table, v) + "</div>");
   }
+  body += sweep_memory_per_ipu(table);
   body += sweep_pareto(table);
   body += section("runs", "Runs", sweep_rows(table));
   return html::page("ipusim sweep", body);

@@ -399,6 +399,15 @@ SweepPlotTable plot_table(const SweepTable& table, std::size_t varied) {
   return plot;
 }
 
+// The memory per IPU every run has, or 0 when an axis varies the hardware.
+std::int64_t common_capacity(const SweepRequest& request, const SweepPlan& plan) {
+  for (const auto& axis : plan.axes()) {
+    if (axis.path.rfind("hardware", 0) == 0)
+      return 0;
+  }
+  return load_run_spec(request.config_path, request.base_overrides).hardware.memory_per_ipu_bytes;
+}
+
 }  // namespace
 
 std::string sweep_json_line(const SweepPlan& plan, const SweepRun& run) {
@@ -410,7 +419,8 @@ std::string sweep_json_line(const SweepPlan& plan, const SweepRun& run) {
   }
   if (run.metrics)
     line.update(metrics_json(*run.metrics));
-  line["error"] = run.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(run.error);
+  line["error"] =
+      run.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(run.error);
   return line.dump() + "\n";
 }
 
@@ -476,8 +486,11 @@ std::string sweep(const SweepRequest& request, core::OutputSet& outputs) {
   if (request.on_json_line)
     options.on_run = [&](const SweepRun& run) { request.on_json_line(sweep_json_line(plan, run)); };
   const auto summary = run_sweep(request.config_path, plan, request.csv_path, options, outputs);
-  if (!request.html_path.empty())
-    outputs.write(request.html_path, sweep_html(plot_table(summary.table, plan.axes().size())));
+  if (!request.html_path.empty()) {
+    auto plot = plot_table(summary.table, plan.axes().size());
+    plot.capacity_bytes = common_capacity(request, plan);
+    outputs.write(request.html_path, sweep_html(plot));
+  }
   return summary_text(request, plan, summary);
 }
 

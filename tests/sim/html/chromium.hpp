@@ -108,7 +108,8 @@ struct Probe {
 // Measures the page as a reader at 1,400 px sees it: its scroll width, the right edge of the
 // widest table wrapper, tables outside a wrapper, tables whose last column cannot be scrolled
 // into view, headers aligned otherwise than the values under them, and (when it has pan and zoom)
-// the plot's transform after one click on "+" and after a Ctrl+wheel and a drag.
+// the plot's transform after one click on "+", after a Ctrl+wheel and a drag, and after each of
+// the keys 0, + and ArrowRight.
 inline Probe probe_page(const fs::path& page, const std::string& html) {
   const std::string script =
       "<script>(function(){var r=[],right=0,loose=0,hidden=0;"
@@ -137,7 +138,11 @@ inline Probe probe_page(const fs::path& page, const std::string& html) {
       "s.dispatchEvent(new MouseEvent('mousedown',{clientX:600,clientY:100,bubbles:true}));"
       "window.dispatchEvent(new MouseEvent('mousemove',{clientX:500,clientY:100}));"
       "window.dispatchEvent(new MouseEvent('mouseup',{}));"
-      "r.push('after '+g.getAttribute('transform'));}"
+      "r.push('after '+g.getAttribute('transform'));"
+      // Keys on the focused chart: 0 resets, + zooms about the middle, ArrowRight pans.
+      "f.focus();['0','+','ArrowRight'].forEach(function(k){f.dispatchEvent(new KeyboardEvent("
+      "'keydown',{key:k,bubbles:true,cancelable:true}));"
+      "r.push('key '+k+' '+g.getAttribute('transform'))});}"
       "var p=document.createElement('pre');p.id='probe';p.textContent=r.join('\\n');"
       "document.body.appendChild(p);})();</script>";
   std::string probed = html;

@@ -226,6 +226,49 @@ TEST_CASE("a sweep draws runs that do not fit as rings and plots peak memory in 
   CHECK(count(html, "<i class=\"ring\"></i>does not fit in memory") == 2);
 }
 
+TEST_CASE("a sweep draws each IPU's peak memory of each run against the capacity") {
+  sim::SweepPlotTable table;
+  table.varied = {"pipeline.micro_batch_size"};
+  table.metrics = {
+      "throughput_samples_per_second", "peak_memory_bytes_max",  "fits_in_memory",
+      "peak_memory_bytes_ipu0",        "peak_memory_bytes_ipu1", "peak_memory_bytes_ipu2"};
+  // The third run has two IPUs (its third cell is empty) and its IPU0 is over the capacity.
+  table.rows = {{"8", "100", "500000000", "true", "500000000", "400000000", "300000000"},
+                {"16", "150", "900000000", "true", "900000000", "800000000", "700000000"},
+                {"32", "180", "1700000000", "false", "1700000000", "600000000", ""}};
+  table.capacity_bytes = 1000000000;
+  const auto html = sim::sweep_html(table);
+  const std::string bars = svg_element(html, "sweep-memory-ipus");
+  REQUIRE(!bars.empty());
+  CHECK(count(bars, "<rect class=\"bar-fill\"") == 7);
+  CHECK(count(bars, "<rect class=\"bar-over\"") == 1);  // run 32's IPU0: 1.7 GB > 1 GB
+  CHECK(bars.find("<title>32 IPU0: 1,700,000,000 bytes at peak (micro_batch_size=32)</title>") !=
+        std::string::npos);
+  CHECK(bars.find("<title>32 IPU2") == std::string::npos);
+  CHECK(count(bars, "fill=\"#f6d5d5\"") == 1);
+  CHECK(bars.find(">capacity 1 GB</text>") != std::string::npos);
+  // The fullest IPU's line chart and the Pareto chart shade the region over the capacity too.
+  const std::string line = svg_element(html, "sweep-peak_memory_bytes_max-0");
+  CHECK(count(line, "fill=\"#f6d5d5\"") == 1);
+  CHECK(line.find(">capacity 1 GB</text>") != std::string::npos);
+  CHECK(count(svg_element(html, "sweep-pareto"), "fill=\"#f6d5d5\"") == 1);
+  // Without a common capacity nothing is shaded.
+  table.capacity_bytes = 0;
+  CHECK(sim::sweep_html(table).find("#f6d5d5\"/>") == std::string::npos);
+}
+
+TEST_CASE("a sweep with more runs than a per-IPU chart can show says where they are") {
+  sim::SweepPlotTable table;
+  table.varied = {"pipeline.gradient_accumulation_count"};
+  table.metrics = {"throughput_samples_per_second", "peak_memory_bytes_ipu0"};
+  for (int gac = 1; gac <= 49; ++gac)
+    table.rows.push_back({std::to_string(gac), "100", "1000"});
+  const auto html = sim::sweep_html(table);
+  CHECK(svg_element(html, "sweep-memory-ipus").empty());
+  CHECK(html.find("49 runs are too many to draw per IPU (at most 48); the CSV's "
+                  "peak_memory_bytes_ipuK columns hold them.") != std::string::npos);
+}
+
 TEST_CASE("the numeric section shows the check's fields and nothing when absent") {
   CHECK(sim::numeric_section(std::nullopt) == "");
   sim::NumericReport numeric;

@@ -105,8 +105,10 @@ TEST_CASE("a sweep page draws a Pareto chart with rings and fits 1,400 px", "[br
   require_chromium();
   sim::SweepPlotTable table;
   table.varied = {"pipeline.gradient_accumulation_count", "pipeline.pipeline_schedule"};
-  table.metrics = {"step_cycles", "ramp_overhead", "throughput_samples_per_second",
-                   "peak_memory_bytes_max", "fits_in_memory"};
+  table.metrics = {"step_cycles",           "ramp_overhead",  "throughput_samples_per_second",
+                   "peak_memory_bytes_max", "fits_in_memory", "peak_memory_bytes_ipu0",
+                   "peak_memory_bytes_ipu1"};
+  table.capacity_bytes = 12'300'000;  // kTightMemory
   for (const char* gac : {"8", "16", "32", "64"}) {
     const auto runs = tf1_runs({"grouped", "sequential"},
                                {std::string("pipeline.gradient_accumulation_count=") + gac});
@@ -118,7 +120,9 @@ TEST_CASE("a sweep page draws a Pareto chart with rings and fits 1,400 px", "[br
       table.rows.push_back({gac, i == 0 ? "grouped" : "sequential",
                             std::to_string(r.replay.step_cycles), sim::fixed(r.ramp_overhead(), 6),
                             sim::fixed(r.throughput(), 3), std::to_string(peak),
-                            r.fits_in_memory() ? "true" : "false"});
+                            r.fits_in_memory() ? "true" : "false",
+                            std::to_string(r.replay.ipus.at(0).peak_memory_bytes),
+                            std::to_string(r.replay.ipus.at(1).peak_memory_bytes)});
     }
   }
   const auto html = sim::sweep_html(table);
@@ -129,7 +133,11 @@ TEST_CASE("a sweep page draws a Pareto chart with rings and fits 1,400 px", "[br
   // Grouped does not fit at any GAC: a ring in each of the four charts.
   const auto pareto = dom.substr(dom.find("<svg id=\"sweep-pareto\""));
   CHECK(count(pareto.substr(0, pareto.find("</svg>")), "<circle class=\"ring\"") == 4);
-  CHECK(screenshot(page, "sweep.png", 1500).empty());
+  // Its IPU0 is the bar past the capacity, hollow, in each of the four groups.
+  const auto bars = dom.substr(dom.find("<svg id=\"sweep-memory-ipus\""));
+  CHECK(count(bars.substr(0, bars.find("</svg>")), "class=\"bar-over\"") == 4);
+  CHECK(count(bars.substr(0, bars.find("</svg>")), "class=\"bar-fill\"") == 12);
+  CHECK(screenshot(page, "sweep.png", 2300).empty());
 }
 
 TEST_CASE("a plan page fits 1,400 px and draws a candidate that does not fit as a ring",
@@ -175,6 +183,11 @@ TEST_CASE("the run page's zoomed views, pan and zoom and tables work at 1,400 px
   // Ctrl+wheel zooms on to 2.5x; the drag then pans, so the shift is not the wheel's alone.
   CHECK(probe.lines.find("after translate(") != std::string::npos);
   CHECK(probe.lines.find(" scale(2.5 1)") != std::string::npos);
+  // Keys: 0 shows the whole step; + doubles about the middle (the plot is 1,268 wide from
+  // x = 118, so the shift is -118 - 634); ArrowRight moves an eighth further (158.5).
+  CHECK(probe.lines.find("key 0 translate(0 0) scale(1 1)\n") != std::string::npos);
+  CHECK(probe.lines.find("key + translate(-752 0) scale(2 1)\n") != std::string::npos);
+  CHECK(probe.lines.find("key ArrowRight translate(-910.5 0) scale(2 1)") != std::string::npos);
   const auto dom = open_in_chromium(page, "--dump-dom").dom;
   for (const char* id : {"zoom-ramp-up", "zoom-main", "zoom-ramp-down"})
     CHECK(dom.find(std::string("<svg id=\"") + id + "\"") != std::string::npos);
