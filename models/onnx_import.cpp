@@ -215,37 +215,37 @@ class Converter {
       skipped_.insert(*n);
   }
 
+  using Handler = void (Converter::*)(const onnx::NodeProto&);
+
+  static const std::map<std::string, Handler>& handlers() {
+    static const std::map<std::string, Handler> table = {
+        {"Gemm", &Converter::gemm},
+        {"MatMul", &Converter::matmul},
+        {"Conv", &Converter::conv},
+        {"MaxPool", &Converter::max_pool},
+        {"Relu", &Converter::named_activation},
+        {"Tanh", &Converter::named_activation},
+        {"Gelu", &Converter::named_activation},
+        {"Flatten", &Converter::flatten},
+        {"Reshape", &Converter::flatten},
+        {"Dropout", &Converter::dropout},
+        {"Softmax", &Converter::softmax},
+        {"Gather", &Converter::gather},
+        {"Add", &Converter::add},
+        {"Concat", &Converter::concat},
+        {"LayerNormalization", &Converter::layer_norm},
+        {"BatchNormalization", &Converter::batch_norm},
+    };
+    return table;
+  }
+
   void convert_node(int n) {
     const auto& node = graph_.node(n);
     const std::string& op = node.op_type();
     if (op == "Constant")
       return;  // read through the index where it is used
-    if (op == "Gemm")
-      gemm(node);
-    else if (op == "MatMul")
-      matmul(node);
-    else if (op == "Conv")
-      conv(node);
-    else if (op == "MaxPool")
-      max_pool(node);
-    else if (op == "Relu" || op == "Tanh" || op == "Gelu")
-      named_activation(node);
-    else if (op == "Flatten" || op == "Reshape")
-      flatten(node);
-    else if (op == "Dropout")
-      dropout(node);
-    else if (op == "Softmax")
-      softmax(n);
-    else if (op == "Gather")
-      gather(node);
-    else if (op == "Add")
-      add(node);
-    else if (op == "Concat")
-      concat(node);
-    else if (op == "LayerNormalization")
-      layer_norm(node);
-    else if (op == "BatchNormalization")
-      batch_norm(node);
+    if (const auto handler = handlers().find(op); handler != handlers().end())
+      (this->*handler->second)(node);
     else
       problem(node, op == "Erf" ? "an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))"
                                 : "no ipusim layer for this operator");
@@ -516,9 +516,8 @@ class Converter {
     return !in.channels_first && sample_axis(axis, in) + 1 == std::int64_t(in.onnx_shape.size());
   }
 
-  void softmax(int n) {
-    const auto& node = graph_.node(n);
-    if (const auto why = attention_why_.find(n); why != attention_why_.end()) {
+  void softmax(const onnx::NodeProto& node) {
+    if (const auto why = attention_why_.find(index_.index_of(node)); why != attention_why_.end()) {
       problem(node, why->second);
       return;
     }

@@ -86,19 +86,11 @@ std::string overflow_list(const Runs& reports, const Labels& labels) {
     const auto capacity = reports[i]->spec->hardware.memory_per_ipu_bytes;
     for (std::size_t ipu = 0; ipu < reports[i]->replay.ipus.size(); ++ipu) {
       const auto peak = reports[i]->replay.ipus[ipu].peak_memory_bytes;
-      if (peak <= capacity)
-        continue;
-      items += "<li><b>" + escape(labels[i]) + "</b>: IPU" + std::to_string(ipu) + " needs " +
-               si(double(peak), "B") + " of its " + si(double(capacity), "B") + ", over by " +
-               with_commas(peak - capacity) + " bytes (" + si(double(peak - capacity), "B") +
-               ")</li>\n";
+      if (peak > capacity)
+        items += html::overflow_item(labels[i], "IPU" + std::to_string(ipu), peak, capacity);
     }
   }
-  if (items.empty())
-    return "<p>Every run fits in memory.</p>\n";
-  return "<p class=\"note\">These runs do not fit in memory; they are drawn hollow above. "
-         "Their speed is what they would reach if they fitted.</p>\n<ul class=\"overflow\">" +
-         items + "</ul>\n";
+  return items.empty() ? "<p>Every run fits in memory.</p>\n" : html::overflow_list(items);
 }
 
 std::string run_key(const Labels& labels) {

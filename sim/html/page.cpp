@@ -138,6 +138,22 @@ std::string explain(const std::string& text) {
   return "<p class=\"explain\">" + escape(text) + "</p>\n";
 }
 
+std::string overflow_item(const std::string& run, const std::string& ipu, std::int64_t peak_bytes,
+                          std::int64_t capacity_bytes) {
+  const std::int64_t over = peak_bytes - capacity_bytes;
+  return "<li><b>" + escape(run) + "</b>: " + escape(ipu) + " needs " +
+         si(double(peak_bytes), "B") + " of its " + si(double(capacity_bytes), "B") + ", over by " +
+         with_commas(over) + " bytes (" + si(double(over), "B") + ")</li>\n";
+}
+
+std::string overflow_list(const std::string& items) {
+  if (items.empty())
+    return "";
+  return "<p class=\"note\">These runs do not fit in memory; they are drawn hollow above. "
+         "Their speed is what they would reach if they fitted.</p>\n<ul class=\"overflow\">" +
+         items + "</ul>\n";
+}
+
 std::string derived_figures_note() {
   return "<ul class=\"explain\">"
          "<li><b>Ramp overhead</b>: the share of the step spent in ramp-up and ramp-down, while "

@@ -42,6 +42,13 @@ std::string scroll_table(const std::string& rows, const std::string& style = "")
 // A one-line explanation shown under a figure: what it measures and how it is derived.
 std::string explain(const std::string& text);
 
+// One item of a list of what does not fit: "<b>run</b>: IPU0 needs 12.5 MB of its 12.3 MB,
+// over by 162,538 bytes (163 kB)".
+std::string overflow_item(const std::string& run, const std::string& ipu, std::int64_t peak_bytes,
+                          std::int64_t capacity_bytes);
+// The list under a chart that draws those runs hollow; "" when there are none.
+std::string overflow_list(const std::string& items);
+
 // One line each on how ramp overhead, bubble and utilisation are derived, for the pages that
 // show them.
 std::string derived_figures_note();

@@ -19,7 +19,13 @@ std::string chart(const PlanPlot& plot) {
       "plan-pareto", "Throughput against peak memory", plot.capacity_bytes, {}, false};
   for (const auto& p : plot.points)
     pareto.points.push_back({p.label, "", p.throughput, p.peak_bytes, p.fits, p.rank == 1});
-  return html::pareto_chart(pareto);
+  std::string overflowing;
+  for (const auto& p : plot.points) {
+    if (!p.fits && plot.capacity_bytes > 0)
+      overflowing +=
+          html::overflow_item(p.label, "its fullest IPU", p.peak_bytes, plot.capacity_bytes);
+  }
+  return html::pareto_chart(pareto) + html::overflow_list(overflowing);
 }
 
 // Every column not right-aligned is text, its header left-aligned over its values.

@@ -258,6 +258,42 @@ std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
                      "</div></div>");
 }
 
+// The runs that do not fit: each IPU over the capacity and by how much when the CSV has
+// per-IPU columns, the fullest otherwise; without a common capacity, only the fullest's peak.
+std::string sweep_overflow(const SweepPlotTable& table) {
+  const std::size_t columns = table.varied.size();
+  const int fits = column_of(table.metrics, "fits_in_memory", columns);
+  const int fullest = column_of(table.metrics, "peak_memory_bytes_max", columns);
+  if (fits < 0 || fullest < 0)
+    return "";
+  std::string items;
+  for (const auto& row : table.rows) {
+    if (row.at(std::size_t(fits)) != "false")
+      continue;
+    const std::string label = run_label(table, row);
+    const auto peak = parse_number(row.at(std::size_t(fullest))).value_or(0);
+    if (table.capacity_bytes <= 0) {
+      items += "<li><b>" + escape(label) + "</b>: does not fit; its fullest IPU peaks at " +
+               si(peak, "B") + "</li>\n";
+      continue;
+    }
+    bool per_ipu = false;
+    for (std::size_t m = 0; m < table.metrics.size(); ++m) {
+      const auto bytes = parse_number(row.at(columns + m));
+      if (table.metrics[m].rfind("peak_memory_bytes_ipu", 0) != 0 || !bytes)
+        continue;
+      per_ipu = true;
+      if (*bytes > double(table.capacity_bytes))
+        items += html::overflow_item(label, "IPU" + table.metrics[m].substr(21),
+                                     std::int64_t(*bytes), table.capacity_bytes);
+    }
+    if (!per_ipu)
+      items +=
+          html::overflow_item(label, "its fullest IPU", std::int64_t(peak), table.capacity_bytes);
+  }
+  return html::overflow_list(items);
+}
+
 // Throughput against the fullest IPU's peak memory, one point per run, when the CSV has both.
 std::string sweep_pareto(const SweepPlotTable& table) {
   const std::size_t columns = table.varied.size();
@@ -281,7 +317,8 @@ std::string sweep_pareto(const SweepPlotTable& table) {
                  "<div class=\"grid2\"><div>" + html::pareto_chart(chart) + "</div></div>" +
                      html::explain("One point per run. Up and to the left is better; a ring does "
                                    "not fit in memory. The green line joins the runs that fit "
-                                   "and that no other run beats on both throughput and memory."));
+                                   "and that no other run beats on both throughput and memory.") +
+                     sweep_overflow(table));
 }
 
 }  // namespace

@@ -252,9 +252,14 @@ TEST_CASE("a sweep draws each IPU's peak memory of each run against the capacity
   CHECK(count(line, "fill=\"#f6d5d5\"") == 1);
   CHECK(line.find(">capacity 1 GB</text>") != std::string::npos);
   CHECK(count(svg_element(html, "sweep-pareto"), "fill=\"#f6d5d5\"") == 1);
-  // Without a common capacity nothing is shaded.
+  CHECK(html.find("<ul class=\"overflow\"><li><b>micro_batch_size=32</b>: IPU0 needs 1.7 GB of "
+                  "its 1 GB, over by 700,000,000 bytes (700 MB)</li>\n</ul>") != std::string::npos);
+  // Without a common capacity nothing is shaded, and the list gives the fullest IPU's peak.
   table.capacity_bytes = 0;
-  CHECK(sim::sweep_html(table).find("#f6d5d5\"/>") == std::string::npos);
+  const auto unshaded = sim::sweep_html(table);
+  CHECK(unshaded.find("#f6d5d5\"/>") == std::string::npos);
+  CHECK(unshaded.find("<li><b>micro_batch_size=32</b>: does not fit; its fullest IPU peaks at "
+                      "1.7 GB</li>") != std::string::npos);
 }
 
 TEST_CASE("a sweep with more runs than a per-IPU chart can show says where they are") {

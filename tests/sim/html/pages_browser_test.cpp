@@ -162,6 +162,8 @@ TEST_CASE("a plan page fits 1,400 px and draws a candidate that does not fit as 
                           fits ? "yes" : "no"});
   }
   const auto html = sim::plan_html(plot);
+  CHECK(html.find("<li><b>#4</b>: its fullest IPU needs 12.6 MB of its 12.3 MB, over by "
+                  "300,000 bytes (300 kB)</li>") != std::string::npos);
   const fs::path page = build_dir() / "plan_browser.html";
   write_file(page, html);
   check_fits_1400(probe_page(page, html));
