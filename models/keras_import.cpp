@@ -172,6 +172,7 @@ class Converter {
       layer["epsilon"] = c.value("epsilon", 1e-3);
       layer["momentum"] = c.value("momentum", 0.99);
       take_weights(k, {"gamma", "beta"});
+      out_.weights.back().running = {"moving_mean", "moving_variance"};
     } else if (type == "MultiHeadAttention") {
       const std::int64_t heads = c.at("num_heads");
       layer["type"] = "attention";
@@ -206,7 +207,7 @@ class Converter {
 
  private:
   void take_weights(const KerasLayer& k, std::vector<std::string> names, bool heads = false) {
-    out_.weights.push_back({k.name, std::move(names), heads});
+    out_.weights.push_back({k.name, std::move(names), heads, {}});
   }
 
   // A plain lookup of token ids: ipusim's embedding without positions and layer norm. Its

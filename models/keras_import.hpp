@@ -23,6 +23,7 @@ struct KerasWeights {
   std::string layer;
   std::vector<std::string> names;
   bool merge_heads = false;
+  std::vector<std::string> running;  // a batch norm's moving_mean and moving_variance
 };
 
 // An imported model: the "model" section, the MultiHeadAttention layers with their

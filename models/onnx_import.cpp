@@ -662,8 +662,7 @@ class Converter {
               {feature_vector(node, 1, width, 1.0f), feature_vector(node, 2, width, 0.0f)});
   }
 
-  // Batch normalization of image channels or features. Its running mean and variance are not
-  // trained, and ipusim's start at 0 and 1 (counted, not imported).
+  // Batch normalization of image channels or features, with its running mean and variance.
   void batch_norm(const onnx::NodeProto& node) {
     const Activation* in = value(node);
     if (!in)
@@ -676,9 +675,17 @@ class Converter {
       return;
     }
     const std::int64_t width = in->onnx_shape.front();
-    for (int i : {3, 4})
-      out_.running_statistics_elements += index_.constant_values(node.input(i)).size();
-    add_layer({{"id", id_of(node)},
+    std::vector<Tensor> running;
+    for (int i : {3, 4}) {
+      if (const auto* t = initializer(node, i)) {
+        running.push_back(tensor_of(*t, path_));
+        out_.running_statistics_elements += running.back().elements();
+      }
+    }
+    const std::string id = id_of(node);
+    if (running.size() == 2)
+      out_.running_statistics.emplace_back(id, std::move(running));
+    add_layer({{"id", id},
                {"type", "batch_norm"},
                {"epsilon", decimal(float_attribute(node, "epsilon", 1e-5f))},
                {"momentum", decimal(float_attribute(node, "momentum", 0.9f))}},

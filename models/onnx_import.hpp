@@ -36,6 +36,8 @@ struct OnnxImport {
   std::vector<std::pair<std::string, std::vector<Tensor>>> weights;  // by layer id
   std::int64_t initializer_elements = 0;                             // the source's parameter count
   std::int64_t running_statistics_elements = 0;  // batch-norm means and variances among them
+  // Each batch norm's running mean and variance, by layer id.
+  std::vector<std::pair<std::string, std::vector<Tensor>>> running_statistics;
 };
 
 // Throws core::ConfigError naming `path`: for bytes that are no ONNX model, and for every node

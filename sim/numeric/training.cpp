@@ -132,11 +132,22 @@ std::vector<std::string> parameter_names(const models::Model& model, int layer) 
   return names;
 }
 
+std::vector<std::string> running_statistics_names(const models::Model& model, int layer) {
+  const models::Layer& spec = model.layers[static_cast<std::size_t>(layer)];
+  if (spec.type != models::LayerType::kBatchNorm)
+    return {};
+  return {spec.id + ".moving_mean", spec.id + ".moving_variance"};
+}
+
 std::vector<std::string> parameter_files(const models::Model& model, const std::string& suffix) {
   std::vector<std::string> files;
   for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
     for (const auto& name : parameter_names(model, layer))
       files.push_back(name + "." + suffix + ".npy");
+    if (suffix != "gradient") {
+      for (const auto& name : running_statistics_names(model, layer))
+        files.push_back(name + "." + suffix + ".npy");
+    }
   }
   return files;
 }
@@ -151,6 +162,44 @@ void save_parameters(core::OutputSet& outputs, const std::string& directory,
       const auto bytes = models::npy_bytes(values[i]);
       outputs.write(directory + "/" + names[i] + "." + suffix + ".npy", {bytes.header, bytes.data});
     }
+    const auto running_names = running_statistics_names(model, layer);
+    const auto running = parameters.running_statistics(layer);
+    for (std::size_t i = 0; i < running_names.size(); ++i) {
+      const auto bytes = models::npy_bytes(running[i]);
+      outputs.write(directory + "/" + running_names[i] + "." + suffix + ".npy",
+                    {bytes.header, bytes.data});
+    }
+  }
+}
+
+// A batch norm's moving mean and variance when the folder has them (both, or neither: then
+// they stay at 0 and 1); a parameter folder saved without them still loads.
+void load_running_statistics(const std::string& directory, const models::Model& model, int layer,
+                             models::ParameterStore& parameters) {
+  const auto names = running_statistics_names(model, layer);
+  const auto running = parameters.mutable_running_statistics(layer);
+  std::size_t found = 0;
+  for (const auto& name : names) {
+    found += std::filesystem::exists(directory + "/" + name + ".final.npy") ||
+             std::filesystem::exists(directory + "/" + name + ".initial.npy");
+  }
+  if (found == 0)
+    return;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string path = parameter_file(directory, names[i], running[i].shape());
+    models::Tensor loaded;
+    try {
+      loaded = models::read_npy_f32(path);
+    } catch (const models::DataError& error) {
+      throw core::ConfigError(error.path(), "", error.problem());
+    }
+    if (loaded.shape() != running[i].shape())
+      throw core::ConfigError(path, "",
+                              "holds an array of shape " + models::shape_text(loaded.shape()) +
+                                  ", expected " + models::shape_text(running[i].shape()) + ", " +
+                                  parameter_text(names[i]));
+    models::round_to_dtype(loaded, model.dtype);
+    running[i] = std::move(loaded);
   }
 }
 
@@ -176,6 +225,7 @@ void load_parameters(const std::string& directory, const models::Model& model,
       models::round_to_dtype(loaded, model.dtype);
       values[i] = std::move(loaded);
     }
+    load_running_statistics(directory, model, layer, parameters);
   }
 }
 

@@ -69,8 +69,13 @@ Predictions correct_predictions(const models::Model& model,
 // ("kernel_1").
 std::vector<std::string> parameter_names(const models::Model& model, int layer);
 
-// "<layer>.<parameter>.<suffix>.npy" for every parameter tensor of the model: the files
-// save_parameters writes, for declaring them before a run.
+// "<layer>.moving_mean" and "<layer>.moving_variance" of a batch norm (Keras' names for its
+// running statistics); none for other layers.
+std::vector<std::string> running_statistics_names(const models::Model& model, int layer);
+
+// "<layer>.<parameter>.<suffix>.npy" for every parameter tensor of the model, and for a batch
+// norm's running statistics unless `suffix` is "gradient": the files save_parameters writes,
+// for declaring them before a run.
 std::vector<std::string> parameter_files(const models::Model& model, const std::string& suffix);
 
 // Writes every parameter tensor to `<directory>/<layer>.<parameter>.<suffix>.npy` in `outputs`,
@@ -80,7 +85,8 @@ void save_parameters(core::OutputSet& outputs, const std::string& directory,
                      const models::ParameterStore& parameters);
 
 // Reads `<layer>.<parameter>.final.npy`, or `.initial.npy` when there is no final one, for every
-// parameter tensor; throws core::ConfigError naming the file and the expected shape.
+// parameter tensor, and a batch norm's running statistics when the folder has them; throws
+// core::ConfigError naming the file and the expected shape.
 void load_parameters(const std::string& directory, const models::Model& model,
                      models::ParameterStore& parameters);
 

@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <span>
 
 #include "models/keras_import.hpp"
 #include "models/npy.hpp"
@@ -98,29 +100,43 @@ sim::RunSpec with_data(nlohmann::json& config, const ImportArgs& a) {
 
 using ImportedWeights = std::vector<std::pair<std::string, std::vector<models::Tensor>>>;
 
-// Declares and writes `<folder>/<layer>.<parameter>.initial.npy` for every imported tensor,
-// checking each against the shape the validated model gives it.
-void write_weights(const ImportedWeights& weights, const sim::RunSpec& spec,
-                   const std::string& folder, const std::string& source, core::OutputSet& outputs) {
-  const models::ParameterStore seeded(spec.model, sim::training_options(spec));
+// Declares and writes `<folder>/<name>.initial.npy` for each of one layer's tensors, checking
+// each against the shape the validated model gives it.
+void write_tensors(const std::string& id, const std::vector<std::string>& names,
+                   std::span<const models::Tensor> expected,
+                   const std::vector<models::Tensor>& tensors, const std::string& folder,
+                   const std::string& source, core::OutputSet& outputs) {
+  IPUSIM_CHECK(names.size() == tensors.size() && expected.size() == tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (expected[i].shape() != tensors[i].shape())
+      throw core::ConfigError(source, "",
+                              "the weights of layer '" + id + "' do not fit it: " + names[i] +
+                                  " is " + models::shape_text(tensors[i].shape()) +
+                                  " in the file and " + models::shape_text(expected[i].shape()) +
+                                  " in the imported model; nothing was written");
+    const std::string path = folder + "/" + names[i] + ".initial.npy";
+    outputs.add(path, "-o");
+    const auto bytes = models::npy_bytes(tensors[i]);
+    outputs.write(path, {bytes.header, bytes.data});
+  }
+}
+
+// Writes the imported parameters, and the batch norms' running statistics, as
+// `<folder>/<layer>.<parameter>.initial.npy`.
+void write_weights(const ImportedWeights& weights, const ImportedWeights& running,
+                   const sim::RunSpec& spec, const std::string& folder, const std::string& source,
+                   core::OutputSet& outputs) {
+  models::ParameterStore seeded(spec.model, sim::training_options(spec));
   outputs.add_folder(folder, "-o");
   for (const auto& [id, tensors] : weights) {
     const int layer = spec.model.index_of(id);
-    const auto names = sim::parameter_names(spec.model, layer);
-    const auto expected = seeded.parameters(layer);
-    IPUSIM_CHECK(names.size() == tensors.size() && expected.size() == tensors.size());
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      if (expected[i].shape() != tensors[i].shape())
-        throw core::ConfigError(source, "",
-                                "the weights of layer '" + id + "' do not fit it: " + names[i] +
-                                    " is " + models::shape_text(tensors[i].shape()) +
-                                    " in the file and " + models::shape_text(expected[i].shape()) +
-                                    " in the imported model; nothing was written");
-      const std::string path = folder + "/" + names[i] + ".initial.npy";
-      outputs.add(path, "-o");
-      const auto bytes = models::npy_bytes(tensors[i]);
-      outputs.write(path, {bytes.header, bytes.data});
-    }
+    write_tensors(id, sim::parameter_names(spec.model, layer), seeded.parameters(layer), tensors,
+                  folder, source, outputs);
+  }
+  for (const auto& [id, tensors] : running) {
+    const int layer = spec.model.index_of(id);
+    write_tensors(id, sim::running_statistics_names(spec.model, layer),
+                  seeded.mutable_running_statistics(layer), tensors, folder, source, outputs);
   }
 }
 
@@ -141,34 +157,63 @@ std::string keras_weights_path(const ImportArgs& a) {
   return std::filesystem::is_regular_file(beside) ? beside.string() : "";
 }
 
-// The arrays of a Keras weights file for each imported layer, in ipusim's order and shapes;
-// `ignored` gets the arrays no layer takes (batch-norm moving statistics among them).
-ImportedWeights keras_weights(const models::KerasImport& imported, const sim::RunSpec& spec,
-                              const std::string& npz, std::vector<std::string>& ignored) {
+// What a Keras weights file gives: each imported layer's parameters in ipusim's order and
+// shapes, the batch norms' moving statistics, and the arrays no layer takes.
+struct KerasWeightsFile {
+  ImportedWeights weights;
+  ImportedWeights running;
+  std::vector<std::string> ignored;
+};
+
+// The arrays of an .npz by Keras name, without tf.keras' ":0".
+std::map<std::string, models::Tensor> keras_arrays(const std::string& npz) {
   std::map<std::string, models::Tensor> arrays;
   for (auto& [name, tensor] : models::read_npz(npz, kMaxOnnxBytes)) {
     const bool tf_name = name.size() > 2 && name.substr(name.size() - 2) == ":0";
     arrays.insert_or_assign(tf_name ? name.substr(0, name.size() - 2) : name, std::move(tensor));
   }
-  const models::ParameterStore seeded(spec.model, sim::training_options(spec));
-  ImportedWeights weights;
+  return arrays;
+}
+
+KerasWeightsFile keras_weights(const models::KerasImport& imported, const sim::RunSpec& spec,
+                               const std::string& npz) {
+  auto arrays = keras_arrays(npz);
   std::vector<std::string> missing;
+  // Takes `<layer>/<name>` out of the arrays; records it as missing when absent.
+  auto take = [&](const std::string& layer, const std::string& name) {
+    const auto found = arrays.find(layer + "/" + name);
+    if (found == arrays.end()) {
+      missing.push_back(layer + "/" + name);
+      return std::optional<models::Tensor>();
+    }
+    auto tensor = std::make_optional(std::move(found->second));
+    arrays.erase(found);
+    return tensor;
+  };
+  const models::ParameterStore seeded(spec.model, sim::training_options(spec));
+  KerasWeightsFile file;
   for (const auto& layer : imported.weights) {
     const auto expected = seeded.parameters(spec.model.index_of(layer.layer));
     std::vector<models::Tensor> tensors;
     for (std::size_t i = 0; i < layer.names.size(); ++i) {
-      const auto found = arrays.find(layer.layer + "/" + layer.names[i]);
-      if (found == arrays.end()) {
-        missing.push_back(layer.layer + "/" + layer.names[i]);
-        continue;
-      }
-      models::Tensor tensor = std::move(found->second);
-      arrays.erase(found);
-      if (layer.merge_heads && tensor.elements() == expected[i].elements())
-        tensor = std::move(tensor).reshaped(expected[i].shape());
-      tensors.push_back(std::move(tensor));
+      auto tensor = take(layer.layer, layer.names[i]);
+      if (tensor && layer.merge_heads && tensor->elements() == expected[i].elements())
+        tensor = std::move(*tensor).reshaped(expected[i].shape());
+      if (tensor)
+        tensors.push_back(std::move(*tensor));
     }
-    weights.emplace_back(layer.layer, std::move(tensors));
+    file.weights.emplace_back(layer.layer, std::move(tensors));
+    // Moving statistics are optional: without them they start at 0 and 1.
+    const bool has_running =
+        std::any_of(layer.running.begin(), layer.running.end(),
+                    [&](const auto& n) { return arrays.contains(layer.layer + "/" + n); });
+    std::vector<models::Tensor> running;
+    for (const auto& name : has_running ? layer.running : std::vector<std::string>{}) {
+      if (auto tensor = take(layer.layer, name))
+        running.push_back(std::move(*tensor));
+    }
+    if (running.size() == 2)
+      file.running.emplace_back(layer.layer, std::move(running));
   }
   if (!missing.empty())
     throw core::ConfigError(npz, "",
@@ -176,8 +221,8 @@ ImportedWeights keras_weights(const models::KerasImport& imported, const sim::Ru
                                 "; name them <layer>/<weight> as Keras 3's w.path does, or "
                                 "<layer>/<weight>:0 as tf.keras' w.name does");
   for (const auto& [name, tensor] : arrays)
-    ignored.push_back(name);
-  return weights;
+    file.ignored.push_back(name);
+  return file;
 }
 
 void import_keras_file(const ImportArgs& a, std::ostream& out) {
@@ -194,10 +239,13 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
       config_of(model, "Keras " + imported.keras_version + ", " + imported.keras_class, a);
   const auto spec = with_data(config, a);
   const auto moving = models::check_keras_model(imported, spec.model, a.model_path);
-  std::vector<std::string> ignored;
   const std::string folder = (config_path.parent_path() / folder_name).string();
-  if (!npz.empty())
-    write_weights(keras_weights(imported, spec, npz, ignored), spec, folder, npz, outputs);
+  KerasWeightsFile weights;
+  if (!npz.empty()) {
+    weights = keras_weights(imported, spec, npz);
+    write_weights(weights.weights, weights.running, spec, folder, npz, outputs);
+  }
+  const auto& ignored = weights.ignored;
   outputs.write(a.output, config.dump(2) + "\n");
   outputs.commit();
   out << "imported " << spec.model.name << " (" << imported.keras_class << ", Keras "
@@ -210,15 +258,14 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
   out << "\n";
   if (!ignored.empty())
     out << "not imported from " << npz << ": " << listed(ignored)
-        << " (no ipusim parameter takes them; ipusim's batch-norm running statistics start at 0 "
-           "and 1)\n";
+        << " (no layer of the model takes them)\n";
 }
 
 std::string running_statistics(std::int64_t elements) {
   if (elements == 0)
     return "";
   return ", of which " + sim::with_commas(elements) +
-         " are batch-norm running statistics, which ipusim starts at 0 and 1";
+         " are batch-norm running statistics, imported as such";
 }
 
 void import_onnx_file(const ImportArgs& a, std::ostream& out) {
@@ -232,7 +279,7 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
   auto config = config_of(model, "ONNX, " + imported.producer, a);
   const auto spec = with_data(config, a);
   const std::string folder = (config_path.parent_path() / folder_name).string();
-  write_weights(imported.weights, spec, folder, a.model_path, outputs);
+  write_weights(imported.weights, imported.running_statistics, spec, folder, a.model_path, outputs);
   outputs.write(a.output, config.dump(2) + "\n");
   outputs.commit();
   out << "imported " << spec.model.name << " (ONNX, " << imported.producer << ") from "

@@ -99,8 +99,9 @@ def branches(path):
         helper.make_node("Gemm", ["f", "w", "b"], ["logits"], name="fc", transB=1),
         helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
     ]
-    statistics = [numpy_helper.from_array(np.zeros(4, np.float32), "bn_mean"),
-                  numpy_helper.from_array(np.ones(4, np.float32), "bn_var")]
+    statistics = [numpy_helper.from_array((0.1 * RNG.standard_normal(4)).astype(np.float32),
+                                          "bn_mean"),
+                  numpy_helper.from_array((1 + RNG.random(4)).astype(np.float32), "bn_var")]
     graph = helper.make_graph(
         nodes, "onnx_branches",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 28, 28])],
@@ -359,8 +360,8 @@ def check_model(folder, name, make, logits_of, to_onnx_layout, running=0):
     config = os.path.join(folder, name + ".json")
     out = run("import", source, "-o", config).stdout
     expected = f"parameters ({in_file:,} in the file's initializers" + (
-        f", of which {running:,} are batch-norm running statistics, which ipusim starts at 0 "
-        "and 1)" if running else ")")
+        f", of which {running:,} are batch-norm running statistics, imported as such)"
+        if running else ")")
     if f" {parameters:,} parameters" not in out or expected not in out:
         sys.exit(f"{name}: expected {parameters:,} parameters, ipusim says: {out}")
     saved = os.path.join(folder, name + "_run")
@@ -374,6 +375,28 @@ def check_model(folder, name, make, logits_of, to_onnx_layout, running=0):
         sys.exit(f"{name}: first loss {ipusim_loss} in ipusim, {numpy_loss} in numpy")
     print(f"{name}: {parameters:,} parameters, first loss {ipusim_loss:.6f} (numpy "
           f"{numpy_loss:.6f})")
+    return weights, saved
+
+
+def check_running_statistics(weights, saved):
+    """The batch norm starts from the file's running mean and variance, and the step's four
+    micro-batches fold in their statistics in order with ONNX's default momentum 0.9."""
+    inputs = np.load(os.path.join(saved, "inputs.npy")).astype(np.float64).transpose(0, 3, 1, 2)
+    mean, variance = weights["bn_mean"].astype(np.float64), weights["bn_var"].astype(np.float64)
+    for name, expected in [("moving_mean", mean), ("moving_variance", variance)]:
+        start = np.load(os.path.join(saved, f"norm_a.{name}.initial.npy"))
+        if not np.array_equal(start, expected.astype(np.float32)):
+            sys.exit(f"norm_a.{name} starts at {start}, the file has {expected}")
+    for m in range(4):
+        y = conv(inputs[m * MICRO_BATCH:(m + 1) * MICRO_BATCH], weights["ka"], weights["ca"], 1)
+        mean = 0.9 * mean + 0.1 * y.mean(axis=(0, 2, 3))
+        variance = 0.9 * variance + 0.1 * y.var(axis=(0, 2, 3))
+    for name, expected in [("moving_mean", mean), ("moving_variance", variance)]:
+        final = np.load(os.path.join(saved, f"norm_a.{name}.final.npy"))
+        if np.abs(final - expected).max() > 1e-5 * (1 + np.abs(expected).max()):
+            sys.exit(f"norm_a.{name} after a step: {final} in ipusim, {expected} in numpy")
+    print("branches: the batch norm starts from the file's running statistics and updates them "
+          "as numpy does over four micro-batches")
 
 
 def check_pipelined(folder):
@@ -473,8 +496,8 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         check_model(folder, "mlp", mlp, mlp_logits, lambda x: x)
         check_model(folder, "cnn", cnn, cnn_logits, lambda x: x.transpose(0, 3, 1, 2))
-        check_model(folder, "branches", branches, branches_logits,
-                    lambda x: x.transpose(0, 3, 1, 2), running=8)
+        check_running_statistics(*check_model(folder, "branches", branches, branches_logits,
+                                              lambda x: x.transpose(0, 3, 1, 2), running=8))
         check_model(folder, "transformer", transformer, transformer_logits,
                     lambda x: x.astype(np.int64))
         check_pipelined(folder)
