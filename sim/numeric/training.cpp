@@ -172,59 +172,46 @@ void save_parameters(core::OutputSet& outputs, const std::string& directory,
   }
 }
 
-// A batch norm's moving mean and variance when the folder has them (both, or neither: then
-// they stay at 0 and 1); a parameter folder saved without them still loads.
-void load_running_statistics(const std::string& directory, const models::Model& model, int layer,
-                             models::ParameterStore& parameters) {
-  const auto names = running_statistics_names(model, layer);
-  const auto running = parameters.mutable_running_statistics(layer);
-  std::size_t found = 0;
-  for (const auto& name : names) {
-    found += std::filesystem::exists(directory + "/" + name + ".final.npy") ||
-             std::filesystem::exists(directory + "/" + name + ".initial.npy");
-  }
-  if (found == 0)
-    return;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string path = parameter_file(directory, names[i], running[i].shape());
+// Replaces `values` by the files of `names` in `directory`, checking each file's shape.
+void load_tensors(const std::string& directory, const std::vector<std::string>& names,
+                  std::span<models::Tensor> values, models::DType dtype) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::string path = parameter_file(directory, names[i], values[i].shape());
     models::Tensor loaded;
     try {
       loaded = models::read_npy_f32(path);
     } catch (const models::DataError& error) {
       throw core::ConfigError(error.path(), "", error.problem());
     }
-    if (loaded.shape() != running[i].shape())
+    if (loaded.shape() != values[i].shape()) {
       throw core::ConfigError(path, "",
                               "holds an array of shape " + models::shape_text(loaded.shape()) +
-                                  ", expected " + models::shape_text(running[i].shape()) + ", " +
+                                  ", expected " + models::shape_text(values[i].shape()) + ", " +
                                   parameter_text(names[i]));
-    models::round_to_dtype(loaded, model.dtype);
-    running[i] = std::move(loaded);
+    }
+    models::round_to_dtype(loaded, dtype);
+    values[i] = std::move(loaded);
   }
+}
+
+// A batch norm's moving mean and variance when the folder has either (then both must be
+// there); without them they stay at 0 and 1, so a folder saved without them still loads.
+void load_running_statistics(const std::string& directory, const models::Model& model, int layer,
+                             models::ParameterStore& parameters) {
+  const auto names = running_statistics_names(model, layer);
+  const bool any = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+    return std::filesystem::exists(directory + "/" + name + ".final.npy") ||
+           std::filesystem::exists(directory + "/" + name + ".initial.npy");
+  });
+  if (any)
+    load_tensors(directory, names, parameters.mutable_running_statistics(layer), model.dtype);
 }
 
 void load_parameters(const std::string& directory, const models::Model& model,
                      models::ParameterStore& parameters) {
   for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
-    const std::vector<std::string> names = parameter_names(model, layer);
-    const auto values = parameters.mutable_parameters(layer);
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const std::string path = parameter_file(directory, names[i], values[i].shape());
-      models::Tensor loaded;
-      try {
-        loaded = models::read_npy_f32(path);
-      } catch (const models::DataError& error) {
-        throw core::ConfigError(error.path(), "", error.problem());
-      }
-      if (loaded.shape() != values[i].shape()) {
-        throw core::ConfigError(path, "",
-                                "holds an array of shape " + models::shape_text(loaded.shape()) +
-                                    ", expected " + models::shape_text(values[i].shape()) + ", " +
-                                    parameter_text(names[i]));
-      }
-      models::round_to_dtype(loaded, model.dtype);
-      values[i] = std::move(loaded);
-    }
+    load_tensors(directory, parameter_names(model, layer), parameters.mutable_parameters(layer),
+                 model.dtype);
     load_running_statistics(directory, model, layer, parameters);
   }
 }
