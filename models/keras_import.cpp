@@ -68,6 +68,13 @@ std::vector<std::string> inbound_names(const json& layer) {
   return unique;
 }
 
+// A JSON library error without its "[json.exception.out_of_range.403] " prefix.
+std::string without_prefix(const json::exception& e) {
+  const std::string what = e.what();
+  const auto end = what.find("] ");
+  return end == std::string::npos ? what : what.substr(end + 2);
+}
+
 std::vector<KerasLayer> read_layers(const json& keras, const std::string& path) {
   const auto fail = [&](const std::string& pointer, const std::string& why) {
     throw core::ConfigError(path, pointer, why);
@@ -86,10 +93,14 @@ std::vector<KerasLayer> read_layers(const json& keras, const std::string& path) 
     const std::string pointer = "/config/layers/" + std::to_string(i);
     if (!layer.is_object() || !layer.contains("class_name") || !layer.contains("config"))
       fail(pointer, "expected a layer with \"class_name\" and \"config\"");
-    KerasLayer l{layer.at("class_name").get<std::string>(), "", layer.at("config"),
-                 inbound_names(layer), pointer};
-    l.name = layer.value("name", l.config.value("name", "layer" + std::to_string(i)));
-    out.push_back(std::move(l));
+    try {
+      KerasLayer l{layer.at("class_name").get<std::string>(), "", layer.at("config"),
+                   inbound_names(layer), pointer};
+      l.name = layer.value("name", l.config.value("name", "layer" + std::to_string(i)));
+      out.push_back(std::move(l));
+    } catch (const json::exception& e) {
+      fail(pointer, "expected a layer as Keras writes it (" + without_prefix(e) + ")");
+    }
   }
   return out;
 }
@@ -336,9 +347,7 @@ class Converter {
   std::map<std::string, std::string> aliases_;
 };
 
-}  // namespace
-
-KerasImport import_keras(const json& keras, const std::string& path) {
+KerasImport import_keras_model(const json& keras, const std::string& path) {
   KerasImport out;
   const auto layers = read_layers(keras, path);
   out.keras_class = keras.at("class_name").get<std::string>();
@@ -367,8 +376,14 @@ KerasImport import_keras(const json& keras, const std::string& path) {
         path, "/config/layers",
         "the model has " + std::to_string(inputs) + " inputs; an ipusim model has one");
   Converter converter(out, *shape);
-  for (std::size_t i = 0; i < layers.size(); ++i)
-    converter.convert(layers[i], i + 1 == layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    try {
+      converter.convert(layers[i], i + 1 == layers.size());
+    } catch (const json::exception& e) {
+      converter.problems.add(layers[i],
+                             "its config is not as Keras writes it: " + without_prefix(e));
+    }
+  }
   converter.finish();
   converter.resolve_aliases();
   if (!converter.problems.items.empty()) {
@@ -382,6 +397,18 @@ KerasImport import_keras(const json& keras, const std::string& path) {
                {"input", {{"shape", *shape}, {"dtype", "fp32"}}},
                {"layers", converter.layers()}};
   return out;
+}
+
+}  // namespace
+
+KerasImport import_keras(const json& keras, const std::string& path) {
+  try {
+    return import_keras_model(keras, path);
+  } catch (const json::exception& e) {
+    throw core::ConfigError(
+        path, "",
+        "expected a Keras model as model.to_json() writes it (" + without_prefix(e) + ")");
+  }
 }
 
 std::int64_t check_keras_model(const KerasImport& imported, const Model& model,

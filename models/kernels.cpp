@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "models/eigen_blocking.hpp"
 #include "models/kernels_internal.hpp"
 #include "sim/core/error.hpp"
 
@@ -23,6 +24,7 @@ bool has_kernel(LayerType type) {
 
 std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>& input_shapes,
                                     DType dtype, std::uint64_t seed) {
+  pin_eigen_blocking();
   switch (layer.type) {
     case LayerType::kDense:
       return detail::make_dense(layer, input_shapes, dtype);

@@ -165,7 +165,8 @@ void one_stage_per_ipu(const std::string& name, const PipelineShape& shape) {
   if (!shared.empty())
     throw ScheduleError(ScheduleOption::kDeviceMapping,
                         "the " + name + " schedule runs one stage per IPU, but " + shared +
-                            " (interleaved_1f1b runs several stages per IPU)");
+                            " (grouped and sequential run several stages on one IPU, and so does "
+                            "interleaved_1f1b with stage k on IPU k mod the IPU count)");
 }
 
 void virtual_stages(const std::string&, const PipelineShape& shape) {

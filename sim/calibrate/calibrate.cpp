@@ -7,6 +7,7 @@
 
 #include <Eigen/QR>
 
+#include "models/eigen_blocking.hpp"
 #include "sim/calibrate/fit_model.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
@@ -97,6 +98,7 @@ std::vector<int> nonzero_columns(const Eigen::MatrixXd& a, const std::vector<boo
 // a column-pivoting QR that leaves out the columns past its rank (they do not move).
 Eigen::VectorXd damped_step(const Eigen::MatrixXd& a, const Eigen::VectorXd& r,
                             const std::vector<bool>& open, double lambda) {
+  models::pin_eigen_blocking();
   Eigen::VectorXd step = Eigen::VectorXd::Zero(kParameterCount);
   const auto columns = nonzero_columns(a, open);
   if (columns.empty())
@@ -189,6 +191,7 @@ Iterate fit(const Problem& problem, Iterate current, const std::vector<bool>& fi
 // Parameters no measurement depends on, and those whose effect the others' can make up: the
 // columns of the scaled Jacobian that are zero, or past the rank of its pivoting QR.
 std::vector<FitStatus> classify(const Eigen::MatrixXd& a) {
+  models::pin_eigen_blocking();
   std::vector<FitStatus> status(kParameterCount, FitStatus::kFitted);
   const auto columns = nonzero_columns(a, std::vector<bool>(kParameterCount, true));
   for (int p = 0; p < kParameterCount; ++p) {

@@ -150,3 +150,23 @@ TEST_CASE("a Keras import refuses what is not a one-input Keras model, saying wh
         "its input is 32 wide; ipusim's attention splits the input width among the "
         "heads");
 }
+
+TEST_CASE("a Keras layer whose config lacks a key or has one of another type is listed") {
+  json model = embedding_model({{"name", "embed"}, {"input_dim", 100}, {"outputdim", 8}});
+  model["config"]["layers"][3]["config"]["activation"] = 7;
+  CHECK(import_error(model) ==
+        "model.json: cannot import 2 layer(s), so nothing was written:\n"
+        "  'embed' (Embedding) at /config/layers/1: its config is not as Keras writes it: key "
+        "'output_dim' not found\n"
+        "  'out' (Dense) at /config/layers/3: its config is not as Keras writes it: type must be "
+        "string, but is number");
+  model["config"]["layers"][2]["class_name"] = 3;
+  CHECK(import_error(model) ==
+        "model.json: at /config/layers/2: expected a layer as Keras writes it (type must be "
+        "string, but is number)");
+  model["keras_version"] = 3;
+  model["config"]["layers"][2]["class_name"] = "Flatten";
+  CHECK(import_error(model) ==
+        "model.json: expected a Keras model as model.to_json() writes it (type must be "
+        "string, but is number)");
+}

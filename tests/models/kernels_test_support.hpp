@@ -99,12 +99,28 @@ inline std::vector<const Tensor*> pointers(const std::vector<Tensor>& tensors) {
   return result;
 }
 
-// Central differences of fp32 forwards: with h = 1e-2 the rounding noise of the objective
-// (~1e-6) gives ~5e-5 and the truncation error h^2 f'''/6 stays below ~2e-5, so an analytic
-// gradient within 1e-3 + 1e-3 |numeric| is right; a wrong one is off by O(1). Inputs stay
-// further than h from the kinks of relu and max pooling.
-inline constexpr double kStep = 1e-2;
-inline constexpr double kTolerance = 1e-3;
+// How finely a gradient is checked against central differences of the fp32 forward.
+struct Differences {
+  double step;
+  double tolerance;  // |analytic - numeric| <= tolerance (1 + |numeric|)
+};
+
+// fp32: with h = 1e-2 the rounding noise of the objective (~1e-6) gives ~5e-5 and the
+// truncation error h^2 f'''/6 stays below ~2e-5, so an analytic gradient within
+// 1e-3 + 1e-3 |numeric| is right; a wrong one is off by O(1). Inputs stay further than h from
+// the kinks of relu and max pooling.
+inline constexpr Differences kFp32Differences{1e-2, 1e-3};
+
+// fp16: the analytic gradients come from the fp16 kernel, whose saved tensors and gradients
+// are rounded to binary16 (relative error 2^-11 each), and the differences from the fp32
+// forward at the same binary16 inputs and parameters, so they measure the true gradient. The
+// largest error over the fp16 cases is 1.1e-3 (1 + |numeric|); 5e-3 fails a tanh derivative
+// off by 5%.
+inline constexpr Differences kFp16Differences{1e-2, 5e-3};
+
+inline const Differences& differences_for(DType dtype) {
+  return dtype == DType::kFp16 ? kFp16Differences : kFp32Differences;
+}
 
 // The objective sum(output * probe), whose gradient with respect to the output is `probe`.
 inline double objective(const Kernel& kernel, const std::vector<Tensor>& inputs,
@@ -120,34 +136,42 @@ inline double objective(const Kernel& kernel, const std::vector<Tensor>& inputs,
 // Compares d(objective)/d(values[i]) by central differences with `analytic` for every i.
 template <typename Objective>
 void check_against_differences(Tensor& values, const Tensor& analytic, Objective evaluate,
-                               const std::string& what) {
+                               const std::string& what,
+                               const Differences& differences = kFp32Differences) {
   REQUIRE(analytic.shape() == values.shape());
+  const double h = differences.step;
   for (std::int64_t i = 0; i < values.elements(); ++i) {
     const float original = values[i];
-    values[i] = static_cast<float>(original + kStep);
+    values[i] = static_cast<float>(original + h);
     const double plus = evaluate();
-    values[i] = static_cast<float>(original - kStep);
+    values[i] = static_cast<float>(original - h);
     const double minus = evaluate();
     values[i] = original;
-    const double numeric = (plus - minus) / (2 * kStep);
+    const double numeric = (plus - minus) / (2 * h);
     INFO(what << " element " << i);
-    CHECK(std::abs(analytic[i] - numeric) <= kTolerance + kTolerance * std::abs(numeric));
+    CHECK(std::abs(analytic[i] - numeric) <=
+          differences.tolerance + differences.tolerance * std::abs(numeric));
   }
 }
 
 // Checks the gradients of the first `differentiable` inputs (all by default; token ids and
 // masks take none) and of every parameter of `layer` (random, bias included) against central
-// differences.
+// differences of the fp32 forward; in fp16 the inputs and parameters are first rounded to
+// binary16, as a fp16 pipeline holds them.
 inline void check_gradients(const Layer& layer, std::vector<Tensor> inputs,
                             const std::vector<int>& labels = {},
-                            std::size_t differentiable = SIZE_MAX) {
+                            std::size_t differentiable = SIZE_MAX, DType dtype = DType::kFp32) {
   std::vector<Shape> shapes;
   for (const Tensor& input : inputs)
     shapes.push_back(input.sample_shape());
-  const auto kernel = make_kernel(layer, shapes, DType::kFp32, 7);
+  const auto kernel = make_kernel(layer, shapes, dtype, 7);
   std::vector<Tensor> params;
   for (const ParameterSpec& spec : kernel->parameters())
     params.push_back(random_tensor(spec.shape, 100 + params.size()));
+  for (Tensor& tensor : inputs)
+    round_to_dtype(tensor, dtype);
+  for (Tensor& tensor : params)
+    round_to_dtype(tensor, dtype);
   const ForwardContext context{0, 0, labels};
   const ForwardResult forward = kernel->forward(pointers(inputs), params, context);
   const Tensor probe = random_tensor(forward.output.shape(), 99);
@@ -155,12 +179,15 @@ inline void check_gradients(const Layer& layer, std::vector<Tensor> inputs,
   const std::vector<Tensor> gradients =
       kernel->backward(probe, forward.saved, params, accumulators);
   REQUIRE(gradients.size() == inputs.size());
-  const auto evaluate = [&] { return objective(*kernel, inputs, params, probe, context); };
+  const auto exact = make_kernel(layer, shapes, DType::kFp32, 7);
+  const auto evaluate = [&] { return objective(*exact, inputs, params, probe, context); };
+  const Differences& differences = differences_for(dtype);
   for (std::size_t k = 0; k < std::min(differentiable, inputs.size()); ++k)
-    check_against_differences(inputs[k], gradients[k], evaluate, "input " + std::to_string(k));
+    check_against_differences(inputs[k], gradients[k], evaluate, "input " + std::to_string(k),
+                              differences);
   for (std::size_t p = 0; p < params.size(); ++p) {
     check_against_differences(params[p], accumulators[p].sum(), evaluate,
-                              "parameter " + std::to_string(p));
+                              "parameter " + std::to_string(p), differences);
   }
 }
 

@@ -323,6 +323,31 @@ Layer lookup(std::int64_t vocab, std::int64_t hidden, std::int64_t sequence) {
   return layer;
 }
 
+TEST_CASE("plain lookup gradients match central differences in fp32 and fp16") {
+  for (const DType dtype : {DType::kFp32, DType::kFp16}) {
+    INFO(dtype_name(dtype));
+    check_gradients(lookup(5, 4, 3), {values({2, 3}, {0, 4, 2, 2, 2, 1})}, {}, 0, dtype);
+  }
+}
+
+TEST_CASE("fp16 gradients of the transformer kernels match central differences") {
+  constexpr DType kFp16 = DType::kFp16;
+  check_gradients(layer_norm(), {random_tensor({2, 5}, 1)}, {}, SIZE_MAX, kFp16);
+  check_gradients(make_layer(LayerType::kSoftmax), {random_tensor({2, 3, 4}, 4)}, {}, SIZE_MAX,
+                  kFp16);
+  check_gradients(make_layer(LayerType::kTanh), {random_tensor({2, 7}, 5)}, {}, SIZE_MAX, kFp16);
+  check_gradients(batch_norm(), {random_tensor({3, 4}, 7)}, {}, SIZE_MAX, kFp16);
+  check_gradients(attention(2), {random_tensor({2, 3, 4}, 9)}, {}, SIZE_MAX, kFp16);
+  check_gradients(attention(1, 0.3), {random_tensor({2, 3, 4}, 10)}, {}, SIZE_MAX, kFp16);
+  check_gradients(attention(2), {random_tensor({2, 3, 4}, 11), values({2, 3}, {1, 1, 0, 1, 0, 1})},
+                  {}, 1, kFp16);
+  check_gradients(encoder(3, 4, 2, 6, 0.0), {random_tensor({2, 3, 4}, 14)}, {}, SIZE_MAX, kFp16);
+  check_gradients(encoder(3, 4, 1, 5, 0.2), {random_tensor({2, 3, 4}, 15)}, {}, SIZE_MAX, kFp16);
+  check_gradients(embedding(5, 4, 3, 2),
+                  {values({2, 3}, {1, 3, 0, 4, 4, 2}), values({2, 3}, {0, 0, 1, 0, 1, 1})}, {}, 0,
+                  kFp16);
+}
+
 TEST_CASE("a plain lookup returns the word rows and scatter-adds their gradients") {
   const auto kernel = kernel_for(lookup(4, 2, 3), {{3}});
   REQUIRE(kernel->parameters().size() == 1);

@@ -147,7 +147,8 @@ TEST_CASE("gpu schedules other than interleaved_1f1b run one stage per IPU") {
   CHECK(error.option() == ScheduleOption::kDeviceMapping);
   CHECK(std::string(error.what()) ==
         "the 1f1b schedule runs one stage per IPU, but stages 0 and 2 are both on IPU 0 "
-        "(interleaved_1f1b runs several stages per IPU)");
+        "(grouped and sequential run several stages on one IPU, and so does interleaved_1f1b with "
+        "stage k on IPU k mod the IPU count)");
 }
 
 TEST_CASE("interleaved_1f1b needs stage k on IPU k mod P and M a multiple of P") {
