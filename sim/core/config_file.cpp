@@ -348,4 +348,8 @@ const nlohmann::json& ConfigDocument::json() const {
   return state_->value;
 }
 
+void check_config_readable(const std::string& path) {
+  read_text(path, "", "");
+}
+
 }  // namespace ipusim::core

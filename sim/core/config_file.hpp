@@ -55,6 +55,10 @@ class ConfigDocument {
   std::shared_ptr<const State> state_;
 };
 
+// Throws the ConfigError load() would for a file it cannot read (missing, a folder, too large):
+// commands that list invalid configs and go on still stop at a file that is not there.
+void check_config_readable(const std::string& path);
+
 // A dotted or pointer path as a JSON pointer string.
 std::string to_json_pointer(const std::string& path);
 

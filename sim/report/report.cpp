@@ -50,6 +50,14 @@ std::string header(const RunReport& r) {
   return out;
 }
 
+// The phases a table shows: an inference pass has no weight update.
+std::vector<schedules::Phase> shown_phases(const RunReport& r) {
+  std::vector<schedules::Phase> phases(schedules::kPhases.begin(), schedules::kPhases.end());
+  if (!r.spec->pipeline.training)
+    std::erase(phases, schedules::Phase::kWeightUpdate);
+  return phases;
+}
+
 std::string timing(const RunReport& r) {
   const auto& p = r.spec->pipeline;
   const double clock = r.spec->hardware.clock_hz;
@@ -69,7 +77,7 @@ std::string timing(const RunReport& r) {
            cycles_and_time(r.run_cycles, clock) + " per run\n";
   }
   std::vector<std::vector<std::string>> rows = {{"Phase", "Cycles", "Time", "Share of step"}};
-  for (const auto phase : schedules::kPhases) {
+  for (const auto phase : shown_phases(r)) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
     rows.push_back({std::string(schedules::to_string(phase)), with_commas(cycles),
                     fixed(double(cycles) / clock * 1e3, 4) + " ms",
@@ -84,8 +92,9 @@ std::string timing(const RunReport& r) {
 }
 
 std::string utilisation(const RunReport& r) {
+  const auto phases = shown_phases(r);
   std::vector<std::string> heading = {"IPU", "Utilisation"};
-  for (const auto phase : schedules::kPhases)
+  for (const auto phase : phases)
     heading.push_back(schedules::phase_heading(phase));
   heading.insert(heading.end(), {"Busy cycles", "Host link"});
   std::vector<std::vector<std::string>> rows = {heading};
@@ -93,7 +102,7 @@ std::string utilisation(const RunReport& r) {
     const auto& ipu = r.replay.ipus[i];
     std::vector<std::string> row = {
         std::to_string(i), percent(share(double(ipu.busy_cycles), double(r.replay.step_cycles)))};
-    for (const auto phase : schedules::kPhases) {
+    for (const auto phase : phases) {
       row.push_back(percent(share(double(ipu.busy_in_phase[schedules::index(phase)]),
                                   double(r.replay.phase_cycles[schedules::index(phase)]))));
     }
@@ -102,7 +111,7 @@ std::string utilisation(const RunReport& r) {
     rows.push_back(row);
   }
   std::string out = "\nUtilisation per IPU (compute busy / phase length)\n" +
-                    render_table(rows, {true, true, true, true, true, true, true, true});
+                    render_table(rows, std::vector<bool>(heading.size(), true));
   for (const auto& link : r.replay.links) {
     out += "IPU-Link IPU" + std::to_string(link.from_ipu) + " -> IPU" +
            std::to_string(link.to_ipu) + " (physical IPU" + std::to_string(link.from_physical) +

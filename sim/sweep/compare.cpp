@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"
@@ -158,6 +159,9 @@ std::vector<Row> timing_rows(const std::vector<const CompareRun*>& ran) {
   }));
   for (const auto phase : schedules::kPhases) {
     rows.push_back(table_row(schedules::phase_heading(phase), ran, [phase](const CompareRun& r) {
+      // An inference pass has no weight update.
+      if (phase == schedules::Phase::kWeightUpdate && !r.report->spec->pipeline.training)
+        return std::string("none (inference)");
       return cycles(r.metrics->phase_cycles[schedules::index(phase)]);
     }));
   }
@@ -302,6 +306,8 @@ std::string comparison_html(const std::vector<CompareRun>& runs) {
 }  // namespace
 
 std::string compare(const CompareRequest& request, core::OutputSet& outputs) {
+  for (const auto& config : request.configs)
+    core::check_config_readable(config);
   auto runs = plan_runs(request);
   for (auto& run : runs)
     simulate_run(run, request);

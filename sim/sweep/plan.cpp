@@ -1,5 +1,6 @@
 #include "sim/sweep/plan.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "sim/core/error.hpp"
@@ -79,19 +80,24 @@ SweepShard slurm_shard(const EnvironmentLookup& environment) {
         "SLURM_ARRAY_TASK_ID is not set to a number: run inside a Slurm array job "
         "(sbatch --array=0-3 ...) or give the slice as I/N");
   const std::size_t min = number("SLURM_ARRAY_TASK_MIN").value_or(0);
+  const auto max = number("SLURM_ARRAY_TASK_MAX");
+  const std::size_t step = std::max<std::size_t>(1, number("SLURM_ARRAY_TASK_STEP").value_or(1));
   auto count = number("SLURM_ARRAY_TASK_COUNT");
-  if (!count) {
-    const auto max = number("SLURM_ARRAY_TASK_MAX");
-    if (max && *max >= min)
-      count = *max - min + 1;
-  }
+  if (!count && max && *max >= min)
+    count = (*max - min) / step + 1;
   if (!count)
     return fail("neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX is set to a number");
-  if (*id < min || *id - min >= *count || *count > 1000000)
+  const std::string array = std::to_string(*count) + " tasks from " + std::to_string(min) +
+                            (step > 1 ? " in steps of " + std::to_string(step) : "");
+  // A list such as --array=1,5,6 has no step that maps its IDs onto slices.
+  if (max && *max >= min && (*max - min) / step + 1 != *count)
+    return fail("the array's task IDs are a list, not a range MIN-MAX[:STEP] (" +
+                std::to_string(*count) + " tasks from " + std::to_string(min) + " to " +
+                std::to_string(*max) + "); give the slice as I/N");
+  if (*id < min || (*id - min) % step != 0 || (*id - min) / step >= *count || *count > 1000000)
     return fail("SLURM_ARRAY_TASK_ID " + std::to_string(*id) + " is not one of the array's " +
-                std::to_string(*count) + " tasks from " + std::to_string(min) +
-                "; give the slice as I/N");
-  return {int(*id - min + 1), int(*count)};
+                array + "; give the slice as I/N");
+  return {int((*id - min) / step + 1), int(*count)};
 }
 
 }  // namespace

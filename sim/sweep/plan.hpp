@@ -38,9 +38,10 @@ struct SweepShard {
 using EnvironmentLookup = std::function<std::optional<std::string>(const std::string&)>;
 
 // Reads "i/n" with 1 <= i <= n, or "auto": the slice of a Slurm array job, from
-// SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (else SLURM_ARRAY_TASK_MIN..MAX), so that
-// task k of an array --array=MIN-MAX runs slice k - MIN + 1. Anything else, or "auto" outside
-// an array job, is a core::ConfigError naming --shard. The one-argument form reads the process
+// SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (else SLURM_ARRAY_TASK_MIN..MAX) and
+// SLURM_ARRAY_TASK_STEP, so that task k of an array --array=MIN-MAX:STEP runs slice
+// (k - MIN) / STEP + 1. Anything else, an array given as a list of IDs, or "auto" outside an
+// array job, is a core::ConfigError naming --shard. The one-argument form reads the process
 // environment.
 SweepShard parse_shard(const std::string& text, const EnvironmentLookup& environment);
 SweepShard parse_shard(const std::string& text);

@@ -14,6 +14,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"
+#include "sim/sweep/sweep_summary.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -347,47 +348,6 @@ void gather_rows(const SweepFile& existing, std::map<std::size_t, SweepRun> done
     summary.rows.push_back(std::move(typed));
 }
 
-// --- The summary --------------------------------------------------------------------------
-
-// "fastest: KEY: ..." for the run with the highest throughput that fits in memory, or nothing.
-std::string fastest_text(const SweepPlan& plan, const std::vector<SweepRun>& rows) {
-  std::vector<const SweepRun*> ran;
-  std::vector<const RunMetrics*> metrics;
-  for (const auto& row : rows) {
-    if (row.metrics) {
-      ran.push_back(&row);
-      metrics.push_back(&*row.metrics);
-    }
-  }
-  const auto order = fastest_first(metrics);
-  if (order.empty())
-    return "";
-  const SweepRun& best = *ran[order.front()];
-  const RunMetrics& m = *best.metrics;
-  return "fastest: " + plan.key(best.run) + ": " + with_commas(std::llround(m.throughput)) +
-         " samples/s, step " + with_commas(m.step_cycles) + " cycles (" +
-         fixed(m.step_seconds * 1e3, 4) + " ms), ramp overhead " + percent(m.ramp_overhead) + "\n";
-}
-
-std::string summary_text(const SweepRequest& request, const SweepPlan& plan,
-                         const SweepSummary& summary) {
-  std::size_t invalid = 0;
-  std::size_t out_of_memory = 0;
-  for (const auto& row : summary.rows) {
-    invalid += !row.error.empty();
-    out_of_memory += row.metrics && !row.metrics->fits_in_memory;
-  }
-  std::string out =
-      "ipusim sweep: " + request.config_path + ", " + with_commas(summary.runs) + " runs";
-  if (request.shard != "1/1")
-    out += " (shard " + request.shard + " of " + with_commas(plan.size()) + " runs)";
-  out += "\n" + with_commas(summary.written) + " simulated, " + with_commas(summary.skipped) +
-         " already in " + request.csv_path + "; " + with_commas(invalid) +
-         " invalid (see the error column), " + with_commas(out_of_memory) + " out of memory\n";
-  return out + fastest_text(plan, summary.rows) + "wrote " + request.csv_path +
-         " (one row per run, sorted by run)\n";
-}
-
 // The file's varied and metric columns, without the run index and the error text.
 SweepPlotTable plot_table(const SweepTable& table, std::size_t varied) {
   SweepPlotTable plot;
@@ -473,7 +433,7 @@ SweepSummary run_sweep(const std::string& config_path, const SweepPlan& axes_pla
   return summary;
 }
 
-std::string sweep(const SweepRequest& request, core::OutputSet& outputs) {
+SweepOutcome sweep(const SweepRequest& request, core::OutputSet& outputs) {
   std::vector<SweepAxis> axes;
   for (const auto& vary : request.varies)
     axes.push_back(parse_vary_argument(vary));
@@ -491,7 +451,7 @@ std::string sweep(const SweepRequest& request, core::OutputSet& outputs) {
     plot.capacity_bytes = common_capacity(request, plan);
     outputs.write(request.html_path, sweep_html(plot));
   }
-  return summary_text(request, plan, summary);
+  return {summary_text(request, plan, summary), none_valid(request, summary)};
 }
 
 }  // namespace ipusim::sim

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/core/config_file.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
 #include "sim/sweep/metrics.hpp"
 #include "sim/sweep/plan.hpp"
@@ -87,9 +88,16 @@ struct SweepRequest {
 // null}.
 std::string sweep_json_line(const SweepPlan& plan, const SweepRun& run);
 
-// Plans and runs the sweep (run_sweep), writes the page plotting it when asked (`outputs` must
-// hold the CSV and the page) and returns the summary to print: the counts of runs simulated,
-// skipped, invalid and out of memory, and the fastest run.
-std::string sweep(const SweepRequest& request, core::OutputSet& outputs);
+// What a sweep prints: the counts of runs simulated, skipped, invalid and out of memory, and
+// the fastest run; and, when no run of this sweep (or shard) is valid, the error that makes the
+// command fail once the file is written (the first run's error, e.g. a mistyped value).
+struct SweepOutcome {
+  std::string summary;
+  std::optional<core::ConfigError> none_valid;
+};
+
+// Plans and runs the sweep (run_sweep) and writes the page plotting it when asked (`outputs`
+// must hold the CSV and the page).
+SweepOutcome sweep(const SweepRequest& request, core::OutputSet& outputs);
 
 }  // namespace ipusim::sim

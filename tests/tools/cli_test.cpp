@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -240,4 +241,26 @@ TEST_CASE("an inference run speaks of a pass, not of a weight update") {
                              " samples/s (samples per pass 512 = micro-batch 32 x micro-batches 16 "
                              "x 1 replica(s))\n"));
   CHECK_THAT(result.out, !Catch::Matchers::Contains("weight update)"));
+  // Neither a weight-update row in the phases nor a column in the utilisation table.
+  CHECK_THAT(result.out, !Catch::Matchers::Contains("weight update"));
+  CHECK_THAT(result.out, !Catch::Matchers::Contains("Weight update"));
+  CHECK_THAT(result.out, Catch::Matchers::Contains(
+                             "IPU  Utilisation  Ramp-up   Main  Ramp-down  Busy cycles  Host "
+                             "link\n"));
+}
+
+TEST_CASE("a count option given a word or nothing says what it expects") {
+  const auto jobs =
+      ipusim::testing::run_ipusim({"sweep", "configs/tf1_mnist_2ipu.json", "--vary",
+                                   "pipeline.repeat_count=1", "-o", "unused.csv", "--jobs", "abc"});
+  CHECK(jobs.code == 1);
+  CHECK(jobs.err == "error: --jobs: expected an integer from 1 to 4096, found 'abc'\n");
+  const auto top =
+      ipusim::testing::run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--top", "0"});
+  CHECK(top.code == 1);
+  CHECK(top.err == "error: --top: expected an integer from 1 to 1000, found '0'\n");
+  const auto html = ipusim::testing::run_ipusim({"run", "configs/tf1_mnist_2ipu.json", "--html"});
+  CHECK(html.code == 1);
+  CHECK(html.err == "error: --html expects a value (PATH), none was given\n");
+  CHECK_FALSE(std::filesystem::exists("unused.csv"));
 }

@@ -82,6 +82,16 @@ TEST_CASE("variants given with --with are columns labelled by their overrides") 
         "Step 1,392,489 cycles 2,524,777 cycles");
 }
 
+TEST_CASE("beside a training run an inference pass has no weight update") {
+  const auto result = run_ipusim({"compare", kConfig, "--with", "pipeline.training=true", "--with",
+                                  "pipeline.training=false"});
+  CHECK(result.code == 0);
+  const auto row = result.out.find("\nWeight update ");
+  REQUIRE(row != std::string::npos);
+  CHECK(squeeze(result.out.substr(row + 1, result.out.find('\n', row + 1) - row - 1)) ==
+        "Weight update 3,065 cycles none (inference)");
+}
+
 TEST_CASE("a run invalid for its schedule is listed under the table and the others still run") {
   const auto result =
       run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved", "--gac", "2"});
@@ -90,6 +100,16 @@ TEST_CASE("a run invalid for its schedule is listed under the table and the othe
         "                            tf1_mnist interleaved");
   CHECK(result.out.find("\ninvalid: tf1_mnist grouped: " + kGac2Error + "\n") != std::string::npos);
   CHECK(result.out.find("fastest") == std::string::npos);
+}
+
+TEST_CASE("compare stops at a config file that is not there, before any run") {
+  const auto html = output("missing.html");
+  const auto result = run_ipusim({"compare", "nosuch.json", kConfig, "--html", html});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: nosuch.json: cannot read config file 'nosuch.json': No such file or directory\n");
+  CHECK_FALSE(std::filesystem::exists(html));
 }
 
 TEST_CASE("when no run is valid compare fails with the first run's config error") {

@@ -29,5 +29,10 @@ check "--gac" ipusim run --ga
 check "--ipus-per-replica --ipus" ipusim plan configs/tf1_mnist_2ipu.json --ipus
 check "--micro-batch --merge" ipusim plan x --m
 check "configs/tf1_mnist_2ipu.json" ipusim run configs/tf1_mnist_2
+check "bash zsh" ipusim completion ""
+check "interleaved interleaved_1f1b" ipusim run x --schedule inter
+check "grouped" ipusim compare x --schedules gr
+check "json" ipusim schedule x --format j
+check "stash_fifos" ipusim plan x --offload st
 "$ipusim" completion zsh | grep -q '^autoload -U +X bashcompinit && bashcompinit$'
-echo "completion: commands, options and files complete"
+echo "completion: commands, options, option values and files complete"

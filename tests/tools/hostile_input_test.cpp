@@ -277,10 +277,11 @@ TEST_CASE("an empty output path is refused instead of silently writing nothing")
 TEST_CASE("train counts outside their range are usage errors, not wrapped products") {
   const CliResult epochs = run_ipusim({"train", kBase, "--epochs", "99999999999999999999"});
   CHECK(epochs.code == 1);
-  CHECK(epochs.err == "error: --epochs: Value 99999999999999999999 not in range 1 to 1000000\n");
+  CHECK(epochs.err ==
+        "error: --epochs: expected an integer from 1 to 1000000, found '99999999999999999999'\n");
   const CliResult steps = run_ipusim({"train", kBase, "--steps", "0"});
   CHECK(steps.code == 1);
-  CHECK(steps.err == "error: --steps: Value 0 not in range 1 to 1099511627776\n");
+  CHECK(steps.err == "error: --steps: expected an integer from 1 to 1099511627776, found '0'\n");
 }
 
 TEST_CASE("every schedule validates at the largest accumulation count without walking it") {

@@ -203,6 +203,23 @@ TEST_CASE("an illegal gradient accumulation count is a row with its error, not a
             csv + " (one row per run, sorted by run)\n");
 }
 
+TEST_CASE("a sweep none of whose runs is valid writes its rows and fails with the first error") {
+  const auto csv = output("none_valid.csv");
+  const auto result =
+      run_ipusim({"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=2,6", "-o", csv,
+                  "--quiet"});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: " + csv +
+            ": none of the sweep's 2 run(s) is valid; run 0: --vary "
+            "pipeline.gradient_accumulation_count=2: at /pipeline/gradient_accumulation_count: The "
+            "number of iterations of the pipeline must be a multiple of 4, but it is 2. This "
+            "number is gradient_accumulation_count; the grouped schedule with 2 stages runs 4 "
+            "micro-batches at once (set pipeline.relaxed_divisibility to explore it anyway)\n");
+  CHECK(sim::read_sweep_csv(csv).table.rows.size() == 2);
+}
+
 TEST_CASE("a run out of memory is a row with fits_in_memory false") {
   const auto csv = output("oom.csv");
   REQUIRE(run_ipusim({"sweep", "configs/bert_large_4ipu.json", "--vary",

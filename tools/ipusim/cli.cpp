@@ -36,6 +36,20 @@ const CLI::App* command_of(const CLI::App& app, const std::vector<std::string>& 
   return nullptr;
 }
 
+// CLI11's words for an option given without its value ("--html: 1 required TEXT:PATH missing")
+// as a user reads them: "--html expects a value (PATH), none was given".
+std::string plain_parse_error(const CLI::ParseError& error) {
+  const std::string what = error.what();
+  const auto colon = what.find(": 1 required ");
+  const std::string tail = " missing";
+  if (colon == std::string::npos || what.size() < tail.size() ||
+      what.compare(what.size() - tail.size(), tail.size(), tail) != 0)
+    return what;
+  std::string type = what.substr(colon + 13, what.size() - tail.size() - colon - 13);
+  type = type.substr(type.find(':') == std::string::npos ? 0 : type.find(':') + 1);
+  return what.substr(0, colon) + " expects a value (" + type + "), none was given";
+}
+
 // "unknown command 'runn'; did you mean 'run'?" for a misspelt command, or the same for a
 // misspelt option of the command given; empty when nothing is close enough to suggest.
 std::string usage_hint(const CLI::App& app, const std::vector<std::string>& args) {
@@ -119,7 +133,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return int(ExitCode::kOk);
   } catch (const CLI::ParseError& error) {
     const auto hint = usage_hint(app, args);
-    err << "error: " << (hint.empty() ? std::string(error.what()) : hint) << "\n";
+    err << "error: " << (hint.empty() ? plain_parse_error(error) : hint) << "\n";
     return int(ExitCode::kUsage);
   } catch (const core::ConfigError& error) {
     return report_config_error(error, err);

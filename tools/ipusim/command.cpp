@@ -1,5 +1,7 @@
 #include "tools/ipusim/command.hpp"
 
+#include <charconv>
+
 #include "sim/core/error.hpp"
 #include "sim/core/json_text.hpp"
 
@@ -61,6 +63,22 @@ CLI::Validator non_empty_path() {
         return value.empty() ? std::string("expected a path, found an empty one") : std::string();
       },
       "PATH");
+}
+
+CLI::Validator integer_in(std::int64_t low, std::int64_t high) {
+  const std::string range =
+      "an integer from " + std::to_string(low) + " to " + std::to_string(high);
+  return CLI::Validator(
+      [low, high, range](const std::string& value) {
+        std::int64_t number = 0;
+        const auto [end, problem] =
+            std::from_chars(value.data(), value.data() + value.size(), number);
+        if (problem != std::errc() || end != value.data() + value.size() || number < low ||
+            number > high)
+          return "expected " + range + ", found '" + value + "'";
+        return std::string();
+      },
+      "INT in [" + std::to_string(low) + " - " + std::to_string(high) + "]");
 }
 
 void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path, bool with_batching) {

@@ -32,6 +32,10 @@ struct ConfigArgs {
 // Refuses an empty value of a path option: left empty, the option would be silently ignored.
 CLI::Validator non_empty_path();
 
+// Refuses anything but a whole number from `low` to `high`, saying so with the value given:
+// "expected an integer from 1 to 4096, found 'abc'".
+CLI::Validator integer_in(std::int64_t low, std::int64_t high);
+
 // Adds the what-if options; with `with_path` also the positional config file. Without
 // `with_batching` it leaves out --gac and --micro-batch, for a command that gives them another
 // meaning (plan takes lists of values to search).

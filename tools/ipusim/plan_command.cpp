@@ -49,7 +49,7 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
   command
       ->add_option("--ipus", a.request.total_ipus,
                    "IPUs in all: each setting runs IPUs / IPUs-per-replica replicas")
-      ->check(CLI::Range(1, 1024));
+      ->check(integer_in(1, 1024));
   auto* gac = command
                   ->add_option("--gac", a.request.gacs,
                                "Gradient accumulation counts to try, e.g. 8,16,32 (default: the "
@@ -61,7 +61,7 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
       ->add_option("--global-batch", a.request.global_batch,
                    "Samples per weight update: the GAC of each setting is this over micro-batch "
                    "x replicas")
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
+      ->check(integer_in(1, std::int64_t(1) << 40))
       ->excludes(gac);
   add_list(command, "--micro-batch", a.request.micro_batches,
            "Micro-batch sizes to try (default: the config's)");
@@ -74,9 +74,9 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
   command->add_option("--objective", a.objective, "What ranks the replayed candidates")
       ->check(CLI::IsMember({"throughput", "memory"}));
   command->add_option("--top", a.request.top, "Candidates shown (4x as many replayed per setting)")
-      ->check(CLI::Range(1, 1000));
+      ->check(integer_in(1, 1000));
   command->add_option("--jobs", a.request.jobs, "Replays run at once (default: the cores)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_in(1, 4096));
   command->add_option("-o,--output", a.best_path, "Write the best candidate as a runnable config")
       ->check(non_empty_path());
   command->add_option("--csv", a.csv_path, "Write one row per replayed candidate")

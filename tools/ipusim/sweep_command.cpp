@@ -43,7 +43,7 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command
       ->add_option("--jobs", a->request.jobs,
                    "Runs simulated at once (default: the number of cores)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_in(1, 4096));
   command
       ->add_option("--shard", a->request.shard,
                    "Run only slice I of N (runs whose index modulo N is I-1); join the "
@@ -77,10 +77,12 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       };
     if (a->json_lines)
       request.on_json_line = [&out](const std::string& line) { out << line << std::flush; };
-    const std::string summary = sim::sweep(request, outputs);
+    const auto outcome = sim::sweep(request, outputs);
     outputs.commit();
     if (!a->quiet)
-      (a->json_lines ? err : out) << summary;
+      (a->json_lines ? err : out) << outcome.summary;
+    if (outcome.none_valid)
+      throw *outcome.none_valid;
   });
 }
 

@@ -20,9 +20,9 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   add_config_options(command, a->config);
   // Bounded so that epochs x steps per epoch x samples per step stays a 64-bit count.
   command->add_option("--epochs", a->request.epochs, "Passes over the training set (default 1)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+      ->check(integer_in(1, 1'000'000));
   command->add_option("--steps", a->request.steps, "Stop after this many weight updates")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+      ->check(integer_in(1, std::int64_t{1} << 40));
   command
       ->add_option("--save", a->request.save,
                    "Write initial and final parameters, first gradients, losses, inputs and "

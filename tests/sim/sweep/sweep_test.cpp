@@ -135,6 +135,35 @@ TEST_CASE("the shard auto is the slice of the Slurm array task") {
         }) ==
         "--shard auto: SLURM_ARRAY_TASK_ID 5 is not one of the array's 4 tasks from 0; "
         "give the slice as I/N");
+  // sbatch --array=0-6:2: tasks 0, 2, 4, 6 are slices 1..4 of 4, with or without the count.
+  const std::map<std::string, std::string> stepped = {{"SLURM_ARRAY_TASK_COUNT", "4"},
+                                                      {"SLURM_ARRAY_TASK_MIN", "0"},
+                                                      {"SLURM_ARRAY_TASK_MAX", "6"},
+                                                      {"SLURM_ARRAY_TASK_STEP", "2"}};
+  for (const auto& [id, slice] :
+       std::map<std::string, int>{{"0", 1}, {"2", 2}, {"4", 3}, {"6", 4}}) {
+    auto variables = stepped;
+    variables["SLURM_ARRAY_TASK_ID"] = id;
+    shard = sim::parse_shard("auto", slurm(variables));
+    CHECK(shard.index == slice);
+    CHECK(shard.count == 4);
+    variables.erase("SLURM_ARRAY_TASK_COUNT");
+    CHECK(sim::parse_shard("auto", slurm(variables)).index == slice);
+  }
+  auto odd = stepped;
+  odd["SLURM_ARRAY_TASK_ID"] = "3";
+  CHECK(config_error([&] { sim::parse_shard("auto", slurm(odd)); }) ==
+        "--shard auto: SLURM_ARRAY_TASK_ID 3 is not one of the array's 4 tasks from 0 in steps "
+        "of 2; give the slice as I/N");
+  // sbatch --array=1,5,6: three IDs that no step maps onto slices.
+  CHECK(config_error([&] {
+          sim::parse_shard("auto", slurm({{"SLURM_ARRAY_TASK_ID", "5"},
+                                          {"SLURM_ARRAY_TASK_COUNT", "3"},
+                                          {"SLURM_ARRAY_TASK_MIN", "1"},
+                                          {"SLURM_ARRAY_TASK_MAX", "6"}}));
+        }) ==
+        "--shard auto: the array's task IDs are a list, not a range MIN-MAX[:STEP] (3 tasks from "
+        "1 to 6); give the slice as I/N");
 }
 
 TEST_CASE("a CSV cell with a comma or a quote is quoted and a line break becomes a space") {
