@@ -171,16 +171,36 @@ class TraceWriter {
     events_.push_back(std::move(order));
   }
 
-  // Directed links by logical IPUs; a link's thread id is its index.
+  // Directed links by logical IPUs; a link's thread id is its index. They are listed in the
+  // order of the pipeline's path, so the tracks read top-down as the pipeline: the links that
+  // carry activations by the stage that produced them, then those that carry gradients back
+  // from the last stage to the first, then any other (a tied weight's), each by first use.
   void collect_links() {
-    std::set<LinkName> links;
-    for (const auto& link : report_.replay.links)
-      links.insert({link.from_ipu, link.to_ipu, link.from_physical, link.to_physical});
+    using Place = std::tuple<int, int, core::Cycles>;
+    std::map<LinkName, Place> place;
     for (const auto& transfer : timeline_.transfers) {
-      links.insert({transfer.task.ipu, transfer.task.peer_ipu, transfer.from_physical,
-                    transfer.to_physical});
+      const auto& task = transfer.task;
+      const int kind = task.copy == schedules::CopyKind::kActivation ? 0
+                       : task.copy == schedules::CopyKind::kGradient ? 1
+                                                                     : 2;
+      const Place here{kind, kind == 1 ? -task.stage : task.stage, transfer.start};
+      const LinkName name{task.ipu, task.peer_ipu, transfer.from_physical, transfer.to_physical};
+      const auto [at, added] = place.emplace(name, here);
+      if (!added)
+        at->second = std::min(at->second, here);
     }
-    links_.assign(links.begin(), links.end());
+    // Links the recorded part of a truncated trace never used come last.
+    const Place unused{3, 0, core::Cycles{0}};
+    for (const auto& link : report_.replay.links)
+      place.emplace(LinkName{link.from_ipu, link.to_ipu, link.from_physical, link.to_physical},
+                    unused);
+    std::vector<std::pair<Place, LinkName>> order;
+    for (const auto& [name, at] : place)
+      order.emplace_back(at, name);
+    std::sort(order.begin(), order.end());
+    links_.clear();
+    for (const auto& [at, name] : order)
+      links_.push_back(name);
   }
 
   int link_thread(int from_physical, int to_physical) const {
