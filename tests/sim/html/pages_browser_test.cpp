@@ -199,3 +199,49 @@ TEST_CASE("the run page's zoomed views, pan and zoom and tables work at 1,400 px
   CHECK(screenshot(page, "pipeline.png", 700, "pipeline").empty());
   CHECK(screenshot(page, "pipeline-zoom.png", 960, "pipeline-zoom").empty());
 }
+
+namespace {
+
+// Clicks "+" three times (8x about the middle), then nine more (4096x, the most), and after
+// each reports the to-scale chart's tick labels within the plot, cycles then ms, and its box
+// labels; "left" and "right" say how far the first and last box label reach.
+const char* const kZoomScript =
+    "<script>(function(){var f=document.querySelector('.gantt-frame[data-plot-x]'),"
+    "s=f.querySelector('svg'),b=f.querySelector('.pz-in'),L=+f.dataset.plotX,"
+    "W=+f.dataset.plotWidth,r=[];"
+    "function texts(q,keep){return [].slice.call(s.querySelectorAll(q)).filter(keep)"
+    ".map(function(t){return t.textContent}).join(' ')}"
+    "function inside(t){var x=+t.getAttribute('x');return x>=L&&x<=L+W}"
+    "function report(){r.push(f.querySelector('.pz-k').textContent);"
+    "r.push('cycles '+texts('g.pz-ticks text',function(t){return inside(t)&&"
+    "t.getAttribute('y')=='13'}));"
+    "r.push('ms '+texts('g.pz-ticks text',function(t){return inside(t)&&"
+    "t.getAttribute('y')!='13'}));"
+    "r.push('boxes '+texts('g.pz-labels text',function(){return true}));"
+    "var cut=0;s.querySelectorAll('g.pz-labels text').forEach(function(t){var c=t.getBBox();"
+    "if(c.x<L-0.5||c.x+c.width>L+W+0.5)cut++});r.push('cut '+cut)}"
+    "for(var i=0;i<3;i++)b.click();report();for(i=0;i<9;i++)b.click();report();"
+    "var p=document.createElement('pre');p.id='probe';p.textContent=r.join('\\n');"
+    "document.body.appendChild(p);})();</script>";
+
+}  // namespace
+
+TEST_CASE("zooming the run page's to-scale chart redraws its axes and box labels", "[browser]") {
+  require_chromium();
+  const auto run = record(kTf1);
+  const auto html = sim::html_report(run->report, run->timeline());
+  const fs::path page = build_dir() / "run_zoom.html";
+  write_file(page, html);
+  const auto probe = run_in_page(page, html, kZoomScript);
+  INFO(probe.lines);
+  CHECK(probe.console_errors.empty());
+  // At 8x about the middle: nine cycle ticks, six ms ticks, every box wide enough labelled in
+  // full (IPU1's B7, cut by the window's left edge, centred in what is in view).
+  CHECK(probe.lines.find("8.0x\ncycles 310,000 320,000 330,000 340,000 350,000 360,000 370,000 "
+                         "380,000 390,000\nms 0.24 0.25 0.26 0.27 0.28 0.29\n"
+                         "boxes B6 F9 B7 F10 B7 F8 B8 F9 B9\ncut 0\n") == 0);
+  // At the most, 4096x, ticks 20 cycles and 20 ns apart, and the one box in view labelled.
+  CHECK(probe.lines.find("4096.0x\ncycles 352,200 352,220 352,240 352,260 352,280 352,300 "
+                         "352,320 352,340 352,360\nms 0.26482 0.26484 0.26486 0.26488 0.2649 "
+                         "0.26492\nboxes B8\ncut 0") != std::string::npos);
+}
