@@ -80,7 +80,9 @@ std::string zoomed_views_html(const GanttRun& run) {
        "From a task to the same task of the next micro-batch: the pattern the main phase "
        "repeats once per micro-batch. Idle time here is the bubble that repeats M times."},
       {"zoom-ramp-down", "Ramp-down", phase_window(timeline, schedules::Phase::kRampDown),
-       "The pipeline drains: earlier IPUs run out of work and wait for the weight update."},
+       run.report->spec->pipeline.training
+           ? "The pipeline drains: earlier IPUs run out of work and wait for the weight update."
+           : "The pipeline drains: earlier IPUs run out of work and wait for the pass to end."},
   };
   std::string out;
   for (const auto& view : views) {

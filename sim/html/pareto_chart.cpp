@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/core/format.hpp"
+#include "sim/html/page.hpp"
 #include "sim/html/svg.hpp"
 
 namespace ipusim::sim::html {
@@ -105,13 +106,13 @@ void draw_capacity(svg::Writer& w, const Scale& s, std::int64_t capacity) {
   w.line(x, kTop, x, kHeight - kBottom, "axis");
   // At the foot of the region: the points that do not fit are near its top.
   const double bottom = kHeight - kBottom;
-  w.text(x + 4, bottom - 20, "over capacity (" + si(double(capacity), "B") + ")", "tick", "start");
+  w.text(x + 4, bottom - 20, "over capacity (" + bytes(double(capacity)) + ")", "tick", "start");
   w.text(x + 4, bottom - 6, "does not fit", "tick", "start");
 }
 
 std::string point_title(const ParetoPoint& p) {
   return p.label + "\n" + with_commas(std::int64_t(p.throughput + 0.5)) + " samples/s, peak " +
-         si(double(p.peak_bytes), "B") + (p.fits ? "" : " (does not fit)");
+         bytes(double(p.peak_bytes)) + (p.fits ? "" : " (does not fit)");
 }
 
 void draw_points(svg::Writer& w, const Scale& s, const ParetoChart& chart) {
