@@ -370,8 +370,11 @@ TEST_CASE("no page has a literal backtick") {
   sim::PlanPlot plan;
   plan.title = "one candidate";
   plan.capacity_bytes = 12'300'000;
-  plan.points = {{"#1", 1, 1000, 12'000'000, true}};
+  plan.points = {{"#1", 1, 1000, 12'000'000, true, 0}};
   plan.table = {{"Rank", "Samples/s"}, {"#1", "1,000"}};
+  plan.evaluated = 2;
+  plan.over_capacity = 1;
+  plan.nearest_over_capacity = {{"splits=[\"dense64\"]", 1, 12'400'000}};
   for (const auto& html :
        {page, sim::html_report(inference->report, inference->timeline()),
         sim::compare_html({&run->report, &inference->report},
@@ -426,4 +429,30 @@ TEST_CASE("memory figures carry their unit and four figures beside the capacity"
   CHECK(sim::si_figures(12'300'000, "B", 4) == "12.30 MB");
   CHECK(sim::si_figures(999'960, "B", 4) == "1.000 MB");
   CHECK(sim::si_figures(512, "B", 4) == "512 B");
+}
+
+TEST_CASE("a plan page counts the candidates over capacity by the estimate and names the nearest") {
+  sim::PlanPlot plot;
+  plot.title = "two candidates";
+  plot.capacity_bytes = 12'300'000;
+  plot.points = {{"#1 a", 1, 1000, 12'000'000, true, 0}, {"#2 b", 2, 1100, 12'460'000, false, 1}};
+  plot.table = {{"Rank", "Samples/s"}, {"#1", "1,000"}, {"#2", "1,100"}};
+  plot.evaluated = 54;
+  plot.over_capacity = 27;
+  plot.nearest_over_capacity = {{"splits=[\"dense256\"] schedule=grouped gac=8", 1, 12'362'024}};
+  const auto html = sim::plan_html(plot);
+  CHECK(html.find("27 more were over capacity by the estimate and not replayed") !=
+        std::string::npos);
+  CHECK(html.find("<section id=\"plan-over-capacity\"><h2>Over capacity by the estimate</h2>\n"
+                  "<p>27 of the 54 candidates evaluated on the cost model were over capacity by "
+                  "the estimate, so they were not replayed and are in neither the chart nor the "
+                  "table. The 1 nearest to fitting:</p>") != std::string::npos);
+  CHECK(html.find("<tr><td class=\"text\">splits=[&quot;dense256&quot;] schedule=grouped "
+                  "gac=8</td><td class=\"text\">IPU1</td><td>12.36 MB of 12.30 "
+                  "MB</td><td>62,024</td></tr>") != std::string::npos);
+  // A replayed candidate that does not fit is named by its fullest IPU.
+  CHECK(html.find("<li><b>#2 b</b>: IPU1 needs 12.46 MB of its 12.30 MB, over by 160,000 bytes "
+                  "(160.0 kB)</li>") != std::string::npos);
+  plot.over_capacity = 0;
+  CHECK(sim::plan_html(plot).find("over capacity by the estimate") == std::string::npos);
 }

@@ -144,13 +144,13 @@ TEST_CASE("a plan page fits 1,400 px and draws a candidate that does not fit as 
   int rank = 0;
   for (const auto& [throughput, peak, fits] : candidates) {
     ++rank;
-    plot.points.push_back({"#" + std::to_string(rank), rank, throughput, peak, fits});
+    plot.points.push_back({"#" + std::to_string(rank), rank, throughput, peak, fits, 1});
     plot.table.push_back({"#" + std::to_string(rank), "2,3",
                           sim::with_commas(std::llround(throughput)), sim::si(double(peak), "B"),
                           fits ? "yes" : "no"});
   }
   const auto html = sim::plan_html(plot);
-  CHECK(html.find("<li><b>#4</b>: its fullest IPU needs 12.60 MB of its 12.30 MB, over by "
+  CHECK(html.find("<li><b>#4</b>: IPU1 needs 12.60 MB of its 12.30 MB, over by "
                   "300,000 bytes (300.0 kB)</li>") != std::string::npos);
   const fs::path page = build_dir() / "plan_browser.html";
   write_file(page, html);
