@@ -318,12 +318,14 @@ std::string sweep_pareto(const SweepPlotTable& table) {
     chart.points.push_back({run_label(table, row), "", *y, std::int64_t(*x),
                             fits < 0 || row.at(std::size_t(fits)) != "false", false});
   }
-  return section("sweep-pareto", "Throughput against peak memory",
-                 "<div class=\"grid2\"><div>" + html::pareto_chart(chart) + "</div></div>" +
-                     html::explain("One point per run. Up and to the left is better; a ring does "
-                                   "not fit in memory. The green line joins the runs that fit "
-                                   "and that no other run beats on both throughput and memory.") +
-                     sweep_overflow(table));
+  return section(
+      "sweep-pareto", "Throughput against peak memory",
+      "<div class=\"grid2\"><div>" + html::pareto_chart(chart) + "</div></div>" +
+          html::explain("One point per run. Up and to the left is better (the throughput "
+                        "axis starts at 0, so that heights compare as ratios); a ring does "
+                        "not fit in memory. The green line joins the runs that fit "
+                        "and that no other run beats on both throughput and memory.") +
+          sweep_overflow(table));
 }
 
 }  // namespace

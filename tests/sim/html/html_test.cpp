@@ -456,3 +456,18 @@ TEST_CASE("a plan page counts the candidates over capacity by the estimate and n
   plot.over_capacity = 0;
   CHECK(sim::plan_html(plot).find("over capacity by the estimate") == std::string::npos);
 }
+
+TEST_CASE("runs on the same spot of the Pareto chart share one label") {
+  const auto run = testing::record(kTf1);
+  const auto other =
+      testing::record(kTf1, {"pipeline.pipeline_schedule=sequential"});  // another spot
+  const auto html =
+      sim::compare_html({&run->report, &other->report, &run->report, &run->report},
+                        {&run->timeline(), &other->timeline(), &run->timeline(), &run->timeline()},
+                        {"grouped", "sequential", "grouped again", "grouped once more"});
+  const auto pareto = svg_element(html, "compare-pareto");
+  CHECK(pareto.find(">runs 1, 3, 4</text>") != std::string::npos);
+  CHECK(pareto.find(">2</text>") != std::string::npos);
+  CHECK(pareto.find(">3</text>") == std::string::npos);
+  CHECK(count(pareto, "<circle ") == 4);  // every run keeps its point and tooltip
+}
