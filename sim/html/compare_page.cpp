@@ -155,7 +155,7 @@ std::string memory_charts(const Runs& reports, const Labels& labels) {
              "past the capacity line is the one that overflows.") +
          "<div class=\"grid2\"><div>" + html::pareto_chart(pareto) + "</div><div>" +
          explain(
-             "Each run is a point, numbered as in the list below; runs on the same spot share "
+             "Each run is a point, numbered as in the list below; runs drawn close together share "
              "one label (runs 1, 4, 7). Up and to the left is better; the throughput axis "
              "starts at 0, so that heights compare as ratios. The green line joins the runs that "
              "fit and that no other fitting run "

@@ -115,10 +115,11 @@ std::string point_title(const ParetoPoint& p) {
          bytes(double(p.peak_bytes)) + (p.fits ? "" : " (does not fit)");
 }
 
-// Points drawn closer than this share one label, lest their labels overprint.
-constexpr double kSameSpot = 6;
+// Points drawn closer than this, across and up, share one label, lest their labels overprint.
+constexpr double kNearX = 40;
+constexpr double kNearY = 12;
 
-// The label of each point that starts a group of coincident ones ("runs 1, 4, 7" when tagged),
+// The label of each point that starts a group of nearby ones ("runs 1, 4, 7" when tagged),
 // "" for the others.
 std::vector<std::string> point_labels(const Scale& s, const ParetoChart& chart) {
   const auto& points = chart.points;
@@ -129,9 +130,9 @@ std::vector<std::string> point_labels(const Scale& s, const ParetoChart& chart) 
       continue;
     std::vector<std::string> names;
     for (std::size_t j = i; j < points.size(); ++j) {
-      const bool near =
-          std::hypot(s.x(megabytes(points[j].peak_bytes)) - s.x(megabytes(points[i].peak_bytes)),
-                     s.y(points[j].throughput) - s.y(points[i].throughput)) < kSameSpot;
+      const bool near = std::fabs(s.x(megabytes(points[j].peak_bytes)) -
+                                  s.x(megabytes(points[i].peak_bytes))) < kNearX &&
+                        std::fabs(s.y(points[j].throughput) - s.y(points[i].throughput)) < kNearY;
       if (!taken[j] && near) {
         taken[j] = true;
         names.push_back(points[j].tag.empty() ? points[j].label : points[j].tag);

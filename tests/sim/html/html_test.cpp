@@ -457,7 +457,7 @@ TEST_CASE("a plan page counts the candidates over capacity by the estimate and n
   CHECK(sim::plan_html(plot).find("over capacity by the estimate") == std::string::npos);
 }
 
-TEST_CASE("runs on the same spot of the Pareto chart share one label") {
+TEST_CASE("runs drawn close together on the Pareto chart share one label") {
   const auto run = testing::record(kTf1);
   const auto other =
       testing::record(kTf1, {"pipeline.pipeline_schedule=sequential"});  // another spot
