@@ -31,6 +31,22 @@ std::string si(double value, const std::string& unit) {
   return "";
 }
 
+std::string si_figures(double value, const std::string& unit, int figures) {
+  constexpr std::array<std::pair<double, const char*>, 5> kPrefixes = {
+      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
+  const double round_up = 1 - 0.5 * std::pow(10.0, 1 - figures);  // 0.99995 at 4 figures
+  for (const auto& [scale, prefix] : kPrefixes) {
+    // A value that rounds up to 1.000 of a prefix takes it: 999,960 B is 1.000 MB at 4.
+    if (std::fabs(value) >= scale * round_up) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof buffer, "%#.*g %s%s", figures, value / scale, prefix,
+                    unit.c_str());
+      return buffer;
+    }
+  }
+  return with_commas(std::llround(value)) + " " + unit;
+}
+
 std::string percent(double share) {
   return fixed(100.0 * share, 1) + "%";
 }

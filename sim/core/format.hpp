@@ -10,7 +10,10 @@ namespace ipusim::sim {
 
 std::string with_commas(std::int64_t value);            // 244522 -> "244,522"
 std::string si(double value, const std::string& unit);  // 12.8e6, "FLOP" -> "12.8 MFLOP"
-std::string percent(double share);                      // 0.4567 -> "45.7%"
+// To `figures` significant figures, trailing zeros kept, so that 12,255,690 and 12,300,000
+// bytes read "12.26 MB" and "12.30 MB" at 4; below 1,000 a whole number: "512 B".
+std::string si_figures(double value, const std::string& unit, int figures);
+std::string percent(double share);  // 0.4567 -> "45.7%"
 std::string fixed(double value, int decimals);
 
 // A plain text table: the first row is the header, columns are padded to their widest cell;

@@ -74,8 +74,8 @@ std::string bar_chart(const BarChart& chart) {
     w.text(kLeft - 8, y + group_height / 2 + 4, cut(group.label), "tick", "end");
     for (const auto& bar : group.bars) {
       const double length = std::max(1.0, bar.value / top * span);
-      const bool over = chart.limit > 0 && bar.value > chart.limit;
-      // Hollow past the limit: it did not fit, so it is an outline, not a result.
+      const bool over = bar.hollow || (chart.limit > 0 && bar.value > chart.limit);
+      // Hollow past the limit or when its run does not fit: an outline, not a result.
       w.rect(kLeft, y + 2, length, kBar - 4, over ? "bar-over" : "bar-fill",
              group.label + (bar.name.empty() ? "" : " " + bar.name) + ": " + bar.title);
       w.text(kLeft + length + 4, y + kBar - 3,

@@ -1,8 +1,7 @@
 #pragma once
 // A horizontal bar chart with groups of bars: the compare page's throughput per run and peak
-// memory per IPU of each run, against the capacity. A bar past the limit is drawn hollow
-// over the shaded region beyond it, so that a run that does not fit never looks like a
-// solid result.
+// memory per IPU of each run, against the capacity. A bar past the limit, and every bar of a
+// run that does not fit, is drawn hollow, so that such a run never looks like a solid result.
 // Part of sim/html, which may include sim/core, sim/report, sim/replay/timeline and
 // schedules; never sim/sweep or tools.
 
@@ -16,6 +15,7 @@ struct Bar {
   double value = 0;
   std::string value_text;  // written at the end of the bar, with its unit
   std::string title;       // tooltip
+  bool hollow = false;     // its run does not fit in memory; bars past the limit are hollow too
 };
 
 struct BarGroup {

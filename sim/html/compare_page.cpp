@@ -3,6 +3,7 @@
 // shaded; the runs that do not fit, named with the IPU and the bytes it overflows by; then
 // the figures side by side.
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/core/error.hpp"
@@ -28,6 +29,11 @@ using svg::escape;
 
 using Runs = std::vector<const RunReport*>;
 using Labels = std::vector<std::string>;
+
+bool any_training(const Runs& reports) {
+  return std::any_of(reports.begin(), reports.end(),
+                     [](const RunReport* r) { return r->spec->pipeline.training; });
+}
 
 std::string mean_utilisation(const RunReport& r) {
   double sum = 0;
@@ -60,6 +66,8 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
   row("Throughput (samples/s)",
       [](const RunReport& r) { return with_commas(std::llround(r.throughput())); });
   for (const auto phase : schedules::kPhases) {
+    if (phase == schedules::Phase::kWeightUpdate && !any_training(reports))
+      continue;  // inference passes have none
     row(std::string(schedules::to_string(phase)) + " (cycles)", [phase](const RunReport& r) {
       return with_commas(r.replay.phase_cycles[schedules::index(phase)]);
     });
@@ -67,12 +75,16 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
   row("Ramp overhead (% of step)", [](const RunReport& r) { return percent(r.ramp_overhead()); });
   row("Bubble (% of IPU time)", [](const RunReport& r) { return percent(r.bubble_fraction()); });
   row("Mean utilisation (% of step)", mean_utilisation);
-  row("Peak memory, fullest IPU (bytes)",
-      [](const RunReport& r) { return si(double(peak_memory(r)), "B"); });
-  row("Peak stash per IPU (bytes)", [](const RunReport& r) {
+  // Memory figures carry their unit, kB to GB.
+  row("Peak memory, fullest IPU",
+      [](const RunReport& r) { return html::bytes(double(peak_memory(r))); });
+  row("Memory per IPU (capacity)", [](const RunReport& r) {
+    return html::bytes(double(r.spec->hardware.memory_per_ipu_bytes));
+  });
+  row("Peak stash per IPU", [](const RunReport& r) {
     std::string text;
     for (const auto& ipu : r.replay.ipus)
-      text += (text.empty() ? "" : ", ") + si(double(ipu.peak_stash_bytes), "B");
+      text += (text.empty() ? "" : ", ") + html::bytes(double(ipu.peak_stash_bytes));
     return text;
   });
   row("Fits in memory", [](const RunReport& r) { return r.fits_in_memory() ? "yes" : "no"; });
@@ -115,19 +127,21 @@ std::string memory_charts(const Runs& reports, const Labels& labels) {
   html::BarChart memory{"compare-memory", "Peak memory per IPU", "MB (10^6 bytes)", {}, 0, ""};
   if (capacity > 0) {
     memory.limit = double(capacity) / 1e6;
-    memory.limit_label = "capacity " + si(double(capacity), "B");
+    memory.limit_label = "capacity " + html::bytes(double(capacity));
   }
   html::ParetoChart pareto{
       "compare-pareto", "Throughput against peak memory", capacity, {}, reports.size() <= 12};
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const auto& r = *reports[i];
     const std::string samples = with_commas(std::llround(r.throughput())) + " samples/s";
-    speed.groups.push_back({labels[i], {{"", r.throughput(), samples, samples}}});
+    const bool hollow = !r.fits_in_memory();
+    speed.groups.push_back({labels[i], {{"", r.throughput(), samples, samples, hollow}}});
     html::BarGroup group{labels[i], {}};
     for (std::size_t ipu = 0; ipu < r.replay.ipus.size(); ++ipu) {
       const auto peak = r.replay.ipus[ipu].peak_memory_bytes;
-      group.bars.push_back({"IPU" + std::to_string(ipu), double(peak) / 1e6, si(double(peak), "B"),
-                            with_commas(peak) + " bytes at peak"});
+      group.bars.push_back({"IPU" + std::to_string(ipu), double(peak) / 1e6,
+                            html::bytes(double(peak)), with_commas(peak) + " bytes at peak",
+                            hollow});
     }
     memory.groups.push_back(std::move(group));
     pareto.points.push_back({labels[i], std::to_string(i + 1), r.throughput(), peak_memory(r),
@@ -136,12 +150,15 @@ std::string memory_charts(const Runs& reports, const Labels& labels) {
   return "<div class=\"grid2\"><div>" + html::bar_chart(speed) + "</div><div>" +
          html::bar_chart(memory) + "</div></div>\n" +
          explain(
-             "A bar past the capacity line is hollow: that IPU does not fit, so the run's "
-             "throughput is what it would reach with more memory.") +
+             "A run that does not fit is hollow in every chart, its bars outlined and its "
+             "point a ring: its throughput is what it would reach with more memory. Its IPU "
+             "past the capacity line is the one that overflows.") +
          "<div class=\"grid2\"><div>" + html::pareto_chart(pareto) + "</div><div>" +
          explain(
-             "Each run is a point, numbered as in the list below. Up and to the left is "
-             "better. The green line joins the runs that fit and that no other fitting run "
+             "Each run is a point, numbered as in the list below; runs drawn close together share "
+             "one label (runs 1, 4, 7). Up and to the left is better; the throughput axis "
+             "starts at 0, so that heights compare as ratios. The green line joins the runs that "
+             "fit and that no other fitting run "
              "beats on both throughput and memory.") +
          run_key(labels) + overflow_list(reports, labels) + "</div></div>\n";
 }
@@ -168,8 +185,9 @@ std::string compare_html(const std::vector<const RunReport*>& reports,
   body += section("pipeline", "Pipelines on one time axis",
                   notes + gantt_html(runs, {"gantt", false, true, std::nullopt}));
   body += section("memory-speed", "Throughput and peak memory", memory_charts(reports, labels));
-  body += section("figures", "Figures side by side",
-                  html::derived_figures_note() + compare_table(reports, labels));
+  body +=
+      section("figures", "Figures side by side",
+              html::derived_figures_note(any_training(reports)) + compare_table(reports, labels));
   return html::page("ipusim comparison", body);
 }
 

@@ -7,6 +7,7 @@
 
 #include "sim/core/format.hpp"
 #include "sim/html/gantt_layout.hpp"
+#include "sim/html/gantt_style.hpp"
 #include "sim/html/svg.hpp"
 
 namespace ipusim::sim {
@@ -14,72 +15,20 @@ namespace {
 
 using gantt::Bin;
 using gantt::Kind;
+using gantt::kind_style;
 using gantt::kinds_of;
 using gantt::kKinds;
 using gantt::kLevels;
 using gantt::kSlot;
+using gantt::legend;
 using gantt::Levels;
 using gantt::levels_of;
 using gantt::normalised;
+using gantt::phase_style;
 using gantt::Row;
 using gantt::RowSpan;
 using gantt::RunView;
 using schedules::Op;
-
-// How a kind of box looks: its CSS class, fill and legend entry.
-struct KindStyle {
-  const char* css;
-  const char* colour;
-  std::string legend;
-  bool dark_text;  // on light fills
-};
-
-// "F forward" for compute, the task kind's name for the rest.
-std::string op_legend(Op op) {
-  const std::string name(schedules::to_string(op));
-  return schedules::is_compute(op) ? std::string(1, schedules::op_letter(op)) + " " + name : name;
-}
-
-const std::array<KindStyle, kKinds> kStyles = {{
-    {"k-f", "#4c78a8", op_legend(Op::kForward), false},
-    {"k-b", "#f58518", op_legend(Op::kBackward), false},
-    {"k-r", "#b279a2", op_legend(Op::kRecompute), false},
-    {"k-w", "#54a24b", op_legend(Op::kWeightGrad), false},
-    {"k-ar", "#9d755d", op_legend(Op::kAllReduce), false},
-    {"k-st", "#c9c2bf", "optimizer state stream", true},
-    {"k-wu", "#d64545", op_legend(Op::kWeightUpdate), false},
-    {"k-in", "#72b7b2", op_legend(Op::kInfeed), true},
-    {"k-out", "#3a8f8a", op_legend(Op::kOutfeed), false},
-    {"k-sy", "#8c8c8c", "sync", false},
-    {"k-ex", "#e6b800", "exchange", true},
-    {"k-act", "#9ecae9", "activation copy", true},
-    {"k-gr", "#ffbf79", "gradient copy", true},
-    {"k-ss", "#8f6bb3", "stash FIFO to or from streaming memory", false},
-}};
-
-// How a phase band looks, by phase: its CSS class, fill, text colour and the short name
-// that fits a narrow band (the long one is the phase's own).
-struct PhaseStyle {
-  const char* css;
-  const char* fill;
-  const char* text;
-  const char* short_label;
-};
-
-constexpr std::array<PhaseStyle, 4> kPhaseStyles = {{
-    {"ph-up", "#fdf0e1", "#9a5b13", "up"},
-    {"ph-main", "#e7f3e7", "#2e6b2e", "main"},
-    {"ph-down", "#efe9f7", "#5b3f8c", "down"},
-    {"ph-wu", "#fbe3e3", "#9b2c2c", "WU"},
-}};
-
-std::string phase_label(std::size_t index) {
-  return std::string(schedules::to_string(schedules::kPhases[index]));
-}
-
-const KindStyle& style(Kind kind) {
-  return kStyles[std::size_t(kind)];
-}
 
 constexpr double kWidth = 1400;
 constexpr double kLabelWidth = 118;
@@ -129,7 +78,11 @@ class GanttWriter {
         axis_(axis),
         id_(std::move(id)),
         every_box_(every_box),
+        bands_w_(bands_),
+        grid_w_(grid_),
         w_(plot_),
+        ticks_w_(ticks_),
+        box_labels_w_(box_labels_),
         labels_(fixed_) {
     double seconds_end = 0;
     double seconds_from = 0;
@@ -165,11 +118,15 @@ class GanttWriter {
              axis_ == AxisKind::kTime ? "Pipeline Gantt chart: IPUs against time"
                                       : "Pipeline by step: IPUs against BSP steps");
     // The clip keeps a stretched plot out of the row labels (which end 8 units left of the
-    // plot) yet leaves room for half of the first tick label.
+    // plot) yet leaves room for half of the first tick label. The bands and the boxes are
+    // stretched by pan and zoom (two layers, the grid between them); the grid, the ticks and
+    // the box labels are redrawn for the window in view.
     out += "<defs><clipPath id=\"" + id_ + "-clip\"><rect x=\"" + svg::num(kLabelWidth - 6) +
            "\" y=\"0\" width=\"" + svg::num(kWidth - kLabelWidth + 6) + "\" height=\"" +
            svg::num(height) + "\"/></clipPath></defs><g clip-path=\"url(#" + id_ +
-           "-clip)\"><g class=\"pz\">" + plot_ + "</g></g>" + fixed_;
+           "-clip)\"><g class=\"pz\">" + bands_ + "</g><g class=\"pz-grid\">" + grid_ +
+           "</g><g class=\"pz\">" + plot_ + "</g><g class=\"pz-ticks\"" + axis_data(top_axis) +
+           ">" + ticks_ + "</g><g class=\"pz-labels\">" + box_labels_ + "</g></g>" + fixed_;
     svg.close();
     return out;
   }
@@ -195,6 +152,7 @@ class GanttWriter {
     phase_bands(view, y, bottom);
     if (axis_ == AxisKind::kTime)
       grid(y + kPhaseRow, bottom);
+    grid_rows_.push_back({y + kPhaseRow, bottom});
     double row_y = y + kPhaseRow;
     for (const auto& row : view.rows) {
       labels_.text(kLabelWidth - 8, row_y + row.height / 2 + (row.height > 14 ? 4 : 3), row.name,
@@ -218,16 +176,16 @@ class GanttWriter {
       const std::int64_t from = std::max(view.begin, band.from);
       if (to <= from)
         continue;
-      const auto& phase = kPhaseStyles.at(schedules::index(band.phase));
+      const auto& phase = phase_style(band.phase);
       const std::string long_label(schedules::to_string(band.phase));
       const double x0 = x(from, view);
       const double x1 = x(to, view);
-      w_.rect(x0, top, x1 - x0, bottom - top, phase.css, long_label);
+      bands_w_.rect(x0, top, x1 - x0, bottom - top, phase.css, long_label);
       if (band.from > view.begin)
-        w_.line(x0, top, x0, bottom, "phase-edge");
+        bands_w_.line(x0, top, x0, bottom, "phase-edge");
       for (const std::string& label : {long_label, std::string(phase.short_label)}) {
         if (text_width(label, 11) <= x1 - x0) {
-          w_.text((x0 + x1) / 2, top + 13, label, phase.css + std::string("-t"), "middle");
+          bands_w_.text((x0 + x1) / 2, top + 13, label, phase.css + std::string("-t"), "middle");
           break;
         }
       }
@@ -244,30 +202,46 @@ class GanttWriter {
 
   void grid(double top, double bottom) {
     for (const double ms : ms_ticks())
-      w_.line(plot_x(ms / 1e3), top, plot_x(ms / 1e3), bottom, "grid");
+      grid_w_.line(plot_x(ms / 1e3), top, plot_x(ms / 1e3), bottom, "grid");
   }
 
   void cycles_axis(double clock) {
     labels_.text(kLabelWidth - 8, 14, "cycles", "axis-unit", "end");
     for (const double c : window_ticks(seconds_from_ * clock, seconds_end_ * clock, 10)) {
       const double at = plot_x(c / clock);
-      w_.line(at, kAxis - 6, at, kAxis, "axis");
-      w_.text(at, 13, svg::tick_label(c), "tick", "middle");
+      ticks_w_.line(at, kAxis - 6, at, kAxis, "axis");
+      ticks_w_.text(at, 13, svg::tick_label(c), "tick", "middle");
     }
   }
 
   void ms_axis(double y) {
-    w_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
+    ms_axis_y_ = y;
+    labels_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
     labels_.text(kLabelWidth - 8, y + 16, "time (ms)", "axis-unit", "end");
     for (const double ms : ms_ticks()) {
-      w_.line(plot_x(ms / 1e3), y, plot_x(ms / 1e3), y + 5, "axis");
-      w_.text(plot_x(ms / 1e3), y + 17, svg::tick_label(ms), "tick", "middle");
+      ticks_w_.line(plot_x(ms / 1e3), y, plot_x(ms / 1e3), y + 5, "axis");
+      ticks_w_.text(plot_x(ms / 1e3), y + 17, svg::tick_label(ms), "tick", "middle");
     }
+  }
+
+  // What the pan and zoom script needs to redraw the axes: the ms at the plot's two ends, the
+  // clock (cycles per ms) when there is a cycles axis, where the axes are and the rows'
+  // extents for the grid.
+  std::string axis_data(bool top_axis) const {
+    if (axis_ != AxisKind::kTime)
+      return "";
+    std::string grid;
+    for (const auto& [top, bottom] : grid_rows_)
+      grid += (grid.empty() ? "" : " ") + svg::num(top) + "," + svg::num(bottom);
+    return " data-ms=\"" + svg::num(seconds_from_ * 1e3, 9) + " " +
+           svg::num(seconds_end_ * 1e3, 9) + "\" data-clock=\"" +
+           (top_axis ? svg::num(*clocks_.begin() / 1e3, 3) : "0") + "\" data-axis-y=\"" +
+           svg::num(kAxis) + " " + svg::num(ms_axis_y_) + "\" data-grid=\"" + grid + "\"";
   }
 
   // Step numbers under the columns, thinned out to keep them apart.
   void step_axis(double y) {
-    w_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
+    labels_.line(kLabelWidth, y, kLabelWidth + kPlotWidth, y, "axis");
     labels_.text(kLabelWidth - 8, y + 16, "step", "axis-unit", "end");
     const auto columns = std::int64_t(std::llround(seconds_end_)) / kSlot;
     const double column_width = kPlotWidth / double(std::max<std::int64_t>(columns, 1));
@@ -277,10 +251,10 @@ class GanttWriter {
     for (std::int64_t step = 0; step < columns; ++step) {
       const double at = plot_x(double((step * 2 + 1) * kSlot / 2));
       if (step >= steps) {
-        w_.text(at, y + 17, "WU", "tick", "middle");
+        ticks_w_.text(at, y + 17, "WU", "tick", "middle");
       } else if ((step + 1) % every == 0 || (step == 0 && every > 2)) {
-        w_.line(at, y, at, y + 4, "axis");
-        w_.text(at, y + 17, std::to_string(step + 1), "tick", "middle");
+        ticks_w_.line(at, y, at, y + 4, "axis");
+        ticks_w_.text(at, y + 17, std::to_string(step + 1), "tick", "middle");
       }
     }
   }
@@ -303,15 +277,21 @@ class GanttWriter {
   }
 
   void box(const RowSpan& span, double x0, double x1, double y, double height) {
-    const auto& kind = style(span.kind);
-    // A thin slice keeps kMinBox; its tooltip has the exact cycles.
-    w_.rect(x0, y, std::max(x1 - x0, kMinBox), height, std::string("box ") + kind.css, span.title);
-    if (height < 14)
+    const auto& kind = kind_style(span.kind);
+    const bool labelled = height >= 14 && !span.label.empty();
+    // A thin slice keeps kMinBox; its tooltip has the exact cycles. The labels ride along for
+    // pan and zoom to write once the box is wide enough.
+    w_.rect(x0, y, std::max(x1 - x0, kMinBox), height, std::string("box ") + kind.css, span.title,
+            labelled
+                ? " data-l=\"" + svg::escape(span.label) + "\" data-s=\"" +
+                      svg::escape(span.short_label) + "\"" + (kind.dark_text ? " data-d=\"1\"" : "")
+                : "");
+    if (!labelled)
       return;
     for (const auto* label : {&span.label, &span.short_label}) {
       if (!label->empty() && text_width(*label, 11) <= x1 - x0) {
-        w_.text((x0 + x1) / 2, y + height / 2 + 4, *label, kind.dark_text ? "lbl dark" : "lbl",
-                "middle");
+        box_labels_w_.text((x0 + x1) / 2, y + height / 2 + 4, *label,
+                           kind.dark_text ? "lbl dark" : "lbl", "middle");
         return;
       }
     }
@@ -334,7 +314,7 @@ class GanttWriter {
     std::string text = "cycles " + with_commas(cycles(from)) + " \u2013 " + with_commas(cycles(to));
     for (int k = 0; k < kKinds; ++k) {
       if (sums[k] > 0)
-        text += ", " + kStyles[k].legend + " " + percent(sums[k] / double(to - from));
+        text += ", " + kind_style(Kind(k)).legend + " " + percent(sums[k] / double(to - from));
     }
     return text;
   }
@@ -374,7 +354,7 @@ class GanttWriter {
         const double h = std::min(top - y, height * levels[k] / kLevels);
         top -= h;
         w_.rect(kLabelWidth + double(i), top, double(j - i), h,
-                std::string("agg ") + kStyles[k].css);
+                std::string("agg ") + kind_style(Kind(k)).css);
       }
       i = j;
     }
@@ -384,36 +364,24 @@ class GanttWriter {
   AxisKind axis_;
   std::string id_;
   bool every_box_;
-  std::string plot_;   // stretched by pan and zoom
-  std::string fixed_;  // row labels, run titles, axis units
+  std::string bands_;       // stretched by pan and zoom
+  std::string grid_;        // redrawn by pan and zoom
+  std::string plot_;        // the boxes, stretched by pan and zoom
+  std::string ticks_;       // redrawn by pan and zoom
+  std::string box_labels_;  // redrawn by pan and zoom
+  std::string fixed_;       // row labels, run titles, axis lines and units
+  svg::Writer bands_w_;
+  svg::Writer grid_w_;
   svg::Writer w_;
+  svg::Writer ticks_w_;
+  svg::Writer box_labels_w_;
   svg::Writer labels_;
+  std::vector<std::pair<double, double>> grid_rows_;  // top and bottom of each run's rows
+  double ms_axis_y_ = 0;
   double seconds_from_ = 0;
   double seconds_end_ = 1;
   std::set<double> clocks_;
 };
-
-std::string legend(const std::vector<RunView>& views) {
-  std::array<bool, kKinds> present{};
-  for (const auto& view : views) {
-    for (const auto& row : view.rows) {
-      for (const auto& span : row.spans)
-        present[std::size_t(span.kind)] = true;
-    }
-  }
-  std::string out = "<div class=\"legend\">";
-  for (int k = 0; k < kKinds; ++k) {
-    if (present[k]) {
-      out += "<span><i style=\"background:" + std::string(kStyles[k].colour) + "\"></i>" +
-             svg::escape(kStyles[k].legend) + "</span>";
-    }
-  }
-  for (std::size_t i = 0; i < kPhaseStyles.size(); ++i) {
-    out += "<span><i class=\"band\" style=\"background:" + std::string(kPhaseStyles[i].fill) +
-           "\"></i>" + phase_label(i) + "</span>";
-  }
-  return out + "</div>\n";
-}
 
 }  // namespace
 
@@ -449,37 +417,6 @@ std::string step_chart_html(const GanttRun& run, const std::string& id) {
   std::vector<RunView> views = {gantt::step_view(run)};
   return legend(views) + "<div class=\"gantt-frame\">" +
          GanttWriter(views, AxisKind::kSteps, id).write() + "</div>\n";
-}
-
-std::string gantt_css() {
-  std::string css =
-      ".box{stroke:#fff;stroke-width:.6}"
-      ".lbl{font-size:11px;fill:#fff;font-weight:600;pointer-events:none}"
-      ".lbl.dark{fill:#222}"
-      ".row-label{font-size:12px;font-weight:600;fill:#333}"
-      ".row-label.minor{font-size:9.5px;font-weight:400;fill:#666}"
-      ".run-title{font-size:13px;font-weight:700;fill:#222}"
-      ".grid{stroke:#000;stroke-opacity:.07}"
-      ".axis{stroke:#888}"
-      ".tick{font-size:10.5px;fill:#555}"
-      ".axis-unit{font-size:10.5px;fill:#555;font-style:italic}"
-      ".phase-edge{stroke:#999;stroke-dasharray:3 3}"
-      ".cut{stroke:#c00;stroke-width:1.5;stroke-dasharray:5 3}"
-      ".cut-label{font-size:11px;fill:#c00}"
-      // Lines keep their width when the plot is stretched sideways.
-      ".pz *{vector-effect:non-scaling-stroke}"
-      ".pz-bar{display:flex;gap:6px;align-items:center;font-size:12px;color:#555;"
-      "margin:0 0 4px}"
-      ".pz-bar button{font:inherit;min-width:28px;padding:1px 8px;border:1px solid #c8ccd0;"
-      "border-radius:4px;background:#f6f8fa;cursor:pointer}"
-      ".gantt-frame svg g.pz{cursor:grab}";
-  for (const auto& kind : kStyles)
-    css += "." + std::string(kind.css) + "{fill:" + kind.colour + "}";
-  for (const auto& phase : kPhaseStyles) {
-    css += "." + std::string(phase.css) + "{fill:" + phase.fill + "}." + phase.css +
-           "-t{font-size:11px;font-weight:600;fill:" + phase.text + "}";
-  }
-  return css + "\n";
 }
 
 }  // namespace ipusim::sim

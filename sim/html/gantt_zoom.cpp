@@ -80,7 +80,9 @@ std::string zoomed_views_html(const GanttRun& run) {
        "From a task to the same task of the next micro-batch: the pattern the main phase "
        "repeats once per micro-batch. Idle time here is the bubble that repeats M times."},
       {"zoom-ramp-down", "Ramp-down", phase_window(timeline, schedules::Phase::kRampDown),
-       "The pipeline drains: earlier IPUs run out of work and wait for the weight update."},
+       run.report->spec->pipeline.training
+           ? "The pipeline drains: earlier IPUs run out of work and wait for the weight update."
+           : "The pipeline drains: earlier IPUs run out of work and wait for the pass to end."},
   };
   std::string out;
   for (const auto& view : views) {
@@ -93,19 +95,62 @@ std::string zoomed_views_html(const GanttRun& run) {
   return out;
 }
 
+namespace {
+
+// The script's redrawing of the axes and box labels for the window in view, as the chart
+// draws them whole: ticks on round steps of 1, 2, 2.5 and 5 (about 10 across), in ms and in
+// cycles, and each box's label, or its short one, when its visible part is wide enough.
+std::string redraw_script() {
+  return "var A=s.querySelector('g.pz-ticks'),G=s.querySelector('g.pz-grid'),"
+         "B=s.querySelector('g.pz-labels'),R=[].slice.call(s.querySelectorAll('rect[data-l]')),"
+         "M=A.dataset.ms.split(' ').map(Number),C=+A.dataset.clock,"
+         "Y=A.dataset.axisY.split(' ').map(Number),S=A.dataset.grid.split(' ').map(function(p){"
+         "return p.split(',').map(Number)});"
+         // An SVG element with attributes `a` and text `x` appended to `p`.
+         "function el(p,n,a,x){var e=document.createElementNS(s.namespaceURI,n);"
+         "for(var q in a)e.setAttribute(q,a[q]);if(x!=null)e.textContent=x;p.appendChild(e)}"
+         "function lg(v){return Math.floor(Math.log10(v)+1e-9)}"
+         // Values in [a, b] on a round step with at least `m`; the step kept for the labels.
+         "function tk(a,b,m){var r=(b-a)/10,g=Math.pow(10,lg(r)),st=g,F=[1,2,2.5,5,10],o=[];"
+         "for(var i=0;i<5;i++){st=F[i]*g;if(st>=r)break}st=Math.max(st,m);"
+         "for(var j=Math.ceil(a/st-1e-9);j*st<=b+st*1e-9;j++)o.push(j*st);return{v:o,s:st}}"
+         // As many decimals as the step has, trailing zeros dropped, thousands separated.
+         "function lb(v,st){var d=Math.max(0,-lg(st))+(Math.abs(st/Math.pow(10,lg(st))-2.5)<1e-6"
+         "?1:0),x=v.toFixed(d);if(d)x=x.replace(/0+$/,'').replace(/\\.$/,'');"
+         "var p=x.split('.');p[0]=p[0].replace(/\\B(?=(\\d{3})+(?!\\d))/g,',');return p.join('.')}"
+         "function X(ms){return L+t+k*(ms-M[0])/(M[1]-M[0])*W}"
+         "function tick(v,st,x,y,h,ly){el(A,'line',{'class':'axis',x1:x,y1:y,x2:x,y2:y+h});"
+         "el(A,'text',{'class':'tick',x:x,y:ly,'text-anchor':'middle'},lb(v,st))}"
+         "function axes(){A.textContent='';G.textContent='';var d=M[1]-M[0],"
+         "a=M[0]-t/k/W*d,b=M[0]+(W-t)/k/W*d,T=tk(a,b,0);"
+         "T.v.forEach(function(v){var x=X(v);S.forEach(function(r){el(G,'line',{'class':'grid',"
+         "x1:x,y1:r[0],x2:x,y2:r[1]})});tick(v,T.s,x,Y[1],5,Y[1]+17)});"
+         "if(C){var K=tk(a*C,b*C,1);K.v.forEach(function(c){tick(c,K.s,X(c/C),Y[0]-6,6,13)})}}"
+         "function boxes(){B.textContent='';R.forEach(function(r){var x=+r.getAttribute('x'),"
+         "x0=L+t+k*(x-L),x1=x0+k*r.getAttribute('width'),p=Math.max(x0,L),q=Math.min(x1,L+W),"
+         "l=r.dataset.l;if(l.length*6.6+4>q-p)l=r.dataset.s;if(!l||l.length*6.6+4>q-p)return;"
+         "el(B,'text',{'class':r.dataset.d?'lbl dark':'lbl',x:(p+q)/2,y:+r.getAttribute('y')+"
+         "r.getAttribute('height')/2+4,'text-anchor':'middle'},l)})}";
+}
+
+}  // namespace
+
 std::string pan_zoom_script() {
-  // The plot group, from x = L (data-plot-x) and W wide (data-plot-width), is stretched
-  // sideways about its left edge and shifted by t (x' = L + t + k (x - L));
-  // each text is shrunk back by 1/k about its own x so that labels keep their size.
+  // The plot's layers, from x = L (data-plot-x) and W wide (data-plot-width), are stretched
+  // sideways about its left edge and shifted by t (x' = L + t + k (x - L)); each of their
+  // texts is shrunk back by 1/k about its own x so that labels keep their size. The axes and
+  // the box labels are redrawn rather than stretched, so that time reads at any zoom.
   return "<script>(function(){var f=document.currentScript.previousElementSibling,"
-         "s=f.querySelector('svg'),g=s.querySelector('g.pz'),L=+f.dataset.plotX,W=+f.dataset."
-         "plotWidth,k=1,t=0,d=null,"
-         "V=s.viewBox.baseVal.width,T=[].slice.call(g.getElementsByTagName('text'));"
+         "s=f.querySelector('svg'),P=[].slice.call(s.querySelectorAll('g.pz')),L=+f.dataset."
+         "plotX,W=+f.dataset.plotWidth,k=1,t=0,d=null,"
+         "V=s.viewBox.baseVal.width,T=[].slice.call(s.querySelectorAll('g.pz text'));" +
+         redraw_script() +
          "function u(){k=Math.min(Math.max(k,1),4096);t=Math.min(0,Math.max(t,W-W*k));"
-         "g.setAttribute('transform','translate('+(L*(1-k)+t)+' 0) scale('+k+' 1)');"
+         "P.forEach(function(g){g.setAttribute('transform','translate('+(L*(1-k)+t)+' 0) scale('"
+         "+k+' 1)')});"
          "for(var i=0;i<T.length;i++){var x=T[i].getAttribute('x');T[i].setAttribute("
          "'transform','translate('+x+' 0) scale('+(1/k)+' 1) translate('+(-x)+' 0)')}"
-         "f.querySelector('.pz-k').textContent=k.toFixed(1)+'x'}"
+         "axes();boxes();f.querySelector('.pz-k').textContent=k.toFixed(1)+'x'}"
          "function at(e){var r=s.getBoundingClientRect();return (e.clientX-r.left)*V/r.width}"
          "function z(c,x){var p=(x-L-t)/k;k=Math.min(Math.max(k*c,1),4096);t=x-L-p*k;u()}"
          "f.querySelector('.pz-in').onclick=function(){z(2,L+W/2)};"

@@ -15,7 +15,8 @@
 //    side.
 //  - sweep_html: ramp overhead, throughput and peak memory against each varied value, and
 //    throughput against peak memory.
-//  - plan_html: a plan's candidates as throughput against peak memory, with the Pareto front.
+//  - plan_html: a plan's candidates as throughput against peak memory, with the Pareto front,
+//    the ranked table, and how many the estimate put over the capacity, the nearest named.
 // Long runs stay small: sub-pixel tasks are drawn as per-pixel shares of each kind of work.
 
 #include <optional>
@@ -54,13 +55,23 @@ struct PlanPlotPoint {
   double throughput = 0;
   std::int64_t peak_bytes = 0;  // of the fullest IPU
   bool fits = false;
+  int fullest_ipu = 0;
+};
+// A candidate the cost model put over the capacity, which was therefore not replayed.
+struct PlanEstimate {
+  std::string label;  // its split and setting
+  int fullest_ipu = 0;
+  std::int64_t estimated_peak_bytes = 0;  // of that IPU
 };
 struct PlanPlot {
   std::string title;
   std::int64_t capacity_bytes = 0;
   std::vector<PlanPlotPoint> points;
   std::vector<std::vector<std::string>> table;
-  std::vector<bool> right_aligned;  // per column of `table`
+  std::vector<bool> right_aligned;                  // per column of `table`
+  std::size_t evaluated = 0;                        // candidates priced on the cost model
+  std::size_t over_capacity = 0;                    // of them, over the capacity by the estimate
+  std::vector<PlanEstimate> nearest_over_capacity;  // the few of those nearest to fitting
 };
 
 std::string plan_html(const PlanPlot& plot);

@@ -189,12 +189,12 @@ class MemoryChart {
   void capacity_line(svg::Writer& w) const {
     if (double(capacity_) <= y_top_) {
       w.line(kLeft, y(double(capacity_)), kWidth - kRight, y(double(capacity_)), "cap");
-      w.text(kWidth - kRight - 4, y(double(capacity_)) - 4,
-             "capacity " + si(double(capacity_), "B"), "cap-label", "end");
+      w.text(kWidth - kRight - 4, y(double(capacity_)) - 4, "capacity " + bytes(double(capacity_)),
+             "cap-label", "end");
       return;
     }
     w.text(kWidth - kRight - 4, kTop - 8,
-           "\u2191 capacity " + si(double(capacity_), "B") + " is above the scale", "cap-label",
+           "\u2191 capacity " + bytes(double(capacity_)) + " is above the scale", "cap-label",
            "end");
   }
 
@@ -249,17 +249,17 @@ std::string memory_section(const RunReport& r, const Timeline& timeline) {
     out += "</div>\n";
   }
   out += "</div>\n<div class=\"table-wrap\" style=\"margin-top:10px\"><table>" +
-         header_row({"IPU", "Peak (bytes)", "Share of capacity", "Peak stash (bytes)",
-                     "In streaming memory (bytes)", "Fits"});
+         header_row({"IPU", "Peak memory", "Share of capacity", "Peak stash", "In streaming memory",
+                     "Fits"});
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
     const bool fits = ipu.peak_memory_bytes <= capacity;
     std::int64_t off_chip = 0;
     for (const auto& [category, bytes] : ipu.streaming_memory)
       off_chip += bytes;
-    out += "<tr>" + cell("IPU" + std::to_string(i)) + cell(si(double(ipu.peak_memory_bytes), "B")) +
+    out += "<tr>" + cell("IPU" + std::to_string(i)) + cell(bytes(double(ipu.peak_memory_bytes))) +
            bar_cell(share(double(ipu.peak_memory_bytes), double(capacity)), !fits) +
-           cell(si(double(ipu.peak_stash_bytes), "B")) + cell(si(double(off_chip), "B")) +
+           cell(bytes(double(ipu.peak_stash_bytes))) + cell(bytes(double(off_chip))) +
            (fits ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>") + "</tr>\n";
   }
   out += "</table></div>\n";

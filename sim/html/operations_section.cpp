@@ -34,8 +34,8 @@ std::string substage_details(std::size_t stage, const SubstageCost& sub, double 
       with_commas(sub.forward_cycles) + " cycles, backward " + with_commas(sub.backward_cycles) +
       " cycles</summary>\n<div class=\"table-wrap\"><table>" +
       header_row({"Layer", "Operation", "Class", "Forward (cycles)", "Backward (cycles)",
-                  "Recompute (cycles)", "Share of stage (F+B)", "FLOPs", "Achieved (FLOP/s)",
-                  "Tiles", "Bound fwd / bwd", "Code (bytes)"},
+                  "Recompute (cycles)", "Share of stage (F+B)", "FLOPs", "Achieved FLOP rate",
+                  "Tiles", "Bound fwd / bwd", "Code size"},
                  {true, true, true, false, false, false, false, false, false, false, true});
   for (const auto& op : sub.operations)
     out += operation_row(op, cycles, clock_hz);

@@ -60,6 +60,8 @@ const char* base_css() {
          ".cap-label{font-size:11px;fill:#c62828}"
          "circle.ring,rect.bar-over{pointer-events:all}"
          ".bar-fill{fill:#4c78a8}.bar-over{fill:none;stroke:#e45756;stroke-width:1.5}"
+         "code{font:12px ui-monospace,Menlo,Consolas,monospace;background:var(--panel);"
+         "padding:0 3px;border-radius:3px}"
          ".ok{color:#1a7f37;font-weight:600}.bad{color:#c62828;font-weight:600}"
          "footer{color:var(--muted);font-size:12px;text-align:center;margin-top:18px}\n";
 }
@@ -141,9 +143,9 @@ std::string explain(const std::string& text) {
 std::string overflow_item(const std::string& run, const std::string& ipu, std::int64_t peak_bytes,
                           std::int64_t capacity_bytes) {
   const std::int64_t over = peak_bytes - capacity_bytes;
-  return "<li><b>" + escape(run) + "</b>: " + escape(ipu) + " needs " +
-         si(double(peak_bytes), "B") + " of its " + si(double(capacity_bytes), "B") + ", over by " +
-         with_commas(over) + " bytes (" + si(double(over), "B") + ")</li>\n";
+  return "<li><b>" + escape(run) + "</b>: " + escape(ipu) + " needs " + bytes(double(peak_bytes)) +
+         " of its " + bytes(double(capacity_bytes)) + ", over by " + with_commas(over) +
+         " bytes (" + bytes(double(over)) + ")</li>\n";
 }
 
 std::string overflow_list(const std::string& items) {
@@ -154,25 +156,41 @@ std::string overflow_list(const std::string& items) {
          items + "</ul>\n";
 }
 
-std::string derived_figures_note() {
-  return "<ul class=\"explain\">"
-         "<li><b>Ramp overhead</b>: the share of the step spent in ramp-up and ramp-down, while "
-         "the pipeline fills and drains; it shrinks as the gradient accumulation count M "
-         "grows.</li>"
+std::string derived_figures_note(bool training) {
+  return std::string(
+             "<ul class=\"explain\">"
+             "<li><b>Ramp overhead</b>: the share of the step spent in ramp-up and "
+             "ramp-down, while the pipeline fills and drains; it shrinks as ") +
+         (training ? "the gradient accumulation count M" : "the number of micro-batches M") +
+         " grows.</li>"
          "<li><b>Bubble</b>: the share of IPU time idle in ramp-up, main and ramp-down "
-         "(IPUs x those phases' cycles, less the compute done), the pipeline's own waste; the "
-         "weight update is left out.</li>"
+         "(IPUs x those phases' cycles, less the compute done), the pipeline's own waste" +
+         (training ? "; the weight update is left out" : "") +
+         ".</li>"
          "<li><b>Utilisation</b>: compute-busy cycles of an IPU over the length of the step or "
          "phase; copies, syncs and host transfers do not count as busy.</li></ul>\n";
 }
 
 std::string phases_note() {
-  return explain(
-      "The bands are utilisation phases: ramp-up until the first step (or time) in which every "
-      "IPU runs all its work, main while the pipeline is full, ramp-down after it. `ipusim "
-      "schedule` also prints code phases, the program sections Graphcore compiles (ramp-up, "
-      "the main Repeat, ramp-down, the first and last S steps by construction); they can be "
-      "longer than the utilisation ramps, e.g. 4 code steps against 3 for tf1 at M = 8.");
+  return "<p class=\"explain\">The bands are utilisation phases: ramp-up until the first step "
+         "(or time) in which every IPU runs all its work, main while the pipeline is full, "
+         "ramp-down after it. <code>ipusim schedule</code> also prints code phases, the program "
+         "sections Graphcore compiles (ramp-up, the main Repeat, ramp-down, the first and last S "
+         "steps by construction); they can be longer than the utilisation ramps, e.g. 4 code "
+         "steps against 3 for tf1 at M = 8.</p>\n";
+}
+
+std::string bytes(double value) {
+  return si_figures(value, "B", 4);
+}
+
+std::vector<schedules::Phase> phases_of(const RunSpec& spec) {
+  std::vector<schedules::Phase> phases;
+  for (const auto phase : schedules::kPhases) {
+    if (spec.pipeline.training || phase != schedules::Phase::kWeightUpdate)
+      phases.push_back(phase);
+  }
+  return phases;
 }
 
 std::int64_t peak_memory(const RunReport& report) {

@@ -50,12 +50,20 @@ std::string overflow_item(const std::string& run, const std::string& ipu, std::i
 std::string overflow_list(const std::string& items);
 
 // One line each on how ramp overhead, bubble and utilisation are derived, for the pages that
-// show them.
-std::string derived_figures_note();
+// show them; without `training`, nothing on a weight update, which inference has none of.
+std::string derived_figures_note(bool training = true);
 
 // One line on the phase bands: utilisation phases, and how they differ from the code phases
 // `ipusim schedule` prints.
 std::string phases_note();
+
+// A memory figure (a peak, a stash, a capacity) to four significant figures, "12.26 MB": the
+// pages show peaks beside the capacity, and three figures would print a peak of 12,255,690
+// bytes as the 12.3 MB it fits under.
+std::string bytes(double value);
+
+// The phases a run has: all four for training, no weight update for inference.
+std::vector<schedules::Phase> phases_of(const RunSpec& spec);
 
 // The largest peak memory of any IPU of the run.
 std::int64_t peak_memory(const RunReport& report);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/core/format.hpp"
+#include "sim/html/page.hpp"
 #include "sim/html/svg.hpp"
 
 namespace ipusim::sim::html {
@@ -105,17 +106,51 @@ void draw_capacity(svg::Writer& w, const Scale& s, std::int64_t capacity) {
   w.line(x, kTop, x, kHeight - kBottom, "axis");
   // At the foot of the region: the points that do not fit are near its top.
   const double bottom = kHeight - kBottom;
-  w.text(x + 4, bottom - 20, "over capacity (" + si(double(capacity), "B") + ")", "tick", "start");
+  w.text(x + 4, bottom - 20, "over capacity (" + bytes(double(capacity)) + ")", "tick", "start");
   w.text(x + 4, bottom - 6, "does not fit", "tick", "start");
 }
 
 std::string point_title(const ParetoPoint& p) {
   return p.label + "\n" + with_commas(std::int64_t(p.throughput + 0.5)) + " samples/s, peak " +
-         si(double(p.peak_bytes), "B") + (p.fits ? "" : " (does not fit)");
+         bytes(double(p.peak_bytes)) + (p.fits ? "" : " (does not fit)");
+}
+
+// Points drawn closer than this, across and up, share one label, lest their labels overprint.
+constexpr double kNearX = 40;
+constexpr double kNearY = 12;
+
+// The label of each point that starts a group of nearby ones ("runs 1, 4, 7" when tagged),
+// "" for the others.
+std::vector<std::string> point_labels(const Scale& s, const ParetoChart& chart) {
+  const auto& points = chart.points;
+  std::vector<std::string> labels(points.size());
+  std::vector<bool> taken(points.size(), false);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (taken[i])
+      continue;
+    std::vector<std::string> names;
+    for (std::size_t j = i; j < points.size(); ++j) {
+      const bool near = std::fabs(s.x(megabytes(points[j].peak_bytes)) -
+                                  s.x(megabytes(points[i].peak_bytes))) < kNearX &&
+                        std::fabs(s.y(points[j].throughput) - s.y(points[i].throughput)) < kNearY;
+      if (!taken[j] && near) {
+        taken[j] = true;
+        names.push_back(points[j].tag.empty() ? points[j].label : points[j].tag);
+      }
+    }
+    std::string joined;
+    for (const auto& name : names)
+      joined += (joined.empty() ? "" : ", ") + name;
+    const bool tagged = !points[i].tag.empty();
+    labels[i] = tagged && names.size() > 1 ? "runs " + joined : joined;
+  }
+  return labels;
 }
 
 void draw_points(svg::Writer& w, const Scale& s, const ParetoChart& chart) {
-  for (const auto& p : chart.points) {
+  const auto labels = point_labels(s, chart);
+  for (std::size_t i = 0; i < chart.points.size(); ++i) {
+    const auto& p = chart.points[i];
     const double x = s.x(megabytes(p.peak_bytes));
     const double y = s.y(p.throughput);
     if (p.fits)
@@ -124,9 +159,8 @@ void draw_points(svg::Writer& w, const Scale& s, const ParetoChart& chart) {
       w.ring(x, y, 4, "#e45756", point_title(p));
     // Labels go left of points in the right half, so that they stay inside the chart.
     const bool left = x > (kLeft + kWidth) / 2;
-    if (chart.label_points)
-      w.text(x + (left ? -8 : 8), y - 6, p.tag.empty() ? p.label : p.tag, "tick",
-             left ? "end" : "start");
+    if (chart.label_points && !labels[i].empty())
+      w.text(x + (left ? -8 : 8), y - 6, labels[i], "tick", left ? "end" : "start");
     else if (p.best)
       w.text(x + 8, y - 6, "#1", "tick", "start");
   }

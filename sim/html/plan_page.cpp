@@ -22,8 +22,8 @@ std::string chart(const PlanPlot& plot) {
   std::string overflowing;
   for (const auto& p : plot.points) {
     if (!p.fits && plot.capacity_bytes > 0)
-      overflowing +=
-          html::overflow_item(p.label, "its fullest IPU", p.peak_bytes, plot.capacity_bytes);
+      overflowing += html::overflow_item(p.label, "IPU" + std::to_string(p.fullest_ipu),
+                                         p.peak_bytes, plot.capacity_bytes);
   }
   return html::pareto_chart(pareto) + html::overflow_list(overflowing);
 }
@@ -50,6 +50,46 @@ std::string table(const PlanPlot& plot) {
   return out + "</table></div>\n";
 }
 
+std::string over_capacity_note(const PlanPlot& plot) {
+  if (plot.over_capacity == 0)
+    return "";
+  return " " + with_commas(std::int64_t(plot.over_capacity)) +
+         " more were over capacity by the estimate and not replayed (see <a "
+         "href=\"#plan-over-capacity\">below</a>).";
+}
+
+// The candidates the estimate put over the capacity: never replayed, so absent from the chart
+// and the table; counted here with the nearest to fitting named, so that a reader sees the
+// search tried them.
+std::string over_capacity_section(const PlanPlot& plot) {
+  if (plot.over_capacity == 0)
+    return "";
+  const auto& nearest = plot.nearest_over_capacity;
+  std::string out = "<p>" + with_commas(std::int64_t(plot.over_capacity)) + " of the " +
+                    with_commas(std::int64_t(plot.evaluated)) +
+                    " candidates evaluated on the cost model were over capacity by the "
+                    "estimate, so they were not replayed and are in neither the chart nor the "
+                    "table.";
+  if (nearest.empty())
+    return html::section("plan-over-capacity", "Over capacity by the estimate", out + "</p>\n");
+  out += (nearest.size() < plot.over_capacity
+              ? " The " + std::to_string(nearest.size()) + " nearest to fitting:"
+              : " They are:") +
+         std::string("</p>\n");
+  std::string rows = html::header_row(
+      {"Split and setting", "Fullest IPU", "Estimated peak", "Over capacity by (bytes)"},
+      {true, true, false, false});
+  for (const auto& c : nearest) {
+    rows += "<tr>" + html::cell(c.label, true) +
+            html::cell("IPU" + std::to_string(c.fullest_ipu), true) +
+            html::cell(html::bytes(double(c.estimated_peak_bytes)) + " of " +
+                       html::bytes(double(plot.capacity_bytes))) +
+            html::cell(with_commas(c.estimated_peak_bytes - plot.capacity_bytes)) + "</tr>\n";
+  }
+  return html::section("plan-over-capacity", "Over capacity by the estimate",
+                       out + html::scroll_table(rows));
+}
+
 }  // namespace
 
 std::string plan_html(const PlanPlot& plot) {
@@ -57,8 +97,10 @@ std::string plan_html(const PlanPlot& plot) {
       "<header><h1>ipusim plan</h1><p class=\"sub\">" + escape(plot.title) + "</p></header>\n";
   body += html::section("plan-chart", "Throughput against peak memory",
                         "<p>Every replayed candidate: " + num(double(plot.points.size()), 0) +
-                            ". Hover a point for its setting.</p>\n" + chart(plot));
+                            ". Hover a point for its setting." + over_capacity_note(plot) +
+                            "</p>\n" + chart(plot));
   body += html::section("plan-ranked", "Ranked candidates", table(plot));
+  body += over_capacity_section(plot);
   return html::page("ipusim plan", body);
 }
 

@@ -73,33 +73,57 @@ std::string ipu_numbering(const RunReport& r) {
          selection_order_name(r.spec->hardware.selection_order) + ")";
 }
 
+using Items = std::vector<std::pair<std::string, std::string>>;
+
+// What a step is made of: a training step accumulates M micro-batches into one weight update,
+// an inference pass just runs M micro-batches (the text report words it the same way).
+Items step_items(const PipelineSpec& p) {
+  if (!p.training) {
+    return {{"Micro-batches per pass (M)", with_commas(p.gradient_accumulation_count)},
+            {"Micro-batch size", with_commas(p.micro_batch_size)},
+            {"Samples per pass", with_commas(p.samples_per_weight_update())}};
+  }
+  return {{"Gradient accumulation (M)", with_commas(p.gradient_accumulation_count)},
+          {"Micro-batch size", with_commas(p.micro_batch_size)},
+          {"Effective batch", with_commas(p.samples_per_weight_update())}};
+}
+
+// The data type, and for training the accumulators and the optimizer, which inference has none
+// of.
+Items arithmetic_items(const PipelineSpec& p) {
+  if (!p.training)
+    return {{"Data type", models::dtype_name(p.dtype)}};
+  return {{"Data type", models::dtype_name(p.dtype) + " (accumulators " +
+                            models::dtype_name(p.gradient_accumulation_dtype) + ")"},
+          {"Optimizer", optimizer_name(p.optimizer) +
+                            (p.offload_weight_update_variables ? ", state offloaded" : "")}};
+}
+
 std::string config_section(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto& p = spec.pipeline;
   const auto& hw = spec.hardware;
-  const std::vector<std::pair<std::string, std::string>> items = {
+  Items items = {
       {"Model", spec.model.name + " (" + with_commas(spec.model.total_params()) + " parameters)"},
       {"Config", spec.config_path},
       {"Schedule", r.schedule + (r.relaxed ? " (relaxed divisibility)" : "")},
       {"Stages", std::to_string(p.stages.size())},
       {"IPUs per replica", std::to_string(p.ipus_per_replica())},
-      {"Replicas", std::to_string(p.replication_factor)},
-      {"Gradient accumulation (M)", with_commas(p.gradient_accumulation_count)},
-      {"Micro-batch size", with_commas(p.micro_batch_size)},
-      {"Effective batch", with_commas(p.samples_per_weight_update())},
-      {"Repeat count", with_commas(p.repeat_count)},
-      {"Recomputation", recomputation_name(spec.schedule->recomputation())},
-      {"Data type", models::dtype_name(p.dtype) + " (accumulators " +
-                        models::dtype_name(p.gradient_accumulation_dtype) + ")"},
-      {"Optimizer", optimizer_name(p.optimizer) +
-                        (p.offload_weight_update_variables ? ", state offloaded" : "")},
-      {"Stash FIFOs",
-       p.offload_activations ? "in streaming memory (offload_activations)" : "in IPU memory"},
-      {"Hardware", hw.preset + ", " + std::to_string(hw.ipus) + " IPUs at " +
-                       fixed(hw.clock_hz / 1e9, 3) + " GHz"},
-      {"IPU numbering", ipu_numbering(r)},
-      {"Memory per IPU", si(double(hw.memory_per_ipu_bytes), "B")},
-      {"Training", p.training ? "yes" : "no (inference)"}};
+      {"Replicas", std::to_string(p.replication_factor)}};
+  for (auto& item : step_items(p))
+    items.push_back(std::move(item));
+  items.push_back({"Repeat count", with_commas(p.repeat_count)});
+  items.push_back({"Recomputation", recomputation_name(spec.schedule->recomputation())});
+  for (auto& item : arithmetic_items(p))
+    items.push_back(std::move(item));
+  items.insert(items.end(),
+               {{"Stash FIFOs", p.offload_activations ? "in streaming memory (offload_activations)"
+                                                      : "in IPU memory"},
+                {"Hardware", hw.preset + ", " + std::to_string(hw.ipus) + " IPUs at " +
+                                 fixed(hw.clock_hz / 1e9, 3) + " GHz"},
+                {"IPU numbering", ipu_numbering(r)},
+                {"Memory per IPU", html::bytes(double(hw.memory_per_ipu_bytes))},
+                {"Training", p.training ? "yes" : "no (inference)"}});
   std::string out = "<dl class=\"config\">";
   for (const auto& [name, value] : items)
     out += "<div><dt>" + escape(name) + "</dt><dd>" + escape(value) + "</dd></div>";
@@ -118,15 +142,17 @@ std::string headline(const RunReport& r) {
   const auto capacity = r.spec->hardware.memory_per_ipu_bytes;
   std::string out = "<div class=\"cards\">";
   out += card(ms(r.replay.step_cycles, clock),
-              "step (one weight update), " + with_commas(r.replay.step_cycles) + " cycles");
+              std::string(r.spec->pipeline.training ? "step (one weight update), "
+                                                    : "step (one inference pass), ") +
+                  with_commas(r.replay.step_cycles) + " cycles");
   out += card(with_commas(std::llround(r.throughput())), "samples/s throughput");
   out += card(percent(r.ramp_overhead()), "ramp overhead (ramp-up + ramp-down)");
   out += card(percent(r.bubble_fraction()), "bubble: idle IPU time in the pipeline");
-  out += card(si(double(peak_memory(r)), "B"),
+  out += card(html::bytes(double(peak_memory(r))),
               "peak memory of an IPU (" + percent(share(double(peak_memory(r)), double(capacity))) +
-                  " of " + si(double(capacity), "B") + ")");
+                  " of " + html::bytes(double(capacity)) + ")");
   out += card(r.fits_in_memory() ? "fits" : "out of memory", "memory check");
-  return out + "</div>\n" + html::derived_figures_note();
+  return out + "</div>\n" + html::derived_figures_note(r.spec->pipeline.training);
 }
 
 // ---- timing and utilisation ----
@@ -134,7 +160,7 @@ std::string headline(const RunReport& r) {
 std::string phases_table(const RunReport& r) {
   const double clock = r.spec->hardware.clock_hz;
   std::string out = header_row({"Phase", "Cycles", "Time (ms)", "Share of step"});
-  for (const auto phase : schedules::kPhases) {
+  for (const auto phase : html::phases_of(*r.spec)) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
     out += "<tr>" + cell(std::string(schedules::to_string(phase))) + cell(with_commas(cycles)) +
            cell(ms(cycles, clock)) + bar_cell(share(double(cycles), double(r.replay.step_cycles))) +
@@ -145,7 +171,8 @@ std::string phases_table(const RunReport& r) {
 
 std::string utilisation_table(const RunReport& r) {
   std::vector<std::string> heading = {"IPU", "Whole step"};
-  for (const auto phase : schedules::kPhases)
+  const auto phases = html::phases_of(*r.spec);
+  for (const auto phase : phases)
     heading.push_back(schedules::phase_heading(phase));
   heading.insert(heading.end(), {"Busy cycles", "Host link", "Streaming memory link"});
   std::string out = header_row(heading);
@@ -153,7 +180,7 @@ std::string utilisation_table(const RunReport& r) {
     const auto& ipu = r.replay.ipus[i];
     out += "<tr>" + cell("IPU" + std::to_string(i)) +
            bar_cell(share(double(ipu.busy_cycles), double(r.replay.step_cycles)));
-    for (const auto phase : schedules::kPhases) {
+    for (const auto phase : phases) {
       out += bar_cell(share(double(ipu.busy_in_phase[schedules::index(phase)]),
                             double(r.replay.phase_cycles[schedules::index(phase)])));
     }

@@ -78,9 +78,9 @@ void Writer::open(const std::string& id, double width, double height, const std:
 }
 
 void Writer::rect(double x, double y, double w, double h, const std::string& css_class,
-                  const std::string& title) {
+                  const std::string& title, const std::string& attributes) {
   out_ += "<rect class=\"" + css_class + "\" x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" +
-          num(w) + "\" height=\"" + num(h) + "\"";
+          num(w) + "\" height=\"" + num(h) + "\"" + attributes;
   if (title.empty()) {
     out_ += "/>";
     return;

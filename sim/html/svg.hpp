@@ -32,8 +32,9 @@ class Writer {
   void open(const std::string& id, double width, double height, const std::string& label);
   void close() { out_ += "</svg>\n"; }
 
+  // `attributes`, e.g. ` data-l="F1"`, are written as given: the caller escapes them.
   void rect(double x, double y, double w, double h, const std::string& css_class,
-            const std::string& title = "");
+            const std::string& title = "", const std::string& attributes = "");
   void rect_fill(double x, double y, double w, double h, const std::string& fill);
   void line(double x1, double y1, double x2, double y2, const std::string& css_class);
   // anchor: "start", "middle" or "end".

@@ -147,7 +147,7 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
                          ""};
     if (plot.scale != 1 && table.capacity_bytes > 0) {  // the memory chart
       chart.limit = double(table.capacity_bytes) / plot.scale;
-      chart.limit_label = "capacity " + si(double(table.capacity_bytes), "B");
+      chart.limit_label = "capacity " + html::bytes(double(table.capacity_bytes));
     }
     out += "<div>" + svg::line_chart(chart) + "</div>\n";
   }
@@ -232,17 +232,21 @@ std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
   html::BarChart chart{"sweep-memory-ipus", "Peak memory per IPU", "MB (10^6 bytes)", {}, 0, ""};
   if (table.capacity_bytes > 0) {
     chart.limit = double(table.capacity_bytes) / 1e6;
-    chart.limit_label = "capacity " + si(double(table.capacity_bytes), "B");
+    chart.limit_label = "capacity " + html::bytes(double(table.capacity_bytes));
   }
+  const int fits = column_of(table.metrics, "fits_in_memory", table.varied.size());
   for (const auto& row : table.rows) {
     html::BarGroup group{values_label(table, row), {}};
+    // Every bar of a run that does not fit is hollow, as its rings are in the other charts.
+    const bool hollow = fits >= 0 && row.at(std::size_t(fits)) == "false";
     for (std::size_t k = 0; k < ipu_columns.size(); ++k) {
       const auto bytes = parse_number(row.at(ipu_columns[k]));
       if (!bytes)
         continue;  // the run has fewer IPUs, or failed
       group.bars.push_back(
-          {"IPU" + std::to_string(k), *bytes / 1e6, si(*bytes, "B"),
-           with_commas(std::int64_t(*bytes)) + " bytes at peak (" + run_label(table, row) + ")"});
+          {"IPU" + std::to_string(k), *bytes / 1e6, html::bytes(*bytes),
+           with_commas(std::int64_t(*bytes)) + " bytes at peak (" + run_label(table, row) + ")",
+           hollow});
     }
     chart.groups.push_back(std::move(group));
   }
@@ -252,9 +256,10 @@ std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
   return section("sweep-memory-ipus", "Peak memory per IPU",
                  "<div class=\"grid2\"><div>" + html::bar_chart(chart) + "</div><div>" +
                      html::explain("One group per run, labelled by its " + varied +
-                                   ", and one bar per IPU. A bar past the capacity line is "
-                                   "hollow: that IPU does not fit. Unequal bars show where "
-                                   "moving a layer to another stage would even them out.") +
+                                   ", and one bar per IPU. A run that does not fit is hollow, "
+                                   "as in the other charts; its IPU past the capacity line is "
+                                   "the one that overflows. Unequal bars show where moving a "
+                                   "layer to another stage would even them out.") +
                      "</div></div>");
 }
 
@@ -274,7 +279,7 @@ std::string sweep_overflow(const SweepPlotTable& table) {
     const auto peak = parse_number(row.at(std::size_t(fullest))).value_or(0);
     if (table.capacity_bytes <= 0) {
       items += "<li><b>" + escape(label) + "</b>: does not fit; its fullest IPU peaks at " +
-               si(peak, "B") + "</li>\n";
+               html::bytes(peak) + "</li>\n";
       continue;
     }
     bool per_ipu = false;
@@ -313,12 +318,14 @@ std::string sweep_pareto(const SweepPlotTable& table) {
     chart.points.push_back({run_label(table, row), "", *y, std::int64_t(*x),
                             fits < 0 || row.at(std::size_t(fits)) != "false", false});
   }
-  return section("sweep-pareto", "Throughput against peak memory",
-                 "<div class=\"grid2\"><div>" + html::pareto_chart(chart) + "</div></div>" +
-                     html::explain("One point per run. Up and to the left is better; a ring does "
-                                   "not fit in memory. The green line joins the runs that fit "
-                                   "and that no other run beats on both throughput and memory.") +
-                     sweep_overflow(table));
+  return section(
+      "sweep-pareto", "Throughput against peak memory",
+      "<div class=\"grid2\"><div>" + html::pareto_chart(chart) + "</div></div>" +
+          html::explain("One point per run. Up and to the left is better (the throughput "
+                        "axis starts at 0, so that heights compare as ratios); a ring does "
+                        "not fit in memory. The green line joins the runs that fit "
+                        "and that no other run beats on both throughput and memory.") +
+          sweep_overflow(table));
 }
 
 }  // namespace

@@ -61,10 +61,22 @@ std::string layers_per_ipu(const PlanCandidate& c) {
   return out;
 }
 
-std::string memory_cell(const PlanCandidate& c, std::int64_t capacity) {
+// How a table writes bytes: the terminal's three figures, or the HTML pages' four, which never
+// round a peak up to the capacity beside it.
+using BytesText = std::string (*)(double);
+
+std::string terminal_bytes(double bytes) {
+  return si(bytes, "B");
+}
+
+std::string page_bytes(double bytes) {
+  return si_figures(bytes, "B", 4);
+}
+
+std::string memory_cell(const PlanCandidate& c, std::int64_t capacity, BytesText bytes) {
   std::string out;
   for (const auto& ipu : c.report->replay.ipus)
-    out += (out.empty() ? "" : " / ") + si(double(ipu.peak_memory_bytes), "B");
+    out += (out.empty() ? "" : " / ") + bytes(double(ipu.peak_memory_bytes));
   const double headroom = 1.0 - double(peak_max(c)) / double(capacity);
   return out + " (" + percent(std::max(0.0, headroom)) + " free)";
 }
@@ -104,8 +116,8 @@ struct TableLayout {
     return out;
   }
 
-  std::vector<std::string> row(std::size_t rank, const PlanCandidate& c,
-                               std::int64_t capacity) const {
+  std::vector<std::string> row(std::size_t rank, const PlanCandidate& c, std::int64_t capacity,
+                               BytesText bytes = terminal_bytes) const {
     const auto& r = *c.report;
     std::vector<std::string> out = {"#" + std::to_string(rank), layers_per_ipu(c)};
     if (shape)
@@ -117,7 +129,7 @@ struct TableLayout {
       out.push_back(c.offload);
     for (auto cell :
          {with_commas(std::int64_t(r.throughput() + 0.5)), fixed(r.step_seconds() * 1000, 4),
-          memory_cell(c, capacity), std::string(r.fits_in_memory() ? "yes" : "NO")})
+          memory_cell(c, capacity, bytes), std::string(r.fits_in_memory() ? "yes" : "NO")})
       out.push_back(std::move(cell));
     return out;
   }
@@ -369,9 +381,19 @@ std::string render_plan_html(const PlanResult& result) {
   plot.right_aligned = layout.right_aligned();
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& c = result.ranked[i];
+    int fullest = 0;
+    const auto peak = peak_max(c, &fullest);
     plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1),
-                           c.report->throughput(), peak_max(c), c.report->fits_in_memory()});
-    plot.table.push_back(layout.row(i + 1, c, result.capacity_bytes));
+                           c.report->throughput(), peak, c.report->fits_in_memory(), fullest});
+    plot.table.push_back(layout.row(i + 1, c, result.capacity_bytes, page_bytes));
+  }
+  plot.evaluated = result.evaluated;
+  plot.over_capacity = result.over_capacity;
+  for (const auto& c : result.nearest_over_capacity) {
+    const auto& peaks = c.estimated_peak_bytes;
+    const auto fullest = std::max_element(peaks.begin(), peaks.end());
+    plot.nearest_over_capacity.push_back(
+        {c.key(), int(fullest - peaks.begin()), fullest == peaks.end() ? 0 : *fullest});
   }
   return sim::plan_html(plot);
 }

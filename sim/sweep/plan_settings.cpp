@@ -139,11 +139,15 @@ std::string recomputation_name(const RunSpec& spec) {
 }
 
 void describe_candidate(PlanCandidate& c) {
-  const auto& p = c.spec->pipeline;
+  describe_setting(c, *c.spec);
+}
+
+void describe_setting(PlanCandidate& c, const RunSpec& spec) {
+  const auto& p = spec.pipeline;
   c.schedule = p.schedule;
   c.gac = p.gradient_accumulation_count;
   c.micro_batch = p.micro_batch_size;
-  c.recomputation = recomputation_name(*c.spec);
+  c.recomputation = recomputation_name(spec);
   c.offload = offload_name(p);
   c.ipus_per_replica = p.ipus_per_replica();
   c.replicas = p.replication_factor;

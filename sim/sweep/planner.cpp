@@ -125,6 +125,9 @@ class BestCandidates {
   std::vector<Entry> entries_;
 };
 
+// Splits over capacity by the estimate that a plan names, nearest to fitting first.
+constexpr std::size_t kNearestOverCapacity = 5;
+
 // Priced splits kept per setting: enough for 4 x --top finalists even when the stage rules
 // refuse many of the best.
 std::size_t kept_per_setting(int top) {
@@ -169,16 +172,32 @@ class SettingSearch {
     else
       for_each_split(pricer.layers(), pricer.stages() - 1, visit);
     auto fitting = fit.sorted();
+    auto least = over.sorted();
+    keep_nearest(least, spec);
     auto finalists = validated(fitting, std::size_t(4 * std::max(1, request_.top)));
     if (!finalists.empty())
       return finalists;
     // Nothing fits by the estimate: the split needing least memory is replayed all the same,
     // so that the answer names real consumers rather than an estimate's.
-    auto least = over.sorted();
     return validated(least, 1);
   }
 
  private:
+  // The setting's splits nearest to fitting join the result's few, least estimated peak first,
+  // for the HTML page to name what the estimate left out.
+  void keep_nearest(const std::vector<PlanCandidate>& least, const RunSpec& spec) {
+    auto& nearest = result_.nearest_over_capacity;
+    for (std::size_t i = 0; i < least.size() && i < kNearestOverCapacity; ++i) {
+      nearest.push_back(least[i]);
+      describe_setting(nearest.back(), spec);
+    }
+    std::stable_sort(nearest.begin(), nearest.end(), [](const auto& a, const auto& b) {
+      return a.estimated_peak_max() < b.estimated_peak_max();
+    });
+    if (nearest.size() > kNearestOverCapacity)
+      nearest.resize(kNearestOverCapacity);
+  }
+
   // The first `wanted` of `ranked` that the spec's validation accepts, with their specs.
   std::vector<PlanCandidate> validated(std::vector<PlanCandidate>& ranked, std::size_t wanted) {
     std::vector<PlanCandidate> out;
@@ -377,6 +396,10 @@ PlanResult plan(const PlanRequest& request) {
     }
     if (request.progress)
       request.progress(i + 1, mine.size(), "settings");
+  }
+  for (auto& c : result.nearest_over_capacity) {
+    c.show_shape = result.varies_shape;
+    c.show_offload = result.varies_offload;
   }
   if (finalists.empty()) {
     throw core::ConfigError(request.config_path, "",

@@ -97,6 +97,8 @@ struct PlanResult {
   std::size_t evaluated = 0;      // splits priced on the cost model, over all settings
   std::size_t invalid = 0;        // refused by the spec's validation (stage rules)
   std::size_t over_capacity = 0;  // pruned: estimated peak over the capacity
+  // The few pruned ones nearest to fitting (least estimated peak first), never replayed.
+  std::vector<PlanCandidate> nearest_over_capacity;
   // Settings whose config is invalid whatever the split: the setting's label and why.
   std::vector<std::pair<std::string, std::string>> invalid_settings;
   std::int64_t capacity_bytes = 0;

@@ -45,6 +45,8 @@ std::vector<std::string> schedules_searched(const PlanRequest& request, const Ru
 
 // Fills the candidate's setting fields (schedule .. replicas) from its spec.
 void describe_candidate(PlanCandidate& c);
+// The same from `spec`, its setting's spec, for a candidate that has none of its own.
+void describe_setting(PlanCandidate& c, const RunSpec& spec);
 
 // Whether the command line's what-if options set `pointer`.
 bool overridden(const PlanRequest& request, const std::string& pointer);

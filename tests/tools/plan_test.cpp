@@ -182,7 +182,7 @@ TEST_CASE("plan --html draws every replayed candidate against the capacity, the 
   }
   const auto page = read(first);
   CHECK(page == read(second));
-  CHECK_THAT(page, Catch::Matchers::Contains("over capacity (941 MB)"));
+  CHECK_THAT(page, Catch::Matchers::Contains("over capacity (940.6 MB)"));
   // 36 replayed candidates, one circle each.
   std::size_t circles = 0;
   for (auto at = page.find("<circle"); at != std::string::npos; at = page.find("<circle", at + 1))

@@ -105,6 +105,20 @@ struct Probe {
   std::vector<std::string> console_errors;
 };
 
+// Runs `script` (a <script> element) at the end of the page at a 1,400 px wide window; the
+// script reports in a <pre id="probe"> it appends to the body.
+inline Probe run_in_page(const fs::path& page, const std::string& html, const std::string& script) {
+  std::string probed = html;
+  probed.insert(probed.rfind("</body>"), script);
+  const fs::path path = page.string() + ".probe.html";
+  write_file(path, probed);
+  auto run = open_in_chromium(path, "--hide-scrollbars --window-size=1400,1000 --dump-dom");
+  const auto begin = run.dom.find("<pre id=\"probe\">");
+  const auto end = run.dom.find("</pre>", begin);
+  REQUIRE(begin != std::string::npos);
+  return {run.dom.substr(begin + 16, end - begin - 16), run.console_errors};
+}
+
 // Measures the page as a reader at 1,400 px sees it: its scroll width, the right edge of the
 // widest table wrapper, tables outside a wrapper, tables whose last column cannot be scrolled
 // into view, headers aligned otherwise than the values under them, and (when it has pan and zoom)
@@ -145,15 +159,7 @@ inline Probe probe_page(const fs::path& page, const std::string& html) {
       "r.push('key '+k+' '+g.getAttribute('transform'))});}"
       "var p=document.createElement('pre');p.id='probe';p.textContent=r.join('\\n');"
       "document.body.appendChild(p);})();</script>";
-  std::string probed = html;
-  probed.insert(probed.rfind("</body>"), script);
-  const fs::path path = page.string() + ".probe.html";
-  write_file(path, probed);
-  auto run = open_in_chromium(path, "--hide-scrollbars --window-size=1400,1000 --dump-dom");
-  const auto begin = run.dom.find("<pre id=\"probe\">");
-  const auto end = run.dom.find("</pre>", begin);
-  REQUIRE(begin != std::string::npos);
-  return {run.dom.substr(begin + 16, end - begin - 16), run.console_errors};
+  return run_in_page(page, html, script);
 }
 
 }  // namespace ipusim::testing

@@ -1,6 +1,8 @@
 #include "sim/html/html_report.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -240,26 +242,28 @@ TEST_CASE("a sweep draws each IPU's peak memory of each run against the capacity
   const auto html = sim::sweep_html(table);
   const std::string bars = svg_element(html, "sweep-memory-ipus");
   REQUIRE(!bars.empty());
-  CHECK(count(bars, "<rect class=\"bar-fill\"") == 7);
-  CHECK(count(bars, "<rect class=\"bar-over\"") == 1);  // run 32's IPU0: 1.7 GB > 1 GB
+  // Run 32 does not fit (its IPU0: 1.7 GB > 1 GB): both its bars are hollow.
+  CHECK(count(bars, "<rect class=\"bar-fill\"") == 6);
+  CHECK(count(bars, "<rect class=\"bar-over\"") == 2);
   CHECK(bars.find("<title>32 IPU0: 1,700,000,000 bytes at peak (micro_batch_size=32)</title>") !=
         std::string::npos);
   CHECK(bars.find("<title>32 IPU2") == std::string::npos);
   CHECK(count(bars, "fill=\"#f6d5d5\"") == 1);
-  CHECK(bars.find(">capacity 1 GB</text>") != std::string::npos);
+  CHECK(bars.find(">capacity 1.000 GB</text>") != std::string::npos);
   // The fullest IPU's line chart and the Pareto chart shade the region over the capacity too.
   const std::string line = svg_element(html, "sweep-peak_memory_bytes_max-0");
   CHECK(count(line, "fill=\"#f6d5d5\"") == 1);
-  CHECK(line.find(">capacity 1 GB</text>") != std::string::npos);
+  CHECK(line.find(">capacity 1.000 GB</text>") != std::string::npos);
   CHECK(count(svg_element(html, "sweep-pareto"), "fill=\"#f6d5d5\"") == 1);
-  CHECK(html.find("<ul class=\"overflow\"><li><b>micro_batch_size=32</b>: IPU0 needs 1.7 GB of "
-                  "its 1 GB, over by 700,000,000 bytes (700 MB)</li>\n</ul>") != std::string::npos);
+  CHECK(html.find("<ul class=\"overflow\"><li><b>micro_batch_size=32</b>: IPU0 needs 1.700 GB "
+                  "of its 1.000 GB, over by 700,000,000 bytes (700.0 MB)</li>\n</ul>") !=
+        std::string::npos);
   // Without a common capacity nothing is shaded, and the list gives the fullest IPU's peak.
   table.capacity_bytes = 0;
   const auto unshaded = sim::sweep_html(table);
   CHECK(unshaded.find("#f6d5d5\"/>") == std::string::npos);
   CHECK(unshaded.find("<li><b>micro_batch_size=32</b>: does not fit; its fullest IPU peaks at "
-                      "1.7 GB</li>") != std::string::npos);
+                      "1.700 GB</li>") != std::string::npos);
 }
 
 TEST_CASE("a sweep with more runs than a per-IPU chart can show says where they are") {
@@ -320,4 +324,150 @@ TEST_CASE("the report names the overrides under the config's own description") {
   CHECK(html.find("<p class=\"sub\">Run with overrides of the config (the description above is "
                   "the file's): --set pipeline.gradient_accumulation_count=32, --set "
                   "pipeline.micro_batch_size=16</p>") != std::string::npos);
+}
+
+namespace {
+
+std::string lower_case(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return text;
+}
+
+// Under the 12.46 MB that IPU0 needs with a grouped schedule, over the 12.05 MB of sequential.
+const char* const kTightMemory = "hardware.memory_per_ipu=\"12.3MB\"";
+
+}  // namespace
+
+TEST_CASE("an inference run's page speaks of one inference pass and shows no weight update") {
+  const auto run = testing::record(kTf1, {"pipeline.training=false"});
+  const auto html = sim::html_report(run->report, run->timeline());
+  write_file(build_dir() / "html_report_inference.html", html);
+  // No legend entry, band, phase row, utilisation column or note of a weight update.
+  CHECK(lower_case(html).find("weight update") == std::string::npos);
+  CHECK(html.find("<div class=\"card\"><b>0.3665 ms</b><span>step (one inference pass), 487,391 "
+                  "cycles</span></div>") != std::string::npos);
+  CHECK(html.find("<dt>Micro-batches per pass (M)</dt><dd>16</dd>") != std::string::npos);
+  CHECK(html.find("<dt>Samples per pass</dt><dd>512</dd>") != std::string::npos);
+  CHECK(html.find("<dt>Training</dt><dd>no (inference)</dd>") != std::string::npos);
+  // A training run keeps its weight update: the card, and a band in each of the five legends.
+  const auto training = testing::record(kTf1);
+  const auto trained = sim::html_report(training->report, training->timeline());
+  CHECK(trained.find("<span>step (one weight update), ") != std::string::npos);
+  CHECK(count(trained, "\"></i>weight update</span>") == 2 * 5);  // the box and the band
+}
+
+TEST_CASE("no page has a literal backtick") {
+  const auto run = testing::record(kTf1);
+  const auto page = sim::html_report(run->report, run->timeline());
+  CHECK(page.find("<code>ipusim schedule</code> also prints code phases") != std::string::npos);
+  const auto inference = testing::record(kTf1, {"pipeline.training=false"});
+  sim::SweepPlotTable table;
+  table.varied = {"pipeline.micro_batch_size"};
+  table.metrics = {"throughput_samples_per_second", "peak_memory_bytes_max", "fits_in_memory"};
+  table.rows = {{"8", "100", "500000000", "true"}, {"16", "150", "900000000", "false"}};
+  table.capacity_bytes = 800'000'000;
+  sim::PlanPlot plan;
+  plan.title = "one candidate";
+  plan.capacity_bytes = 12'300'000;
+  plan.points = {{"#1", 1, 1000, 12'000'000, true, 0}};
+  plan.table = {{"Rank", "Samples/s"}, {"#1", "1,000"}};
+  plan.evaluated = 2;
+  plan.over_capacity = 1;
+  plan.nearest_over_capacity = {{"splits=[\"dense64\"]", 1, 12'400'000}};
+  for (const auto& html :
+       {page, sim::html_report(inference->report, inference->timeline()),
+        sim::compare_html({&run->report, &inference->report},
+                          {&run->timeline(), &inference->timeline()}, {"train", "infer"}),
+        sim::sweep_html(table), sim::plan_html(plan)})
+    CHECK(html.find('`') == std::string::npos);
+}
+
+TEST_CASE("a comparison draws a run that does not fit hollow in every chart") {
+  const auto grouped = testing::record_allowing_oom(kTf1, {kTightMemory});
+  const auto sequential =
+      testing::record_allowing_oom(kTf1, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
+  REQUIRE(!grouped->report.fits_in_memory());
+  REQUIRE(sequential->report.fits_in_memory());
+  const auto html =
+      sim::compare_html({&grouped->report, &sequential->report},
+                        {&grouped->timeline(), &sequential->timeline()}, {"grouped", "sequential"});
+  // Grouped's throughput bar and both its IPUs' memory bars are outlines; sequential's solid.
+  const auto speed = svg_element(html, "compare-throughput");
+  CHECK(count(speed, "<rect class=\"bar-over\"") == 1);
+  CHECK(count(speed, "<rect class=\"bar-fill\"") == 1);
+  CHECK(speed.find("<rect class=\"bar-over\" x=\"170\" y=\"37\"") != std::string::npos);
+  const auto memory = svg_element(html, "compare-memory");
+  CHECK(count(memory, "<rect class=\"bar-over\"") == 2);
+  CHECK(count(memory, "<rect class=\"bar-fill\"") == 2);
+  CHECK(count(svg_element(html, "compare-pareto"), "<circle class=\"ring\"") == 1);
+}
+
+TEST_CASE("memory figures carry their unit and four figures beside the capacity") {
+  const auto grouped = testing::record_allowing_oom(kTf1, {kTightMemory});
+  const auto sequential =
+      testing::record_allowing_oom(kTf1, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
+  const auto run = sim::html_report(sequential->report, sequential->timeline());
+  CHECK(run.find("<div class=\"card\"><b>12.05 MB</b><span>peak memory of an IPU (98.0% of "
+                 "12.30 MB)</span></div>") != std::string::npos);
+  CHECK(run.find("<tr><th>IPU</th><th>Peak memory</th><th>Share of capacity</th><th>Peak "
+                 "stash</th><th>In streaming memory</th><th>Fits</th></tr>\n<tr><td>IPU0</td><td>"
+                 "12.05 MB</td>") != std::string::npos);
+  CHECK(run.find("<td>IPU1</td><td>7.447 MB</td>") != std::string::npos);
+  const auto compare =
+      sim::compare_html({&grouped->report, &sequential->report},
+                        {&grouped->timeline(), &sequential->timeline()}, {"grouped", "sequential"});
+  CHECK(compare.find("<tr><td>Peak memory, fullest IPU</td><td>12.46 MB</td><td>12.05 MB</td>"
+                     "</tr>") != std::string::npos);
+  CHECK(compare.find("<tr><td>Memory per IPU (capacity)</td><td>12.30 MB</td><td>12.30 MB</td>"
+                     "</tr>") != std::string::npos);
+  CHECK(compare.find("<tr><td>Peak stash per IPU</td><td>") != std::string::npos);
+  for (const auto* html : {&run, &compare})
+    CHECK(html->find("(bytes)</t") == std::string::npos);
+  // Four figures tell a peak just under the capacity from the capacity itself.
+  CHECK(sim::si_figures(12'255'690, "B", 4) == "12.26 MB");
+  CHECK(sim::si_figures(12'300'000, "B", 4) == "12.30 MB");
+  CHECK(sim::si_figures(999'960, "B", 4) == "1.000 MB");
+  CHECK(sim::si_figures(512, "B", 4) == "512 B");
+}
+
+TEST_CASE("a plan page counts the candidates over capacity by the estimate and names the nearest") {
+  sim::PlanPlot plot;
+  plot.title = "two candidates";
+  plot.capacity_bytes = 12'300'000;
+  plot.points = {{"#1 a", 1, 1000, 12'000'000, true, 0}, {"#2 b", 2, 1100, 12'460'000, false, 1}};
+  plot.table = {{"Rank", "Samples/s"}, {"#1", "1,000"}, {"#2", "1,100"}};
+  plot.evaluated = 54;
+  plot.over_capacity = 27;
+  plot.nearest_over_capacity = {{"splits=[\"dense256\"] schedule=grouped gac=8", 1, 12'362'024}};
+  const auto html = sim::plan_html(plot);
+  CHECK(html.find("27 more were over capacity by the estimate and not replayed") !=
+        std::string::npos);
+  CHECK(html.find("<section id=\"plan-over-capacity\"><h2>Over capacity by the estimate</h2>\n"
+                  "<p>27 of the 54 candidates evaluated on the cost model were over capacity by "
+                  "the estimate, so they were not replayed and are in neither the chart nor the "
+                  "table. The 1 nearest to fitting:</p>") != std::string::npos);
+  CHECK(html.find("<tr><td class=\"text\">splits=[&quot;dense256&quot;] schedule=grouped "
+                  "gac=8</td><td class=\"text\">IPU1</td><td>12.36 MB of 12.30 "
+                  "MB</td><td>62,024</td></tr>") != std::string::npos);
+  // A replayed candidate that does not fit is named by its fullest IPU.
+  CHECK(html.find("<li><b>#2 b</b>: IPU1 needs 12.46 MB of its 12.30 MB, over by 160,000 bytes "
+                  "(160.0 kB)</li>") != std::string::npos);
+  plot.over_capacity = 0;
+  CHECK(sim::plan_html(plot).find("over capacity by the estimate") == std::string::npos);
+}
+
+TEST_CASE("runs drawn close together on the Pareto chart share one label") {
+  const auto run = testing::record(kTf1);
+  const auto other =
+      testing::record(kTf1, {"pipeline.pipeline_schedule=sequential"});  // another spot
+  const auto html =
+      sim::compare_html({&run->report, &other->report, &run->report, &run->report},
+                        {&run->timeline(), &other->timeline(), &run->timeline(), &run->timeline()},
+                        {"grouped", "sequential", "grouped again", "grouped once more"});
+  const auto pareto = svg_element(html, "compare-pareto");
+  CHECK(pareto.find(">runs 1, 3, 4</text>") != std::string::npos);
+  CHECK(pareto.find(">2</text>") != std::string::npos);
+  CHECK(pareto.find(">3</text>") == std::string::npos);
+  CHECK(count(pareto, "<circle ") == 4);  // every run keeps its point and tooltip
 }

@@ -27,27 +27,13 @@ const std::vector<std::string>& seven_schedules() {
   return names;
 }
 
-// A recorded run that may overflow its IPUs' memory, as `compare` and `sweep` run them.
-std::unique_ptr<RecordedRun> record_allowing_oom(const std::vector<std::string>& sets) {
-  std::vector<core::Override> overrides;
-  for (const auto& set : sets)
-    overrides.push_back(core::parse_set_argument(set));
-  auto run = std::make_unique<RecordedRun>(sim::TimelineOptions{});
-  run->spec = sim::load_run_spec(kTf1, overrides);
-  sim::SimulateOptions simulate;
-  simulate.observers = {&run->recorder};
-  simulate.allow_oom = true;
-  run->report = sim::simulate(run->spec, simulate);
-  return run;
-}
-
 std::vector<std::unique_ptr<RecordedRun>> tf1_runs(const std::vector<std::string>& schedules,
                                                    const std::vector<std::string>& extra = {}) {
   std::vector<std::unique_ptr<RecordedRun>> runs;
   for (const auto& name : schedules) {
     std::vector<std::string> overrides = {"pipeline.pipeline_schedule=" + name, kTightMemory};
     overrides.insert(overrides.end(), extra.begin(), extra.end());
-    runs.push_back(record_allowing_oom(overrides));
+    runs.push_back(record_allowing_oom(kTf1, overrides));
   }
   return runs;
 }
@@ -91,11 +77,13 @@ TEST_CASE("a comparison of seven schedules fits 1,400 px and draws the runs that
   check_fits_1400(probe);
   CHECK(probe.lines.find("zoom translate(-752 0) scale(2 1)") != std::string::npos);
   // Grouped, 1f1b, gpipe, interleaved_1f1b and zero_bubble_h1 overflow IPU0; the others fit.
+  // Those five are hollow in every chart: a ring each, and their throughput bar and both
+  // IPUs' memory bars outlined.
   const auto dom = open_in_chromium(page, "--dump-dom").dom;
   CHECK(count(dom, "<circle class=\"ring\"") == 5);
-  CHECK(count(dom, "class=\"bar-over\"") == 5);
-  CHECK(dom.find("<li><b>tf1_mnist grouped</b>: IPU0 needs 12.5 MB of its 12.3 MB, over by "
-                 "162,538 bytes (163 kB)</li>") != std::string::npos);
+  CHECK(count(dom, "class=\"bar-over\"") == 5 * 3);
+  CHECK(dom.find("<li><b>tf1_mnist grouped</b>: IPU0 needs 12.46 MB of its 12.30 MB, over by "
+                 "162,538 bytes (162.5 kB)</li>") != std::string::npos);
   CHECK(dom.find("<li><b>tf1_mnist sequential</b>") == std::string::npos);
   CHECK(screenshot(page, "compare.png", 830, "memory-speed").empty());
   CHECK(screenshot(page, "compare-table.png", 800, "figures").empty());
@@ -133,10 +121,10 @@ TEST_CASE("a sweep page draws a Pareto chart with rings and fits 1,400 px", "[br
   // Grouped does not fit at any GAC: a ring in each of the four charts.
   const auto pareto = dom.substr(dom.find("<svg id=\"sweep-pareto\""));
   CHECK(count(pareto.substr(0, pareto.find("</svg>")), "<circle class=\"ring\"") == 4);
-  // Its IPU0 is the bar past the capacity, hollow, in each of the four groups.
+  // Its IPU0 is the bar past the capacity; both its bars are hollow in each of the four groups.
   const auto bars = dom.substr(dom.find("<svg id=\"sweep-memory-ipus\""));
-  CHECK(count(bars.substr(0, bars.find("</svg>")), "class=\"bar-over\"") == 4);
-  CHECK(count(bars.substr(0, bars.find("</svg>")), "class=\"bar-fill\"") == 12);
+  CHECK(count(bars.substr(0, bars.find("</svg>")), "class=\"bar-over\"") == 8);
+  CHECK(count(bars.substr(0, bars.find("</svg>")), "class=\"bar-fill\"") == 8);
   CHECK(screenshot(page, "sweep.png", 2300).empty());
 }
 
@@ -156,14 +144,14 @@ TEST_CASE("a plan page fits 1,400 px and draws a candidate that does not fit as 
   int rank = 0;
   for (const auto& [throughput, peak, fits] : candidates) {
     ++rank;
-    plot.points.push_back({"#" + std::to_string(rank), rank, throughput, peak, fits});
+    plot.points.push_back({"#" + std::to_string(rank), rank, throughput, peak, fits, 1});
     plot.table.push_back({"#" + std::to_string(rank), "2,3",
                           sim::with_commas(std::llround(throughput)), sim::si(double(peak), "B"),
                           fits ? "yes" : "no"});
   }
   const auto html = sim::plan_html(plot);
-  CHECK(html.find("<li><b>#4</b>: its fullest IPU needs 12.6 MB of its 12.3 MB, over by "
-                  "300,000 bytes (300 kB)</li>") != std::string::npos);
+  CHECK(html.find("<li><b>#4</b>: IPU1 needs 12.60 MB of its 12.30 MB, over by "
+                  "300,000 bytes (300.0 kB)</li>") != std::string::npos);
   const fs::path page = build_dir() / "plan_browser.html";
   write_file(page, html);
   check_fits_1400(probe_page(page, html));
@@ -198,4 +186,50 @@ TEST_CASE("the run page's zoomed views, pan and zoom and tables work at 1,400 px
   CHECK(main.substr(0, main.find("</svg>")).find(">F4</text>") != std::string::npos);
   CHECK(screenshot(page, "pipeline.png", 700, "pipeline").empty());
   CHECK(screenshot(page, "pipeline-zoom.png", 960, "pipeline-zoom").empty());
+}
+
+namespace {
+
+// Clicks "+" three times (8x about the middle), then nine more (4096x, the most), and after
+// each reports the to-scale chart's tick labels within the plot, cycles then ms, and its box
+// labels; "left" and "right" say how far the first and last box label reach.
+const char* const kZoomScript =
+    "<script>(function(){var f=document.querySelector('.gantt-frame[data-plot-x]'),"
+    "s=f.querySelector('svg'),b=f.querySelector('.pz-in'),L=+f.dataset.plotX,"
+    "W=+f.dataset.plotWidth,r=[];"
+    "function texts(q,keep){return [].slice.call(s.querySelectorAll(q)).filter(keep)"
+    ".map(function(t){return t.textContent}).join(' ')}"
+    "function inside(t){var x=+t.getAttribute('x');return x>=L&&x<=L+W}"
+    "function report(){r.push(f.querySelector('.pz-k').textContent);"
+    "r.push('cycles '+texts('g.pz-ticks text',function(t){return inside(t)&&"
+    "t.getAttribute('y')=='13'}));"
+    "r.push('ms '+texts('g.pz-ticks text',function(t){return inside(t)&&"
+    "t.getAttribute('y')!='13'}));"
+    "r.push('boxes '+texts('g.pz-labels text',function(){return true}));"
+    "var cut=0;s.querySelectorAll('g.pz-labels text').forEach(function(t){var c=t.getBBox();"
+    "if(c.x<L-0.5||c.x+c.width>L+W+0.5)cut++});r.push('cut '+cut)}"
+    "for(var i=0;i<3;i++)b.click();report();for(i=0;i<9;i++)b.click();report();"
+    "var p=document.createElement('pre');p.id='probe';p.textContent=r.join('\\n');"
+    "document.body.appendChild(p);})();</script>";
+
+}  // namespace
+
+TEST_CASE("zooming the run page's to-scale chart redraws its axes and box labels", "[browser]") {
+  require_chromium();
+  const auto run = record(kTf1);
+  const auto html = sim::html_report(run->report, run->timeline());
+  const fs::path page = build_dir() / "run_zoom.html";
+  write_file(page, html);
+  const auto probe = run_in_page(page, html, kZoomScript);
+  INFO(probe.lines);
+  CHECK(probe.console_errors.empty());
+  // At 8x about the middle: nine cycle ticks, six ms ticks, every box wide enough labelled in
+  // full (IPU1's B7, cut by the window's left edge, centred in what is in view).
+  CHECK(probe.lines.find("8.0x\ncycles 310,000 320,000 330,000 340,000 350,000 360,000 370,000 "
+                         "380,000 390,000\nms 0.24 0.25 0.26 0.27 0.28 0.29\n"
+                         "boxes B6 F9 B7 F10 B7 F8 B8 F9 B9\ncut 0\n") == 0);
+  // At the most, 4096x, ticks 20 cycles and 20 ns apart, and the one box in view labelled.
+  CHECK(probe.lines.find("4096.0x\ncycles 352,200 352,220 352,240 352,260 352,280 352,300 "
+                         "352,320 352,340 352,360\nms 0.26482 0.26484 0.26486 0.26488 0.2649 "
+                         "0.26492\nboxes B8\ncut 0") != std::string::npos);
 }

@@ -21,11 +21,15 @@ struct RecordedRun {
   const sim::Timeline& timeline() const { return recorder.timeline(); }
 };
 
-inline std::unique_ptr<RecordedRun> record(sim::RunSpec spec, sim::TimelineOptions options = {}) {
+// With `allow_oom`, a run that overflows its IPUs' memory is reported, as `compare` and
+// `sweep` run them, rather than refused.
+inline std::unique_ptr<RecordedRun> record(sim::RunSpec spec, sim::TimelineOptions options = {},
+                                           bool allow_oom = false) {
   auto run = std::make_unique<RecordedRun>(options);
   run->spec = std::move(spec);
   sim::SimulateOptions simulate;
   simulate.observers = {&run->recorder};
+  simulate.allow_oom = allow_oom;
   run->report = sim::simulate(run->spec, simulate);
   return run;
 }
@@ -38,6 +42,15 @@ inline std::unique_ptr<RecordedRun> record(const std::string& config,
   for (const auto& set : sets)
     overrides.push_back(core::parse_set_argument(set));
   return record(sim::load_run_spec(config, overrides), options);
+}
+
+// A recorded run of `config` that may overflow its IPUs' memory.
+inline std::unique_ptr<RecordedRun> record_allowing_oom(const std::string& config,
+                                                        const std::vector<std::string>& sets) {
+  std::vector<core::Override> overrides;
+  for (const auto& set : sets)
+    overrides.push_back(core::parse_set_argument(set));
+  return record(sim::load_run_spec(config, overrides), {}, true);
 }
 
 }  // namespace ipusim::testing
