@@ -22,6 +22,17 @@ struct ShardRow {
   std::size_t line = 0;
 };
 
+// Plan's columns followed by the per-IPU columns of some number of IPUs.
+bool is_plan_header(const std::vector<std::string>& header) {
+  const auto& columns = plan_csv_columns();
+  if (header.size() < columns.size() || (header.size() - columns.size()) % 2 != 0 ||
+      !std::equal(columns.begin(), columns.end(), header.begin()))
+    return false;
+  const auto ipu_columns = per_ipu_columns((header.size() - columns.size()) / 2);
+  return std::equal(ipu_columns.begin(), ipu_columns.end(),
+                    header.begin() + std::ptrdiff_t(columns.size()));
+}
+
 std::vector<ShardRow> read_shard_rows(const std::vector<std::string>& paths) {
   const auto& columns = plan_csv_columns();
   const std::size_t first_metric = columns.size() - metric_columns().size();
@@ -32,15 +43,16 @@ std::vector<ShardRow> read_shard_rows(const std::vector<std::string>& paths) {
                               "no such file: expected the CSV a plan --shard run wrote "
                               "with --csv");
     const auto file = read_sweep_csv(path);
-    if (file.table.columns != columns)
+    if (!is_plan_header(file.table.columns))
       throw core::ConfigError(path, "",
                               "expected the CSV of ipusim plan --csv, whose header "
                               "starts rank,splits,ipus_per_replica; this header is not "
                               "plan's");
     for (std::size_t i = 0; i < file.table.rows.size(); ++i) {
       const auto& cells = file.table.rows[i];
-      const std::vector<std::string> metric_part(cells.begin() + std::ptrdiff_t(first_metric),
-                                                 cells.end());
+      const auto metrics_begin = cells.begin() + std::ptrdiff_t(first_metric);
+      const std::vector<std::string> metric_part(
+          metrics_begin, metrics_begin + std::ptrdiff_t(metric_columns().size()));
       rows.push_back({cells, parse_metric_cells(metric_part, path, i + 2), path, i + 2});
     }
   }

@@ -346,7 +346,14 @@ const std::vector<std::string>& plan_csv_columns() {
 }
 
 std::string plan_csv(const PlanResult& result) {
-  std::string out = csv_line(plan_csv_columns());
+  // One per-IPU column pair for each IPU of the candidate with the most, as sweep writes them.
+  std::size_t ipus = 0;
+  for (const auto& c : result.ranked)
+    ipus = std::max(ipus, c.report->replay.ipus.size());
+  auto columns = plan_csv_columns();
+  const auto ipu_columns = per_ipu_columns(ipus);
+  columns.insert(columns.end(), ipu_columns.begin(), ipu_columns.end());
+  std::string out = csv_line(columns);
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& c = result.ranked[i];
     std::vector<std::string> cells = {std::to_string(i + 1),
@@ -363,7 +370,10 @@ std::string plan_csv(const PlanResult& result) {
                                       std::to_string(c.bottleneck_cycles),
                                       std::to_string(c.bottleneck_ipu),
                                       std::to_string(c.estimated_peak_max())};
-    for (auto& cell : metric_cells(run_metrics(*c.report)))
+    const RunMetrics metrics = run_metrics(*c.report);
+    for (auto& cell : metric_cells(metrics))
+      cells.push_back(std::move(cell));
+    for (auto& cell : per_ipu_cells(metrics, ipus))
       cells.push_back(std::move(cell));
     out += csv_line(cells);
   }

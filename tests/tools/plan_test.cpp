@@ -73,6 +73,17 @@ TEST_CASE("plan writes a best config that run accepts with the planner's through
   std::snprintf(expected, sizeof expected, "%.3f",
                 json["throughput_samples_per_second"].get<double>());
   CHECK(first[std::size_t(column - header.begin())] == expected);
+  // Per-IPU columns for pandas, as sweep writes them: the fullest IPU is the maximum.
+  REQUIRE(header.size() >= 4);
+  CHECK(std::vector<std::string>(header.end() - 4, header.end()) ==
+        std::vector<std::string>{"utilisation_ipu0", "utilisation_ipu1", "peak_memory_bytes_ipu0",
+                                 "peak_memory_bytes_ipu1"});
+  const auto cell = [&](const std::string& name) {
+    return std::stoll(
+        first[std::size_t(std::find(header.begin(), header.end(), name) - header.begin())]);
+  };
+  CHECK(cell("peak_memory_bytes_max") ==
+        std::max(cell("peak_memory_bytes_ipu0"), cell("peak_memory_bytes_ipu1")));
   // The table's figure is the run's, to the sample per second.
   const auto table_row = lines(plan.out)[2];
   const auto throughput_line = lines(run.out)[5];
