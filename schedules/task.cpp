@@ -71,6 +71,13 @@ constexpr std::array<PhaseSpelling, 4> kPhaseSpellings = {{{"ramp-up", "ramp_up"
 
 }  // namespace
 
+std::vector<Phase> phases_of_run(bool training) {
+  std::vector<Phase> phases(kPhases.begin(), kPhases.end());
+  if (!training)
+    std::erase(phases, Phase::kWeightUpdate);
+  return phases;
+}
+
 std::string_view to_string(Phase phase) {
   return kPhaseSpellings[index(phase)].label;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ipusim::schedules {
 
@@ -73,6 +74,9 @@ std::string_view to_string(Op op);
 // Every phase, in order; arrays of per-phase figures are indexed by index(phase).
 inline constexpr std::array<Phase, 4> kPhases = {Phase::kRampUp, Phase::kMain, Phase::kRampDown,
                                                  Phase::kWeightUpdate};
+// The phases a run has, in order: all four in training; an inference pass has no weight
+// update, so reports leave it out rather than print a phase of 0 cycles.
+std::vector<Phase> phases_of_run(bool training);
 constexpr std::size_t index(Phase phase) {
   return static_cast<std::size_t>(phase);
 }

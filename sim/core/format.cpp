@@ -18,31 +18,35 @@ std::string with_commas(std::int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
+namespace {
+
+// The SI prefixes of si and si_figures, largest first; below the last, no prefix.
+constexpr std::array<std::pair<double, const char*>, 5> kPrefixes = {
+    {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
+
+std::string printed(const char* format, int figures, double value, const char* prefix,
+                    const std::string& unit) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, figures, value, prefix, unit.c_str());
+  return buffer;
+}
+
+}  // namespace
+
 std::string si(double value, const std::string& unit) {
-  constexpr std::array<std::pair<double, const char*>, 6> kPrefixes = {
-      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}}};
   for (const auto& [scale, prefix] : kPrefixes) {
-    if (std::fabs(value) >= scale || scale == 1) {
-      char buffer[64];
-      std::snprintf(buffer, sizeof buffer, "%.3g %s%s", value / scale, prefix, unit.c_str());
-      return buffer;
-    }
+    if (std::fabs(value) >= scale)
+      return printed("%.*g %s%s", 3, value / scale, prefix, unit);
   }
-  return "";
+  return printed("%.*g %s%s", 3, value, "", unit);
 }
 
 std::string si_figures(double value, const std::string& unit, int figures) {
-  constexpr std::array<std::pair<double, const char*>, 5> kPrefixes = {
-      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
   const double round_up = 1 - 0.5 * std::pow(10.0, 1 - figures);  // 0.99995 at 4 figures
   for (const auto& [scale, prefix] : kPrefixes) {
     // A value that rounds up to 1.000 of a prefix takes it: 999,960 B is 1.000 MB at 4.
-    if (std::fabs(value) >= scale * round_up) {
-      char buffer[64];
-      std::snprintf(buffer, sizeof buffer, "%#.*g %s%s", figures, value / scale, prefix,
-                    unit.c_str());
-      return buffer;
-    }
+    if (std::fabs(value) >= scale * round_up)
+      return printed("%#.*g %s%s", figures, value / scale, prefix, unit);
   }
   return with_commas(std::llround(value)) + " " + unit;
 }

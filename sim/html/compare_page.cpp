@@ -65,9 +65,7 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
       [](const RunReport& r) { return ms(r.replay.step_cycles, r.spec->hardware.clock_hz); });
   row("Throughput (samples/s)",
       [](const RunReport& r) { return with_commas(std::llround(r.throughput())); });
-  for (const auto phase : schedules::kPhases) {
-    if (phase == schedules::Phase::kWeightUpdate && !any_training(reports))
-      continue;  // inference passes have none
+  for (const auto phase : schedules::phases_of_run(any_training(reports))) {
     row(std::string(schedules::to_string(phase)) + " (cycles)", [phase](const RunReport& r) {
       return with_commas(r.replay.phase_cycles[schedules::index(phase)]);
     });

@@ -184,15 +184,6 @@ std::string bytes(double value) {
   return si_figures(value, "B", 4);
 }
 
-std::vector<schedules::Phase> phases_of(const RunSpec& spec) {
-  std::vector<schedules::Phase> phases;
-  for (const auto phase : schedules::kPhases) {
-    if (spec.pipeline.training || phase != schedules::Phase::kWeightUpdate)
-      phases.push_back(phase);
-  }
-  return phases;
-}
-
 std::int64_t peak_memory(const RunReport& report) {
   std::int64_t peak = 0;
   for (const auto& ipu : report.replay.ipus)

@@ -62,9 +62,6 @@ std::string phases_note();
 // bytes as the 12.3 MB it fits under.
 std::string bytes(double value);
 
-// The phases a run has: all four for training, no weight update for inference.
-std::vector<schedules::Phase> phases_of(const RunSpec& spec);
-
 // The largest peak memory of any IPU of the run.
 std::int64_t peak_memory(const RunReport& report);
 

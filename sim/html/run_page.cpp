@@ -160,7 +160,7 @@ std::string headline(const RunReport& r) {
 std::string phases_table(const RunReport& r) {
   const double clock = r.spec->hardware.clock_hz;
   std::string out = header_row({"Phase", "Cycles", "Time (ms)", "Share of step"});
-  for (const auto phase : html::phases_of(*r.spec)) {
+  for (const auto phase : schedules::phases_of_run(r.spec->pipeline.training)) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
     out += "<tr>" + cell(std::string(schedules::to_string(phase))) + cell(with_commas(cycles)) +
            cell(ms(cycles, clock)) + bar_cell(share(double(cycles), double(r.replay.step_cycles))) +
@@ -171,7 +171,7 @@ std::string phases_table(const RunReport& r) {
 
 std::string utilisation_table(const RunReport& r) {
   std::vector<std::string> heading = {"IPU", "Whole step"};
-  const auto phases = html::phases_of(*r.spec);
+  const auto phases = schedules::phases_of_run(r.spec->pipeline.training);
   for (const auto phase : phases)
     heading.push_back(schedules::phase_heading(phase));
   heading.insert(heading.end(), {"Busy cycles", "Host link", "Streaming memory link"});

@@ -50,14 +50,6 @@ std::string header(const RunReport& r) {
   return out;
 }
 
-// The phases a table shows: an inference pass has no weight update.
-std::vector<schedules::Phase> shown_phases(const RunReport& r) {
-  std::vector<schedules::Phase> phases(schedules::kPhases.begin(), schedules::kPhases.end());
-  if (!r.spec->pipeline.training)
-    std::erase(phases, schedules::Phase::kWeightUpdate);
-  return phases;
-}
-
 std::string timing(const RunReport& r) {
   const auto& p = r.spec->pipeline;
   const double clock = r.spec->hardware.clock_hz;
@@ -77,7 +69,7 @@ std::string timing(const RunReport& r) {
            cycles_and_time(r.run_cycles, clock) + " per run\n";
   }
   std::vector<std::vector<std::string>> rows = {{"Phase", "Cycles", "Time", "Share of step"}};
-  for (const auto phase : shown_phases(r)) {
+  for (const auto phase : schedules::phases_of_run(p.training)) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
     rows.push_back({std::string(schedules::to_string(phase)), with_commas(cycles),
                     fixed(double(cycles) / clock * 1e3, 4) + " ms",
@@ -92,7 +84,7 @@ std::string timing(const RunReport& r) {
 }
 
 std::string utilisation(const RunReport& r) {
-  const auto phases = shown_phases(r);
+  const auto phases = schedules::phases_of_run(r.spec->pipeline.training);
   std::vector<std::string> heading = {"IPU", "Utilisation"};
   for (const auto phase : phases)
     heading.push_back(schedules::phase_heading(phase));

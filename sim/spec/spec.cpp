@@ -41,9 +41,7 @@ const std::vector<std::string> kPipelineKeys = {"splits",
                                                 "seed"};
 
 RecomputationMode read_recomputation(const ConfigNode& pipeline) {
-  const auto name = pipeline.get_enum(
-      "recomputation_mode", "none",
-      {"none", "auto", "recompute_then_backpropagate", "recompute_and_backpropagate_interleaved"});
+  const auto name = pipeline.get_enum("recomputation_mode", "none", recomputation_mode_names());
   if (name == "auto")
     return RecomputationMode::kAuto;
   if (name == "recompute_then_backpropagate")
@@ -305,6 +303,12 @@ int PipelineSpec::ipus_per_replica() const {
       count = std::max(count, ipu + 1);
   }
   return count;
+}
+
+const std::vector<std::string>& recomputation_mode_names() {
+  static const std::vector<std::string> names = {"none", "auto", "recompute_then_backpropagate",
+                                                 "recompute_and_backpropagate_interleaved"};
+  return names;
 }
 
 const std::vector<std::string>& schedule_names() {

@@ -157,7 +157,10 @@ std::vector<Row> timing_rows(const std::vector<const CompareRun*>& ran) {
   rows.push_back(table_row("Utilisation (mean of IPUs)", ran, [](const CompareRun& r) {
     return percent(r.metrics->utilisation_mean);
   }));
-  for (const auto phase : schedules::kPhases) {
+  const bool training = std::any_of(ran.begin(), ran.end(), [](const CompareRun* r) {
+    return r->report->spec->pipeline.training;
+  });
+  for (const auto phase : schedules::phases_of_run(training)) {
     rows.push_back(table_row(schedules::phase_heading(phase), ran, [phase](const CompareRun& r) {
       // An inference pass has no weight update.
       if (phase == schedules::Phase::kWeightUpdate && !r.report->spec->pipeline.training)

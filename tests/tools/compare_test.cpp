@@ -90,6 +90,12 @@ TEST_CASE("beside a training run an inference pass has no weight update") {
   REQUIRE(row != std::string::npos);
   CHECK(squeeze(result.out.substr(row + 1, result.out.find('\n', row + 1) - row - 1)) ==
         "Weight update 3,065 cycles none (inference)");
+  // With no training run there is no weight-update row at all, as in a run's report.
+  const auto passes = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved", "--set",
+                                  "pipeline.training=false"});
+  CHECK(passes.code == 0);
+  CHECK(passes.out.find("\nRamp-down ") != std::string::npos);
+  CHECK(passes.out.find("Weight update") == std::string::npos);
 }
 
 TEST_CASE("a run invalid for its schedule is listed under the table and the others still run") {

@@ -40,13 +40,15 @@ const CLI::App* command_of(const CLI::App& app, const std::vector<std::string>& 
 // as a user reads them: "--html expects a value (PATH), none was given".
 std::string plain_parse_error(const CLI::ParseError& error) {
   const std::string what = error.what();
-  const auto colon = what.find(": 1 required ");
+  const std::string middle = ": 1 required ";
   const std::string tail = " missing";
-  if (colon == std::string::npos || what.size() < tail.size() ||
-      what.compare(what.size() - tail.size(), tail.size(), tail) != 0)
+  const auto colon = what.find(middle);
+  if (colon == std::string::npos || !what.ends_with(tail))
     return what;
-  std::string type = what.substr(colon + 13, what.size() - tail.size() - colon - 13);
-  type = type.substr(type.find(':') == std::string::npos ? 0 : type.find(':') + 1);
+  const auto type_at = colon + middle.size();
+  std::string type = what.substr(type_at, what.size() - tail.size() - type_at);
+  // "TEXT:PATH": the validator's name says more than the C++ type.
+  type = type.substr(type.find(':') + 1);
   return what.substr(0, colon) + " expects a value (" + type + "), none was given";
 }
 

@@ -29,6 +29,11 @@ struct ConfigArgs {
   std::vector<core::Override> overrides() const;
 };
 
+// The values of options that take one of a fixed set, for the option and its completion.
+inline const std::vector<std::string> kScheduleFormats = {"text", "json"};
+inline const std::vector<std::string> kPlanObjectives = {"throughput", "memory"};
+inline const std::vector<std::string> kShells = {"bash", "zsh"};
+
 // Refuses an empty value of a path option: left empty, the option would be silently ignored.
 CLI::Validator non_empty_path();
 

@@ -4,7 +4,8 @@
 #include <memory>
 #include <ostream>
 
-#include "schedules/build.hpp"
+#include "sim/spec/spec.hpp"
+#include "sim/sweep/planner.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
@@ -29,17 +30,21 @@ std::string options_of(const CLI::App& command) {
   return out;
 }
 
-// The values an option takes from a fixed set, offered after it instead of file names.
+std::string words(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& value : values)
+    out += (out.empty() ? "" : " ") + value;
+  return out;
+}
+
+// The values an option takes from a fixed set, offered after it instead of file names: the
+// lists the options and the config reader check against.
 std::vector<std::pair<std::string, std::string>> option_values() {
-  std::string schedules;
-  for (const auto& info : schedules::schedule_catalogue())
-    schedules += (schedules.empty() ? "" : " ") + info.name;
-  return {{"--schedule|--schedules", schedules},
-          {"--format", "text json"},
-          {"--objective", "throughput memory"},
-          {"--recomputation",
-           "none auto recompute_then_backpropagate recompute_and_backpropagate_interleaved"},
-          {"--offload", "none weight_update_variables stash_fifos both"}};
+  return {{"--schedule|--schedules", words(sim::schedule_names())},
+          {"--format", words(kScheduleFormats)},
+          {"--objective", words(kPlanObjectives)},
+          {"--recomputation", words(sim::recomputation_mode_names())},
+          {"--offload", words(sim::plan_offload_names())}};
 }
 
 std::string bash_script(const CLI::App& app) {
@@ -67,7 +72,9 @@ std::string bash_script(const CLI::App& app) {
          values +
          "  esac\n"
          "  if [[ \"${COMP_WORDS[1]}\" == completion && ${COMP_CWORD} -eq 2 ]]; then\n"
-         "    COMPREPLY=($(compgen -W \"bash zsh\" -- \"${current}\"))\n"
+         "    COMPREPLY=($(compgen -W \"" +
+         words(kShells) +
+         "\" -- \"${current}\"))\n"
          "    return\n"
          "  fi\n"
          "  case \"${COMP_WORDS[1]}\" in\n" +
@@ -88,9 +95,7 @@ void add_completion_command(CLI::App& app, std::ostream& out) {
   auto shell = std::make_shared<std::string>();
   auto* command = app.add_subcommand(
       "completion", "Print a shell completion script for ipusim's commands and options");
-  command->add_option("shell", *shell, "bash or zsh")
-      ->required()
-      ->check(CLI::IsMember({"bash", "zsh"}));
+  command->add_option("shell", *shell, "bash or zsh")->required()->check(CLI::IsMember(kShells));
   command->footer(
       "Examples:\n  source <(ipusim completion bash)         # in ~/.bashrc\n"
       "  source <(ipusim completion zsh)          # in ~/.zshrc");

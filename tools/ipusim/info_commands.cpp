@@ -65,7 +65,7 @@ void add_schedule_command(CLI::App& app, std::ostream& out) {
       "schedule", "Print the pipeline schedule: the step table (or order per IPU), phases, stash");
   add_config_options(command, o->config);
   command->add_option("--format", o->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(CLI::IsMember(kScheduleFormats));
   command->footer(
       "Example:\n  ipusim schedule configs/tf1_mnist_2ipu.json --schedule interleaved --gac 8");
   command->callback([o, &out] {

@@ -72,7 +72,7 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
            "both (default: the "
            "config's)");
   command->add_option("--objective", a.objective, "What ranks the replayed candidates")
-      ->check(CLI::IsMember({"throughput", "memory"}));
+      ->check(CLI::IsMember(kPlanObjectives));
   command->add_option("--top", a.request.top, "Candidates shown (4x as many replayed per setting)")
       ->check(integer_in(1, 1000));
   command->add_option("--jobs", a.request.jobs, "Replays run at once (default: the cores)")
