@@ -51,6 +51,10 @@ std::string si_figures(double value, const std::string& unit, int figures) {
   return with_commas(std::llround(value)) + " " + unit;
 }
 
+std::string memory_figure(double bytes) {
+  return si_figures(bytes, "B", 4);
+}
+
 std::string percent(double share) {
   return fixed(100.0 * share, 1) + "%";
 }

@@ -13,6 +13,10 @@ std::string si(double value, const std::string& unit);  // 12.8e6, "FLOP" -> "12
 // To `figures` significant figures, trailing zeros kept, so that 12,255,690 and 12,300,000
 // bytes read "12.26 MB" and "12.30 MB" at 4; below 1,000 a whole number: "512 B".
 std::string si_figures(double value, const std::string& unit, int figures);
+// A memory figure on the pages and in the plan's page table, to four significant figures
+// ("12.26 MB"): they show peaks beside the capacity, and three figures would print a peak of
+// 12,255,690 bytes as the 12.3 MB it fits under.
+std::string memory_figure(double bytes);
 std::string percent(double share);  // 0.4567 -> "45.7%"
 std::string fixed(double value, int decimals);
 

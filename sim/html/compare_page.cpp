@@ -75,14 +75,14 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
   row("Mean utilisation (% of step)", mean_utilisation);
   // Memory figures carry their unit, kB to GB.
   row("Peak memory, fullest IPU",
-      [](const RunReport& r) { return html::bytes(double(peak_memory(r))); });
+      [](const RunReport& r) { return memory_figure(double(peak_memory(r))); });
   row("Memory per IPU (capacity)", [](const RunReport& r) {
-    return html::bytes(double(r.spec->hardware.memory_per_ipu_bytes));
+    return memory_figure(double(r.spec->hardware.memory_per_ipu_bytes));
   });
   row("Peak stash per IPU", [](const RunReport& r) {
     std::string text;
     for (const auto& ipu : r.replay.ipus)
-      text += (text.empty() ? "" : ", ") + html::bytes(double(ipu.peak_stash_bytes));
+      text += (text.empty() ? "" : ", ") + memory_figure(double(ipu.peak_stash_bytes));
     return text;
   });
   row("Fits in memory", [](const RunReport& r) { return r.fits_in_memory() ? "yes" : "no"; });
@@ -125,7 +125,7 @@ std::string memory_charts(const Runs& reports, const Labels& labels) {
   html::BarChart memory{"compare-memory", "Peak memory per IPU", "MB (10^6 bytes)", {}, 0, ""};
   if (capacity > 0) {
     memory.limit = double(capacity) / 1e6;
-    memory.limit_label = "capacity " + html::bytes(double(capacity));
+    memory.limit_label = "capacity " + memory_figure(double(capacity));
   }
   html::ParetoChart pareto{
       "compare-pareto", "Throughput against peak memory", capacity, {}, reports.size() <= 12};
@@ -138,7 +138,7 @@ std::string memory_charts(const Runs& reports, const Labels& labels) {
     for (std::size_t ipu = 0; ipu < r.replay.ipus.size(); ++ipu) {
       const auto peak = r.replay.ipus[ipu].peak_memory_bytes;
       group.bars.push_back({"IPU" + std::to_string(ipu), double(peak) / 1e6,
-                            html::bytes(double(peak)), with_commas(peak) + " bytes at peak",
+                            memory_figure(double(peak)), with_commas(peak) + " bytes at peak",
                             hollow});
     }
     memory.groups.push_back(std::move(group));

@@ -189,13 +189,13 @@ class MemoryChart {
   void capacity_line(svg::Writer& w) const {
     if (double(capacity_) <= y_top_) {
       w.line(kLeft, y(double(capacity_)), kWidth - kRight, y(double(capacity_)), "cap");
-      w.text(kWidth - kRight - 4, y(double(capacity_)) - 4, "capacity " + bytes(double(capacity_)),
-             "cap-label", "end");
+      w.text(kWidth - kRight - 4, y(double(capacity_)) - 4,
+             "capacity " + memory_figure(double(capacity_)), "cap-label", "end");
       return;
     }
     w.text(kWidth - kRight - 4, kTop - 8,
-           "\u2191 capacity " + bytes(double(capacity_)) + " is above the scale", "cap-label",
-           "end");
+           "\u2191 capacity " + memory_figure(double(capacity_)) + " is above the scale",
+           "cap-label", "end");
   }
 
   const Timeline& timeline_;
@@ -257,9 +257,11 @@ std::string memory_section(const RunReport& r, const Timeline& timeline) {
     std::int64_t off_chip = 0;
     for (const auto& [category, bytes] : ipu.streaming_memory)
       off_chip += bytes;
-    out += "<tr>" + cell("IPU" + std::to_string(i)) + cell(bytes(double(ipu.peak_memory_bytes))) +
+    out += "<tr>" + cell("IPU" + std::to_string(i)) +
+           cell(memory_figure(double(ipu.peak_memory_bytes))) +
            bar_cell(share(double(ipu.peak_memory_bytes), double(capacity)), !fits) +
-           cell(bytes(double(ipu.peak_stash_bytes))) + cell(bytes(double(off_chip))) +
+           cell(memory_figure(double(ipu.peak_stash_bytes))) +
+           cell(memory_figure(double(off_chip))) +
            (fits ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>") + "</tr>\n";
   }
   out += "</table></div>\n";

@@ -143,9 +143,9 @@ std::string explain(const std::string& text) {
 std::string overflow_item(const std::string& run, const std::string& ipu, std::int64_t peak_bytes,
                           std::int64_t capacity_bytes) {
   const std::int64_t over = peak_bytes - capacity_bytes;
-  return "<li><b>" + escape(run) + "</b>: " + escape(ipu) + " needs " + bytes(double(peak_bytes)) +
-         " of its " + bytes(double(capacity_bytes)) + ", over by " + with_commas(over) +
-         " bytes (" + bytes(double(over)) + ")</li>\n";
+  return "<li><b>" + escape(run) + "</b>: " + escape(ipu) + " needs " +
+         memory_figure(double(peak_bytes)) + " of its " + memory_figure(double(capacity_bytes)) +
+         ", over by " + with_commas(over) + " bytes (" + memory_figure(double(over)) + ")</li>\n";
 }
 
 std::string overflow_list(const std::string& items) {
@@ -178,10 +178,6 @@ std::string phases_note() {
          "sections Graphcore compiles (ramp-up, the main Repeat, ramp-down, the first and last S "
          "steps by construction); they can be longer than the utilisation ramps, e.g. 4 code "
          "steps against 3 for tf1 at M = 8.</p>\n";
-}
-
-std::string bytes(double value) {
-  return si_figures(value, "B", 4);
 }
 
 std::int64_t peak_memory(const RunReport& report) {

@@ -57,11 +57,6 @@ std::string derived_figures_note(bool training = true);
 // `ipusim schedule` prints.
 std::string phases_note();
 
-// A memory figure (a peak, a stash, a capacity) to four significant figures, "12.26 MB": the
-// pages show peaks beside the capacity, and three figures would print a peak of 12,255,690
-// bytes as the 12.3 MB it fits under.
-std::string bytes(double value);
-
 // The largest peak memory of any IPU of the run.
 std::int64_t peak_memory(const RunReport& report);
 

@@ -106,13 +106,14 @@ void draw_capacity(svg::Writer& w, const Scale& s, std::int64_t capacity) {
   w.line(x, kTop, x, kHeight - kBottom, "axis");
   // At the foot of the region: the points that do not fit are near its top.
   const double bottom = kHeight - kBottom;
-  w.text(x + 4, bottom - 20, "over capacity (" + bytes(double(capacity)) + ")", "tick", "start");
+  w.text(x + 4, bottom - 20, "over capacity (" + memory_figure(double(capacity)) + ")", "tick",
+         "start");
   w.text(x + 4, bottom - 6, "does not fit", "tick", "start");
 }
 
 std::string point_title(const ParetoPoint& p) {
   return p.label + "\n" + with_commas(std::int64_t(p.throughput + 0.5)) + " samples/s, peak " +
-         bytes(double(p.peak_bytes)) + (p.fits ? "" : " (does not fit)");
+         memory_figure(double(p.peak_bytes)) + (p.fits ? "" : " (does not fit)");
 }
 
 // Points drawn closer than this, across and up, share one label, lest their labels overprint.
@@ -148,7 +149,9 @@ std::vector<std::string> point_labels(const Scale& s, const ParetoChart& chart) 
 }
 
 void draw_points(svg::Writer& w, const Scale& s, const ParetoChart& chart) {
-  const auto labels = point_labels(s, chart);
+  // Only labelled charts (a dozen points at most) pay for pairing the points up.
+  const auto labels =
+      chart.label_points ? point_labels(s, chart) : std::vector<std::string>(chart.points.size());
   for (std::size_t i = 0; i < chart.points.size(); ++i) {
     const auto& p = chart.points[i];
     const double x = s.x(megabytes(p.peak_bytes));

@@ -82,8 +82,8 @@ std::string over_capacity_section(const PlanPlot& plot) {
   for (const auto& c : nearest) {
     rows += "<tr>" + html::cell(c.label, true) +
             html::cell("IPU" + std::to_string(c.fullest_ipu), true) +
-            html::cell(html::bytes(double(c.estimated_peak_bytes)) + " of " +
-                       html::bytes(double(plot.capacity_bytes))) +
+            html::cell(memory_figure(double(c.estimated_peak_bytes)) + " of " +
+                       memory_figure(double(plot.capacity_bytes))) +
             html::cell(with_commas(c.estimated_peak_bytes - plot.capacity_bytes)) + "</tr>\n";
   }
   return html::section("plan-over-capacity", "Over capacity by the estimate",

@@ -122,7 +122,7 @@ std::string config_section(const RunReport& r) {
                 {"Hardware", hw.preset + ", " + std::to_string(hw.ipus) + " IPUs at " +
                                  fixed(hw.clock_hz / 1e9, 3) + " GHz"},
                 {"IPU numbering", ipu_numbering(r)},
-                {"Memory per IPU", html::bytes(double(hw.memory_per_ipu_bytes))},
+                {"Memory per IPU", memory_figure(double(hw.memory_per_ipu_bytes))},
                 {"Training", p.training ? "yes" : "no (inference)"}});
   std::string out = "<dl class=\"config\">";
   for (const auto& [name, value] : items)
@@ -148,9 +148,9 @@ std::string headline(const RunReport& r) {
   out += card(with_commas(std::llround(r.throughput())), "samples/s throughput");
   out += card(percent(r.ramp_overhead()), "ramp overhead (ramp-up + ramp-down)");
   out += card(percent(r.bubble_fraction()), "bubble: idle IPU time in the pipeline");
-  out += card(html::bytes(double(peak_memory(r))),
+  out += card(memory_figure(double(peak_memory(r))),
               "peak memory of an IPU (" + percent(share(double(peak_memory(r)), double(capacity))) +
-                  " of " + html::bytes(double(capacity)) + ")");
+                  " of " + memory_figure(double(capacity)) + ")");
   out += card(r.fits_in_memory() ? "fits" : "out of memory", "memory check");
   return out + "</div>\n" + html::derived_figures_note(r.spec->pipeline.training);
 }

@@ -147,7 +147,7 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
                          ""};
     if (plot.scale != 1 && table.capacity_bytes > 0) {  // the memory chart
       chart.limit = double(table.capacity_bytes) / plot.scale;
-      chart.limit_label = "capacity " + html::bytes(double(table.capacity_bytes));
+      chart.limit_label = "capacity " + memory_figure(double(table.capacity_bytes));
     }
     out += "<div>" + svg::line_chart(chart) + "</div>\n";
   }
@@ -232,7 +232,7 @@ std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
   html::BarChart chart{"sweep-memory-ipus", "Peak memory per IPU", "MB (10^6 bytes)", {}, 0, ""};
   if (table.capacity_bytes > 0) {
     chart.limit = double(table.capacity_bytes) / 1e6;
-    chart.limit_label = "capacity " + html::bytes(double(table.capacity_bytes));
+    chart.limit_label = "capacity " + memory_figure(double(table.capacity_bytes));
   }
   const int fits = column_of(table.metrics, "fits_in_memory", table.varied.size());
   for (const auto& row : table.rows) {
@@ -244,7 +244,7 @@ std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
       if (!bytes)
         continue;  // the run has fewer IPUs, or failed
       group.bars.push_back(
-          {"IPU" + std::to_string(k), *bytes / 1e6, html::bytes(*bytes),
+          {"IPU" + std::to_string(k), *bytes / 1e6, memory_figure(*bytes),
            with_commas(std::int64_t(*bytes)) + " bytes at peak (" + run_label(table, row) + ")",
            hollow});
     }
@@ -279,7 +279,7 @@ std::string sweep_overflow(const SweepPlotTable& table) {
     const auto peak = parse_number(row.at(std::size_t(fullest))).value_or(0);
     if (table.capacity_bytes <= 0) {
       items += "<li><b>" + escape(label) + "</b>: does not fit; its fullest IPU peaks at " +
-               html::bytes(peak) + "</li>\n";
+               memory_figure(peak) + "</li>\n";
       continue;
     }
     bool per_ipu = false;

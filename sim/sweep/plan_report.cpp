@@ -61,16 +61,11 @@ std::string layers_per_ipu(const PlanCandidate& c) {
   return out;
 }
 
-// How a table writes bytes: the terminal's three figures, or the HTML pages' four, which never
-// round a peak up to the capacity beside it.
+// How a table writes bytes: the terminal's three figures, or the pages' memory_figure.
 using BytesText = std::string (*)(double);
 
 std::string terminal_bytes(double bytes) {
   return si(bytes, "B");
-}
-
-std::string page_bytes(double bytes) {
-  return si_figures(bytes, "B", 4);
 }
 
 std::string memory_cell(const PlanCandidate& c, std::int64_t capacity, BytesText bytes) {
@@ -395,7 +390,7 @@ std::string render_plan_html(const PlanResult& result) {
     const auto peak = peak_max(c, &fullest);
     plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1),
                            c.report->throughput(), peak, c.report->fits_in_memory(), fullest});
-    plot.table.push_back(layout.row(i + 1, c, result.capacity_bytes, page_bytes));
+    plot.table.push_back(layout.row(i + 1, c, result.capacity_bytes, memory_figure));
   }
   plot.evaluated = result.evaluated;
   plot.over_capacity = result.over_capacity;
