@@ -1,6 +1,7 @@
 // Layers that only move numbers: flatten, reshape and concat. They save nothing.
 
 #include <algorithm>
+#include <span>
 
 #include "models/kernels_internal.hpp"
 #include "sim/core/error.hpp"
@@ -115,12 +116,12 @@ class ConcatKernel final : public Kernel {
 
   std::int64_t prefix_elements() const {
     const Shape& shape = input_shapes()[0];
-    return element_count(Shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(axis_)));
+    return element_count(std::span(shape).first(axis_));
   }
 
   std::int64_t piece_width(std::size_t input) const {
     const Shape& shape = input_shapes()[input];
-    return element_count(Shape(shape.begin() + static_cast<std::ptrdiff_t>(axis_), shape.end()));
+    return element_count(std::span(shape).subspan(axis_));
   }
 
   std::size_t axis_;

@@ -23,10 +23,6 @@ using Edge = boost::graph_traits<Graph>::edge_descriptor;
   throw core::ConfigError(layer.file, layer.pointer + suffix, message);
 }
 
-std::string named(const Layer& layer) {
-  return "layer '" + layer.id + "' (" + layer_type_name(layer.type) + ")";
-}
-
 std::map<std::string, int> index_ids(const std::vector<Layer>& layers) {
   std::map<std::string, int> index;
   for (int i = 0; i < int(layers.size()); ++i) {
@@ -52,7 +48,7 @@ std::vector<std::vector<int>> resolve_inputs(const std::vector<Layer>& layers) {
       const auto found = index.find(name);
       if (found == index.end()) {
         fail_at(layers[i], "/inputs/" + std::to_string(k),
-                named(layers[i]) + " takes input '" + name + "', but no layer has that id" +
+                layer_label(layers[i]) + " takes input '" + name + "', but no layer has that id" +
                     core::did_you_mean(name, ids));
       }
       inputs[i].push_back(found->second);
@@ -142,8 +138,9 @@ void reject_unused(const std::vector<Layer>& layers,
   for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
     if (consumers[i].empty()) {
       fail_at(layers[i], "",
-              "the output of " + named(layers[i]) + " is not used: every layer but the last ('" +
-                  layers.back().id + "') must feed another layer");
+              "the output of " + layer_label(layers[i]) +
+                  " is not used: every layer but the last ('" + layers.back().id +
+                  "') must feed another layer");
     }
   }
 }

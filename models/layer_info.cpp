@@ -27,11 +27,8 @@ double activation_flops(Activation activation) {
 constexpr const char* kParams = "parameter count";
 constexpr const char* kAttention = "attention matrix (heads x sequence_length^2)";
 
-// Mean, variance, normalise, scale and shift, each about two FLOPs per element.
-constexpr double kLayerNormFlops = 8;
 // Per logit: max, subtract, exp, sum and normalise (the log is once per row).
-constexpr double kSoftmaxCrossEntropyFlops = 5;
-constexpr double kSoftmaxFlops = 5;
+constexpr double kSoftmaxCrossEntropyFlops = kSoftmaxFlops;
 
 // The figures that differ by layer type; the rest follows from the shapes.
 struct Cost {

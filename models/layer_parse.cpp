@@ -276,7 +276,7 @@ bool takes_optional_second_input(LayerType type) {
 }
 
 void read_inputs(const ConfigNode& node, Layer& layer) {
-  const std::string named = "layer '" + layer.id + "' (" + layer_type_name(layer.type) + ")";
+  const std::string named = layer_label(layer);
   const auto inputs = node.find("inputs");
   if (!inputs) {
     if (merges_inputs(layer.type))

@@ -82,4 +82,8 @@ std::optional<Activation> activation_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+std::string layer_label(const Layer& layer) {
+  return "layer '" + layer.id + "' (" + layer_type_name(layer.type) + ")";
+}
+
 }  // namespace ipusim::models

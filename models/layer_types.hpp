@@ -12,6 +12,8 @@ namespace ipusim::models {
 const std::vector<std::string>& layer_type_names();
 std::optional<LayerType> layer_type_from_name(const std::string& name);
 std::string layer_type_name(LayerType type);
+// How errors name a layer: "layer 'fc1' (dense)".
+std::string layer_label(const Layer& layer);
 
 const std::vector<std::string>& activation_names();
 std::optional<Activation> activation_from_name(const std::string& name);

@@ -57,10 +57,6 @@ std::vector<Layer> read_layers(const ConfigNode& node) {
   throw core::ConfigError(layer.file, layer.pointer, message);
 }
 
-std::string named(const Layer& layer) {
-  return "layer '" + layer.id + "' (" + layer_type_name(layer.type) + ")";
-}
-
 // Checked before the graph, whose "output not used" message would hide what is wrong.
 void check_loss_rules(const std::vector<Layer>& layers) {
   const Layer* loss = nullptr;
@@ -75,7 +71,7 @@ void check_loss_rules(const std::vector<Layer>& layers) {
   }
   if (loss != nullptr && loss != &layers.back()) {
     const Layer& next = *(loss + 1);
-    fail_at(*loss, named(*loss) + " is the loss and must be the last layer, but '" + next.id +
+    fail_at(*loss, layer_label(*loss) + " is the loss and must be the last layer, but '" + next.id +
                        "' follows it");
   }
 }
@@ -113,7 +109,7 @@ std::vector<InputShape> input_shapes(const Model& model, int layer) {
 void check_output_scale(const Layer& layer, const Shape& output) {
   const auto elements = checked_element_count(output);
   if (!elements || *elements > core::kMaxCount) {
-    fail_at(layer, named(layer) + " gives " + shape_text(output) + ", more than " +
+    fail_at(layer, layer_label(layer) + " gives " + shape_text(output) + ", more than " +
                        kMaxElementsText + " elements per sample");
   }
 }
@@ -129,11 +125,11 @@ LayerInfo infer_layer(const Model& model, int i) {
       shapes.push_back(input.shape);
     LayerInfo info = layer_info(layer, shapes, output, model.dtype);
     if (info.params > core::kMaxCount)
-      fail_at(layer, named(layer) + " has more than " + kMaxElementsText + " parameters");
+      fail_at(layer, layer_label(layer) + " has more than " + kMaxElementsText + " parameters");
     return info;
   } catch (const core::Overflow& overflow) {
-    fail_at(layer,
-            named(layer) + " is too large: its " + overflow.what() + " does not fit in 64 bits");
+    fail_at(layer, layer_label(layer) + " is too large: its " + overflow.what() +
+                       " does not fit in 64 bits");
   }
 }
 
@@ -147,18 +143,18 @@ void tie_weights(Model& model, int i) {
   const Layer& layer = model.layers[i];
   const int target = model.index_of(layer.tied_to);
   if (target < 0) {
-    fail_tie(layer, named(layer) + " is tied to '" + layer.tied_to + "', which is no layer" +
+    fail_tie(layer, layer_label(layer) + " is tied to '" + layer.tied_to + "', which is no layer" +
                         core::did_you_mean(layer.tied_to, model.layer_ids()));
   }
   const Layer& embedding = model.layers[target];
   if (embedding.type != LayerType::kEmbedding) {
-    fail_tie(layer, named(layer) + " is tied to " + named(embedding) +
+    fail_tie(layer, layer_label(layer) + " is tied to " + layer_label(embedding) +
                         ", but only an embedding's word matrix can be shared");
   }
   const std::int64_t inner = input_shapes(model, i).front().shape.back();
   const auto& p = embedding.params;
   if (inner != p.hidden || layer.params.units != p.vocab_size) {
-    fail_tie(layer, named(layer) + " maps " + std::to_string(inner) + " to " +
+    fail_tie(layer, layer_label(layer) + " maps " + std::to_string(inner) + " to " +
                         std::to_string(layer.params.units) + " features, but the word matrix of '" +
                         embedding.id + "' maps its hidden " + std::to_string(p.hidden) +
                         " to a vocabulary of " + std::to_string(p.vocab_size));
@@ -188,7 +184,7 @@ void settle_classes(const ConfigNode& node, Model& model) {
   const Layer& loss = model.layers.back();
   const InputShape logits = input_shapes(model, int(model.layers.size()) - 1).front();
   if (classes && logits.shape.back() != model.classes) {
-    fail_at(loss, named(loss) + " needs logits for " + std::to_string(model.classes) +
+    fail_at(loss, layer_label(loss) + " needs logits for " + std::to_string(model.classes) +
                       " classes (the model's \"classes\"), but " + input_text(logits));
   }
   model.classes = logits.shape.back();

@@ -12,8 +12,6 @@ constexpr double kReluFlops = 1;
 constexpr double kTanhFlops = 4;
 constexpr double kGeluFlops = 8;
 constexpr double kDropoutFlops = 2;  // draw and multiply
-constexpr double kSoftmaxFlops = 5;  // max, subtract, exp, sum, normalise
-constexpr double kLayerNormFlops = 8;
 
 // Products of [rows, inner] x [inner, cols], `count` times per sample. With weights, the right
 // operand is a weight matrix read once per micro-batch; otherwise it is another activation.

@@ -26,6 +26,12 @@ inline constexpr std::array kOpClasses = {
 std::string_view to_string(OpClass op_class);  // "matmul", "non_linear", ...
 int index(OpClass op_class);
 
+// FLOPs per element of the normalisations, counted alike by the layer figures (layer_info) and
+// the operations. A layer or batch norm takes mean, variance, normalise, scale and shift, about
+// two each; a softmax takes max, subtract, exp, sum and normalise.
+inline constexpr double kLayerNormFlops = 8;
+inline constexpr double kSoftmaxFlops = 5;
+
 // Matmul and conv run on the AMP units and count their work in FLOPs; the vector classes count
 // elements; gather and copy count elements moved through tile memory.
 bool on_amp(OpClass op_class);

@@ -7,12 +7,8 @@
 namespace ipusim::models {
 namespace {
 
-std::string named(const Layer& layer) {
-  return "layer '" + layer.id + "' (" + layer_type_name(layer.type) + ")";
-}
-
 [[noreturn]] void fail(const Layer& layer, const std::string& message) {
-  throw core::ConfigError(layer.file, layer.pointer, named(layer) + " " + message);
+  throw core::ConfigError(layer.file, layer.pointer, layer_label(layer) + " " + message);
 }
 
 Shape infer_input(const Layer& layer, const InputShape& input) {
@@ -228,7 +224,7 @@ Shape infer_single(const Layer& layer, const InputShape& input) {
 
 }  // namespace
 
-std::int64_t element_count(const Shape& shape) {
+std::int64_t element_count(std::span<const std::int64_t> shape) {
   std::int64_t count = 1;
   for (const std::int64_t dim : shape)
     count = core::checked_mul(count, dim, "element count");

@@ -3,6 +3,7 @@
 // names the layer, where its inputs come from and their shapes, so a user can see which layer
 // to fix.
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,8 @@ struct InputShape {
   Shape shape;
 };
 
-std::int64_t element_count(const Shape& shape);  // 1 for a scalar
-std::string shape_text(const Shape& shape);      // "[26, 26, 32]"
+std::int64_t element_count(std::span<const std::int64_t> shape);  // 1 for a scalar
+std::string shape_text(const Shape& shape);                       // "[26, 26, 32]"
 // "'conv1' gives [26, 26, 32]" or "the model input is [28, 28]", for messages.
 std::string input_text(const InputShape& input);
 

@@ -2,19 +2,21 @@
 // Tensor: a dense fp32 array with a shape whose first dimension is the batch (channels-last,
 // N,H,W,C). It is a plain value: copying copies the numbers.
 //
-// Storage is aligned to Eigen's widest packet (64 bytes with AVX-512) so that every kernel sees
+// Storage is aligned to 64 bytes, Eigen's widest packet (AVX-512), so that every kernel sees
 // its operands with the same alignment whatever the allocation: Eigen picks vectorised or scalar
-// code paths by alignment, and the pipeline must reproduce the reference bit for bit.
+// code paths by alignment, and the pipeline must reproduce the reference bit for bit. The
+// allocator is this header's own, so that the many files that hold tensors do not compile
+// Eigen's headers.
 //
 // fp16 emulation: ipusim computes in fp32 and rounds every tensor a kernel produces (outputs,
 // saved pre-activations, gradients) to the nearest binary16 value, ties to even, with overflow to
 // infinity. This models the rounding of fp16 storage, not the fp16 arithmetic inside a dot product.
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "models/dtype.hpp"
 #include "models/layer.hpp"
@@ -22,7 +24,28 @@
 
 namespace ipusim::models {
 
-using TensorStorage = std::vector<float, Eigen::aligned_allocator<float>>;
+// Allocates on 64-byte boundaries (see the top of this file).
+template <typename T>
+struct PacketAlignedAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+
+  PacketAlignedAllocator() = default;
+  template <typename U>
+  PacketAlignedAllocator(const PacketAlignedAllocator<U>&) noexcept {}
+
+  T* allocate(std::size_t count) {
+    return static_cast<T*>(::operator new(count * sizeof(T), kAlignment));
+  }
+  void deallocate(T* values, std::size_t count) noexcept {
+    ::operator delete(values, count * sizeof(T), kAlignment);
+  }
+  friend bool operator==(const PacketAlignedAllocator&, const PacketAlignedAllocator&) {
+    return true;
+  }
+};
+
+using TensorStorage = std::vector<float, PacketAlignedAllocator<float>>;
 
 // A value-semantic fp32 array with its shape (see the top of this file).
 class Tensor {

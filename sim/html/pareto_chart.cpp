@@ -10,12 +10,12 @@
 namespace ipusim::sim::html {
 namespace {
 
-constexpr double kWidth = 720;
-constexpr double kHeight = 360;
-constexpr double kLeft = 80;
-constexpr double kRight = 24;
-constexpr double kTop = 30;
-constexpr double kBottom = 48;
+constexpr double kParetoWidth = 720;
+constexpr double kParetoHeight = 360;
+constexpr double kParetoLeft = 80;
+constexpr double kParetoRight = 24;
+constexpr double kParetoTop = 30;
+constexpr double kParetoBottom = 48;
 
 // Data to drawing coordinates: x is peak memory in MB from x_from, y samples per second from 0.
 struct Scale {
@@ -23,10 +23,12 @@ struct Scale {
   double x_top = 1;
   double y_top = 1;
   double x(double megabytes) const {
-    return kLeft + (megabytes - x_from) / (x_top - x_from) * (kWidth - kLeft - kRight);
+    return kParetoLeft +
+           (megabytes - x_from) / (x_top - x_from) * (kParetoWidth - kParetoLeft - kParetoRight);
   }
   double y(double throughput) const {
-    return kHeight - kBottom - throughput / y_top * (kHeight - kTop - kBottom);
+    return kParetoHeight - kParetoBottom -
+           throughput / y_top * (kParetoHeight - kParetoTop - kParetoBottom);
   }
 };
 
@@ -35,7 +37,7 @@ double megabytes(std::int64_t bytes) {
 }
 
 // Axis ends on the first round tick above `value`.
-double axis_top(double value) {
+double pareto_axis_top(double value) {
   const auto rough = svg::ticks(value > 0 ? value * 1.05 : 1.0, 5);
   return rough.back() >= value ? rough.back() : value;
 }
@@ -53,14 +55,14 @@ Scale scale_of(const ParetoChart& chart) {
     first = false;
     y = std::max(y, p.throughput);
   }
-  const double top = axis_top(x);
+  const double top = pareto_axis_top(x);
   double from = 0;
   if (low > top / 2) {
     const auto rough = svg::ticks(top - low * 0.9, 5);
     const double step = rough.size() > 1 ? rough[1] : 1.0;
     from = std::floor(low * 0.9 / step) * step;
   }
-  return {from, top, axis_top(y)};
+  return {from, top, pareto_axis_top(y)};
 }
 
 // The fitting points no other fitting point beats on both throughput and memory, by memory.
@@ -81,10 +83,10 @@ std::vector<const ParetoPoint*> pareto_front(const ParetoChart& chart) {
 }
 
 void draw_axes(svg::Writer& w, const Scale& s, const std::string& title) {
-  const double bottom = kHeight - kBottom;
-  w.text(kLeft, 16, title, "chart-title");
-  w.line(kLeft, bottom, kWidth - kRight, bottom, "axis");
-  w.line(kLeft, kTop, kLeft, bottom, "axis");
+  const double bottom = kParetoHeight - kParetoBottom;
+  w.text(kParetoLeft, 16, title, "chart-title");
+  w.line(kParetoLeft, bottom, kParetoWidth - kParetoRight, bottom, "axis");
+  w.line(kParetoLeft, kParetoTop, kParetoLeft, bottom, "axis");
   const auto span = svg::ticks(s.x_top - s.x_from, 6);
   const double step = span.size() > 1 ? span[1] : s.x_top;
   for (double v = s.x_from; v <= s.x_top * (1 + 1e-9); v += step) {
@@ -92,20 +94,21 @@ void draw_axes(svg::Writer& w, const Scale& s, const std::string& title) {
     w.text(s.x(v), bottom + 16, svg::tick_label(v), "tick", "middle");
   }
   for (double v : svg::ticks(s.y_top, 5)) {
-    w.line(kLeft - 4, s.y(v), kLeft, s.y(v), "axis");
-    w.text(kLeft - 6, s.y(v) + 4, svg::tick_label(v), "tick", "end");
+    w.line(kParetoLeft - 4, s.y(v), kParetoLeft, s.y(v), "axis");
+    w.text(kParetoLeft - 6, s.y(v) + 4, svg::tick_label(v), "tick", "end");
   }
-  w.text((kLeft + kWidth - kRight) / 2, kHeight - 10, "peak memory of the fullest IPU (MB)", "tick",
-         "middle");
-  w.text(kLeft - 6, kTop - 10, "samples/s", "tick", "end");
+  w.text((kParetoLeft + kParetoWidth - kParetoRight) / 2, kParetoHeight - 10,
+         "peak memory of the fullest IPU (MB)", "tick", "middle");
+  w.text(kParetoLeft - 6, kParetoTop - 10, "samples/s", "tick", "end");
 }
 
 void draw_capacity(svg::Writer& w, const Scale& s, std::int64_t capacity) {
   const double x = s.x(megabytes(capacity));
-  w.rect_fill(x, kTop, kWidth - kRight - x, kHeight - kTop - kBottom, "#f6d5d5");
-  w.line(x, kTop, x, kHeight - kBottom, "axis");
+  w.rect_fill(x, kParetoTop, kParetoWidth - kParetoRight - x,
+              kParetoHeight - kParetoTop - kParetoBottom, "#f6d5d5");
+  w.line(x, kParetoTop, x, kParetoHeight - kParetoBottom, "axis");
   // At the foot of the region: the points that do not fit are near its top.
-  const double bottom = kHeight - kBottom;
+  const double bottom = kParetoHeight - kParetoBottom;
   w.text(x + 4, bottom - 20, "over capacity (" + memory_figure(double(capacity)) + ")", "tick",
          "start");
   w.text(x + 4, bottom - 6, "does not fit", "tick", "start");
@@ -161,7 +164,7 @@ void draw_points(svg::Writer& w, const Scale& s, const ParetoChart& chart) {
     else
       w.ring(x, y, 4, "#e45756", point_title(p));
     // Labels go left of points in the right half, so that they stay inside the chart.
-    const bool left = x > (kLeft + kWidth) / 2;
+    const bool left = x > (kParetoLeft + kParetoWidth) / 2;
     if (chart.label_points && !labels[i].empty())
       w.text(x + (left ? -8 : 8), y - 6, labels[i], "tick", left ? "end" : "start");
     else if (p.best)
@@ -175,7 +178,7 @@ std::string pareto_chart(const ParetoChart& chart) {
   const Scale s = scale_of(chart);
   std::string out = "<figure class=\"chart pareto\">";
   svg::Writer w(out);
-  w.open(chart.id, kWidth, kHeight, chart.title);
+  w.open(chart.id, kParetoWidth, kParetoHeight, chart.title);
   if (chart.capacity_bytes > 0)
     draw_capacity(w, s, chart.capacity_bytes);
   draw_axes(w, s, chart.title);

@@ -149,12 +149,12 @@ const std::vector<std::string>& series_colours() {
   return colours;
 }
 
-constexpr double kWidth = 640;
-constexpr double kHeight = 300;
-constexpr double kLeft = 72;
-constexpr double kRight = 20;
-constexpr double kTop = 30;
-constexpr double kBottom = 48;
+constexpr double kLineWidth = 640;
+constexpr double kLineHeight = 300;
+constexpr double kLineLeft = 72;
+constexpr double kLineRight = 20;
+constexpr double kLineTop = 30;
+constexpr double kLineBottom = 48;
 
 // Maps data x to the plot's horizontal position.
 struct XAxis {
@@ -164,7 +164,7 @@ struct XAxis {
   double value(double x) const { return log ? std::log2(x) : x; }
   double operator()(double x) const {
     const double span = max - min;
-    return kLeft + (value(x) - min) / span * (kWidth - kLeft - kRight);
+    return kLineLeft + (value(x) - min) / span * (kLineWidth - kLineLeft - kLineRight);
   }
 };
 
@@ -187,7 +187,7 @@ XAxis x_axis(const LineChart& chart, const std::set<double>& xs) {
 }
 
 void x_ticks(Writer& w, const LineChart& chart, const XAxis& axis, const std::set<double>& xs) {
-  const double y = kHeight - kBottom;
+  const double y = kLineHeight - kLineBottom;
   auto tick = [&](double x, const std::string& label) {
     w.line(axis(x), y, axis(x), y + 4, "axis");
     w.text(axis(x), y + 16, label, "tick", "middle");
@@ -212,7 +212,7 @@ struct YAxis {
   double top = 1;
   double step = 1;
   double operator()(double y) const {
-    return kHeight - kBottom - y / top * (kHeight - kTop - kBottom);
+    return kLineHeight - kLineBottom - y / top * (kLineHeight - kLineTop - kLineBottom);
   }
 };
 
@@ -252,9 +252,9 @@ void draw_series(Writer& w, const LineChart& chart, const XAxis& x_of, const YAx
 // The region above the limit, shaded, with its line and label.
 void draw_limit(Writer& w, const LineChart& chart, const YAxis& y_of) {
   const double y = y_of(chart.limit);
-  w.rect_fill(kLeft, kTop, kWidth - kRight - kLeft, y - kTop, "#f6d5d5");
-  w.line(kLeft, y, kWidth - kRight, y, "cap");
-  w.text(kWidth - kRight - 4, y - 4, chart.limit_label, "cap-label", "end");
+  w.rect_fill(kLineLeft, kLineTop, kLineWidth - kLineRight - kLineLeft, y - kLineTop, "#f6d5d5");
+  w.line(kLineLeft, y, kLineWidth - kLineRight, y, "cap");
+  w.text(kLineWidth - kLineRight - 4, y - 4, chart.limit_label, "cap-label", "end");
 }
 
 }  // namespace
@@ -273,21 +273,23 @@ std::string line_chart(const LineChart& chart) {
 
   std::string out = "<figure class=\"chart\">";
   Writer w(out);
-  w.open(chart.id, kWidth, kHeight, chart.title);
+  w.open(chart.id, kLineWidth, kLineHeight, chart.title);
   if (chart.limit > 0)
     draw_limit(w, chart, y_of);
-  w.text(kLeft, 18, chart.title, "chart-title");
+  w.text(kLineLeft, 18, chart.title, "chart-title");
   for (const double y : ticks(y_of.top, int(std::llround(y_of.top / y_of.step)))) {
-    w.line(kLeft, y_of(y), kWidth - kRight, y_of(y), "grid");
-    w.text(kLeft - 6, y_of(y) + 4, tick_label(y), "tick", "end");
+    w.line(kLineLeft, y_of(y), kLineWidth - kLineRight, y_of(y), "grid");
+    w.text(kLineLeft - 6, y_of(y) + 4, tick_label(y), "tick", "end");
   }
-  w.line(kLeft, kHeight - kBottom, kWidth - kRight, kHeight - kBottom, "axis");
-  w.line(kLeft, kTop, kLeft, kHeight - kBottom, "axis");
+  w.line(kLineLeft, kLineHeight - kLineBottom, kLineWidth - kLineRight, kLineHeight - kLineBottom,
+         "axis");
+  w.line(kLineLeft, kLineTop, kLineLeft, kLineHeight - kLineBottom, "axis");
   x_ticks(w, chart, axis, xs);
-  w.text((kLeft + kWidth - kRight) / 2, kHeight - 8, chart.x_label, "axis-label", "middle");
+  w.text((kLineLeft + kLineWidth - kLineRight) / 2, kLineHeight - 8, chart.x_label, "axis-label",
+         "middle");
   out += "<text class=\"axis-label\" transform=\"translate(16 " +
-         num((kTop + kHeight - kBottom) / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
-         escape(chart.y_label) + "</text>";
+         num((kLineTop + kLineHeight - kLineBottom) / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\">" + escape(chart.y_label) + "</text>";
   draw_series(w, chart, axis, y_of);
   w.close();
   out += "<figcaption class=\"legend\">";

@@ -114,13 +114,20 @@ bool keeps_ipu_count(const SweepAxis& axis) {
 
 // The most IPUs per replica of any valid run of the whole plan (every shard agrees), for the
 // per-IPU columns: one valid spec per combination of the axes that may change the count.
+// The search stops once every combination has a valid run.
 std::size_t most_ipus(const VariantRunner& runner, const SweepPlan& plan) {
+  std::vector<bool> keeps;
+  std::size_t shapes = 1;
+  for (const auto& axis : plan.axes()) {
+    keeps.push_back(keeps_ipu_count(axis));
+    shapes *= keeps.back() ? 1 : axis.values.size();
+  }
   std::map<std::vector<std::string>, std::size_t> ipus_by_shape;
-  for (std::size_t run = 0; run < plan.size(); ++run) {
+  for (std::size_t run = 0; run < plan.size() && ipus_by_shape.size() < shapes; ++run) {
     std::vector<std::string> shape;
     const auto values = plan.values(run);
     for (std::size_t a = 0; a < values.size(); ++a)
-      shape.push_back(keeps_ipu_count(plan.axes()[a]) ? "" : values[a]);
+      shape.push_back(keeps[a] ? "" : values[a]);
     if (ipus_by_shape.contains(shape))
       continue;
     if (const auto ipus = runner.ipus_per_replica(run))
@@ -390,8 +397,8 @@ SweepSummary run_sweep(const std::string& config_path, const SweepPlan& axes_pla
   SweepPlan plan = axes_plan;
   const VariantRunner runner(config_path, plan, options.base_overrides);
   check_axis_paths(config_path, plan, options.base_overrides);
-  plan.set_ipu_columns(most_ipus(runner, plan));
   check_runs_per_file(csv_path, plan, options.shard);
+  plan.set_ipu_columns(most_ipus(runner, plan));
   core::AppendFile& file = outputs.open_append(csv_path, busy_text());
   SweepFile existing = read_sweep_csv(csv_path);
   auto done = done_runs(existing, plan, csv_path);

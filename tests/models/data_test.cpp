@@ -10,7 +10,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/test_support.hpp"
+
 using namespace ipusim::models;
+using ipusim::testing::error_of;
 
 namespace {
 
@@ -67,15 +70,6 @@ std::string tiny_dataset(const std::string& name, std::uint32_t count) {
   return directory;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
 // Which dataset sample each stream index maps to, read back from the first pixel.
 std::vector<int> first_pixels(DataSource& source, std::int64_t first, std::int64_t count) {
   Tensor inputs;
@@ -107,36 +101,36 @@ TEST_CASE("IDX images and labels are read from gzip files and scaled to the unit
 
 TEST_CASE("a missing IDX file is reported with its path") {
   const std::string path = scratch_directory("missing") + "/train-images-idx3-ubyte.gz";
-  CHECK(error_of([&] { read_idx_images(path); }) == path + ": file not found");
+  CHECK(error_of<DataError>([&] { read_idx_images(path); }) == path + ": file not found");
 }
 
 TEST_CASE("an IDX file with a bad magic number is reported with both numbers") {
   const std::string path = scratch_directory("magic") + "/images.gz";
   write_gzip(path, idx_images(0x00000804, 1, 2, 2, 4));
-  CHECK(error_of([&] { read_idx_images(path); }) ==
+  CHECK(error_of<DataError>([&] { read_idx_images(path); }) ==
         path + ": bad magic number 0x00000804, expected 0x00000803 (IDX unsigned-byte images)");
-  CHECK(error_of([&] { read_idx_labels(path); }) ==
+  CHECK(error_of<DataError>([&] { read_idx_labels(path); }) ==
         path + ": bad magic number 0x00000804, expected 0x00000801 (IDX unsigned-byte labels)");
 }
 
 TEST_CASE("a truncated IDX file says how many bytes it expected and found") {
   const std::string directory = scratch_directory("truncated");
   write_gzip(directory + "/images.gz", idx_images(0x00000803, 60000, 28, 28, 1000));
-  CHECK(error_of([&] { read_idx_images(directory + "/images.gz"); }) ==
+  CHECK(error_of<DataError>([&] { read_idx_images(directory + "/images.gz"); }) ==
         directory + "/images.gz: expected 47040000 bytes of image data, found 1000");
   write_gzip(directory + "/header.gz", {0, 0, 8, 3, 0, 0});
-  CHECK(error_of([&] { read_idx_images(directory + "/header.gz"); }) ==
+  CHECK(error_of<DataError>([&] { read_idx_images(directory + "/header.gz"); }) ==
         directory + "/header.gz: expected a 16-byte header, found 6");
   std::vector<std::uint8_t> labels = idx_labels({1, 2, 3});
   labels.pop_back();
   write_gzip(directory + "/labels.gz", labels);
-  CHECK(error_of([&] { read_idx_labels(directory + "/labels.gz"); }) ==
+  CHECK(error_of<DataError>([&] { read_idx_labels(directory + "/labels.gz"); }) ==
         directory + "/labels.gz: expected 3 bytes of label data, found 2");
 }
 
 TEST_CASE("a model input whose element count is not the image size is refused") {
   const std::string directory = tiny_dataset("shape", 3);
-  CHECK(error_of([&] {
+  CHECK(error_of<DataError>([&] {
           FashionMnist(directory, FashionMnistSplit::kTrain, {2, 2, 3});
         }) ==
         directory +
@@ -147,7 +141,7 @@ TEST_CASE("a model input whose element count is not the image size is refused") 
 TEST_CASE("images and labels of different counts are refused") {
   const std::string directory = tiny_dataset("counts", 3);
   write_gzip(directory + "/train-labels-idx1-ubyte.gz", idx_labels({1, 2}));
-  CHECK(error_of([&] { FashionMnist(directory, FashionMnistSplit::kTrain, {4}); }) ==
+  CHECK(error_of<DataError>([&] { FashionMnist(directory, FashionMnistSplit::kTrain, {4}); }) ==
         directory + "/train-labels-idx1-ubyte.gz: holds 2 labels for 3 images");
 }
 

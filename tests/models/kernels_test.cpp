@@ -32,11 +32,6 @@ Tensor spread_tensor(Shape shape, std::uint64_t seed) {
   return tensor;
 }
 
-std::unique_ptr<Kernel> kernel_for(const Layer& layer, const std::vector<Shape>& shapes,
-                                   DType dtype = DType::kFp32) {
-  return make_kernel(layer, shapes, dtype, 7);
-}
-
 }  // namespace
 
 TEST_CASE("dense gradients match central differences for every activation") {

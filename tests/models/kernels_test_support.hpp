@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,12 @@ inline Layer reshape(Shape target) {
 }
 
 // Uniform in [-1, 1) from a seeded stream.
+// A kernel of `layer` for these per-sample input shapes, with a fixed seed.
+inline std::unique_ptr<Kernel> kernel_for(const Layer& layer, const std::vector<Shape>& shapes,
+                                          DType dtype = DType::kFp32) {
+  return make_kernel(layer, shapes, dtype, 7);
+}
+
 inline Tensor random_tensor(Shape shape, std::uint64_t seed) {
   Rng rng(seed);
   Tensor tensor(std::move(shape));

@@ -67,11 +67,6 @@ Tensor values(Shape shape, std::vector<float> numbers) {
   return Tensor(std::move(shape), numbers);
 }
 
-std::unique_ptr<Kernel> kernel_for(const Layer& layer, const std::vector<Shape>& shapes,
-                                   DType dtype = DType::kFp32) {
-  return make_kernel(layer, shapes, dtype, 7);
-}
-
 std::vector<Tensor> random_parameters(const Kernel& kernel, std::uint64_t seed) {
   std::vector<Tensor> params;
   for (const ParameterSpec& spec : kernel.parameters())

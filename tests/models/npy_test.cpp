@@ -7,7 +7,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/test_support.hpp"
+
 using namespace ipusim::models;
+using ipusim::testing::error_of;
 
 namespace {
 
@@ -33,15 +36,6 @@ std::string npy_header(std::string dict) {
   dict.append(64 - (10 + dict.size() + 1) % 64, ' ');
   dict += '\n';
   return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(dict.size()) + '\0' + dict;
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  return "no error";
 }
 
 }  // namespace
@@ -82,21 +76,26 @@ TEST_CASE("a file of another dtype is refused with both dtypes") {
   const std::string path = scratch_file("doubles.npy");
   write_text(path, npy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }") +
                        std::string(8, '\0'));
-  CHECK(error_of([&] { read_npy_f32(path); }) == path + ": holds '<f8' data, expected '<f4'");
+  CHECK(error_of<DataError>([&] { read_npy_f32(path); }) ==
+        path + ": holds '<f8' data, expected '<f4'");
   write_npy(path, {1}, std::vector<std::int32_t>{1});
-  CHECK(error_of([&] { read_npy_f32(path); }) == path + ": holds '<i4' data, expected '<f4'");
+  CHECK(error_of<DataError>([&] { read_npy_f32(path); }) ==
+        path + ": holds '<i4' data, expected '<f4'");
 }
 
 TEST_CASE("broken .npy files are refused with the reason") {
   const std::string path = scratch_file("broken.npy");
   write_text(path, "PK\x03\x04 not numpy at all");
-  CHECK(error_of([&] { read_npy_f32(path); }) == path + ": not a .npy file (no \\x93NUMPY magic)");
+  CHECK(error_of<DataError>([&] { read_npy_f32(path); }) ==
+        path + ": not a .npy file (no \\x93NUMPY magic)");
   write_text(path, npy_header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }") +
                        std::string(16, '\0'));
-  CHECK(error_of([&] { read_npy_f32(path); }) == path + ": Fortran-order arrays are not supported");
+  CHECK(error_of<DataError>([&] { read_npy_f32(path); }) ==
+        path + ": Fortran-order arrays are not supported");
   write_text(path, npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }") +
                        std::string(10, '\0'));
-  CHECK(error_of([&] { read_npy_f32(path); }) ==
+  CHECK(error_of<DataError>([&] { read_npy_f32(path); }) ==
         path + ": expected 16 bytes of array data, found 10");
-  CHECK(error_of([&] { read_npy_f32(path + ".absent"); }) == path + ".absent: file not found");
+  CHECK(error_of<DataError>([&] { read_npy_f32(path + ".absent"); }) ==
+        path + ".absent: file not found");
 }

@@ -15,26 +15,13 @@
 namespace {
 
 namespace fs = std::filesystem;
-using ipusim::testing::run_ipusim;
+using namespace ipusim::testing;
 
-const std::string kConfig = "configs/tf1_mnist_2ipu.json";
 const std::vector<std::string> kHidden = {"hardware.operations.compute_set_cycles=173",
                                           "hardware.operations.exchange_bytes_per_tile_cycle=3.1",
                                           "hardware.operations.matmul.efficiency=0.52",
                                           "hardware.operations.elementwise.efficiency=0.27",
                                           "hardware.operations.reduction.efficiency=0.08"};
-
-// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
-std::string scratch(const std::string& name) {
-  return (ipusim::testing::scratch_folder("calibrate_cli_test") / name).string();
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // `ipusim run --json` of `config` with `sets`; fails the test when the run does.
 nlohmann::json run_json(const std::string& config, const std::vector<std::string>& sets) {
@@ -46,7 +33,7 @@ nlohmann::json run_json(const std::string& config, const std::vector<std::string
   }
   const auto result = run_ipusim(args);
   REQUIRE(result.code == 0);
-  return nlohmann::json::parse(read(json));
+  return nlohmann::json::parse(read_file(json));
 }
 
 // One variant's measurements with the hidden parameters, as JSON entries: each stage's passes
@@ -54,7 +41,7 @@ nlohmann::json run_json(const std::string& config, const std::vector<std::string
 void measure(const std::vector<std::string>& set, nlohmann::json& entries) {
   auto sets = set;
   sets.insert(sets.end(), kHidden.begin(), kHidden.end());
-  const auto report = run_json(kConfig, sets);
+  const auto report = run_json(kTf1Config, sets);
   std::map<int, std::pair<std::int64_t, std::int64_t>> stages;
   for (const auto& op : report["operations"]) {
     auto& [forward, backward] = stages[op["stage"].get<int>()];
@@ -105,21 +92,15 @@ std::string line_of(const std::string& text, const std::string& first,
   return "";
 }
 
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = scratch(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
 }  // namespace
 
 TEST_CASE("calibrate fits a CSV of measurements and writes a preset that reproduces the fit") {
   const std::string csv = write("tf1.csv", as_csv(measurements()));
   const std::string preset = scratch("calibrated.json");
-  const auto result = run_ipusim({"calibrate", kConfig, "--measured", csv, "-o", preset});
+  const auto result = run_ipusim({"calibrate", kTf1Config, "--measured", csv, "-o", preset});
   INFO(result.err);
   REQUIRE(result.code == 0);
-  CHECK(result.out.rfind("ipusim calibrate: " + kConfig + " against " + csv +
+  CHECK(result.out.rfind("ipusim calibrate: " + kTf1Config + " against " + csv +
                              ": 15 measurement(s) of 3 config variant(s), ",
                          0) == 0);
   CHECK(result.out.find("Root mean square error: ") != std::string::npos);
@@ -128,14 +109,14 @@ TEST_CASE("calibrate fits a CSV of measurements and writes a preset that reprodu
   CHECK(result.out.find("Wrote " + preset +
                         ": list it in the config's include, after the hardware preset.\n") !=
         std::string::npos);
-  const auto fitted = nlohmann::json::parse(read(preset))["hardware"]["operations"];
+  const auto fitted = nlohmann::json::parse(read_file(preset))["hardware"]["operations"];
   CHECK(fitted["matmul"]["efficiency"].get<double>() == Approx(0.52).epsilon(0.01));
   CHECK(fitted["compute_set_cycles"].get<double>() == Approx(173).epsilon(0.01));
 
   // The step the config with the preset included runs is the After column of the step's row.
   const std::string wrapper = write(
       "tf1_calibrated.json",
-      nlohmann::json({{"include", {fs::absolute(kConfig).string(), "calibrated.json"}}}).dump());
+      nlohmann::json({{"include", {fs::absolute(kTf1Config).string(), "calibrated.json"}}}).dump());
   const auto step = run_json(wrapper, {})["step_cycles"].get<std::int64_t>();
   const std::string line = line_of(result.out, "(as configured)", " step ");
   CHECK(line.find("  " + ipusim::sim::with_commas(step) + "  ") != std::string::npos);
@@ -145,8 +126,8 @@ TEST_CASE("calibrate reads the JSON form of the measurements as it reads the CSV
   const auto measured = measurements();
   const std::string csv = write("same.csv", as_csv(measured));
   const std::string json = write("same.json", measured.dump(2));
-  const auto from_csv = run_ipusim({"calibrate", kConfig, "--measured", csv});
-  const auto from_json = run_ipusim({"calibrate", kConfig, "--measured", json});
+  const auto from_csv = run_ipusim({"calibrate", kTf1Config, "--measured", csv});
+  const auto from_json = run_ipusim({"calibrate", kTf1Config, "--measured", json});
   REQUIRE(from_csv.code == 0);
   REQUIRE(from_json.code == 0);
   const auto body = [](const std::string& out) { return out.substr(out.find('\n')); };
@@ -157,7 +138,7 @@ TEST_CASE("calibrate names the measurement at fault, with exit code 2") {
   const std::string stage = write("stage.csv",
                                   "set,stage,forward_cycles,backward_cycles,step_cycles\n"
                                   "pipeline.micro_batch_size=8,3,1000,,\n");
-  auto result = run_ipusim({"calibrate", kConfig, "--measured", stage});
+  auto result = run_ipusim({"calibrate", kTf1Config, "--measured", stage});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   CHECK(result.err == "error: " + stage +
@@ -165,7 +146,7 @@ TEST_CASE("calibrate names the measurement at fault, with exit code 2") {
                           "2 stage(s), 0 to 1\n");
   const std::string set = write("set.json", R"({"measurements": [
       {"set": ["pipeline.splits=[\"dense256\", \"nowhere\"]"], "step_cycles": 1000}]})");
-  result = run_ipusim({"calibrate", kConfig, "--measured", set});
+  result = run_ipusim({"calibrate", kTf1Config, "--measured", set});
   CHECK(result.code == 2);
   CHECK(result.err ==
         "error: " + set +
@@ -175,12 +156,13 @@ TEST_CASE("calibrate names the measurement at fault, with exit code 2") {
 }
 
 TEST_CASE("calibrate checks its output before reading anything and needs --measured") {
-  auto result = run_ipusim({"calibrate", kConfig, "--measured", "absent.csv", "-o", "/dev/null"});
+  auto result =
+      run_ipusim({"calibrate", kTf1Config, "--measured", "absent.csv", "-o", "/dev/null"});
   CHECK(result.code == 2);
   CHECK(result.err ==
         "error: /dev/null: cannot write the -o output: it is a character device; give the path "
         "of a regular file or of a new one\n");
-  result = run_ipusim({"calibrate", kConfig});
+  result = run_ipusim({"calibrate", kTf1Config});
   CHECK(result.code == 1);
   CHECK(result.err == "error: --measured is required\n");
 }

@@ -9,13 +9,11 @@
 
 namespace {
 
-using ipusim::testing::run_ipusim;
-
-const std::string kBase = "tests/tools/data/base.json";
+using namespace ipusim::testing;
 
 // Runs `validate` on the base config with one override and returns the error text.
 std::string override_error(const std::string& set) {
-  const auto result = run_ipusim({"validate", kBase, "--set", set});
+  const auto result = run_ipusim({"validate", kBaseConfig, "--set", set});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   return result.err;

@@ -8,13 +8,7 @@
 
 namespace {
 
-using ipusim::testing::run_ipusim;
-
-std::string output(const std::string& name) {
-  const auto dir = std::filesystem::path(IPUSIM_BINARY_DIR) / "compare_test";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+using namespace ipusim::testing;
 
 // The line with each run of spaces made one space.
 std::string squeeze(const std::string& line) {
@@ -26,7 +20,6 @@ std::string squeeze(const std::string& line) {
   return out;
 }
 
-const std::string kConfig = "configs/tf1_mnist_2ipu.json";
 const std::string kGac2Error =
     "--gac 2: at /pipeline/gradient_accumulation_count: The number of iterations of the "
     "pipeline must be a multiple of 4, but it is 2. This number is gradient_accumulation_count; "
@@ -36,7 +29,7 @@ const std::string kGac2Error =
 }  // namespace
 
 TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
-  const auto result = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved"});
+  const auto result = run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved"});
   CHECK(result.code == 0);
   CHECK(result.err.empty());
   CHECK(result.out ==
@@ -62,7 +55,7 @@ TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
 
 TEST_CASE("with three or more runs compare names the next fastest and the slowest") {
   const auto result =
-      run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved,sequential,1f1b"});
+      run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved,sequential,1f1b"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(result.out.rfind("fastest:")) ==
         "fastest: tf1_mnist 1f1b (1.02x the throughput of tf1_mnist grouped, the next fastest; "
@@ -70,9 +63,9 @@ TEST_CASE("with three or more runs compare names the next fastest and the slowes
 }
 
 TEST_CASE("variants given with --with are columns labelled by their overrides") {
-  const auto result =
-      run_ipusim({"compare", kConfig, "--with", "pipeline.gradient_accumulation_count=32", "--with",
-                  "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16"});
+  const auto result = run_ipusim(
+      {"compare", kTf1Config, "--with", "pipeline.gradient_accumulation_count=32", "--with",
+       "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(0, result.out.find('\n')) ==
         "                            tf1_mnist pipeline.gradient_accumulation_count=32  "
@@ -83,16 +76,16 @@ TEST_CASE("variants given with --with are columns labelled by their overrides") 
 }
 
 TEST_CASE("beside a training run an inference pass has no weight update") {
-  const auto result = run_ipusim({"compare", kConfig, "--with", "pipeline.training=true", "--with",
-                                  "pipeline.training=false"});
+  const auto result = run_ipusim({"compare", kTf1Config, "--with", "pipeline.training=true",
+                                  "--with", "pipeline.training=false"});
   CHECK(result.code == 0);
   const auto row = result.out.find("\nWeight update ");
   REQUIRE(row != std::string::npos);
   CHECK(squeeze(result.out.substr(row + 1, result.out.find('\n', row + 1) - row - 1)) ==
         "Weight update 3,065 cycles none (inference)");
   // With no training run there is no weight-update row at all, as in a run's report.
-  const auto passes = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved", "--set",
-                                  "pipeline.training=false"});
+  const auto passes = run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved",
+                                  "--set", "pipeline.training=false"});
   CHECK(passes.code == 0);
   CHECK(passes.out.find("\nRamp-down ") != std::string::npos);
   CHECK(passes.out.find("Weight update") == std::string::npos);
@@ -100,7 +93,7 @@ TEST_CASE("beside a training run an inference pass has no weight update") {
 
 TEST_CASE("a run invalid for its schedule is listed under the table and the others still run") {
   const auto result =
-      run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved", "--gac", "2"});
+      run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved", "--gac", "2"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(0, result.out.find('\n')) ==
         "                            tf1_mnist interleaved");
@@ -109,8 +102,8 @@ TEST_CASE("a run invalid for its schedule is listed under the table and the othe
 }
 
 TEST_CASE("compare stops at a config file that is not there, before any run") {
-  const auto html = output("missing.html");
-  const auto result = run_ipusim({"compare", "nosuch.json", kConfig, "--html", html});
+  const auto html = fresh_output("compare_test", "missing.html");
+  const auto result = run_ipusim({"compare", "nosuch.json", kTf1Config, "--html", html});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   CHECK(result.err ==
@@ -119,16 +112,16 @@ TEST_CASE("compare stops at a config file that is not there, before any run") {
 }
 
 TEST_CASE("when no run is valid compare fails with the first run's config error") {
-  const auto result = run_ipusim({"compare", kConfig, "--gac", "2"});
+  const auto result = run_ipusim({"compare", kTf1Config, "--gac", "2"});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   CHECK(result.err == "error: " + kGac2Error + "\n");
 }
 
 TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON report per run") {
-  const auto csv = output("compare.csv");
-  const auto json = output("compare.json");
-  const auto result = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved",
+  const auto csv = fresh_output("compare_test", "compare.csv");
+  const auto json = fresh_output("compare_test", "compare.json");
+  const auto result = run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved",
                                   "--quiet", "--csv", csv, "--json", json});
   CHECK(result.code == 0);
   CHECK(result.out.empty());
@@ -160,9 +153,9 @@ TEST_CASE("compare has help with an example") {
 }
 
 TEST_CASE("compare --html stacks every run's pipeline chart on one time axis") {
-  const auto html = output("compare.html");
-  const auto result = run_ipusim(
-      {"compare", kConfig, "--schedules", "grouped,interleaved,1f1b", "--html", html, "--quiet"});
+  const auto html = fresh_output("compare_test", "compare.html");
+  const auto result = run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved,1f1b",
+                                  "--html", html, "--quiet"});
   REQUIRE(result.code == 0);
   std::ifstream in(html);
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

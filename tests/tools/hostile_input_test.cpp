@@ -14,29 +14,15 @@
 namespace {
 
 namespace fs = std::filesystem;
-using ipusim::testing::CliResult;
-using ipusim::testing::run_ipusim;
-
-const std::string kBase = "tests/tools/data/base.json";
-
-// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
-std::string scratch(const std::string& name) {
-  return (ipusim::testing::scratch_folder("hostile_input_test") / name).string();
-}
-
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = scratch(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+using namespace ipusim::testing;
 
 nlohmann::json base_config() {
-  return nlohmann::json::parse(std::ifstream(kBase));
+  return nlohmann::json::parse(std::ifstream(kBaseConfig));
 }
 
 // `validate` on the base config with these extra arguments; a config error is expected.
 std::string validate_error(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"validate", kBase};
+  std::vector<std::string> args = {"validate", kBaseConfig};
   args.insert(args.end(), extra.begin(), extra.end());
   const CliResult result = run_ipusim(args);
   CHECK(result.code == 2);
@@ -55,7 +41,7 @@ std::string validate_file_error(const std::string& path) {
 
 TEST_CASE("a number beyond the double range in a config names its path, line and column") {
   const std::string text = R"({"include": "base.json", "pipeline": {"repeat_count": 1e400}})";
-  fs::copy_file(kBase, scratch("base.json"), fs::copy_options::overwrite_existing);
+  fs::copy_file(kBaseConfig, scratch("base.json"), fs::copy_options::overwrite_existing);
   const std::string path = write("huge_number.json", text);
   // The column is that of the number's last character.
   const auto column = text.find("1e400") + 5;
@@ -247,20 +233,20 @@ TEST_CASE("a micro-batch that moves more than 1 PiB through the model is refused
 
 TEST_CASE("a run whose step overflows the cycle counter is a config error, not a wrong answer") {
   const CliResult result =
-      run_ipusim({"run", kBase, "--no-numeric", "--set", "hardware.preset=gc200", "--set",
+      run_ipusim({"run", kBaseConfig, "--no-numeric", "--set", "hardware.preset=gc200", "--set",
                   "hardware.host_link_bandwidth=1kB/s", "--set", "hardware.clock=100GHz", "--set",
                   "hardware.memory_per_ipu=1PB", "--set", "model.input.shape=[1073741824]",
                   "--micro-batch", "1024"});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   CHECK(result.err ==
-        "error: " + kBase +
+        "error: " + kBaseConfig +
             ": the run is too large to simulate: its simulated time does not fit in 64 bits; "
             "check the hardware figures and the pipeline's sizes\n");
 }
 
 TEST_CASE("numeric mode refused for replicas names the option that set them") {
-  const CliResult result = run_ipusim({"run", kBase, "--replicas", "2", "--numeric"});
+  const CliResult result = run_ipusim({"run", kBaseConfig, "--replicas", "2", "--numeric"});
   CHECK(result.code == 2);
   CHECK(result.err ==
         "error: --replicas 2: at /pipeline/replication_factor: numeric mode runs one replica, "
@@ -268,18 +254,18 @@ TEST_CASE("numeric mode refused for replicas names the option that set them") {
 }
 
 TEST_CASE("an empty output path is refused instead of silently writing nothing") {
-  const CliResult result = run_ipusim({"run", kBase, "--json", ""});
+  const CliResult result = run_ipusim({"run", kBaseConfig, "--json", ""});
   CHECK(result.code == 1);
   CHECK(result.out.empty());
   CHECK(result.err == "error: --json: expected a path, found an empty one\n");
 }
 
 TEST_CASE("train counts outside their range are usage errors, not wrapped products") {
-  const CliResult epochs = run_ipusim({"train", kBase, "--epochs", "99999999999999999999"});
+  const CliResult epochs = run_ipusim({"train", kBaseConfig, "--epochs", "99999999999999999999"});
   CHECK(epochs.code == 1);
   CHECK(epochs.err ==
         "error: --epochs: expected an integer from 1 to 1000000, found '99999999999999999999'\n");
-  const CliResult steps = run_ipusim({"train", kBase, "--steps", "0"});
+  const CliResult steps = run_ipusim({"train", kBaseConfig, "--steps", "0"});
   CHECK(steps.code == 1);
   CHECK(steps.err == "error: --steps: expected an integer from 1 to 1099511627776, found '0'\n");
 }

@@ -7,20 +7,12 @@
 
 namespace {
 
-using ipusim::testing::run_ipusim;
-
-std::string output(const std::string& name) {
-  const auto dir = std::filesystem::path(IPUSIM_BINARY_DIR) / "import_test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::filesystem::remove(path);
-  return path.string();
-}
+using namespace ipusim::testing;
 
 }  // namespace
 
 TEST_CASE("ipusim import writes a config that runs, and says what it imported") {
-  const auto config = output("cnn.json");
+  const auto config = fresh_output("import_test", "cnn.json");
   const auto result = run_ipusim(
       {"import", "tests/models/keras/keras_cnn.json", "-o", config, "--splits", "max_pooling2d_1"});
   REQUIRE(result.code == 0);
@@ -35,7 +27,7 @@ TEST_CASE("ipusim import writes a config that runs, and says what it imported") 
 }
 
 TEST_CASE("ipusim import writes nothing when a layer cannot be imported") {
-  const auto config = output("unsupported.json");
+  const auto config = fresh_output("import_test", "unsupported.json");
   const auto result =
       run_ipusim({"import", "tests/models/keras/keras_unsupported.json", "-o", config});
   CHECK(result.code == 2);
@@ -46,7 +38,7 @@ TEST_CASE("ipusim import writes nothing when a layer cannot be imported") {
 }
 
 TEST_CASE("ipusim import of a missing ONNX file names it and writes nothing") {
-  const auto config = output("model.json");
+  const auto config = fresh_output("import_test", "model.json");
   const auto result = run_ipusim({"import", "model.onnx", "-o", config});
   CHECK(result.code == 2);
   CHECK(result.err == "error: model.onnx: No such file or directory\n");
@@ -54,7 +46,7 @@ TEST_CASE("ipusim import of a missing ONNX file names it and writes nothing") {
 }
 
 TEST_CASE("ipusim import names a split that is no layer of the model") {
-  const auto config = output("badsplit.json");
+  const auto config = fresh_output("import_test", "badsplit.json");
   const auto result = run_ipusim(
       {"import", "tests/models/keras/keras_cnn.json", "-o", config, "--splits", "max_pooling"});
   CHECK(result.code == 2);

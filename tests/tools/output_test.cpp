@@ -15,9 +15,8 @@
 namespace {
 
 namespace fs = std::filesystem;
-using ipusim::testing::run_ipusim;
+using namespace ipusim::testing;
 
-const std::string kConfig = "configs/tf1_mnist_2ipu.json";
 const std::string kAdvice = "; give the path of a regular file or of a new one\n";
 
 // An empty folder of the test's own.
@@ -36,17 +35,10 @@ std::vector<std::string> entries(const fs::path& dir) {
   return names;
 }
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 TEST_CASE("run --json /dev/null is refused before simulating and /dev/null stays a device") {
-  const auto result = run_ipusim({"run", kConfig, "--json", "/dev/null"});
+  const auto result = run_ipusim({"run", kTf1Config, "--json", "/dev/null"});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   CHECK(result.err ==
@@ -58,7 +50,7 @@ TEST_CASE("run refuses a FIFO and a symbolic link as outputs and writes nothing"
   const auto dir = fresh_folder("fifo_and_link");
   const auto fifo = (dir / "pipe.json").string();
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
-  auto result = run_ipusim({"run", kConfig, "--trace", fifo});
+  auto result = run_ipusim({"run", kTf1Config, "--trace", fifo});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   CHECK(result.err == "error: " + fifo +
@@ -68,12 +60,12 @@ TEST_CASE("run refuses a FIFO and a symbolic link as outputs and writes nothing"
   std::ofstream(dir / "target.json") << "kept\n";
   fs::create_symlink("target.json", dir / "link.json");
   const auto link = (dir / "link.json").string();
-  result = run_ipusim({"run", kConfig, "--json", link});
+  result = run_ipusim({"run", kTf1Config, "--json", link});
   CHECK(result.code == 2);
   CHECK(result.err ==
         "error: " + link + ": cannot write the --json output: it is a symbolic link" + kAdvice);
   CHECK(fs::is_symlink(link));
-  CHECK(read(dir / "target.json") == "kept\n");
+  CHECK(read_file(dir / "target.json") == "kept\n");
   CHECK(entries(dir) == std::vector<std::string>{"link.json", "pipe.json", "target.json"});
 }
 
@@ -81,7 +73,7 @@ TEST_CASE("run with a directory as an output leaves no partial file") {
   const auto dir = fresh_folder("directory");
   fs::create_directory(dir / "report.html");
   const auto html = (dir / "report.html").string();
-  const auto result = run_ipusim({"run", kConfig, "--html", html});
+  const auto result = run_ipusim({"run", kTf1Config, "--html", html});
   CHECK(result.code == 2);
   CHECK(result.err ==
         "error: " + html + ": cannot write the --html output: it is a directory" + kAdvice);
@@ -108,7 +100,7 @@ TEST_CASE("two outputs of run naming one file are refused") {
   const auto dir = fresh_folder("same_file");
   const auto json = (dir / "run.json").string();
   const auto trace = (dir / "." / "run.json").string();
-  const auto result = run_ipusim({"run", kConfig, "--json", json, "--trace", trace});
+  const auto result = run_ipusim({"run", kTf1Config, "--json", json, "--trace", trace});
   CHECK(result.code == 2);
   CHECK(result.err == "error: " + trace +
                           ": cannot write the --trace output: the --json output is the same "
@@ -123,7 +115,7 @@ TEST_CASE("when one output of run cannot be written the others are not written e
   ipusim::testing::CliResult result;
   {
     const ipusim::testing::FileSizeLimit limit(20000);
-    result = run_ipusim({"run", kConfig, "--no-numeric", "--json", json, "--html", html});
+    result = run_ipusim({"run", kTf1Config, "--no-numeric", "--json", json, "--html", html});
   }
   CHECK(result.code == 2);
   CHECK(result.out.empty());
@@ -134,7 +126,7 @@ TEST_CASE("when one output of run cannot be written the others are not written e
 TEST_CASE("run writes every output it was given and no temporary file") {
   const auto dir = fresh_folder("all_written");
   const auto result =
-      run_ipusim({"run", kConfig, "--no-numeric", "--quiet", "--json", (dir / "a.json").string(),
+      run_ipusim({"run", kTf1Config, "--no-numeric", "--quiet", "--json", (dir / "a.json").string(),
                   "--trace", (dir / "b.json").string(), "--html", (dir / "c.html").string()});
   CHECK(result.code == 0);
   CHECK(entries(dir) == std::vector<std::string>{"a.json", "b.json", "c.html"});
@@ -143,7 +135,7 @@ TEST_CASE("run writes every output it was given and no temporary file") {
 TEST_CASE("compare checks its outputs before simulating") {
   const auto dir = fresh_folder("compare");
   const auto json = (dir / "runs.json").string();
-  const auto result = run_ipusim({"compare", kConfig, "--schedules", "grouped,interleaved",
+  const auto result = run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved",
                                   "--json", json, "--csv", "/dev/full"});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
@@ -158,7 +150,7 @@ TEST_CASE("sweep checks its HTML output before it writes the CSV") {
   const auto html = (dir / "plots").string();
   fs::create_directory(html);
   const auto result =
-      run_ipusim({"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=8,16", "-o",
+      run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=8,16", "-o",
                   csv, "--html", html});
   CHECK(result.code == 2);
   CHECK(result.out.empty());

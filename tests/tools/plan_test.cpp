@@ -8,22 +8,7 @@
 
 namespace {
 
-using ipusim::testing::run_ipusim;
-
-std::string output(const std::string& name) {
-  const auto dir = std::filesystem::path(IPUSIM_BINARY_DIR) / "plan_test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::filesystem::remove(path);
-  return path.string();
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using namespace ipusim::testing;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -53,17 +38,17 @@ std::vector<std::string> cells(const std::string& line) {
 }  // namespace
 
 TEST_CASE("plan writes a best config that run accepts with the planner's throughput") {
-  const auto best = output("best.json");
-  const auto csv = output("plan.csv");
+  const auto best = fresh_output("plan_test", "best.json");
+  const auto csv = fresh_output("plan_test", "plan.csv");
   const auto plan = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "8,16", "-o", best,
                                 "--csv", csv, "--jobs", "2"});
   REQUIRE(plan.code == 0);
   CHECK(plan.err.empty());
-  const auto report = output("run.json");
+  const auto report = fresh_output("plan_test", "run.json");
   const auto run = run_ipusim({"run", best, "--no-numeric", "--json", report});
   REQUIRE(run.code == 0);
-  const auto json = nlohmann::json::parse(read(report));
-  const auto rows = lines(read(csv));
+  const auto json = nlohmann::json::parse(read_file(report));
+  const auto rows = lines(read_file(csv));
   REQUIRE(rows.size() > 1);
   const auto header = cells(rows[0]);
   const auto first = cells(rows[1]);
@@ -89,7 +74,8 @@ TEST_CASE("plan writes a best config that run accepts with the planner's through
   const auto throughput_line = lines(run.out)[5];
   const auto figure = throughput_line.substr(12, throughput_line.find(" samples/s") - 12);
   CHECK_THAT(table_row, Catch::Matchers::Contains(" " + figure + " "));
-  CHECK_THAT(read(best), Catch::Matchers::Contains("\"description\": \"planned by ipusim plan"));
+  CHECK_THAT(read_file(best),
+             Catch::Matchers::Contains("\"description\": \"planned by ipusim plan"));
 }
 
 TEST_CASE("plan says why nothing fits and exits with the simulation outcome code") {
@@ -132,14 +118,14 @@ TEST_CASE("plan lists each setting it skipped with the error that rules it out")
 TEST_CASE("two plan shards merged give the unsharded plan's best and table") {
   const std::vector<std::string> search = {
       "plan", "configs/tf1_mnist_2ipu.json", "--gac", "8,16", "--jobs", "2", "--top", "3"};
-  const auto whole_best = output("whole_best.json");
+  const auto whole_best = fresh_output("plan_test", "whole_best.json");
   auto args = search;
   args.insert(args.end(), {"-o", whole_best});
   const auto whole = run_ipusim(args);
   REQUIRE(whole.code == 0);
   std::vector<std::string> parts;
   for (const char* shard : {"1/2", "2/2"}) {
-    parts.push_back(output(std::string("shard") + shard[0] + ".csv"));
+    parts.push_back(fresh_output("plan_test", std::string("shard") + shard[0] + ".csv"));
     args = search;
     args.insert(args.end(), {"--shard", shard, "--csv", parts.back()});
     const auto part = run_ipusim(args);
@@ -147,7 +133,7 @@ TEST_CASE("two plan shards merged give the unsharded plan's best and table") {
     CHECK_THAT(lines(part.out).back(),
                Catch::Matchers::StartsWith("shard " + std::string(shard) + " (3 setting(s)): "));
   }
-  const auto merged_best = output("merged_best.json");
+  const auto merged_best = fresh_output("plan_test", "merged_best.json");
   const auto merged = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--merge",
                                   parts[0] + "," + parts[1], "--top", "3", "-o", merged_best});
   REQUIRE(merged.code == 0);
@@ -160,7 +146,7 @@ TEST_CASE("two plan shards merged give the unsharded plan's best and table") {
   CHECK(b.back() ==
         "merged 2 shard file(s): 36 replayed candidate(s) ranked on their figures, 3 "
         "replayed again");
-  CHECK(read(merged_best) == read(whole_best));
+  CHECK(read_file(merged_best) == read_file(whole_best));
 }
 
 TEST_CASE("plan --merge refuses the search options, which only the shards use") {
@@ -173,7 +159,7 @@ TEST_CASE("plan --merge refuses the search options, which only the shards use") 
 }
 
 TEST_CASE("plan --merge names a file that is not a plan CSV") {
-  const auto bogus = output("bogus.csv");
+  const auto bogus = fresh_output("plan_test", "bogus.csv");
   std::ofstream(bogus) << "run,x\n0,1\n";
   const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--merge", bogus});
   CHECK(result.code == 2);
@@ -183,16 +169,16 @@ TEST_CASE("plan --merge names a file that is not a plan CSV") {
 }
 
 TEST_CASE("plan --html draws every replayed candidate against the capacity, the same bytes twice") {
-  const auto first = output("plan1.html");
-  const auto second = output("plan2.html");
+  const auto first = fresh_output("plan_test", "plan1.html");
+  const auto second = fresh_output("plan_test", "plan2.html");
   for (const auto& path : {first, second}) {
     const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "8,16",
                                     "--html", path, "--quiet", "--jobs", "2"});
     REQUIRE(result.code == 0);
     CHECK(result.out.empty());
   }
-  const auto page = read(first);
-  CHECK(page == read(second));
+  const auto page = read_file(first);
+  CHECK(page == read_file(second));
   CHECK_THAT(page, Catch::Matchers::Contains("over capacity (940.6 MB)"));
   // 36 replayed candidates, one circle each.
   std::size_t circles = 0;
@@ -202,14 +188,14 @@ TEST_CASE("plan --html draws every replayed candidate against the capacity, the 
 }
 
 TEST_CASE("a plan shard where nothing fits still writes its CSV for the merge") {
-  const auto csv = output("nothing.csv");
-  const auto best = output("nothing_best.json");
+  const auto csv = fresh_output("plan_test", "nothing.csv");
+  const auto best = fresh_output("plan_test", "nothing_best.json");
   const auto result =
       run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--set", "hardware.memory_per_ipu=\"4MB\"",
                   "--shard", "1/2", "--csv", csv, "-o", best});
   CHECK(result.code == 3);
   // The header, then the least-memory split of each of the shard's settings: grouped and
   // sequential (settings 1 and 3 of 3).
-  CHECK(lines(read(csv)).size() == 3);
+  CHECK(lines(read_file(csv)).size() == 3);
   CHECK(!std::filesystem::exists(best));
 }

@@ -23,35 +23,18 @@ namespace {
 
 using namespace ipusim;
 
-using ipusim::testing::run_ipusim;
+using namespace ipusim::testing;
 
-// An output path of the test's own, absent at the start.
-std::string output(const std::string& name) {
-  const auto dir = std::filesystem::path(IPUSIM_BINARY_DIR) / "sweep_test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::filesystem::remove(path);
-  return path.string();
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::size_t lines(const std::string& path) {
-  const auto text = read(path);
+std::size_t line_count(const std::string& path) {
+  const auto text = read_file(path);
   return std::size_t(std::count(text.begin(), text.end(), '\n'));
 }
 
-const std::string kConfig = "configs/tf1_mnist_2ipu.json";
 const std::string kGacs = "pipeline.gradient_accumulation_count=4,8,16,32,64,128";
 const std::string kSchedules = "pipeline.pipeline_schedule=grouped,interleaved,sequential,1f1b";
 
 std::vector<std::string> gac_sweep(const std::string& csv) {
-  return {"sweep", kConfig, "--vary", kGacs, "--vary", kSchedules, "-o", csv, "--quiet"};
+  return {"sweep", kTf1Config, "--vary", kGacs, "--vary", kSchedules, "-o", csv, "--quiet"};
 }
 
 std::string cell(const sim::SweepTable& table, std::size_t row, const std::string& column) {
@@ -118,8 +101,8 @@ TEST_CASE("ramp overhead falls monotonically with gradient accumulation for ever
   std::string schedules;
   for (const auto& name : sim::schedule_names())
     schedules += (schedules.empty() ? "" : ",") + name;
-  const auto csv = output("gac.csv");
-  REQUIRE(run_ipusim({"sweep", kConfig, "--vary", kGacs, "--vary",
+  const auto csv = fresh_output("sweep_test", "gac.csv");
+  REQUIRE(run_ipusim({"sweep", kTf1Config, "--vary", kGacs, "--vary",
                       "pipeline.pipeline_schedule=" + schedules, "-o", csv, "--quiet"})
               .code == 0);
   const auto table = sim::read_sweep_csv(csv).table;
@@ -147,9 +130,9 @@ TEST_CASE("ramp overhead falls monotonically with gradient accumulation for ever
 }
 
 TEST_CASE("the sweep CSV has one column per varied path and per metric") {
-  const auto csv = output("columns.csv");
+  const auto csv = fresh_output("sweep_test", "columns.csv");
   REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
-  const auto text = read(csv);
+  const auto text = read_file(csv);
   CHECK(text.substr(0, text.find('\n') + 1) ==
         "run,pipeline.gradient_accumulation_count,pipeline.pipeline_schedule,step_cycles,"
         "step_seconds,throughput_samples_per_second,ramp_up_cycles,main_cycles,ramp_down_cycles,"
@@ -162,7 +145,7 @@ TEST_CASE("the sweep CSV has one column per varied path and per metric") {
 }
 
 TEST_CASE("the per-IPU columns agree with the mean, lowest and highest over the IPUs") {
-  const auto csv = output("per_ipu.csv");
+  const auto csv = fresh_output("sweep_test", "per_ipu.csv");
   REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
   const auto table = sim::read_sweep_csv(csv).table;
   REQUIRE_FALSE(table.rows.empty());
@@ -181,12 +164,12 @@ TEST_CASE("the per-IPU columns agree with the mean, lowest and highest over the 
 }
 
 TEST_CASE("an illegal gradient accumulation count is a row with its error, not a failure") {
-  const auto csv = output("illegal.csv");
+  const auto csv = fresh_output("sweep_test", "illegal.csv");
   const auto result =
-      run_ipusim({"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=2,4", "-o", csv,
-                  "--jobs", "1"});
+      run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=2,4", "-o",
+                  csv, "--jobs", "1"});
   CHECK(result.code == 0);
-  CHECK(read(csv).find(
+  CHECK(read_file(csv).find(
             "\n0,2,,,,,,,,,,,,,,,,,,,\"--vary pipeline.gradient_accumulation_count=2: at "
             "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline "
             "must be a multiple of 4, but it is 2. This number is gradient_accumulation_count; the "
@@ -204,10 +187,10 @@ TEST_CASE("an illegal gradient accumulation count is a row with its error, not a
 }
 
 TEST_CASE("a sweep none of whose runs is valid writes its rows and fails with the first error") {
-  const auto csv = output("none_valid.csv");
+  const auto csv = fresh_output("sweep_test", "none_valid.csv");
   const auto result =
-      run_ipusim({"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=2,6", "-o", csv,
-                  "--quiet"});
+      run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=2,6", "-o",
+                  csv, "--quiet"});
   CHECK(result.code == 2);
   CHECK(result.out.empty());
   CHECK(result.err ==
@@ -221,7 +204,7 @@ TEST_CASE("a sweep none of whose runs is valid writes its rows and fails with th
 }
 
 TEST_CASE("a run out of memory is a row with fits_in_memory false") {
-  const auto csv = output("oom.csv");
+  const auto csv = fresh_output("sweep_test", "oom.csv");
   REQUIRE(run_ipusim({"sweep", "configs/bert_large_4ipu.json", "--vary",
                       "pipeline.recomputation_mode=none,auto", "-o", csv, "--quiet"})
               .code == 0);
@@ -236,9 +219,9 @@ TEST_CASE("a run out of memory is a row with fits_in_memory false") {
 }
 
 TEST_CASE("a misspelt --vary path is refused before anything runs, with a suggestion") {
-  const auto csv = output("misspelt.csv");
+  const auto csv = fresh_output("sweep_test", "misspelt.csv");
   const auto result = run_ipusim(
-      {"sweep", kConfig, "--vary", "pipeline.gradient_acumulation_count=8,16", "-o", csv});
+      {"sweep", kTf1Config, "--vary", "pipeline.gradient_acumulation_count=8,16", "-o", csv});
   CHECK(result.code == 2);
   CHECK(result.err ==
         "error: --vary pipeline.gradient_acumulation_count=8,16: at "
@@ -248,10 +231,10 @@ TEST_CASE("a misspelt --vary path is refused before anything runs, with a sugges
 }
 
 TEST_CASE("a rerun skips the runs already written and drops a trailing partial line") {
-  const auto full = output("resume-full.csv");
-  const auto cut = output("resume-cut.csv");
+  const auto full = fresh_output("sweep_test", "resume-full.csv");
+  const auto cut = fresh_output("sweep_test", "resume-cut.csv");
   REQUIRE(run_ipusim(gac_sweep(full)).code == 0);
-  const auto text = read(full);
+  const auto text = read_file(full);
   const auto fifth_row = text.find("\n5,");
   std::ofstream(cut, std::ios::binary) << text.substr(0, fifth_row + 8);  // row 5 cut short
   auto args = gac_sweep(cut);
@@ -259,28 +242,28 @@ TEST_CASE("a rerun skips the runs already written and drops a trailing partial l
   const auto result = run_ipusim(args);
   CHECK(result.code == 0);
   CHECK(result.out.find("\n19 simulated, 5 already in " + cut + ";") != std::string::npos);
-  CHECK(read(cut) == text);
+  CHECK(read_file(cut) == text);
 }
 
 TEST_CASE("a sweep killed halfway and rerun ends with exactly one row per run") {
   const int runs = 2000;
-  const auto reference = output("kill-reference.csv");
-  const auto killed = output("kill.csv");
+  const auto reference = fresh_output("sweep_test", "kill-reference.csv");
+  const auto killed = fresh_output("sweep_test", "kill.csv");
   const std::vector<std::string> sweep = {
-      "sweep",  kConfig, "--gac", "1024", "--vary", "pipeline.repeat_count=" + counts(runs),
+      "sweep",  kTf1Config, "--gac", "1024", "--vary", "pipeline.repeat_count=" + counts(runs),
       "--quiet"};
   auto args = sweep;
   args.insert(args.end(), {"-o", killed, "--jobs", "1"});
-  const pid_t child = spawn_ipusim(args, output("kill.err"));
+  const pid_t child = spawn_ipusim(args, fresh_output("sweep_test", "kill.err"));
   int status = 0;
-  while (lines(killed) < runs / 2 + 1) {
+  while (line_count(killed) < runs / 2 + 1) {
     REQUIRE(::waitpid(child, &status, WNOHANG) == 0);  // still running
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ::kill(child, SIGKILL);
   ::waitpid(child, &status, 0);
   REQUIRE(WIFSIGNALED(status));
-  REQUIRE(lines(killed) < runs + 1);  // killed before the end
+  REQUIRE(line_count(killed) < runs + 1);  // killed before the end
 
   auto rerun = sweep;
   rerun.insert(rerun.end(), {"-o", killed});
@@ -292,14 +275,14 @@ TEST_CASE("a sweep killed halfway and rerun ends with exactly one row per run") 
   REQUIRE(table.rows.size() == runs);
   for (std::size_t r = 0; r < table.rows.size(); ++r)
     REQUIRE(sim::run_index(table.rows[r]) == r);
-  CHECK(read(killed) == read(reference));
+  CHECK(read_file(killed) == read_file(reference));
 }
 
 TEST_CASE("two shards merged equal the unsharded sweep byte for byte") {
-  const auto whole = output("shard-whole.csv");
-  const auto first = output("shard-1.csv");
-  const auto second = output("shard-2.csv");
-  const auto merged = output("shard-merged.csv");
+  const auto whole = fresh_output("sweep_test", "shard-whole.csv");
+  const auto first = fresh_output("sweep_test", "shard-1.csv");
+  const auto second = fresh_output("sweep_test", "shard-2.csv");
+  const auto merged = fresh_output("sweep_test", "shard-merged.csv");
   REQUIRE(run_ipusim(gac_sweep(whole)).code == 0);
   auto shard = [&](const std::string& csv, const std::string& which) {
     auto args = gac_sweep(csv);
@@ -308,17 +291,17 @@ TEST_CASE("two shards merged equal the unsharded sweep byte for byte") {
   };
   shard(first, "1/2");
   shard(second, "2/2");
-  CHECK(lines(first) == 13);
+  CHECK(line_count(first) == 13);
   const auto result = run_ipusim({"merge", "-o", merged, second, first});
   CHECK(result.code == 0);
   CHECK(result.out == "merged 2 file(s): 24 runs into " + merged + "\n");
   CHECK(result.err.empty());
-  CHECK(read(merged) == read(whole));
+  CHECK(read_file(merged) == read_file(whole));
 }
 
 TEST_CASE("merging one shard alone warns about the runs it lacks") {
-  const auto first = output("lone-1.csv");
-  const auto merged = output("lone-merged.csv");
+  const auto first = fresh_output("sweep_test", "lone-1.csv");
+  const auto merged = fresh_output("sweep_test", "lone-merged.csv");
   auto args = gac_sweep(first);
   args.insert(args.end(), {"--shard", "1/8"});
   REQUIRE(run_ipusim(args).code == 0);
@@ -330,27 +313,27 @@ TEST_CASE("merging one shard alone warns about the runs it lacks") {
 }
 
 TEST_CASE("a finished sweep is byte-identical from one run to the next, whatever the jobs") {
-  const auto one = output("jobs-1.csv");
-  const auto two = output("jobs-2.csv");
+  const auto one = fresh_output("sweep_test", "jobs-1.csv");
+  const auto two = fresh_output("sweep_test", "jobs-2.csv");
   auto args = gac_sweep(one);
   args.insert(args.end(), {"--jobs", "1"});
   REQUIRE(run_ipusim(args).code == 0);
   args = gac_sweep(two);
   args.insert(args.end(), {"--jobs", "2"});
   REQUIRE(run_ipusim(args).code == 0);
-  CHECK(read(one) == read(two));
+  CHECK(read_file(one) == read_file(two));
 }
 
 TEST_CASE("a sweep into the file of another sweep is refused") {
-  const auto csv = output("other.csv");
+  const auto csv = fresh_output("sweep_test", "other.csv");
   REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
   const auto result = run_ipusim(
-      {"sweep", kConfig, "--vary", "pipeline.gradient_accumulation_count=8,16", "-o", csv});
+      {"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=8,16", "-o", csv});
   CHECK(result.code == 2);
   CHECK(result.err == "error: " + csv +
                           ": the file holds another sweep (its columns differ from this "
                           "sweep's); write to another file or delete it\n");
-  const auto reordered = run_ipusim({"sweep", kConfig, "--vary",
+  const auto reordered = run_ipusim({"sweep", kTf1Config, "--vary",
                                      "pipeline.gradient_accumulation_count=8,4,16,32,64,128",
                                      "--vary", kSchedules, "-o", csv});
   CHECK(reordered.code == 2);
@@ -370,12 +353,12 @@ TEST_CASE("sweep and merge have help with an example") {
 }
 
 TEST_CASE("sweep --html plots ramp overhead and throughput against each varied value") {
-  const auto csv = output("plots.csv");
-  const auto html = output("plots.html");
+  const auto csv = fresh_output("sweep_test", "plots.csv");
+  const auto html = fresh_output("sweep_test", "plots.html");
   auto args = gac_sweep(csv);
   args.insert(args.end(), {"--html", html});
   REQUIRE(run_ipusim(args).code == 0);
-  const auto page = read(html);
+  const auto page = read_file(html);
   for (const char* title : {"Ramp overhead against pipeline.gradient_accumulation_count",
                             "Throughput against pipeline.gradient_accumulation_count"})
     CHECK(page.find(title) != std::string::npos);
@@ -384,35 +367,36 @@ TEST_CASE("sweep --html plots ramp overhead and throughput against each varied v
 }
 
 TEST_CASE("a sweep into a CSV that another sweep is writing fails at once and leaves it alone") {
-  const auto csv = output("locked.csv");
+  const auto csv = fresh_output("sweep_test", "locked.csv");
   REQUIRE(run_ipusim(gac_sweep(csv)).code == 0);
-  const auto before = read(csv);
+  const auto before = read_file(csv);
   {
     const HeldLock other_sweep(csv);
     const auto result = run_ipusim(gac_sweep(csv));
     CHECK(result.code == 2);
     CHECK(result.out.empty());
     CHECK(result.err == busy_error(csv));
-    CHECK(read(csv) == before);
+    CHECK(read_file(csv) == before);
   }
   CHECK(run_ipusim(gac_sweep(csv)).code == 0);  // free again once the other sweep is done
-  CHECK(read(csv) == before);
+  CHECK(read_file(csv) == before);
 }
 
 TEST_CASE("two sweeps started at once into one CSV never lose a row") {
   const int runs = 200;
-  const auto csv = output("twice.csv");
+  const auto csv = fresh_output("sweep_test", "twice.csv");
   const std::vector<std::string> sweep = {
-      "sweep",  kConfig, "--gac",   "1024", "--vary", "pipeline.repeat_count=" + counts(runs),
-      "--jobs", "1",     "--quiet", "-o",   csv};
-  const std::string errors[] = {output("twice-1.err"), output("twice-2.err")};
+      "sweep",  kTf1Config, "--gac",   "1024", "--vary", "pipeline.repeat_count=" + counts(runs),
+      "--jobs", "1",        "--quiet", "-o",   csv};
+  const std::string errors[] = {fresh_output("sweep_test", "twice-1.err"),
+                                fresh_output("sweep_test", "twice-2.err")};
   const pid_t first = spawn_ipusim(sweep, errors[0]);
   const pid_t second = spawn_ipusim(sweep, errors[1]);
   const int codes[] = {exit_code(first), exit_code(second)};
   for (int i = 0; i < 2; ++i) {
     INFO("sweep " << i + 1);
     CHECK((codes[i] == 0 || codes[i] == 2));
-    CHECK(read(errors[i]) == (codes[i] == 0 ? "" : busy_error(csv)));
+    CHECK(read_file(errors[i]) == (codes[i] == 0 ? "" : busy_error(csv)));
   }
   CHECK((codes[0] == 0 || codes[1] == 0));
   const auto table = sim::read_sweep_csv(csv).table;
@@ -423,9 +407,9 @@ TEST_CASE("two sweeps started at once into one CSV never lose a row") {
 
 TEST_CASE("a sweep too large for one file is refused before it starts") {
   // 1,000 x 1,000 x 11 = 11,000,000 runs: more than the 10,000,000 one CSV holds.
-  const std::string csv = output("too_large.csv");
+  const std::string csv = fresh_output("sweep_test", "too_large.csv");
   const auto result =
-      run_ipusim({"sweep", kConfig, "--vary", "pipeline.seed=" + counts(1000), "--vary",
+      run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.seed=" + counts(1000), "--vary",
                   "pipeline.repeat_count=" + counts(1000), "--vary",
                   "pipeline.gradient_accumulation_count=" + counts(11), "-o", csv, "--quiet"});
   CHECK(result.code == 2);
@@ -437,8 +421,8 @@ TEST_CASE("a sweep too large for one file is refused before it starts") {
 }
 
 TEST_CASE("a sweep over IPU counts has per-IPU columns for the most, left empty beyond a run's") {
-  const auto csv = output("ipu_counts.csv");
-  REQUIRE(run_ipusim({"sweep", kConfig, "--vary",
+  const auto csv = fresh_output("sweep_test", "ipu_counts.csv");
+  REQUIRE(run_ipusim({"sweep", kTf1Config, "--vary",
                       R"(pipeline.splits=["dense32"],["dense128","dense32"])", "--set",
                       "hardware.ipus=4", "--gac", "24", "-o", csv, "--jobs", "1"})
               .code == 0);
@@ -450,7 +434,7 @@ TEST_CASE("a sweep over IPU counts has per-IPU columns for the most, left empty 
   CHECK(cell(table, 0, "peak_memory_bytes_ipu2").empty());
   CHECK_FALSE(cell(table, 1, "utilisation_ipu2").empty());
   // A rerun reads the file back, per-IPU cells and all, and has nothing left to do.
-  const auto again = run_ipusim({"sweep", kConfig, "--vary",
+  const auto again = run_ipusim({"sweep", kTf1Config, "--vary",
                                  R"(pipeline.splits=["dense32"],["dense128","dense32"])", "--set",
                                  "hardware.ipus=4", "--gac", "24", "-o", csv, "--jobs", "1"});
   CHECK(again.code == 0);
@@ -459,10 +443,10 @@ TEST_CASE("a sweep over IPU counts has per-IPU columns for the most, left empty 
 
 TEST_CASE(
     "a sweep with --json-lines streams each run as JSON with the CSV figures, alike on a rerun") {
-  const auto csv = output("lines.csv");
+  const auto csv = fresh_output("sweep_test", "lines.csv");
   const std::vector<std::string> args = {
-      "sweep",  kConfig, "--vary",      "pipeline.gradient_accumulation_count=2,4,8", "-o", csv,
-      "--jobs", "1",     "--json-lines"};
+      "sweep",  kTf1Config, "--vary",      "pipeline.gradient_accumulation_count=2,4,8", "-o", csv,
+      "--jobs", "1",        "--json-lines"};
   const auto first = run_ipusim(args);
   REQUIRE(first.code == 0);
   CHECK(first.err.find("ipusim sweep: configs/tf1_mnist_2ipu.json, 3 runs\n") == 0);

@@ -10,12 +10,10 @@
 
 namespace {
 
-using ipusim::testing::run_ipusim;
-
-const std::string kConfig = "configs/tf1_mnist_2ipu.json";
+using namespace ipusim::testing;
 
 // A fresh directory under the build tree.
-std::string scratch(const std::string& name) {
+std::string fresh_folder(const std::string& name) {
   const std::string path = std::string(IPUSIM_BINARY_DIR) + "/train_test/" + name;
   std::filesystem::remove_all(path);
   return path;
@@ -38,14 +36,14 @@ std::vector<std::string> entries(const std::string& directory) {
 }
 
 const std::vector<std::string> kShortRun = {
-    "train", kConfig,         "--steps", "1",     "--gac",
+    "train", kTf1Config,      "--steps", "1",     "--gac",
     "4",     "--micro-batch", "2",       "--set", "data.source=\"synthetic\""};
 
 }  // namespace
 
 TEST_CASE("train prints progress, test accuracy and simulated time beside wall time") {
   const auto result =
-      run_ipusim({"train", kConfig, "--steps", "5", "--gac", "4", "--micro-batch", "8"});
+      run_ipusim({"train", kTf1Config, "--steps", "5", "--gac", "4", "--micro-batch", "8"});
   CHECK(result.err.empty());
   CHECK(result.code == 0);
   CHECK(without_wall_time(result.out) ==
@@ -67,8 +65,8 @@ TEST_CASE("train prints progress, test accuracy and simulated time beside wall t
 }
 
 TEST_CASE("progress is printed at every tenth of a long run with the loss since the last line") {
-  const auto result = run_ipusim({"train", kConfig, "--steps", "23", "--gac", "4", "--micro-batch",
-                                  "2", "--set", "data.source=\"synthetic\""});
+  const auto result = run_ipusim({"train", kTf1Config, "--steps", "23", "--gac", "4",
+                                  "--micro-batch", "2", "--set", "data.source=\"synthetic\""});
   REQUIRE(result.code == 0);
   std::istringstream lines(result.out);
   std::vector<std::string> steps;
@@ -82,8 +80,8 @@ TEST_CASE("progress is printed at every tenth of a long run with the loss since 
 }
 
 TEST_CASE("train --epochs trains whole epochs and --steps caps them") {
-  const auto result = run_ipusim({"train", kConfig, "--epochs", "2", "--steps", "3", "--gac", "4",
-                                  "--micro-batch", "2", "--set", "data.source=\"synthetic\""});
+  const auto result = run_ipusim({"train", kTf1Config, "--epochs", "2", "--steps", "3", "--gac",
+                                  "4", "--micro-batch", "2", "--set", "data.source=\"synthetic\""});
   CHECK(result.out.find("Training 3 step(s) of 7,500 per epoch, 24 samples\n") !=
         std::string::npos);
 }
@@ -91,8 +89,8 @@ TEST_CASE("train --epochs trains whole epochs and --steps caps them") {
 TEST_CASE(
     "train --save writes parameters, first gradients, losses, inputs and labels, and --load reads "
     "them") {
-  const std::string first = scratch("first");
-  const auto saved = run_ipusim({"train", kConfig, "--steps", "2", "--gac", "4", "--micro-batch",
+  const std::string first = fresh_folder("first");
+  const auto saved = run_ipusim({"train", kTf1Config, "--steps", "2", "--gac", "4", "--micro-batch",
                                  "8", "--set", "data.source=\"synthetic\"", "--save", first});
   REQUIRE(saved.code == 0);
   CHECK(saved.out.find("Saved parameters, first gradients, losses, inputs and labels to " + first +
@@ -111,9 +109,9 @@ TEST_CASE(
   CHECK(ipusim::models::read_npy_f32(first + "/dense32.kernel.gradient.npy").shape() ==
         ipusim::models::Shape{64, 32});
 
-  const std::string second = scratch("second");
+  const std::string second = fresh_folder("second");
   const auto loaded =
-      run_ipusim({"train", kConfig, "--steps", "1", "--gac", "4", "--micro-batch", "8", "--set",
+      run_ipusim({"train", kTf1Config, "--steps", "1", "--gac", "4", "--micro-batch", "8", "--set",
                   "data.source=\"synthetic\"", "--load", first, "--save", second});
   REQUIRE(loaded.code == 0);
   for (const char* name : {"dense256.kernel", "logits.bias"}) {
@@ -137,7 +135,7 @@ TEST_CASE("train --save writes a tied word matrix once, under its embedding") {
     "pipeline": {"splits": ["first"], "device_mapping": [0, 0], "micro_batch_size": 2,
                  "gradient_accumulation_count": 4},
     "data": {"source": "synthetic_tokens"}})";
-  const std::string directory = scratch("tied");
+  const std::string directory = fresh_folder("tied");
   const auto saved = run_ipusim({"train", config, "--steps", "1", "--save", directory});
   REQUIRE(saved.code == 0);
   const std::vector<std::string> files = entries(directory);
@@ -151,19 +149,19 @@ TEST_CASE("train --save writes a tied word matrix once, under its embedding") {
 }
 
 TEST_CASE("train --load names the file and the shape it expected") {
-  const std::string directory = scratch("narrow");
-  REQUIRE(run_ipusim({"train", kConfig, "--steps", "1", "--gac", "4", "--micro-batch", "2", "--set",
-                      "data.source=\"synthetic\"", "--save", directory})
+  const std::string directory = fresh_folder("narrow");
+  REQUIRE(run_ipusim({"train", kTf1Config, "--steps", "1", "--gac", "4", "--micro-batch", "2",
+                      "--set", "data.source=\"synthetic\"", "--save", directory})
               .code == 0);
-  const auto wrong = run_ipusim({"train", kConfig, "--steps", "1", "--set",
+  const auto wrong = run_ipusim({"train", kTf1Config, "--steps", "1", "--set",
                                  "/model/layers/1/units=200", "--load", directory});
   CHECK(wrong.code == 2);
   CHECK(wrong.err == "error: " + directory +
                          "/dense256.kernel.final.npy: holds an array of shape [784, 256], "
                          "expected [784, 200], the kernel of dense256\n");
-  const std::string empty = scratch("empty");
+  const std::string empty = fresh_folder("empty");
   std::filesystem::create_directories(empty);
-  const auto missing = run_ipusim({"train", kConfig, "--steps", "1", "--load", empty});
+  const auto missing = run_ipusim({"train", kTf1Config, "--steps", "1", "--load", empty});
   CHECK(missing.code == 2);
   CHECK(missing.err == "error: " + empty +
                            "/dense256.kernel.final.npy: file not found (nor "
@@ -172,7 +170,7 @@ TEST_CASE("train --load names the file and the shape it expected") {
 }
 
 TEST_CASE("train --save refuses a file it cannot write before training and writes nothing") {
-  const std::string directory = scratch("spoilt");
+  const std::string directory = fresh_folder("spoilt");
   std::filesystem::create_directories(directory + "/losses.npy");
   auto args = kShortRun;
   args.insert(args.end(), {"--save", directory});
@@ -186,7 +184,7 @@ TEST_CASE("train --save refuses a file it cannot write before training and write
 }
 
 TEST_CASE("train --save into a regular file is refused") {
-  const std::string file = scratch("plain");
+  const std::string file = fresh_folder("plain");
   std::filesystem::create_directories(std::filesystem::path(file).parent_path());
   std::ofstream(file) << "not a folder\n";
   auto args = kShortRun;
@@ -198,7 +196,7 @@ TEST_CASE("train --save into a regular file is refused") {
 }
 
 TEST_CASE("train --save removes the folders it created when the training fails") {
-  const std::string top = scratch("never");
+  const std::string top = fresh_folder("never");
   auto args = kShortRun;
   args.insert(args.end(), {"--set", "data.source=\"fashion-mnist\"", "--set",
                            "data.path=\"/nonexistent\"", "--save", top + "/made"});
@@ -228,7 +226,7 @@ TEST_CASE("run checks the numbers by default and --no-numeric skips the check") 
                                           "--micro-batch", "2",
                                           "--set",         "pipeline.repeat_count=1",
                                           "--set",         "data.source=\"synthetic\""};
-  std::vector<std::string> args = {"run", kConfig};
+  std::vector<std::string> args = {"run", kTf1Config};
   args.insert(args.end(), small.begin(), small.end());
   const auto checked = run_ipusim(args);
   CHECK(checked.code == 0);
@@ -244,7 +242,7 @@ TEST_CASE("run checks the numbers by default and --no-numeric skips the check") 
 
 TEST_CASE("run --json adds the numeric object") {
   const std::string json = std::string(IPUSIM_BINARY_DIR) + "/numeric_report.json";
-  const auto result = run_ipusim({"run", kConfig, "--gac", "4", "--micro-batch", "2", "--set",
+  const auto result = run_ipusim({"run", kTf1Config, "--gac", "4", "--micro-batch", "2", "--set",
                                   "data.source=\"synthetic\"", "--quiet", "--json", json});
   CHECK(result.code == 0);
   const auto report = nlohmann::json::parse(std::ifstream(json));
@@ -256,7 +254,7 @@ TEST_CASE("run --json adds the numeric object") {
 }
 
 TEST_CASE("one epoch of the default config on Fashion-MNIST reaches 81.8% test accuracy") {
-  const auto result = run_ipusim({"train", kConfig, "--epochs", "1"});
+  const auto result = run_ipusim({"train", kTf1Config, "--epochs", "1"});
   REQUIRE(result.code == 0);
   CHECK(result.out.find("[##############################] 100%  step 117/117  loss ") !=
         std::string::npos);

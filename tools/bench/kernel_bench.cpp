@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "models/kernels.hpp"
 
 namespace {

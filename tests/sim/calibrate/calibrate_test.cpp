@@ -9,7 +9,7 @@
 #include "sim/core/error.hpp"
 #include "sim/machine/cost_model.hpp"
 #include "sim/report/report.hpp"
-#include "tests/scratch_folder.hpp"
+#include "tests/test_support.hpp"
 
 namespace {
 
@@ -131,11 +131,6 @@ void check_recovered(const sim::Calibration& calibration, const std::vector<std:
   }
 }
 
-// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
-fs::path scratch(const std::string& name) {
-  return ipusim::testing::scratch_folder("calibrate_test") / name;
-}
-
 }  // namespace
 
 TEST_CASE("a fit to BERT-Large at four micro-batch sizes recovers the parameters it hides") {
@@ -180,12 +175,14 @@ TEST_CASE("the preset holds the fitted values only, where the config reads them"
 TEST_CASE("the written preset, included after the config, reproduces the fit's predictions") {
   const auto measured = tf1_measurements();
   const auto calibration = calibrate(kTf1, measured);
-  std::ofstream(scratch("calibrated.json")) << sim::calibrated_preset(calibration).dump(2);
+  std::ofstream(testing::scratch_path("calibrate_tests", "calibrated.json"))
+      << sim::calibrated_preset(calibration).dump(2);
   const nlohmann::json wrapper = {{"include", {fs::absolute(kTf1).string(), "calibrated.json"}}};
-  std::ofstream(scratch("tf1_calibrated.json")) << wrapper.dump();
+  std::ofstream(testing::scratch_path("calibrate_tests", "tf1_calibrated.json")) << wrapper.dump();
   for (const auto& fit : calibration.measurements) {
-    const auto spec = sim::load_run_spec(scratch("tf1_calibrated.json").string(),
-                                         overrides_of(fit.measurement.set));
+    const auto spec =
+        sim::load_run_spec(testing::scratch_path("calibrate_tests", "tf1_calibrated.json"),
+                           overrides_of(fit.measurement.set));
     INFO(sim::describe(fit.measurement));
     CHECK(cycles_of(spec, {fit.measurement})[0] == fit.after);
   }

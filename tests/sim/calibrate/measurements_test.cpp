@@ -6,22 +6,15 @@
 #include <functional>
 
 #include "sim/core/error.hpp"
-#include "tests/scratch_folder.hpp"
+#include "tests/test_support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace ipusim;
 
-// A path in this test process's own scratch folder (tests/scratch_folder.hpp).
-std::string scratch(const std::string& name) {
-  return (ipusim::testing::scratch_folder("measurements_test") / name).string();
-}
-
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = scratch(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
+  return testing::write_scratch("calibrate_tests", name, text);
 }
 
 std::string error_of(const std::function<void()>& action) {
@@ -106,14 +99,14 @@ TEST_CASE("a measurement file is read by its extension, and read only when it is
         "cycles.txt: expected a measurement file named *.csv or *.json");
   CHECK(error_of([] { sim::read_measurements("absent.csv"); }) ==
         "absent.csv: cannot read the measurement file: No such file or directory");
-  const std::string folder = scratch("folder.json");
+  const std::string folder = testing::scratch_path("calibrate_tests", "folder.json");
   fs::create_directories(folder);
   CHECK(error_of([&] { sim::read_measurements(folder); }) ==
         folder + ": cannot read the measurement file: it is a directory, not a regular file");
 }
 
 TEST_CASE("a measurement file over 64 MiB is refused before it is read") {
-  const std::string path = scratch("huge.csv");
+  const std::string path = testing::scratch_path("calibrate_tests", "huge.csv");
   std::ofstream(path).close();
   fs::resize_file(path, (std::uintmax_t{64} << 20) + 1);  // sparse: it costs no disk
   CHECK(error_of([&] { sim::read_measurements(path); }) ==

@@ -19,7 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kTf1 = "configs/tf1_mnist_2ipu.json";
 const char* const kTinyLayer4 = "/model/layers/4/cycles={\"forward\": 8, \"backward\": 16}";
 const char* const kTinyLayer5 = "/model/layers/5/cycles={\"forward\": 8, \"backward\": 16}";
 const char* const kTinyLayer6 = "/model/layers/6/cycles={\"forward\": 8, \"backward\": 16}";
@@ -45,7 +44,7 @@ std::string svg_element(const std::string& html, const std::string& id) {
 TEST_CASE("the tf1 report renders in headless Chromium with its Gantt chart and no errors") {
   require_chromium();
   // IPU1's layers profiled at a few cycles, so that its tasks are narrower than a pixel.
-  const auto run = testing::record(kTf1, {kTinyLayer4, kTinyLayer5, kTinyLayer6});
+  const auto run = testing::record(kTf1Config, {kTinyLayer4, kTinyLayer5, kTinyLayer6});
   const auto html = sim::html_report(run->report, run->timeline());
   const fs::path page = build_dir() / "html_report.html";
   write_file(page, html);
@@ -82,7 +81,7 @@ TEST_CASE("the console error check catches an uncaught exception") {
 }
 
 TEST_CASE("the tf1 report is self-contained and has every section") {
-  const auto run = testing::record(kTf1);
+  const auto run = testing::record(kTf1Config);
   const auto html = sim::html_report(run->report, run->timeline());
   CHECK(!fetches_network(html));
   CHECK(count(html, "<script") == 1);  // the to-scale chart's pan and zoom
@@ -104,25 +103,25 @@ TEST_CASE("the tf1 report is self-contained and has every section") {
 }
 
 TEST_CASE("the same run gives a byte-identical report") {
-  const auto a = testing::record(kTf1);
-  const auto b = testing::record(kTf1);
+  const auto a = testing::record(kTf1Config);
+  const auto b = testing::record(kTf1Config);
   CHECK(sim::html_report(a->report, a->timeline()) == sim::html_report(b->report, b->timeline()));
 }
 
 TEST_CASE("a comparison of the same runs is byte-identical") {
-  const auto a = testing::record(kTf1);
-  const auto b = testing::record(kTf1);
+  const auto a = testing::record(kTf1Config);
+  const auto b = testing::record(kTf1Config);
   CHECK(sim::compare_html({&a->report}, {&a->timeline()}, {"tf1"}) ==
         sim::compare_html({&b->report}, {&b->timeline()}, {"tf1"}));
 }
 
 TEST_CASE("the zoomed views show only the phases a schedule has, each from its first cycle") {
-  const auto sequential = testing::record(kTf1, {"pipeline.pipeline_schedule=sequential"});
+  const auto sequential = testing::record(kTf1Config, {"pipeline.pipeline_schedule=sequential"});
   const auto html = sim::html_report(sequential->report, sequential->timeline());
   CHECK(html.find("<svg id=\"zoom-ramp-up\"") == std::string::npos);
   CHECK(html.find("<svg id=\"zoom-ramp-down\"") == std::string::npos);
   CHECK(html.find("<svg id=\"zoom-main\"") != std::string::npos);
-  const auto grouped = testing::record(kTf1);
+  const auto grouped = testing::record(kTf1Config);
   const auto page = sim::html_report(grouped->report, grouped->timeline());
   CHECK(page.find("Ramp-up: cycles 0 \u2013 88,290 (88,290 cycles, 0.0664 ms)") !=
         std::string::npos);
@@ -135,7 +134,7 @@ TEST_CASE("the zoomed views show only the phases a schedule has, each from its f
 }
 
 TEST_CASE("text from the config is escaped in the report") {
-  auto json = nlohmann::json::parse(read_file(kTf1));
+  auto json = nlohmann::json::parse(read_file(kTf1Config));
   json.erase("include");
   json.erase("data");
   const auto model = nlohmann::json::parse(read_file("configs/models/tf1_mnist_mlp.json"));
@@ -159,7 +158,7 @@ TEST_CASE("the BERT report and a 100,000 micro-batch report stay under 5 MB") {
   CHECK(bert_html.size() < 5'000'000);
   CHECK(!bert->timeline().truncated);
 
-  const auto large = testing::record(kTf1, {"pipeline.gradient_accumulation_count=100000"});
+  const auto large = testing::record(kTf1Config, {"pipeline.gradient_accumulation_count=100000"});
   const auto large_html = sim::html_report(large->report, large->timeline());
   write_file(build_dir() / "html_report_large.html", large_html);
   CHECK(large_html.size() < 5'000'000);
@@ -168,9 +167,9 @@ TEST_CASE("the BERT report and a 100,000 micro-batch report stay under 5 MB") {
 }
 
 TEST_CASE("a comparison stacks the runs' Gantt charts in one chart with a table") {
-  const auto grouped = testing::record(kTf1, {kTinyLayer4, kTinyLayer5, kTinyLayer6});
-  const auto interleaved = testing::record(
-      kTf1, {kTinyLayer4, kTinyLayer5, kTinyLayer6, "pipeline.pipeline_schedule=interleaved"});
+  const auto grouped = testing::record(kTf1Config, {kTinyLayer4, kTinyLayer5, kTinyLayer6});
+  const auto interleaved = testing::record(kTf1Config, {kTinyLayer4, kTinyLayer5, kTinyLayer6,
+                                                        "pipeline.pipeline_schedule=interleaved"});
   const auto html = sim::compare_html({&grouped->report, &interleaved->report},
                                       {&grouped->timeline(), &interleaved->timeline()},
                                       {"grouped", "interleaved"});
@@ -295,7 +294,7 @@ TEST_CASE("the numeric section shows the check's fields and nothing when absent"
 }
 
 TEST_CASE("a 1f1b report draws its tasks to scale and has no step chart") {
-  const auto run = testing::record(kTf1, {"pipeline.pipeline_schedule=1f1b"});
+  const auto run = testing::record(kTf1Config, {"pipeline.pipeline_schedule=1f1b"});
   const auto html = sim::html_report(run->report, run->timeline());
   CHECK(html.find("<svg id=\"steps\"") == std::string::npos);
   CHECK(html.find("<section id=\"pipeline-steps\">") == std::string::npos);
@@ -304,7 +303,7 @@ TEST_CASE("a 1f1b report draws its tasks to scale and has no step chart") {
 }
 
 TEST_CASE("the run page lists each stage's operations in an Operations Summary") {
-  const auto run = testing::record(kTf1);
+  const auto run = testing::record(kTf1Config);
   const auto html = sim::html_report(run->report, run->timeline());
   CHECK(html.find("<section id=\"operations\">") != std::string::npos);
   CHECK(count(html, "<details><summary>Stage ") == 2);
@@ -315,11 +314,11 @@ TEST_CASE("the run page lists each stage's operations in an Operations Summary")
 }
 
 TEST_CASE("the report names the overrides under the config's own description") {
-  const auto plain = testing::record(kTf1);
+  const auto plain = testing::record(kTf1Config);
   CHECK(sim::html_report(plain->report, plain->timeline()).find("Run with overrides") ==
         std::string::npos);
   const auto run = testing::record(
-      kTf1, {"pipeline.gradient_accumulation_count=32", "pipeline.micro_batch_size=16"});
+      kTf1Config, {"pipeline.gradient_accumulation_count=32", "pipeline.micro_batch_size=16"});
   const auto html = sim::html_report(run->report, run->timeline());
   CHECK(html.find("<p class=\"sub\">Run with overrides of the config (the description above is "
                   "the file's): --set pipeline.gradient_accumulation_count=32, --set "
@@ -334,13 +333,10 @@ std::string lower_case(std::string text) {
   return text;
 }
 
-// Under the 12.46 MB that IPU0 needs with a grouped schedule, over the 12.05 MB of sequential.
-const char* const kTightMemory = "hardware.memory_per_ipu=\"12.3MB\"";
-
 }  // namespace
 
 TEST_CASE("an inference run's page speaks of one inference pass and shows no weight update") {
-  const auto run = testing::record(kTf1, {"pipeline.training=false"});
+  const auto run = testing::record(kTf1Config, {"pipeline.training=false"});
   const auto html = sim::html_report(run->report, run->timeline());
   write_file(build_dir() / "html_report_inference.html", html);
   // No legend entry, band, phase row, utilisation column or note of a weight update.
@@ -351,17 +347,17 @@ TEST_CASE("an inference run's page speaks of one inference pass and shows no wei
   CHECK(html.find("<dt>Samples per pass</dt><dd>512</dd>") != std::string::npos);
   CHECK(html.find("<dt>Training</dt><dd>no (inference)</dd>") != std::string::npos);
   // A training run keeps its weight update: the card, and a band in each of the five legends.
-  const auto training = testing::record(kTf1);
+  const auto training = testing::record(kTf1Config);
   const auto trained = sim::html_report(training->report, training->timeline());
   CHECK(trained.find("<span>step (one weight update), ") != std::string::npos);
   CHECK(count(trained, "\"></i>weight update</span>") == 2 * 5);  // the box and the band
 }
 
 TEST_CASE("no page has a literal backtick") {
-  const auto run = testing::record(kTf1);
+  const auto run = testing::record(kTf1Config);
   const auto page = sim::html_report(run->report, run->timeline());
   CHECK(page.find("<code>ipusim schedule</code> also prints code phases") != std::string::npos);
-  const auto inference = testing::record(kTf1, {"pipeline.training=false"});
+  const auto inference = testing::record(kTf1Config, {"pipeline.training=false"});
   sim::SweepPlotTable table;
   table.varied = {"pipeline.micro_batch_size"};
   table.metrics = {"throughput_samples_per_second", "peak_memory_bytes_max", "fits_in_memory"};
@@ -384,9 +380,9 @@ TEST_CASE("no page has a literal backtick") {
 }
 
 TEST_CASE("a comparison draws a run that does not fit hollow in every chart") {
-  const auto grouped = testing::record_allowing_oom(kTf1, {kTightMemory});
-  const auto sequential =
-      testing::record_allowing_oom(kTf1, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
+  const auto grouped = testing::record_allowing_oom(kTf1Config, {kTightMemory});
+  const auto sequential = testing::record_allowing_oom(
+      kTf1Config, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
   REQUIRE(!grouped->report.fits_in_memory());
   REQUIRE(sequential->report.fits_in_memory());
   const auto html =
@@ -404,9 +400,9 @@ TEST_CASE("a comparison draws a run that does not fit hollow in every chart") {
 }
 
 TEST_CASE("memory figures carry their unit and four figures beside the capacity") {
-  const auto grouped = testing::record_allowing_oom(kTf1, {kTightMemory});
-  const auto sequential =
-      testing::record_allowing_oom(kTf1, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
+  const auto grouped = testing::record_allowing_oom(kTf1Config, {kTightMemory});
+  const auto sequential = testing::record_allowing_oom(
+      kTf1Config, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
   const auto run = sim::html_report(sequential->report, sequential->timeline());
   CHECK(run.find("<div class=\"card\"><b>12.05 MB</b><span>peak memory of an IPU (98.0% of "
                  "12.30 MB)</span></div>") != std::string::npos);
@@ -458,9 +454,9 @@ TEST_CASE("a plan page counts the candidates over capacity by the estimate and n
 }
 
 TEST_CASE("runs drawn close together on the Pareto chart share one label") {
-  const auto run = testing::record(kTf1);
+  const auto run = testing::record(kTf1Config);
   const auto other =
-      testing::record(kTf1, {"pipeline.pipeline_schedule=sequential"});  // another spot
+      testing::record(kTf1Config, {"pipeline.pipeline_schedule=sequential"});  // another spot
   const auto html =
       sim::compare_html({&run->report, &other->report, &run->report, &run->report},
                         {&run->timeline(), &other->timeline(), &run->timeline(), &run->timeline()},

@@ -16,10 +16,6 @@ using namespace ipusim::testing;
 
 namespace {
 
-const char* const kTf1 = "configs/tf1_mnist_2ipu.json";
-// Under the 12.46 MB that IPU0 needs with a grouped schedule, over the 12.05 MB of sequential.
-const char* const kTightMemory = "hardware.memory_per_ipu=\"12.3MB\"";
-
 const std::vector<std::string>& seven_schedules() {
   static const std::vector<std::string> names = {"grouped",       "interleaved", "sequential",
                                                  "1f1b",          "gpipe",       "interleaved_1f1b",
@@ -33,7 +29,7 @@ std::vector<std::unique_ptr<RecordedRun>> tf1_runs(const std::vector<std::string
   for (const auto& name : schedules) {
     std::vector<std::string> overrides = {"pipeline.pipeline_schedule=" + name, kTightMemory};
     overrides.insert(overrides.end(), extra.begin(), extra.end());
-    runs.push_back(record_allowing_oom(kTf1, overrides));
+    runs.push_back(record_allowing_oom(kTf1Config, overrides));
   }
   return runs;
 }
@@ -163,7 +159,7 @@ TEST_CASE("a plan page fits 1,400 px and draws a candidate that does not fit as 
 
 TEST_CASE("the run page's zoomed views, pan and zoom and tables work at 1,400 px", "[browser]") {
   require_chromium();
-  const auto run = record(kTf1);
+  const auto run = record(kTf1Config);
   const auto html = sim::html_report(run->report, run->timeline());
   const fs::path page = build_dir() / "run_browser.html";
   write_file(page, html);
@@ -216,7 +212,7 @@ const char* const kZoomScript =
 
 TEST_CASE("zooming the run page's to-scale chart redraws its axes and box labels", "[browser]") {
   require_chromium();
-  const auto run = record(kTf1);
+  const auto run = record(kTf1Config);
   const auto html = sim::html_report(run->report, run->timeline());
   const fs::path page = build_dir() / "run_zoom.html";
   write_file(page, html);
