@@ -30,7 +30,7 @@ struct ReplayEvent {
 
 // Tasks an IPU reads ahead of its program: a few units' worth, so that the schedule walks its
 // program in order and memory stays flat in M.
-constexpr std::size_t kWindow = 32;
+constexpr std::size_t kWindow = 64;
 
 // Where one IPU is in its program.
 struct IpuCursor {
