@@ -29,16 +29,10 @@ int Readiness::add_stream() {
   return int(completed_.size()) - 1;
 }
 
-int Readiness::route(const Task& task) {
-  IPUSIM_CHECK(task.op == Op::kCopy);
+int Readiness::add_route(const Task& task) {
   const bool gradient = task.copy == schedules::CopyKind::kGradient;
-  auto& routes = routes_[task.stage];
-  for (const auto& r : routes) {
-    if (r.ipu == task.ipu && r.peer == task.peer_ipu && r.gradient == gradient)
-      return r.id;
-  }
-  routes.push_back({task.ipu, task.peer_ipu, gradient, add_stream()});
-  return routes.back().id;
+  routes_[task.stage].push_back({task.ipu, task.peer_ipu, gradient, add_stream()});
+  return routes_[task.stage].back().id;
 }
 
 // A task's dependencies are the same micro-batch of tasks fixed by its stream (its op, stage,

@@ -56,6 +56,7 @@ class Readiness {
   };
 
   int route(const schedules::Task& task);
+  int add_route(const schedules::Task& task);
   int add_stream();
   void find_inputs(const schedules::Task& task, int stream);
 
@@ -83,6 +84,17 @@ inline int Readiness::stream(const schedules::Task& task) {
   if (task.op == schedules::Op::kOutfeed)
     return feed_base_ + ipus_ + task.ipu;
   return route(task);
+}
+
+// A stage sends on a route or two: a scan beats a map.
+inline int Readiness::route(const schedules::Task& task) {
+  IPUSIM_CHECK(task.op == schedules::Op::kCopy);
+  const bool gradient = task.copy == schedules::CopyKind::kGradient;
+  for (const auto& r : routes_[task.stage]) {
+    if (r.ipu == task.ipu && r.peer == task.peer_ipu && r.gradient == gradient)
+      return r.id;
+  }
+  return add_route(task);
 }
 
 inline bool Readiness::ready(const schedules::Task& task, int stream, int waiter) {
