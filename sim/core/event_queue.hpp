@@ -36,15 +36,20 @@ struct Event {
 // The queue and its clock: pops events in (time, priority, sequence) order; now() never
 // decreases. A binary heap holds them, keyed by the time and one number for the priority and
 // the sequence together. Events for the current time with the last priority (wake-ups) wait
-// in a FIFO instead: everything scheduled after them sorts after them.
+// in a FIFO instead: everything scheduled after them sorts after them. The heap's top stays in
+// place once popped until the next event is filed or popped: a handler mostly schedules an
+// event, which then takes the top's place with one sift down instead of a removal and an
+// insertion.
 template <typename Payload>
 class EventQueue {
  public:
   using Event = core::Event<Payload>;
 
   Cycles now() const { return now_; }
-  bool empty() const { return heap_.empty() && lane_head_ == lane_.size(); }
-  std::size_t size() const { return heap_.size() + lane_.size() - lane_head_; }
+  bool empty() const { return size() == 0; }
+  std::size_t size() const {
+    return heap_.size() - (top_taken_ ? 1 : 0) + lane_.size() - lane_head_;
+  }
 
   void schedule(const Event& event) {
     if (event.time < now_)
@@ -56,7 +61,13 @@ class EventQueue {
       return;
     }
     IPUSIM_CHECK(sequence < kSequenceLimit);
-    push({event.time.count, order(event.priority, sequence), event.payload});
+    const Entry entry{event.time.count, order(event.priority, sequence), event.payload};
+    if (top_taken_) {
+      top_taken_ = false;
+      sink(entry);
+      return;
+    }
+    push(entry);
   }
 
   // Removes the next event and advances the clock to it. The heap's events for now come before
@@ -64,9 +75,14 @@ class EventQueue {
   // reached now.
   Event pop() {
     IPUSIM_CHECK(!empty());
+    if (top_taken_) {
+      top_taken_ = false;
+      remove_top();
+    }
     if (lane_head_ < lane_.size() && (heap_.empty() || heap_.front().time != now_.count))
       return take_from_lane();
-    const Entry entry = take_first();
+    const Entry entry = heap_.front();
+    top_taken_ = true;
     IPUSIM_CHECK(entry.time >= now_.count);
     now_ = Cycles{entry.time};
     return {now_, EventPriority(entry.order >> kSequenceBits), entry.payload,
@@ -135,15 +151,29 @@ class EventQueue {
     heap_[hole] = entry;
   }
 
+  // Puts `entry` in the top's place and moves it down past its earlier children.
+  void sink(const Entry& entry) {
+    const std::size_t size = heap_.size();
+    std::size_t hole = 0;
+    for (std::size_t child = 1; child < size; child = 2 * hole + 1) {
+      if (child + 1 < size && before(heap_[child + 1], heap_[child]))
+        ++child;
+      if (!before(heap_[child], entry))
+        break;
+      heap_[hole] = heap_[child];
+      hole = child;
+    }
+    heap_[hole] = entry;
+  }
+
   // Moves the hole at the top down to a leaf along the earlier children, then fills it with
   // the last entry, which rarely climbs far: fewer comparisons than sifting that entry down.
-  Entry take_first() {
-    const Entry first = heap_.front();
+  void remove_top() {
     const Entry last = heap_.back();
     heap_.pop_back();
     const std::size_t size = heap_.size();
     if (size == 0)
-      return first;
+      return;
     std::size_t hole = 0;
     for (std::size_t child = 1; child < size; child = 2 * hole + 1) {
       if (child + 1 < size && before(heap_[child + 1], heap_[child]))
@@ -159,10 +189,10 @@ class EventQueue {
       hole = parent;
     }
     heap_[hole] = last;
-    return first;
   }
 
   std::vector<Entry> heap_;  // a binary heap, earliest first
+  bool top_taken_ = false;   // heap_'s top was popped and waits to be replaced or removed
   std::vector<Event> lane_;  // events for now with the last priority, from lane_head_ on
   std::size_t lane_head_ = 0;
   Cycles now_{0};
