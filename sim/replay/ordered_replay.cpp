@@ -72,6 +72,7 @@ class OrderedReplay {
   void finish_compute(int ipu);
   void start_transfer(int ipu, const Task& task, int stream);
   void complete(int stream, std::int64_t microbatch);
+  [[gnu::noinline]] void wake(const std::vector<int>& ipus);
   void release_stash(int ipu, const Task& task);
   void mark_started(int ipu);
   schedules::Phase phase_now() const;
@@ -152,8 +153,16 @@ void OrderedReplay::handle(const core::Event<ReplayEvent>& event) {
   advance(payload.id);
 }
 
+// Most completions wake nobody: the wake-up loop stays out of line (noinline), which keeps
+// this small on the path every task takes.
 void OrderedReplay::complete(int stream, std::int64_t microbatch) {
-  for (const int ipu : readiness_.complete(stream, microbatch))
+  const std::vector<int>& woken = readiness_.complete(stream, microbatch);
+  if (!woken.empty())
+    wake(woken);
+}
+
+void OrderedReplay::wake(const std::vector<int>& ipus) {
+  for (const int ipu : ipus)
     queue_.schedule({queue_.now(), EventPriority::kStart, {ReplayEvent::Kind::kWake, ipu, 0}});
 }
 
