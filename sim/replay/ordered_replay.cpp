@@ -77,8 +77,6 @@ class OrderedReplay {
   void mark_started(int ipu);
   schedules::Phase phase_now() const;
   void snapshot(std::vector<std::int64_t>& busy_until_now) const;
-  void split_busy_by_phase(Cycles end);
-  std::int64_t last_compute_index(int ipu) const;
   [[noreturn]] void report_deadlock() const;
 
   ReplayState& state_;
@@ -100,7 +98,7 @@ class OrderedReplay {
 
 Cycles OrderedReplay::run() {
   for (int ipu = 0; ipu < state_.ipus; ++ipu) {
-    last_compute_.push_back(last_compute_index(ipu));
+    last_compute_.push_back(last_compute_index(schedule_, ipu));
     cursors_[ipu].length = schedule_.program_length(ipu);
   }
   for (int ipu = 0; ipu < state_.ipus; ++ipu)
@@ -113,22 +111,8 @@ Cycles OrderedReplay::run() {
       report_deadlock();
   }
   const Cycles end = queue_.now();
-  split_busy_by_phase(end);
+  state_.split_busy_by_phase(ramp_up_end_, ramp_down_begin_, end, before_up_, before_down_);
   return end;
-}
-
-void OrderedReplay::split_busy_by_phase(Cycles end) {
-  const Cycles up = std::min(ramp_up_end_, end);
-  const Cycles down = std::max(up, std::min(ramp_down_begin_, end));
-  state_.phase_cycles[schedules::index(schedules::Phase::kRampUp)] = up.count;
-  state_.phase_cycles[schedules::index(schedules::Phase::kMain)] = (down - up).count;
-  state_.phase_cycles[schedules::index(schedules::Phase::kRampDown)] = (end - down).count;
-  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
-    auto& b = state_.busy[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kRampUp)] = before_up_[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kMain)] = before_down_[ipu] - before_up_[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kRampDown)] = b.total - before_down_[ipu];
-  }
 }
 
 void OrderedReplay::report_deadlock() const {
@@ -180,15 +164,6 @@ void OrderedReplay::finish_compute(int ipu) {
     snapshot(before_down_);
     state_.observers.phase(schedules::Phase::kRampDown, ramp_down_begin_);
   }
-}
-
-// Programs end with a few copies at most, so this scans only their tails.
-std::int64_t OrderedReplay::last_compute_index(int ipu) const {
-  for (auto i = schedule_.program_length(ipu) - 1; i >= 0; --i) {
-    if (schedules::is_compute(schedule_.program_task(ipu, i).op))
-      return i;
-  }
-  return -1;
 }
 
 void OrderedReplay::advance(int ipu) {

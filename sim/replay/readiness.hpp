@@ -41,6 +41,12 @@ class Readiness {
   // The same for micro-batch `microbatch` of a known stream.
   const std::vector<int>& complete(int stream, std::int64_t microbatch);
 
+  // Micro-batches of `stream` completed so far.
+  std::int64_t completed(int stream) const { return completed_[stream]; }
+  // Parks `waiter` on `stream` until its next completion, for callers that check dependencies
+  // themselves (the program-order replay, which also needs their times).
+  void park(int stream, int waiter) { waiters_[stream].push_back(waiter); }
+
  private:
   struct Route {
     int ipu = 0;
