@@ -207,7 +207,8 @@ void ProgramReplay::read_ahead(int ipu) {
   for (const Task& task : cursor.window) {
     const int stream = readiness_.stream(task);
     cursor.streams.push_back(stream);
-    if (times(stream).needs_begin < 0)
+    // Inline: most tasks' streams are known already.
+    if (std::size_t(stream) >= times_.size() || times_[stream].needs_begin < 0)
       learn(task, stream, ipu);
   }
 }
