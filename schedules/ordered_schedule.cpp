@@ -6,176 +6,6 @@
 
 namespace ipusim::schedules {
 
-// The unit-time simulation behind the utilisation phases, for a small M (see place_phases).
-// Each IPU runs its units in order; a unit starts when its IPU is free and its cross-IPU input
-// is ready (F_k(m) waits for F_{k-1}(m), B_k(m) for B_{k+1}(m)). Finish times of the
-// micro-batches in flight live in a short ring per stage and direction: a producer that would
-// overwrite an entry its consumers have not read yet waits for them, which only changes the
-// order of evaluation, never the simulated times. Every stage runs its micro-batches in order,
-// so no unit waits, even through others, for a later micro-batch of its own input, and this
-// cannot stall however short the rings.
-class OrderedSchedule::Simulation {
- public:
-  explicit Simulation(OrderedSchedule& schedule) : schedule_(schedule) {}
-
-  // First pass: when the phases change. Second pass: which units fall in which phase.
-  void run() {
-    simulate(false);
-    std::int64_t ramp_up_end = 0;
-    std::int64_t ramp_down_begin = -1;
-    std::int64_t makespan = 0;
-    for (const IpuState& ipu : ipus_) {
-      if (ipu.units == 0)
-        continue;
-      ramp_up_end = std::max(ramp_up_end, ipu.first_start);
-      ramp_down_begin =
-          ramp_down_begin < 0 ? ipu.last_finish : std::min(ramp_down_begin, ipu.last_finish);
-      makespan = std::max(makespan, ipu.last_finish);
-    }
-    PhaseCounts& counts = schedule_.counts_;
-    counts.makespan = makespan;
-    counts.ramp_up_end = ramp_up_end;
-    counts.ramp_down_begin = std::max(ramp_up_end, ramp_down_begin);
-    simulate(true);
-  }
-
- private:
-  static constexpr std::size_t kRingSize = 16;  // a power of two
-
-  // What one stage sent one way for the micro-batch that holds a ring slot.
-  struct Entry {
-    std::int64_t microbatch = -1;
-    std::int64_t finish = 0;  // latest over the producer's sub-stages
-    int written = 0;          // producer sub-stages done
-    int unread = 0;           // consumer sub-stages still to read it
-  };
-
-  struct IpuState {
-    Cursor cursor;
-    std::int64_t units = 0;
-    std::int64_t done = 0;
-    std::int64_t free = 0;
-    std::int64_t first_start = 0;
-    std::int64_t last_finish = 0;
-  };
-
-  Entry& entry(Unit unit, int stage, std::int64_t m) {
-    std::vector<Entry>& rings = unit == kF ? forward_ : backward_;
-    return rings[static_cast<std::size_t>(stage) * kRingSize +
-                 (static_cast<std::size_t>(m) & (kRingSize - 1))];
-  }
-
-  void reset() {
-    const auto entries = static_cast<std::size_t>(schedule_.layout().stages()) * kRingSize;
-    forward_.assign(entries, Entry{});
-    backward_.assign(entries, Entry{});
-    ipus_.assign(schedule_.programs_.size(), IpuState{});
-    for (std::size_t ipu = 0; ipu < ipus_.size(); ++ipu)
-      ipus_[ipu].units = schedule_.programs_[ipu].units;
-  }
-
-  void simulate(bool mark) {
-    reset();
-    std::int64_t remaining = 0;
-    for (const IpuState& ipu : ipus_)
-      remaining += ipu.units;
-    // Bursts keep every IPU close to the others, so the rings stay short.
-    constexpr int kBurst = 32;
-    while (remaining > 0) {
-      bool progress = false;
-      for (std::size_t ipu = 0; ipu < ipus_.size(); ++ipu) {
-        for (int burst = 0; burst < kBurst && ipus_[ipu].done < ipus_[ipu].units; ++burst) {
-          if (!step(static_cast<int>(ipu), mark))
-            break;
-          progress = true;
-          --remaining;
-        }
-      }
-      IPUSIM_CHECK(progress);
-    }
-  }
-
-  // Runs the next unit of `ipu` if its input is ready and its output has room.
-  bool step(int ipu, bool mark) {
-    IpuState& state = ipus_[ipu];
-    const Program& program = schedule_.programs_[ipu];
-    const Segment& segment = program.segments[state.cursor.segment];
-    const Unit unit = segment.units[state.cursor.position];
-    const std::int64_t index = segment.first[unit] + state.cursor.rep;
-    const int stage = program.chunk_stages[schedule_.chunk_of(unit, index)];
-    const std::int64_t m = schedule_.microbatch_of(index);
-    const int last = schedule_.layout().stages() - 1;
-
-    // F_k(m) reads F_{k-1}(m) and feeds F_{k+1}(m); B_k(m) reads B_{k+1}(m), feeds B_{k-1}(m).
-    const int direction = unit == kF ? -1 : 1;
-    const int producer = stage + direction;
-    const int consumer = stage - direction;
-    Entry* input =
-        unit != kW && producer >= 0 && producer <= last ? &entry(unit, producer, m) : nullptr;
-    Entry* output =
-        unit != kW && consumer >= 0 && consumer <= last ? &entry(unit, stage, m) : nullptr;
-    std::int64_t ready = 0;
-    if (input != nullptr) {
-      const int subs = static_cast<int>(schedule_.layout().ipus_of(producer).size());
-      if (input->microbatch != m || input->written != subs)
-        return false;
-      ready = input->finish;
-    }
-    if (output != nullptr && output->microbatch != m && output->unread > 0)
-      return false;
-
-    const std::int64_t start = std::max(state.free, ready);
-    const std::int64_t finish = start + schedule_.unit_cost(unit);
-    if (input != nullptr)
-      --input->unread;
-    if (output != nullptr)
-      publish(*output, m, finish, consumer);
-    if (mark)
-      count(ipu, unit, start);
-    else if (state.done == 0)
-      state.first_start = start;
-    state.last_finish = finish;
-    state.free = finish;
-    ++state.done;
-    advance(program, state.cursor);
-    return true;
-  }
-
-  void publish(Entry& output, std::int64_t m, std::int64_t finish, int consumer) const {
-    if (output.microbatch != m) {
-      output.microbatch = m;
-      output.finish = finish;
-      output.written = 1;
-      output.unread = static_cast<int>(schedule_.layout().ipus_of(consumer).size());
-      return;
-    }
-    output.finish = std::max(output.finish, finish);
-    ++output.written;
-  }
-
-  void count(int ipu, Unit unit, std::int64_t start) {
-    PhaseCounts& counts = schedule_.counts_;
-    Program& program = schedule_.programs_[ipu];
-    const std::int64_t tasks = schedule_.compute_tasks(unit);
-    const std::int64_t after = ipus_[ipu].done + 1;
-    if (start < counts.ramp_up_end) {
-      counts.ramp_up += tasks;
-      program.main_unit = after;
-    } else if (start < counts.ramp_down_begin) {
-      counts.main += tasks;
-    } else {
-      counts.ramp_down += tasks;
-    }
-    if (start < counts.ramp_down_begin)
-      program.ramp_down_unit = after;
-  }
-
-  OrderedSchedule& schedule_;
-  std::vector<Entry> forward_;  // stage k's ring at [k * kRingSize, (k + 1) * kRingSize)
-  std::vector<Entry> backward_;
-  std::vector<IpuState> ipus_;
-};
-
 OrderedSchedule::OrderedSchedule(OrderKind kind, PipelineShape shape, RecomputationMode resolved)
     : Schedule(std::move(shape), resolved, false, kind == OrderKind::kZeroBubbleH1),
       kind_(kind),
@@ -234,12 +64,18 @@ std::string OrderedSchedule::name() const {
   return "";
 }
 
+// One chunk per IPU and one IPU per round (all but interleaved_1f1b) need no division: the
+// replay asks for every task.
 int OrderedSchedule::chunk_of(Unit unit, std::int64_t index) const {
+  if (chunks_ == 1)
+    return 0;
   const int position = static_cast<int>((index / group_) % chunks_);
   return unit == kF ? position : chunks_ - 1 - position;
 }
 
 std::int64_t OrderedSchedule::microbatch_of(std::int64_t index) const {
+  if (group_ == 1 && chunks_ == 1)
+    return index;
   return (index / (group_ * chunks_)) * group_ + index % group_;
 }
 
@@ -373,63 +209,6 @@ void OrderedSchedule::count_code_phases() {
   }
 }
 
-// M itself while small, else the M' of the top of ordered_schedule.hpp.
-std::int64_t OrderedSchedule::simulated_microbatches() const {
-  const std::int64_t m = shape().microbatches;
-  const std::int64_t n = layout().stages();
-  const std::int64_t settled =
-      kind_ == OrderKind::kInterleaved1F1B ? std::min<std::int64_t>(n, 2 * group_) : n;
-  const std::int64_t base = settled + group_;
-  if (m < base + group_)
-    return m;
-  return base + (m - base) % group_;
-}
-
-void OrderedSchedule::place_phases() {
-  const std::int64_t simulated = simulated_microbatches();
-  if (simulated == shape().microbatches) {
-    Simulation(*this).run();
-    return;
-  }
-  PipelineShape shorter = shape();
-  shorter.microbatches = simulated;
-  extrapolate_phases(OrderedSchedule(kind_, std::move(shorter), recomputation()),
-                     (shape().microbatches - simulated) / group_);
-}
-
-// Each period left out of `simulated` runs P micro-batches of every chunk on every IPU, back to
-// back in the steady part: its units and compute tasks join the main phase and its work
-// delays the ramp-down and the end.
-void OrderedSchedule::extrapolate_phases(const OrderedSchedule& simulated, std::int64_t periods) {
-  std::int64_t units = 0;
-  std::int64_t tasks = 0;
-  std::int64_t work = 0;
-  for (Unit unit : {kF, kB, kW}) {
-    if ((unit == kB && !shape().training) || (unit == kW && !splits_weight_grad()))
-      continue;
-    units += group_ * chunks_;
-    tasks += group_ * chunks_ * compute_tasks(unit);
-    work += group_ * chunks_ * unit_cost(unit);
-  }
-  const PhaseCounts& base = simulated.counts_;
-  // The ramp-down begins when the first IPU finishes, which moves with the work added.
-  IPUSIM_CHECK(base.ramp_down_begin > base.ramp_up_end);
-  counts_.makespan = base.makespan + periods * work;
-  counts_.ramp_up_end = base.ramp_up_end;
-  counts_.ramp_down_begin = base.ramp_down_begin + periods * work;
-  counts_.ramp_up = base.ramp_up;
-  counts_.main = base.main;
-  counts_.ramp_down = base.ramp_down;
-  for (std::size_t ipu = 0; ipu < programs_.size(); ++ipu) {
-    const Program& model = simulated.programs_[ipu];
-    if (model.units == 0)
-      continue;
-    programs_[ipu].main_unit = model.main_unit;
-    programs_[ipu].ramp_down_unit = model.ramp_down_unit + periods * units;
-    counts_.main += periods * tasks;
-  }
-}
-
 std::int64_t OrderedSchedule::program_length(int ipu) const {
   IPUSIM_CHECK(ipu >= 0 && ipu < layout().ipus());
   return programs_[ipu].tasks;
@@ -447,37 +226,77 @@ void OrderedSchedule::stamp(Task& task, const Program& program, const Segment& s
     task.phase = Phase::kRampDown;
 }
 
-Task OrderedSchedule::program_task(int ipu, std::int64_t index) const {
-  IPUSIM_CHECK(index >= 0 && index < program_length(ipu));
-  const Program& program = programs_[ipu];
+// The unit of `program` that holds task `index`, and the task's offset in the unit's bundle.
+OrderedSchedule::Cursor OrderedSchedule::cursor_at(const Program& program, std::int64_t index,
+                                                   std::int64_t& offset) const {
   const auto segment_it =
       std::upper_bound(program.segments.begin(), program.segments.end(), index,
                        [](std::int64_t value, const Segment& s) { return value < s.task_begin; }) -
       1;
   const Segment& segment = *segment_it;
   const auto period = static_cast<std::int64_t>(segment.rep_prefix.size()) - 1;
-  std::int64_t offset = index - segment.task_begin;
+  offset = index - segment.task_begin;
   const std::int64_t cycles = offset / segment.rep_prefix.back();
   offset -= cycles * segment.rep_prefix.back();
   const auto rep_in_cycle =
       std::upper_bound(segment.rep_prefix.begin(), segment.rep_prefix.end(), offset) -
       segment.rep_prefix.begin() - 1;
-  const std::int64_t rep = cycles * period + rep_in_cycle;
   offset -= segment.rep_prefix[rep_in_cycle];
-  for (int position = 0; position < segment.length; ++position) {
-    const Unit unit = segment.units[position];
-    const std::int64_t virtual_index = segment.first[unit] + rep;
-    const auto& tasks = bundle(program, unit, virtual_index);
-    if (offset < static_cast<std::int64_t>(tasks.size())) {
-      Task task = tasks[offset];
-      task.microbatch = microbatch_of(virtual_index);
-      stamp(task, program, segment, segment.unit_begin + rep * segment.length + position);
-      return task;
-    }
-    offset -= static_cast<std::int64_t>(tasks.size());
+  Cursor cursor;
+  cursor.segment = static_cast<std::size_t>(segment_it - program.segments.begin());
+  cursor.rep = cycles * period + rep_in_cycle;
+  for (; cursor.position < segment.length; ++cursor.position) {
+    const Unit unit = segment.units[cursor.position];
+    const auto size =
+        static_cast<std::int64_t>(bundle(program, unit, segment.first[unit] + cursor.rep).size());
+    if (offset < size)
+      return cursor;
+    offset -= size;
   }
   IPUSIM_CHECK(false);
-  return {};
+  return cursor;
+}
+
+Task OrderedSchedule::program_task(int ipu, std::int64_t index) const {
+  IPUSIM_CHECK(index >= 0 && index < program_length(ipu));
+  Task task;
+  program_tasks(ipu, index, std::span<Task>(&task, 1));
+  return task;
+}
+
+// Finds the first task as program_task does, then walks the units in order.
+std::size_t OrderedSchedule::program_tasks(int ipu, std::int64_t first, std::span<Task> out) const {
+  const std::int64_t length = program_length(ipu);
+  IPUSIM_CHECK(first >= 0 && first <= length);
+  const auto count =
+      static_cast<std::size_t>(std::min(static_cast<std::int64_t>(out.size()), length - first));
+  if (count == 0)
+    return 0;
+  const Program& program = programs_[ipu];
+  std::int64_t offset = 0;
+  Cursor cursor = cursor_at(program, first, offset);
+  std::size_t written = 0;
+  while (true) {
+    const Segment& segment = program.segments[cursor.segment];
+    const Unit unit = segment.units[cursor.position];
+    const std::int64_t virtual_index = segment.first[unit] + cursor.rep;
+    const auto& tasks = bundle(program, unit, virtual_index);
+    Task stamped;
+    stamped.microbatch = microbatch_of(virtual_index);
+    stamp(stamped, program, segment,
+          segment.unit_begin + cursor.rep * segment.length + cursor.position);
+    for (; offset < static_cast<std::int64_t>(tasks.size()); ++offset) {
+      Task& task = out[written] = tasks[offset];
+      task.microbatch = stamped.microbatch;
+      task.step = stamped.step;
+      task.phase = stamped.phase;
+      task.code_phase = stamped.code_phase;
+      if (++written == count)
+        return count;
+    }
+    offset = 0;
+    advance(program, cursor);
+  }
 }
 
 std::int64_t OrderedSchedule::unit_number(const Program& program, Unit unit, std::int64_t index,

@@ -39,6 +39,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "schedules/schedule.hpp"
@@ -57,6 +58,7 @@ class OrderedSchedule final : public Schedule {
   std::string name() const override;
   std::int64_t program_length(int ipu) const override;
   Task program_task(int ipu, std::int64_t index) const override;
+  std::size_t program_tasks(int ipu, std::int64_t first, std::span<Task> out) const override;
   std::vector<std::int64_t> stash_depth() const override { return stash_depth_; }
   std::vector<StashKind> stash_kind() const override;
   PhaseCounts phase_counts() const override { return counts_; }
@@ -103,6 +105,7 @@ class OrderedSchedule final : public Schedule {
   class Simulation;
 
   static void advance(const Program& program, Cursor& cursor);
+  Cursor cursor_at(const Program& program, std::int64_t index, std::int64_t& offset) const;
   std::int64_t compute_tasks(Unit unit) const;
   std::int64_t unit_cost(Unit unit) const;
 

@@ -95,6 +95,15 @@ Task Schedule::work(Op op, int stage, int ipu, std::int64_t microbatch) const {
   return task;
 }
 
+std::size_t Schedule::program_tasks(int ipu, std::int64_t first, std::span<Task> out) const {
+  const std::int64_t length = program_length(ipu);
+  IPUSIM_CHECK(first >= 0 && first <= length);
+  std::size_t written = 0;
+  for (; written < out.size() && first < length; ++written, ++first)
+    out[written] = program_task(ipu, first);
+  return written;
+}
+
 std::vector<Task> Schedule::weight_update_tasks(int ipu) const {
   std::vector<Task> tasks;
   if (!shape_.training || layout_.hosted(ipu).empty())

@@ -11,6 +11,7 @@
 //    program order and waits only for the tasks it depends on; step is -1.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,10 @@ class Schedule {
   // The index-th task of that program, computed from the rules (no stored list) in
   // logarithmic time.
   virtual Task program_task(int ipu, std::int64_t index) const = 0;
+  // Tasks first, first + 1, ... of the same program into `out`, as many as fit before the
+  // program ends; returns how many. The tasks program_task gives, for less work per task when
+  // a caller reads a program in order as the replay does.
+  virtual std::size_t program_tasks(int ipu, std::int64_t first, std::span<Task> out) const;
   // After the ramp-down (training only): AllReduce when replicas > 1, then WeightUpdate.
   // Step-based schedules give them step == steps(); an IPU without stages has none.
   std::vector<Task> weight_update_tasks(int ipu) const;

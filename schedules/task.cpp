@@ -4,10 +4,6 @@
 
 namespace ipusim::schedules {
 
-bool is_compute(Op op) {
-  return op == Op::kForward || op == Op::kBackward || op == Op::kRecompute || op == Op::kWeightGrad;
-}
-
 bool same_work(const Task& a, const Task& b) {
   return a.op == b.op && a.stage == b.stage && a.substage == b.substage &&
          a.microbatch == b.microbatch && a.ipu == b.ipu && a.peer_ipu == b.peer_ipu &&

@@ -52,7 +52,10 @@ struct Task {
 };
 
 // F, B, R and W occupy an IPU's compute; copies, feeds and the weight update do not count.
-bool is_compute(Op op);
+// Inline: the replay asks for every task.
+inline bool is_compute(Op op) {
+  return op == Op::kForward || op == Op::kBackward || op == Op::kRecompute || op == Op::kWeightGrad;
+}
 
 // The same work regardless of where the schedule places it (step and phases ignored).
 bool same_work(const Task& a, const Task& b);

@@ -65,6 +65,9 @@ class Topology {
   struct Route {
     core::Resource link;
     std::int64_t bytes = 0;
+    // The last transfer's size and cycles: a route mostly carries one tensor over and over.
+    std::int64_t last_bytes = -1;
+    std::int64_t last_cycles = 0;
   };
 
   std::int64_t route_cycles(int a, int b, std::int64_t bytes) const;
@@ -88,7 +91,11 @@ inline LinkUse Topology::send(int from, int to, std::int64_t bytes, core::Cycles
   const int a = physical_[from];
   const int b = physical_[to];
   Route& route = routes_[std::size_t(a) * width_ + b];
-  const auto held = route.link.occupy(start, route_cycles(a, b, bytes));
+  if (bytes != route.last_bytes) {
+    route.last_bytes = bytes;
+    route.last_cycles = route_cycles(a, b, bytes);
+  }
+  const auto held = route.link.occupy(start, route.last_cycles);
   route.bytes = core::checked_add(route.bytes, bytes, core::kByteCount);
   return {a, b, held.begin, held.end};
 }

@@ -24,22 +24,29 @@ using schedules::Task;
 struct ReplayEvent {
   enum class Kind : std::uint8_t { kComputeDone, kTransferDone, kWake };
   Kind kind = Kind::kWake;
-  int ipu = 0;
-  std::int64_t transfer = 0;  // kTransferDone: the slot of the pending transfer
+  int id = 0;                   // the IPU, or for kTransferDone the transfer's stream
+  std::int64_t microbatch = 0;  // kTransferDone: the transfer's micro-batch
 };
+
+// Tasks an IPU reads ahead of its program: a few units' worth, so that the schedule walks its
+// program in order and memory stays flat in M.
+constexpr std::size_t kWindow = 64;
 
 // Where one IPU is in its program.
 struct IpuCursor {
   std::int64_t next = 0;
+  std::int64_t length = 0;
   bool busy = false;
   bool started = false;
   Cycles running_since{0};
   std::int64_t running_cycles = 0;
   std::int64_t running_index = -1;
   Task running;
-  // The task at `next`, kept while it waits: computing it again on every wake is costly.
-  std::int64_t waiting_index = -1;
-  Task waiting;
+  int running_stream = 0;
+  // Tasks [window_first, window_first + window.size()) of the program, and their streams.
+  std::int64_t window_first = 0;
+  std::vector<Task> window;
+  std::vector<int> streams;
 };
 
 class OrderedReplay {
@@ -49,6 +56,7 @@ class OrderedReplay {
         schedule_(state.schedule),
         readiness_(state.schedule),
         stash_depth_(state.schedule.stash_depth()),
+        last_reader_(state.schedule.splits_weight_grad() ? Op::kWeightGrad : Op::kBackward),
         cursors_(std::size_t(state.ipus)),
         host_links_(std::size_t(state.ipus)),
         before_up_(std::size_t(state.ipus), 0),
@@ -59,27 +67,26 @@ class OrderedReplay {
  private:
   void handle(const core::Event<ReplayEvent>& event);
   void advance(int ipu);
-  void start_compute(int ipu, const Task& task);
+  void read_ahead(int ipu);
+  void start_compute(int ipu, const Task& task, int stream);
   void finish_compute(int ipu);
-  void start_transfer(int ipu, const Task& task);
-  void complete(const Task& task);
+  void start_transfer(int ipu, const Task& task, int stream);
+  void complete(int stream, std::int64_t microbatch);
+  [[gnu::noinline]] void wake(const std::vector<int>& ipus);
   void release_stash(int ipu, const Task& task);
   void mark_started(int ipu);
   schedules::Phase phase_now() const;
   void snapshot(std::vector<std::int64_t>& busy_until_now) const;
-  void split_busy_by_phase(Cycles end);
-  std::int64_t last_compute_index(int ipu) const;
   [[noreturn]] void report_deadlock() const;
 
   ReplayState& state_;
   const schedules::Schedule& schedule_;
   Readiness readiness_;
   const std::vector<std::int64_t> stash_depth_;  // per stage; the schedule builds it on each call
+  const Op last_reader_;                         // of a stash entry: W when the backward is split
   core::EventQueue<ReplayEvent> queue_;
   std::vector<IpuCursor> cursors_;
   std::vector<std::int64_t> last_compute_;
-  std::vector<Task> pending_transfers_;
-  std::vector<std::int64_t> free_transfers_;
   std::vector<core::Resource> host_links_;
   std::vector<std::int64_t> before_up_;    // busy cycles when the ramp-up ended
   std::vector<std::int64_t> before_down_;  // busy cycles when the ramp-down began
@@ -90,8 +97,10 @@ class OrderedReplay {
 };
 
 Cycles OrderedReplay::run() {
-  for (int ipu = 0; ipu < state_.ipus; ++ipu)
-    last_compute_.push_back(last_compute_index(ipu));
+  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
+    last_compute_.push_back(last_compute_index(schedule_, ipu));
+    cursors_[ipu].length = schedule_.program_length(ipu);
+  }
   for (int ipu = 0; ipu < state_.ipus; ++ipu)
     queue_.schedule({Cycles{0}, EventPriority::kStart, {ReplayEvent::Kind::kWake, ipu, 0}});
   state_.observers.phase(schedules::Phase::kRampUp, Cycles{0});
@@ -102,22 +111,8 @@ Cycles OrderedReplay::run() {
       report_deadlock();
   }
   const Cycles end = queue_.now();
-  split_busy_by_phase(end);
+  state_.split_busy_by_phase(ramp_up_end_, ramp_down_begin_, end, before_up_, before_down_);
   return end;
-}
-
-void OrderedReplay::split_busy_by_phase(Cycles end) {
-  const Cycles up = std::min(ramp_up_end_, end);
-  const Cycles down = std::max(up, std::min(ramp_down_begin_, end));
-  state_.phase_cycles[schedules::index(schedules::Phase::kRampUp)] = up.count;
-  state_.phase_cycles[schedules::index(schedules::Phase::kMain)] = (down - up).count;
-  state_.phase_cycles[schedules::index(schedules::Phase::kRampDown)] = (end - down).count;
-  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
-    auto& b = state_.busy[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kRampUp)] = before_up_[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kMain)] = before_down_[ipu] - before_up_[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kRampDown)] = b.total - before_down_[ipu];
-  }
 }
 
 void OrderedReplay::report_deadlock() const {
@@ -134,17 +129,24 @@ void OrderedReplay::report_deadlock() const {
 void OrderedReplay::handle(const core::Event<ReplayEvent>& event) {
   const auto& payload = event.payload;
   if (payload.kind == ReplayEvent::Kind::kTransferDone) {
-    complete(pending_transfers_[payload.transfer]);
-    free_transfers_.push_back(payload.transfer);
+    complete(payload.id, payload.microbatch);
     return;
   }
   if (payload.kind == ReplayEvent::Kind::kComputeDone)
-    finish_compute(payload.ipu);
-  advance(payload.ipu);
+    finish_compute(payload.id);
+  advance(payload.id);
 }
 
-void OrderedReplay::complete(const Task& task) {
-  for (const int ipu : readiness_.complete(task))
+// Most completions wake nobody: the wake-up loop stays out of line (noinline), which keeps
+// this small on the path every task takes.
+void OrderedReplay::complete(int stream, std::int64_t microbatch) {
+  const std::vector<int>& woken = readiness_.complete(stream, microbatch);
+  if (!woken.empty())
+    wake(woken);
+}
+
+void OrderedReplay::wake(const std::vector<int>& ipus) {
+  for (const int ipu : ipus)
     queue_.schedule({queue_.now(), EventPriority::kStart, {ReplayEvent::Kind::kWake, ipu, 0}});
 }
 
@@ -155,7 +157,7 @@ void OrderedReplay::finish_compute(int ipu) {
   state_.memory.set_live(ipu, 0);
   release_stash(ipu, cursor.running);
   state_.observers.memory(state_.memory, ipu, queue_.now());
-  complete(cursor.running);
+  complete(cursor.running_stream, cursor.running.microbatch);
   if (cursor.running_index == last_compute_[ipu] && !first_finished_) {
     first_finished_ = true;
     ramp_down_begin_ = queue_.now();
@@ -164,43 +166,44 @@ void OrderedReplay::finish_compute(int ipu) {
   }
 }
 
-// Programs end with a few copies at most, so this scans only their tails.
-std::int64_t OrderedReplay::last_compute_index(int ipu) const {
-  for (auto i = schedule_.program_length(ipu) - 1; i >= 0; --i) {
-    if (schedules::is_compute(schedule_.program_task(ipu, i).op))
-      return i;
-  }
-  return -1;
-}
-
 void OrderedReplay::advance(int ipu) {
   auto& cursor = cursors_[ipu];
   if (cursor.busy)
     return;
-  const auto length = schedule_.program_length(ipu);
-  while (cursor.next < length) {
-    if (cursor.waiting_index != cursor.next) {
-      cursor.waiting = schedule_.program_task(ipu, cursor.next);
-      cursor.waiting_index = cursor.next;
-    }
-    const Task task = cursor.waiting;
-    if (!readiness_.ready(task, ipu))
+  while (cursor.next < cursor.length) {
+    if (cursor.next == cursor.window_first + std::int64_t(cursor.window.size()))
+      read_ahead(ipu);
+    const auto at = std::size_t(cursor.next - cursor.window_first);
+    const Task& task = cursor.window[at];
+    const int stream = cursor.streams[at];
+    if (!readiness_.ready(task, stream, ipu))
       return;
     ++cursor.next;
     ++state_.tasks;
     if (schedules::is_compute(task.op)) {
-      start_compute(ipu, task);
+      start_compute(ipu, task, stream);
       return;
     }
-    start_transfer(ipu, task);
+    start_transfer(ipu, task, stream);
   }
 }
 
-void OrderedReplay::start_compute(int ipu, const Task& task) {
+void OrderedReplay::read_ahead(int ipu) {
+  auto& cursor = cursors_[ipu];
+  cursor.window.resize(kWindow);
+  cursor.window.resize(schedule_.program_tasks(ipu, cursor.next, cursor.window));
+  cursor.window_first = cursor.next;
+  cursor.streams.clear();
+  for (const Task& task : cursor.window)
+    cursor.streams.push_back(readiness_.stream(task));
+}
+
+void OrderedReplay::start_compute(int ipu, const Task& task, int stream) {
   auto& cursor = cursors_[ipu];
   const auto cycles = state_.costs.compute_cycles(task);
   cursor.busy = true;
   cursor.running = task;
+  cursor.running_stream = stream;
   cursor.running_index = cursor.next - 1;
   cursor.running_since = queue_.now();
   cursor.running_cycles = cycles;
@@ -221,8 +224,7 @@ void OrderedReplay::start_compute(int ipu, const Task& task) {
 
 // A stash entry lives until the last task that reads it: W when the backward is split.
 void OrderedReplay::release_stash(int ipu, const Task& task) {
-  const Op last_reader = schedule_.splits_weight_grad() ? Op::kWeightGrad : Op::kBackward;
-  if (task.op != last_reader || stash_depth_[task.stage] == 0)
+  if (task.op != last_reader_ || stash_depth_[task.stage] == 0)
     return;
   state_.memory.add_stash(ipu, -state_.costs.substage(task).stash_bytes);
 }
@@ -253,7 +255,7 @@ void OrderedReplay::snapshot(std::vector<std::int64_t>& busy_until_now) const {
   }
 }
 
-void OrderedReplay::start_transfer(int ipu, const Task& task) {
+void OrderedReplay::start_transfer(int ipu, const Task& task, int stream) {
   Cycles end = queue_.now();
   if (task.op == Op::kCopy) {
     const auto bytes = state_.costs.copy_bytes(task);
@@ -268,17 +270,9 @@ void OrderedReplay::start_transfer(int ipu, const Task& task) {
     state_.busy[ipu].host += cycles;
     state_.observers.task(task, held.begin, cycles, phase_now(), 0.0, bytes);
   }
-  std::int64_t slot;
-  if (free_transfers_.empty()) {
-    slot = std::int64_t(pending_transfers_.size());
-    pending_transfers_.push_back(task);
-  } else {
-    slot = free_transfers_.back();
-    free_transfers_.pop_back();
-    pending_transfers_[slot] = task;
-  }
-  queue_.schedule(
-      {end, EventPriority::kTransferDone, {ReplayEvent::Kind::kTransferDone, ipu, slot}});
+  queue_.schedule({end,
+                   EventPriority::kTransferDone,
+                   {ReplayEvent::Kind::kTransferDone, stream, task.microbatch}});
 }
 
 }  // namespace

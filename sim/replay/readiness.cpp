@@ -17,55 +17,35 @@ Readiness::Readiness(const schedules::Schedule& schedule)
     substages_ += int(layout.ipus_of(stage).size());
   }
   feed_base_ = 4 * substages_;  // F, B, R and W of every sub-stage
-  streams_ = feed_base_ + 2 * ipus_;
   routes_.resize(std::size_t(layout.stages()));
-  completed_.assign(std::size_t(streams_), 0);
-  waiters_.resize(completed_.size());
+  for (int id = 0; id < feed_base_ + 2 * ipus_; ++id)
+    add_stream();
 }
 
-int Readiness::route(const Task& task) {
-  const bool gradient = task.copy == schedules::CopyKind::kGradient;
-  auto& routes = routes_[task.stage];
-  for (const auto& r : routes) {
-    if (r.ipu == task.ipu && r.peer == task.peer_ipu && r.gradient == gradient)
-      return r.id;
-  }
-  routes.push_back({task.ipu, task.peer_ipu, gradient, streams_++});
+int Readiness::add_stream() {
   completed_.push_back(0);
   waiters_.emplace_back();
-  return routes.back().id;
+  inputs_of_.emplace_back();
+  return int(completed_.size()) - 1;
 }
 
-int Readiness::stream(const Task& task) {
-  if (schedules::is_compute(task.op))
-    return int(task.op) * substages_ + substage_base_[task.stage] + task.substage;
-  if (task.op == Op::kInfeed)
-    return feed_base_ + task.ipu;
-  if (task.op == Op::kOutfeed)
-    return feed_base_ + ipus_ + task.ipu;
-  IPUSIM_CHECK(task.op == Op::kCopy);
-  return route(task);
+int Readiness::add_route(const Task& task) {
+  const bool gradient = task.copy == schedules::CopyKind::kGradient;
+  routes_[task.stage].push_back({task.ipu, task.peer_ipu, gradient, add_stream()});
+  return routes_[task.stage].back().id;
 }
 
-bool Readiness::ready(const Task& task, int waiter) {
+// A task's dependencies are the same micro-batch of tasks fixed by its stream (its op, stage,
+// sub-stage and IPU, or its route), so the first task of a stream finds them for all.
+void Readiness::find_inputs(const Task& task, int stream) {
   schedule_.dependencies(task, dependencies_, false);
+  std::vector<int> ids;
   for (const auto& dependency : dependencies_) {
-    const int id = stream(dependency);
-    if (completed_[id] > dependency.microbatch)
-      continue;
-    waiters_[id].push_back(waiter);
-    return false;
+    IPUSIM_CHECK(dependency.microbatch == task.microbatch);
+    ids.push_back(this->stream(dependency));
   }
-  return true;
-}
-
-const std::vector<int>& Readiness::complete(const Task& task) {
-  const int id = stream(task);
-  IPUSIM_CHECK(completed_[id] == task.microbatch);
-  ++completed_[id];
-  woken_.swap(waiters_[id]);
-  waiters_[id].clear();
-  return woken_;
+  inputs_of_[stream] = {int(inputs_.size()), int(inputs_.size() + ids.size())};
+  inputs_.insert(inputs_.end(), ids.begin(), ids.end());
 }
 
 }  // namespace ipusim::sim

@@ -1,6 +1,7 @@
 #include "sim/replay/replay.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "schedules/step_schedule.hpp"
 #include "sim/core/checked.hpp"
@@ -60,6 +61,31 @@ void ReplayState::add_busy(int ipu, std::int64_t cycles, schedules::Phase phase)
 void ReplayState::add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes) {
   busy[ipu].streaming += cycles;
   busy[ipu].streamed_bytes = core::checked_add(busy[ipu].streamed_bytes, bytes, core::kByteCount);
+}
+
+void ReplayState::split_busy_by_phase(Cycles ramp_up_end, Cycles ramp_down_begin, Cycles end,
+                                      const std::vector<std::int64_t>& before_up,
+                                      const std::vector<std::int64_t>& before_down) {
+  const Cycles up = std::min(ramp_up_end, end);
+  const Cycles down = std::max(up, std::min(ramp_down_begin, end));
+  phase_cycles[schedules::index(schedules::Phase::kRampUp)] = up.count;
+  phase_cycles[schedules::index(schedules::Phase::kMain)] = (down - up).count;
+  phase_cycles[schedules::index(schedules::Phase::kRampDown)] = (end - down).count;
+  for (int ipu = 0; ipu < ipus; ++ipu) {
+    auto& b = busy[ipu];
+    b.in_phase[schedules::index(schedules::Phase::kRampUp)] = before_up[ipu];
+    b.in_phase[schedules::index(schedules::Phase::kMain)] = before_down[ipu] - before_up[ipu];
+    b.in_phase[schedules::index(schedules::Phase::kRampDown)] = b.total - before_down[ipu];
+  }
+}
+
+// Programs end with a few copies at most, so this scans only their tails.
+std::int64_t last_compute_index(const schedules::Schedule& schedule, int ipu) {
+  for (auto i = schedule.program_length(ipu) - 1; i >= 0; --i) {
+    if (schedules::is_compute(schedule.program_task(ipu, i).op))
+      return i;
+  }
+  return -1;
 }
 
 }  // namespace detail
@@ -122,6 +148,11 @@ Cycles run_weight_update(ReplayState& state, Cycles start) {
   return start + Cycles{longest + sync};
 }
 
+void start_memory(ReplayState& state) {
+  for (int ipu = 0; ipu < state.ipus; ++ipu)
+    state.memory.observe(ipu, 1, Cycles{0});
+}
+
 ReplayResult result_of(const ReplayState& state, Cycles end) {
   ReplayResult result;
   result.step_cycles = end.count;
@@ -149,21 +180,33 @@ ReplayResult result_of(const ReplayState& state, Cycles end) {
   return result;
 }
 
+// Without observers nobody needs the events in time order, so the program-order fast path runs;
+// where it gives up, the event engine replays the pipeline from a fresh state.
+Cycles replay_pipeline(std::unique_ptr<ReplayState>& state, const ReplayOptions& options) {
+  const auto* steps = state->schedule.as_steps();
+  if (steps)
+    return detail::replay_steps(*state, *steps);
+  if (!state->observers.any()) {
+    if (const auto end = detail::replay_in_program_order(*state))
+      return *end;
+    state = std::make_unique<ReplayState>(state->spec, state->schedule, state->cost, options);
+    start_memory(*state);
+  }
+  return detail::replay_in_dependency_order(*state);
+}
+
 }  // namespace
 
 ReplayResult replay(const RunSpec& spec, const CostModel& cost, const ReplayOptions& options) {
   const schedules::Schedule& schedule = *spec.schedule;
-  ReplayState state(spec, schedule, cost, options);
-  const ReplayLayout layout = layout_of(state);
-  state.observers.notify([&layout](ReplayObserver& o) { o.on_begin(layout); });
-  for (int ipu = 0; ipu < state.ipus; ++ipu)
-    state.memory.observe(ipu, 1, Cycles{0});
-  const auto* steps = schedule.as_steps();
-  const Cycles pipeline_end =
-      steps ? detail::replay_steps(state, *steps) : detail::replay_in_dependency_order(state);
-  const Cycles end = run_weight_update(state, pipeline_end);
-  state.observers.notify([end](ReplayObserver& o) { o.on_end(end); });
-  ReplayResult result = result_of(state, end);
+  auto state = std::make_unique<ReplayState>(spec, schedule, cost, options);
+  const ReplayLayout layout = layout_of(*state);
+  state->observers.notify([&layout](ReplayObserver& o) { o.on_begin(layout); });
+  start_memory(*state);
+  const Cycles pipeline_end = replay_pipeline(state, options);
+  const Cycles end = run_weight_update(*state, pipeline_end);
+  state->observers.notify([end](ReplayObserver& o) { o.on_end(end); });
+  ReplayResult result = result_of(*state, end);
   if (result.out_of_memory && !options.allow_oom)
     throw core::SimulationOutcome(result.out_of_memory->message());
   return result;

@@ -8,8 +8,10 @@
 // inter-IPU copies of the step are exchanged; the next step starts when the exchange is over
 // (step_replay.cpp). The other schedules run each IPU's program order as soon as its
 // dependencies are met, on the event queue; copies travel over the links without blocking the
-// sending IPU (ordered_replay.cpp). Both engines take every task from the schedule: compute,
-// host transfers, copies (a BSP step's exchange included) and the weight update.
+// sending IPU (ordered_replay.cpp). Without observers the same times come from the programs
+// alone, without the queue (program_replay.cpp). Both engines take every task from the
+// schedule: compute, host transfers, copies (a BSP step's exchange included) and the weight
+// update.
 //
 // Why BSP steps do not run on the event queue: within a step nothing is concurrent in a way
 // events would order. Every IPU runs its step program back to back from the step's start,

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/machine/memory_tracker.hpp"
@@ -74,6 +75,12 @@ struct ReplayState {
   // Compute time, counted towards a phase.
   void add_busy(int ipu, std::int64_t cycles, schedules::Phase phase);
   void add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes);
+  // Phase lengths of a dependency-ordered replay from its boundaries (ramp-up until the last IPU
+  // starts its first compute task, ramp-down from when the first IPU finishes its last one), and
+  // each IPU's busy cycles by phase from its busy cycles before each boundary.
+  void split_busy_by_phase(core::Cycles ramp_up_end, core::Cycles ramp_down_begin, core::Cycles end,
+                           const std::vector<std::int64_t>& before_up,
+                           const std::vector<std::int64_t>& before_down);
 
   const RunSpec& spec;
   const schedules::Schedule& schedule;
@@ -93,5 +100,10 @@ struct ReplayState {
 // phase_cycles.
 core::Cycles replay_steps(ReplayState& state, const schedules::StepSchedule& schedule);
 core::Cycles replay_in_dependency_order(ReplayState& state);
+// The same without observers, from the programs alone (program_replay.cpp); nullopt when it
+// gives up on a schedule, which then needs replay_in_dependency_order on a fresh state.
+std::optional<core::Cycles> replay_in_program_order(ReplayState& state);
+// Where `ipu`'s last compute task sits in its program, or -1 when it has none.
+std::int64_t last_compute_index(const schedules::Schedule& schedule, int ipu);
 
 }  // namespace ipusim::sim::detail

@@ -6,6 +6,7 @@
 
 #include "audit.hpp"
 #include "schedules/build.hpp"
+#include "schedules/schedule_error.hpp"
 #include "shapes.hpp"
 #include "unit_time.hpp"
 
@@ -40,7 +41,55 @@ void check_phases(const std::string& name, const PipelineShape& shape) {
   }
 }
 
+// The first run read with program_tasks (from every start, in runs of a few lengths) that
+// differs from program_task's tasks, or "".
+std::string compare_runs(const Schedule& schedule) {
+  for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
+    const std::int64_t length = schedule.program_length(ipu);
+    for (std::int64_t first = 0; first <= length; ++first) {
+      for (std::size_t run : {1, 5, 64}) {
+        std::vector<Task> tasks(run);
+        const std::size_t read = schedule.program_tasks(ipu, first, tasks);
+        const auto expected = static_cast<std::size_t>(
+            std::min<std::int64_t>(static_cast<std::int64_t>(run), length - first));
+        bool same = read == expected;
+        for (std::size_t i = 0; same && i < read; ++i)
+          same = tasks[i] == schedule.program_task(ipu, first + static_cast<std::int64_t>(i));
+        if (!same)
+          return "IPU" + std::to_string(ipu) + " from " + std::to_string(first) + " in runs of " +
+                 std::to_string(run);
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+TEST_CASE("a program read in runs holds the tasks read one by one, for every builder") {
+  std::vector<PipelineShape> shapes;
+  for (int m : {1, 3, 8, 13}) {
+    for (const PipelineShape& variant : variants(relaxed(one_per_ipu(4, m))))
+      shapes.push_back(variant);
+    shapes.push_back(relaxed(round_robin(8, 4, 4 * m)));
+    PipelineShape concurrent = relaxed(one_per_ipu(3, m));
+    concurrent.device_mapping = {{0}, {1, 2}, {3}};
+    shapes.push_back(concurrent);
+  }
+  for (const auto& info : schedule_catalogue()) {
+    for (const PipelineShape& shape : shapes) {
+      std::unique_ptr<Schedule> schedule;
+      try {
+        schedule = build_schedule(info.name, shape);
+      } catch (const ScheduleError&) {
+        continue;  // a shape this schedule refuses
+      }
+      INFO(info.name << " N=" << shape.stages() << " IPUs=" << shape.ipus()
+                     << " M=" << shape.microbatches);
+      CHECK(compare_runs(*schedule) == "");
+    }
+  }
+}
 
 TEST_CASE("every graphcore schedule keeps its invariants for N up to 8 and M up to 64") {
   for (const std::string name : {"grouped", "interleaved", "sequential"}) {

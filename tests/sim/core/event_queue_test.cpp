@@ -36,6 +36,25 @@ TEST_CASE("events run in time order, then by priority, then in insertion order")
   CHECK(queue.now() == Cycles{10});
 }
 
+TEST_CASE("an event for now with the last priority runs after every other event for now") {
+  Queue queue;
+  queue.schedule({Cycles{4}, EventPriority::kStart, {1}});
+  queue.schedule({Cycles{4}, EventPriority::kComputeDone, {2}});
+  std::vector<std::int64_t> subjects;
+  auto handler = [&queue, &subjects](const Event<Subject>& event) {
+    subjects.push_back(event.payload.id);
+    // At cycle 4: a wake-up for now, then a finished transfer for now, which runs first, and
+    // one for later.
+    if (event.payload.id == 2) {
+      queue.schedule({Cycles{4}, EventPriority::kStart, {3}});
+      queue.schedule({Cycles{4}, EventPriority::kTransferDone, {4}});
+      queue.schedule({Cycles{5}, EventPriority::kTransferDone, {5}});
+    }
+  };
+  queue.run(handler);
+  CHECK(subjects == std::vector<std::int64_t>{2, 4, 1, 3, 5});
+}
+
 TEST_CASE("step advances one event at a time") {
   Queue queue;
   queue.schedule({Cycles{3}, EventPriority::kStart, {7}});
