@@ -37,9 +37,8 @@ struct PacketAlignedAllocator {
   T* allocate(std::size_t count) {
     return static_cast<T*>(::operator new(count * sizeof(T), kAlignment));
   }
-  void deallocate(T* values, std::size_t count) noexcept {
-    ::operator delete(values, count * sizeof(T), kAlignment);
-  }
+  // Unsized: clang 14 leaves sized deallocation off by default.
+  void deallocate(T* values, std::size_t) noexcept { ::operator delete(values, kAlignment); }
   friend bool operator==(const PacketAlignedAllocator&, const PacketAlignedAllocator&) {
     return true;
   }
