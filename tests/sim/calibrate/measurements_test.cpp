@@ -17,27 +17,20 @@ std::string write(const std::string& name, const std::string& text) {
   return testing::write_scratch("calibrate_tests", name, text);
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const core::ConfigError& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
 const std::string kHeader = "set,stage,forward_cycles,backward_cycles,step_cycles\n";
 
 // The error reading a CSV file of the header and `rows`, without the file's name.
 std::string csv_error(const std::string& rows) {
   const std::string path = write("bad.csv", kHeader + rows);
-  const std::string error = error_of([&] { sim::read_measurements(path); });
+  const std::string error =
+      testing::error_of<core::ConfigError>([&] { sim::read_measurements(path); });
   return error.rfind(path + ": ", 0) == 0 ? error.substr(path.size() + 2) : error;
 }
 
 std::string json_error(const std::string& text) {
   const std::string path = write("bad.json", text);
-  const std::string error = error_of([&] { sim::read_measurements(path); });
+  const std::string error =
+      testing::error_of<core::ConfigError>([&] { sim::read_measurements(path); });
   return error.rfind(path + ": ", 0) == 0 ? error.substr(path.size() + 2) : error;
 }
 
@@ -95,13 +88,13 @@ TEST_CASE("a JSON file gives the same measurements as its CSV form") {
 }
 
 TEST_CASE("a measurement file is read by its extension, and read only when it is a regular file") {
-  CHECK(error_of([] { sim::read_measurements("cycles.txt"); }) ==
+  CHECK(testing::error_of<core::ConfigError>([] { sim::read_measurements("cycles.txt"); }) ==
         "cycles.txt: expected a measurement file named *.csv or *.json");
-  CHECK(error_of([] { sim::read_measurements("absent.csv"); }) ==
+  CHECK(testing::error_of<core::ConfigError>([] { sim::read_measurements("absent.csv"); }) ==
         "absent.csv: cannot read the measurement file: No such file or directory");
   const std::string folder = testing::scratch_path("calibrate_tests", "folder.json");
   fs::create_directories(folder);
-  CHECK(error_of([&] { sim::read_measurements(folder); }) ==
+  CHECK(testing::error_of<core::ConfigError>([&] { sim::read_measurements(folder); }) ==
         folder + ": cannot read the measurement file: it is a directory, not a regular file");
 }
 
@@ -109,7 +102,7 @@ TEST_CASE("a measurement file over 64 MiB is refused before it is read") {
   const std::string path = testing::scratch_path("calibrate_tests", "huge.csv");
   std::ofstream(path).close();
   fs::resize_file(path, (std::uintmax_t{64} << 20) + 1);  // sparse: it costs no disk
-  CHECK(error_of([&] { sim::read_measurements(path); }) ==
+  CHECK(testing::error_of<core::ConfigError>([&] { sim::read_measurements(path); }) ==
         path +
             ": cannot read the measurement file: it holds more than 64 MiB (67108864 bytes), the "
             "most ipusim reads");
@@ -118,7 +111,7 @@ TEST_CASE("a measurement file over 64 MiB is refused before it is read") {
 TEST_CASE("errors in a CSV file name the line and the column") {
   CHECK(csv_error("") == "expected at least one measurement, found none");
   const std::string path = write("header.csv", "set,stage,forward,backward,step\n,0,1,2,\n");
-  CHECK(error_of([&] { sim::read_measurements(path); }) ==
+  CHECK(testing::error_of<core::ConfigError>([&] { sim::read_measurements(path); }) ==
         path +
             ": line 1: expected the header set,stage,forward_cycles,backward_cycles,step_cycles, "
             "found 'set,stage,forward,backward,step'");

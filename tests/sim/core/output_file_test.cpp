@@ -11,6 +11,7 @@
 
 #include "sim/core/error.hpp"
 #include "tests/sim/core/file_size_limit.hpp"
+#include "tests/test_support.hpp"
 
 namespace fs = std::filesystem;
 
@@ -45,15 +46,6 @@ std::vector<std::string> entries(const fs::path& dir) {
   return names;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
 const std::string kAdvice = "; give the path of a regular file or of a new one";
 
 }  // namespace
@@ -67,16 +59,17 @@ TEST_CASE("an output file is written whole and no temporary file is left behind"
 }
 
 TEST_CASE("an output file in a missing folder is an error naming the file and the folder") {
-  CHECK(error_of([] { write_file_atomically("/nonexistent/ipusim/x.json", "{}"); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>(
+            [] { write_file_atomically("/nonexistent/ipusim/x.json", "{}"); }) ==
         "/nonexistent/ipusim/x.json: cannot write the output file: the folder "
         "/nonexistent/ipusim does not exist");
 }
 
 TEST_CASE("a character device as an output is refused and stays a device") {
   OutputSet outputs;
-  CHECK(error_of([&] { outputs.add("/dev/null", "--json"); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { outputs.add("/dev/null", "--json"); }) ==
         "/dev/null: cannot write the --json output: it is a character device" + kAdvice);
-  CHECK(error_of([] { write_file_atomically("/dev/full", "{}"); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>([] { write_file_atomically("/dev/full", "{}"); }) ==
         "/dev/full: cannot write the output file: it is a character device" + kAdvice);
   CHECK(fs::is_character_file("/dev/null"));
   CHECK(fs::is_character_file("/dev/full"));
@@ -86,8 +79,9 @@ TEST_CASE("a FIFO as an output is refused and stays a FIFO") {
   const auto dir = fresh_folder("fifo");
   const auto fifo = dir / "pipe";
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
-  CHECK(error_of([&] { write_file_atomically(fifo.string(), "{}"); }) ==
-        fifo.string() + ": cannot write the output file: it is a FIFO (named pipe)" + kAdvice);
+  CHECK(
+      ipusim::testing::error_of<ConfigError>([&] { write_file_atomically(fifo.string(), "{}"); }) ==
+      fifo.string() + ": cannot write the output file: it is a FIFO (named pipe)" + kAdvice);
   CHECK(fs::is_fifo(fifo));
   CHECK(entries(dir) == std::vector<std::string>{"pipe"});
 }
@@ -97,7 +91,7 @@ TEST_CASE("a symbolic link as an output is refused and neither it nor its target
   write_file_atomically((dir / "target.json").string(), "old\n");
   fs::create_symlink("target.json", dir / "link.json");
   const auto link = (dir / "link.json").string();
-  CHECK(error_of([&] { write_file_atomically(link, "new\n"); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { write_file_atomically(link, "new\n"); }) ==
         link + ": cannot write the output file: it is a symbolic link" + kAdvice);
   CHECK(fs::is_symlink(link));
   CHECK(read(dir / "target.json") == "old\n");
@@ -107,7 +101,7 @@ TEST_CASE("a directory as an output is refused and no partial file is left besid
   const auto dir = fresh_folder("directory");
   fs::create_directory(dir / "report.html");
   const auto path = (dir / "report.html").string();
-  CHECK(error_of([&] { write_file_atomically(path, "<html>"); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { write_file_atomically(path, "<html>"); }) ==
         path + ": cannot write the output file: it is a directory" + kAdvice);
   CHECK(entries(dir) == std::vector<std::string>{"report.html"});
   CHECK(fs::is_empty(path));
@@ -117,8 +111,9 @@ TEST_CASE("an output under a regular file is refused naming that file as not a f
   const auto dir = fresh_folder("not_a_folder");
   const auto file = (dir / "plain").string();
   write_file_atomically(file, "x");
-  CHECK(error_of([&] { write_file_atomically(file + "/x.json", "{}"); }) ==
-        file + "/x.json: cannot write the output file: " + file + " is not a folder");
+  CHECK(ipusim::testing::error_of<ConfigError>([&] {
+          write_file_atomically(file + "/x.json", "{}");
+        }) == file + "/x.json: cannot write the output file: " + file + " is not a folder");
 }
 
 TEST_CASE("two outputs that are one file are refused, however the paths are spelt") {
@@ -126,7 +121,7 @@ TEST_CASE("two outputs that are one file are refused, however the paths are spel
   OutputSet outputs;
   outputs.add((dir / "run.json").string(), "--json");
   const auto other = (dir / "." / "run.json").string();
-  CHECK(error_of([&] { outputs.add(other, "--trace"); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { outputs.add(other, "--trace"); }) ==
         other +
             ": cannot write the --trace output: the --json output is the same file; give each "
             "output its own path");
@@ -139,7 +134,7 @@ TEST_CASE("a write that fails is reported and leaves no file behind") {
   std::string error;
   {
     const ipusim::testing::FileSizeLimit limit(1000);
-    error = error_of([&] { write_file_atomically(path, text); });
+    error = ipusim::testing::error_of<ConfigError>([&] { write_file_atomically(path, text); });
   }
   CHECK(error == path + ": cannot write the output file: File too large");
   CHECK(entries(dir).empty());
@@ -157,7 +152,8 @@ TEST_CASE("when one output of a set fails to be written the others are left as t
     outputs.add(small, "--json");
     outputs.add(big, "--html");
     outputs.write(small, "new\n");
-    error = error_of([&] { outputs.write(big, std::string(100000, 'x')); });
+    error = ipusim::testing::error_of<ConfigError>(
+        [&] { outputs.write(big, std::string(100000, 'x')); });
   }
   CHECK(error == big + ": cannot write the --html output: File too large");
   CHECK(entries(dir) == std::vector<std::string>{"small.json"});
@@ -174,7 +170,7 @@ TEST_CASE("commit checks every path again before renaming any") {
   outputs.write(first, "a\n");
   outputs.write(second, "b\n");
   fs::create_directory(second);  // put there by someone else while the work ran
-  CHECK(error_of([&] { outputs.commit(); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { outputs.commit(); }) ==
         second + ": cannot write the --csv output: it is a directory" + kAdvice);
   CHECK_FALSE(fs::exists(first));
 }
@@ -211,7 +207,7 @@ TEST_CASE("a folder for outputs that is a regular file is refused") {
   const auto file = (dir / "out").string();
   write_file_atomically(file, "x");
   OutputSet outputs;
-  CHECK(error_of([&] { outputs.add_folder(file, "--save"); }) ==
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { outputs.add_folder(file, "--save"); }) ==
         file + ": cannot write the --save output: it is a regular file, not a folder");
 }
 
@@ -222,7 +218,8 @@ TEST_CASE("a file appended to in place is locked against a second writer until r
   {
     AppendFile first(path, "the -o output", busy);
     first.append("a\n");
-    CHECK(error_of([&] { AppendFile second(path, "the -o output", busy); }) == path + ": " + busy);
+    CHECK(ipusim::testing::error_of<ConfigError>(
+              [&] { AppendFile second(path, "the -o output", busy); }) == path + ": " + busy);
   }
   AppendFile again(path, "the -o output", busy);
   again.append("b\n");
