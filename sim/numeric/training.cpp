@@ -396,6 +396,21 @@ models::ParameterStore starting_parameters(const RunSpec& spec) {
   return parameters;
 }
 
+// "Test accuracy: 81.8% (8,180 of 10,000 test samples)" over the first `samples` (-1: all).
+std::string test_accuracy(const RunSpec& spec, const models::ParameterStore& parameters,
+                          std::int64_t samples, const models::DataSource& data) {
+  if (samples == 0)
+    return "Test accuracy: not measured (--test-samples 0)\n";
+  TestSet test = test_data(spec);
+  if (samples > 0)
+    test.count = std::min(test.count, samples);
+  const Predictions predictions = correct_predictions(spec.model, parameters, test);
+  const char* unit = data.labels_per_sample() > 1 ? " masked test tokens" : " test samples";
+  return "Test accuracy: " + percent(double(predictions.correct) / double(predictions.targets)) +
+         " (" + with_commas(predictions.correct) + " of " + with_commas(predictions.targets) +
+         unit + ")\n";
+}
+
 void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out) {
   const NumericSupport support = numeric_support(spec);
   if (!support.supported)
@@ -405,16 +420,12 @@ void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out) 
     declare_saved_files(outputs, request.save, spec);
   models::ParameterStore parameters = initial_parameters(request, spec, outputs);
   auto data = training_data(spec);
-  TestSet test = test_data(spec);
   const std::int64_t steps = total_steps(request, spec, data->size());
   out << header(spec, steps, data->size() / spec.pipeline.samples_per_weight_update());
   NumericPipeline pipeline(spec, parameters, *data,
                            {.keep_first_gradients = !request.save.empty()});
   const auto [first, wall] = run_steps(spec, pipeline, steps, out);
-  const Predictions predictions = correct_predictions(spec.model, parameters, test);
-  out << "Test accuracy: " << percent(double(predictions.correct) / double(predictions.targets))
-      << " (" << with_commas(predictions.correct) << " of " << with_commas(predictions.targets)
-      << (data->labels_per_sample() > 1 ? " masked test tokens)\n" : " test samples)\n");
+  out << test_accuracy(spec, parameters, request.test_samples, *data);
   out << timing(spec, first, steps, wall);
   if (request.save.empty())
     return;

@@ -97,17 +97,19 @@ models::ParameterStore starting_parameters(const RunSpec& spec);
 // What `ipusim train` asks for besides the config.
 struct TrainRequest {
   std::int64_t epochs = 1;
-  std::int64_t steps = 0;  // 0: no cap
-  std::string save;        // directory for the .npy files, or empty
-  std::string load;        // directory to start from, or empty
+  std::int64_t steps = 0;          // 0: no cap
+  std::string save;                // directory for the .npy files, or empty
+  std::string load;                // directory to start from, or empty
+  std::int64_t test_samples = -1;  // classify the first this many test samples; -1: all, 0: none
 };
 
 // Trains `spec` through the simulated pipeline, each weight update one replay of the schedule
 // with the kernels running, and prints to `out` what it does, a progress line at every tenth of
 // the steps (the same on a terminal and in a file), the test accuracy and the simulated time
-// beside the wall time. With `save`, writes the initial and final parameters, the first
-// gradients, the losses, inputs and labels, all or none. Throws core::ConfigError when numeric
-// mode cannot run on `spec` or one weight update needs more samples than the training set.
+// beside the wall time (the accuracy over the first `test_samples`, or none). With `save`, writes
+// the initial and final parameters, the first gradients, the losses, inputs and labels, all or
+// none. Throws core::ConfigError when numeric mode cannot run on `spec` or one weight update needs
+// more samples than the training set.
 void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out);
 
 }  // namespace ipusim::sim

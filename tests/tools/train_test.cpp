@@ -79,6 +79,32 @@ TEST_CASE("progress is printed at every tenth of a long run with the loss since 
                                           "step 21/23", "step 23/23"});
 }
 
+TEST_CASE("train --test-samples measures the accuracy on the first N test samples, 0 on none") {
+  const auto accuracy_line = [](std::vector<std::string> arguments) {
+    const auto result = run_ipusim(arguments);
+    REQUIRE(result.code == 0);
+    const auto start = result.out.find("Test accuracy: ");
+    REQUIRE(start != std::string::npos);
+    return result.out.substr(start, result.out.find('\n', start) - start);
+  };
+  auto with = [](std::string count) {
+    auto arguments = kShortRun;
+    arguments.insert(arguments.end(), {"--test-samples", count});
+    return arguments;
+  };
+  const std::string whole = accuracy_line(kShortRun);
+  CHECK(whole.ends_with(" of 10,000 test samples)"));
+  // The synthetic test set holds 10,000 samples: a larger N is the whole set.
+  CHECK(accuracy_line(with("10000")) == whole);
+  CHECK(accuracy_line(with("20000")) == whole);
+  CHECK(accuracy_line(with("250")).ends_with(" of 250 test samples)"));
+  CHECK(accuracy_line(with("0")) == "Test accuracy: not measured (--test-samples 0)");
+  const auto refused = run_ipusim(with("-5"));
+  CHECK(refused.code == 1);
+  CHECK(refused.err ==
+        "error: --test-samples: expected an integer from 0 to 1099511627776, found '-5'\n");
+}
+
 TEST_CASE("train --epochs trains whole epochs and --steps caps them") {
   const auto result = run_ipusim({"train", kTf1Config, "--epochs", "2", "--steps", "3", "--gac",
                                   "4", "--micro-batch", "2", "--set", "data.source=\"synthetic\""});

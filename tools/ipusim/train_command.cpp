@@ -24,6 +24,11 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   command->add_option("--steps", a->request.steps, "Stop after this many weight updates")
       ->check(integer_in(1, std::int64_t{1} << 40));
   command
+      ->add_option("--test-samples", a->request.test_samples,
+                   "Measure the test accuracy on the first N test samples only; 0 skips it "
+                   "(default: the whole test set)")
+      ->check(integer_in(0, std::int64_t{1} << 40));
+  command
       ->add_option("--save", a->request.save,
                    "Write initial and final parameters, first gradients, losses, inputs and "
                    "labels as .npy files to this directory (created if missing), all or none")

@@ -126,8 +126,8 @@ def without_dropout(config):
 def first_loss(folder, name, config, weights, logits_of, expected_parameters):
     without_dropout(config)
     saved = os.path.join(folder, name + "_run")
-    out = run("train", config, "--steps", "1", "--save", saved, "--micro-batch", str(MICRO_BATCH),
-              "--gac", "4").stdout
+    out = run("train", config, "--steps", "1", "--test-samples", "0", "--save", saved,
+              "--micro-batch", str(MICRO_BATCH), "--gac", "4").stdout
     inputs = np.load(os.path.join(saved, "inputs.npy"))[:MICRO_BATCH].astype(np.float64)
     labels = np.load(os.path.join(saved, "labels.npy"))[:MICRO_BATCH]
     ipusim_loss = float(np.load(os.path.join(saved, "losses.npy"))[0, 0])

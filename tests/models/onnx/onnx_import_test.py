@@ -365,8 +365,8 @@ def check_model(folder, name, make, logits_of, to_onnx_layout, running=0):
     if f" {parameters:,} parameters" not in out or expected not in out:
         sys.exit(f"{name}: expected {parameters:,} parameters, ipusim says: {out}")
     saved = os.path.join(folder, name + "_run")
-    run("train", config, "--steps", "1", "--save", saved, "--micro-batch", str(MICRO_BATCH),
-        "--gac", "4")
+    run("train", config, "--steps", "1", "--test-samples", "0", "--save", saved,
+        "--micro-batch", str(MICRO_BATCH), "--gac", "4")
     inputs = np.load(os.path.join(saved, "inputs.npy"))[:MICRO_BATCH].astype(np.float64)
     labels = np.load(os.path.join(saved, "labels.npy"))[:MICRO_BATCH]
     ipusim_loss = float(np.load(os.path.join(saved, "losses.npy"))[0, 0])
