@@ -11,6 +11,7 @@
 #include "sim/calibrate/fit_model.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -190,12 +191,14 @@ Iterate fit(const Problem& problem, Iterate current, const std::vector<bool>& fi
 
 // Parameters no measurement depends on, and those whose effect the others' can make up: the
 // columns of the scaled Jacobian that are zero, or past the rank of its pivoting QR.
-std::vector<FitStatus> classify(const Eigen::MatrixXd& a) {
+std::vector<FitStatus> classify(const Eigen::MatrixXd& a, const std::vector<bool>& chosen) {
   models::pin_eigen_blocking();
   std::vector<FitStatus> status(kParameterCount, FitStatus::kFitted);
-  const auto columns = nonzero_columns(a, std::vector<bool>(kParameterCount, true));
+  const auto columns = nonzero_columns(a, chosen);
   for (int p = 0; p < kParameterCount; ++p) {
-    if (std::find(columns.begin(), columns.end(), p) == columns.end())
+    if (!chosen[std::size_t(p)])
+      status[std::size_t(p)] = FitStatus::kNotChosen;
+    else if (std::find(columns.begin(), columns.end(), p) == columns.end())
       status[std::size_t(p)] = FitStatus::kUnconstrained;
   }
   if (columns.empty())
@@ -234,10 +237,35 @@ void mark_clamped(const Problem& problem, const Iterate& end, const std::vector<
   }
 }
 
+// Which parameters --fit names: all of them when it names none.
+std::vector<bool> chosen_parameters(const std::vector<std::string>& names) {
+  std::vector<bool> chosen(kParameterCount, names.empty());
+  const auto known = fittable_parameters();
+  for (const auto& name : names) {
+    const auto found = std::find(known.begin(), known.end(), name);
+    if (found == known.end()) {
+      throw core::ConfigError("--fit", "",
+                              "'" + name + "' is not a parameter calibrate fits" +
+                                  core::did_you_mean(name, known) + " (it fits " +
+                                  core::quoted_list(known) + ")");
+    }
+    chosen[std::size_t(found - known.begin())] = true;
+  }
+  return chosen;
+}
+
 }  // namespace
 
-Calibration calibrate(const core::ConfigDocument& config,
-                      const std::vector<Measurement>& measured) {
+std::vector<std::string> fittable_parameters() {
+  std::vector<std::string> names;
+  for (int p = 0; p < kParameterCount; ++p)
+    names.push_back(parameter_name(p));
+  return names;
+}
+
+Calibration calibrate(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
+                      const std::vector<std::string>& chosen_names) {
+  const std::vector<bool> chosen = chosen_parameters(chosen_names);
   const MeasuredVariants model(config, measured);
   Problem problem{model, Eigen::VectorXd(Eigen::Index(measured.size()))};
   for (std::size_t i = 0; i < measured.size(); ++i)
@@ -245,8 +273,8 @@ Calibration calibrate(const core::ConfigDocument& config,
   const OperationCosts& preset = model.config().hardware.operations;
   const Eigen::VectorXd start = within_bounds(unknowns_of(preset));
   const std::vector<bool> all(kParameterCount, true);
-  const auto status =
-      classify(problem.scaled(model.jacobian(start, all, evaluate(problem, start, all).predicted)));
+  const auto status = classify(
+      problem.scaled(model.jacobian(start, all, evaluate(problem, start, all).predicted)), chosen);
   std::vector<bool> fitted(kParameterCount);
   for (int p = 0; p < kParameterCount; ++p)
     fitted[std::size_t(p)] = status[std::size_t(p)] == FitStatus::kFitted;

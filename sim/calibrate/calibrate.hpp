@@ -30,6 +30,7 @@ enum class FitStatus {
   kClamped,        // the fit asks for a value past a bound; it keeps the bound
   kUnconstrained,  // no measured operation depends on it; it keeps the config's value
   kInseparable,    // its effect is a combination of the others'; it keeps the config's value
+  kNotChosen,      // left out of --fit; it keeps the config's value
 };
 
 struct CalibratedParameter {
@@ -55,9 +56,16 @@ struct Calibration {
   int iterations = 0;          // the steps the fit took
 };
 
-// Fits `config` (a loaded config with the command's overrides) to `measured`. Errors in the
-// variants the measurements name are core::ConfigErrors naming their place in the file.
-Calibration calibrate(const core::ConfigDocument& config, const std::vector<Measurement>& measured);
+// The parameters calibrate can fit, as --fit names them: "compute_set_cycles",
+// "exchange_bytes_per_tile_cycle", "matmul.efficiency", ...
+std::vector<std::string> fittable_parameters();
+
+// Fits `config` (a loaded config with the command's overrides) to `measured`, moving only the
+// parameters named in `chosen` (all when empty; a name that is none is a core::ConfigError).
+// Errors in the variants the measurements name are core::ConfigErrors naming their place in
+// the file.
+Calibration calibrate(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
+                      const std::vector<std::string>& chosen = {});
 
 // {"hardware": {"operations": {...}}} with the fitted and clamped values: included in the
 // config, it gives the "after" predictions.

@@ -29,13 +29,12 @@ std::string signed_percent(double share) {
   return text;
 }
 
-std::string variant_name(const std::vector<std::string>& set) {
-  if (set.empty())
-    return "(as configured)";
-  std::string name;
-  for (const auto& entry : set)
+// "(as configured)", the overrides, or another config file and its overrides.
+std::string variant_name(const Measurement& measurement) {
+  std::string name = measurement.config;
+  for (const auto& entry : measurement.set)
     name += (name.empty() ? "" : "; ") + entry;
-  return name;
+  return name.empty() ? "(as configured)" : name;
 }
 
 double relative_error(double predicted, double measured) {
@@ -49,7 +48,7 @@ std::string measurement_table(const Calibration& calibration) {
   double after = 0;
   for (const auto& fit : calibration.measurements) {
     const double measured = fit.measurement.cycles;
-    rows.push_back({variant_name(fit.measurement.set), describe(fit.measurement),
+    rows.push_back({variant_name(fit.measurement), describe(fit.measurement),
                     with_commas(std::llround(measured)), with_commas(std::llround(fit.before)),
                     signed_percent(relative_error(fit.before, measured)),
                     with_commas(std::llround(fit.after)),
@@ -73,6 +72,8 @@ std::string status_note(const CalibratedParameter& parameter) {
       return "unconstrained";
     case FitStatus::kInseparable:
       return "not separable";
+    case FitStatus::kNotChosen:
+      return "not in --fit";
   }
   return "";
 }
@@ -100,6 +101,10 @@ std::string parameter_table(const Calibration& calibration) {
         "stays at the bound.\n";
   if (any(calibration, FitStatus::kUnconstrained))
     out += "Unconstrained: no measured operation depends on it, so it keeps the config's value.\n";
+  if (any(calibration, FitStatus::kNotChosen))
+    out +=
+        "Not in --fit: the command fits only the parameters --fit names; it keeps the config's "
+        "value.\n";
   if (any(calibration, FitStatus::kInseparable))
     out +=
         "Not separable: the measurements fix only a combination of it with the others; it "

@@ -140,7 +140,8 @@ MeasuredVariants::MeasuredVariants(const core::ConfigDocument& config,
 
 std::size_t MeasuredVariants::variant_of(const Measurement& measurement,
                                          const core::ConfigDocument& config) {
-  const auto found = std::find(sets_.begin(), sets_.end(), measurement.set);
+  const auto key = std::make_pair(measurement.config, measurement.set);
+  const auto found = std::find(sets_.begin(), sets_.end(), key);
   if (found != sets_.end())
     return std::size_t(found - sets_.begin());
   if (variants_.size() == kMaxVariants) {
@@ -148,13 +149,20 @@ std::size_t MeasuredVariants::variant_of(const Measurement& measurement,
                                        with_commas(std::int64_t(kMaxVariants)) +
                                        " config variants, the most ipusim fits at once");
   }
+  const auto overrides = overrides_of(measurement.set);
   try {
     variants_.push_back(
-        {build_run_spec(config.with_overrides(overrides_of(measurement.set))), {}, false});
+        {build_run_spec(measurement.config.empty()
+                            ? config.with_overrides(overrides)
+                            : core::ConfigDocument::load(measurement.config, overrides)),
+         {},
+         false});
   } catch (const core::ConfigError& error) {
-    measurement.source.fail("set", std::string("its config variant is not valid: ") + error.what());
+    measurement.source.fail(
+        measurement.config.empty() || !measurement.set.empty() ? "set" : "config",
+        std::string("its config variant is not valid: ") + error.what());
   }
-  sets_.push_back(measurement.set);
+  sets_.push_back(key);
   return variants_.size() - 1;
 }
 

@@ -11,6 +11,7 @@
 // finite differences.
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -84,7 +85,8 @@ class MeasuredVariants {
                            bool steps_only) const;
 
   RunSpec config_;
-  std::vector<std::vector<std::string>> sets_;  // per variant
+  // Per variant: its config file (empty: the command's) and overrides.
+  std::vector<std::pair<std::string, std::vector<std::string>>> sets_;
   std::vector<Variant> variants_;
   std::vector<Row> rows_;
 };

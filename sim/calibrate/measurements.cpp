@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "schedules/task.hpp"
@@ -22,9 +23,12 @@ constexpr double kMaxCycles = 4611686018427387904.0;  // 2^62
 
 const std::vector<std::string> kColumns = {"set", "stage", "forward_cycles", "backward_cycles",
                                            "step_cycles"};
+// A CSV may start with a config column; a JSON entry may have a "config" key.
+constexpr const char* kConfigColumn = "config";
 
 // One entry of either format before its shape is checked: what its cells or keys give.
 struct Entry {
+  std::string config;
   std::vector<std::string> set;
   std::optional<int> stage;
   std::optional<double> forward;
@@ -43,6 +47,18 @@ std::string trim(const std::string& text) {
   if (first == std::string::npos)
     return "";
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// A variant's config file, relative to the measurement file's folder unless absolute.
+std::string config_path(const std::string& text, const MeasurementSource& source,
+                        const std::string& field) {
+  const std::string path = trim(text);
+  if (path.empty())
+    source.fail(field, "expected the path of a config file, found an empty text");
+  const std::filesystem::path given(path);
+  if (given.is_absolute())
+    return path;
+  return (std::filesystem::path(source.file).parent_path() / given).lexically_normal().string();
 }
 
 void check_cycles(double cycles, const std::string& shown, const MeasurementSource& source,
@@ -79,9 +95,11 @@ void add_entry(const Entry& entry, std::vector<Measurement>& out) {
     if (!entry.forward && !entry.backward)
       source.fail("stage", "expected the stage's forward_cycles, backward_cycles or both");
     if (entry.forward)
-      out.push_back({entry.set, Measured::kForward, *entry.stage, *entry.forward, source});
+      out.push_back(
+          {entry.set, Measured::kForward, *entry.stage, *entry.forward, source, entry.config});
     if (entry.backward)
-      out.push_back({entry.set, Measured::kBackward, *entry.stage, *entry.backward, source});
+      out.push_back(
+          {entry.set, Measured::kBackward, *entry.stage, *entry.backward, source, entry.config});
   } else {
     const std::string why = "a pass's cycles belong to a stage: give its index in stage";
     if (entry.forward)
@@ -91,7 +109,7 @@ void add_entry(const Entry& entry, std::vector<Measurement>& out) {
     if (!entry.step)
       source.fail("",
                   "expected step_cycles, or a stage with its forward_cycles or backward_cycles");
-    out.push_back({entry.set, Measured::kStep, -1, *entry.step, source});
+    out.push_back({entry.set, Measured::kStep, -1, *entry.step, source, entry.config});
   }
   if (out.size() > kMaxMeasurements) {
     source.fail("", "the file holds more than " + with_commas(std::int64_t(kMaxMeasurements)) +
@@ -130,13 +148,20 @@ std::string header_text() {
   return text;
 }
 
-void read_csv_row(const std::vector<std::string>& cells, const MeasurementSource& source,
-                  std::vector<Measurement>& out) {
+void read_csv_row(std::vector<std::string> cells, bool config_column,
+                  const MeasurementSource& source, std::vector<Measurement>& out) {
   Entry entry;
   entry.source = source;
-  if (cells.size() != kColumns.size()) {
-    entry.source.fail("", "expected " + std::to_string(kColumns.size()) + " cells (" +
+  const std::size_t columns = kColumns.size() + (config_column ? 1 : 0);
+  if (cells.size() != columns) {
+    entry.source.fail("", "expected " + std::to_string(columns) + " cells (" +
+                              (config_column ? std::string(kConfigColumn) + "," : "") +
                               header_text() + "), found " + std::to_string(cells.size()));
+  }
+  if (config_column) {
+    if (!cells[0].empty())
+      entry.config = config_path(cells[0], source, kConfigColumn);
+    cells.erase(cells.begin());
   }
   std::size_t start = 0;
   for (std::size_t end; start <= cells[0].size(); start = end + 1) {
@@ -157,6 +182,7 @@ std::vector<Measurement> read_csv(const std::string& path, const std::string& te
   // Spreadsheets often start a CSV with a UTF-8 byte order mark.
   const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
   bool header = false;
+  bool config_column = false;
   std::size_t line_number = 0;
   for (std::size_t start = bom, end; start < text.size(); start = end + 1) {
     end = std::min(text.find('\n', start), text.size());
@@ -169,13 +195,18 @@ std::vector<Measurement> read_csv(const std::string& path, const std::string& te
     auto cells = core::split_csv_line(line, path, line_number);
     for (auto& cell : cells)
       cell = trim(cell);
-    if (!header && cells != kColumns) {
+    if (header) {
+      read_csv_row(std::move(cells), config_column, {path, "", line_number}, out);
+      continue;
+    }
+    config_column = !cells.empty() && cells[0] == kConfigColumn;
+    if (std::vector<std::string>(cells.begin() + (config_column ? 1 : 0), cells.end()) !=
+        kColumns) {
       throw core::ConfigError(path, "",
                               "line " + std::to_string(line_number) + ": expected the header " +
-                                  header_text() + ", found " + in_quotes(line));
+                                  header_text() + " (optionally after a config column), found " +
+                                  in_quotes(line));
     }
-    if (header)
-      read_csv_row(cells, {path, "", line_number}, out);
     header = true;
   }
   return out;
@@ -192,9 +223,13 @@ std::optional<double> json_cycles(const core::ConfigNode& item, const std::strin
 }
 
 void read_json_entry(const core::ConfigNode& item, std::vector<Measurement>& out) {
-  item.expect_only_keys(kColumns);
+  std::vector<std::string> keys = kColumns;
+  keys.push_back(kConfigColumn);
+  item.expect_only_keys(keys);
   Entry entry;
   entry.source = {item.file(), item.pointer(), 0};
+  if (const auto config = item.find(kConfigColumn))
+    entry.config = config_path(config->as_string(), entry.source, kConfigColumn);
   if (const auto set = item.find("set")) {
     const auto items = set->items();
     for (std::size_t i = 0; i < items.size(); ++i)

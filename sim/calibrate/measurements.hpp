@@ -2,8 +2,8 @@
 // Cycles measured on IPUs, as `ipusim calibrate --measured FILE` reads them: a CSV or a JSON
 // file, told apart by the extension (the README gives both formats, and a libpva snippet that
 // writes the JSON one from a PopVision profile). Each measurement belongs to a config variant,
-// the command's config with a list of --set overrides, and is one stage's forward or backward
-// pass per micro-batch or a whole weight-update step.
+// the command's config or another config file, with a list of --set overrides, and is one
+// stage's forward or backward pass per micro-batch or a whole weight-update step.
 //
 // Reading checks the file on its own: keys, numbers, the form of each override. Whether a
 // variant validates and has the measured stage is checked when the fit builds the variants
@@ -33,6 +33,9 @@ struct Measurement {
   int stage = -1;     // for a forward or backward pass
   double cycles = 0;  // per micro-batch for a stage's pass, per weight update for a step
   MeasurementSource source;
+  // The variant's config file, resolved against the measurement file's folder; empty: the
+  // command's config (with the command's overrides).
+  std::string config;
 };
 
 // "stage 1 forward", "stage 0 backward", "step".

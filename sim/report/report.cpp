@@ -10,6 +10,7 @@
 #include "sim/core/format.hpp"
 #include "sim/numeric/numeric.hpp"
 #include "sim/numeric/training.hpp"
+#include "sim/report/numeric_report.hpp"
 #include "sim/report/operations_report.hpp"
 
 namespace ipusim::sim {
@@ -64,6 +65,10 @@ std::string timing(const RunReport& r) {
          (p.training ? "gradient accumulation " : "micro-batches ") +
          std::to_string(p.gradient_accumulation_count) + " x " +
          std::to_string(p.replication_factor) + " replica(s))\n";
+  if (const auto sequences = r.sequence_throughput()) {
+    out += "Sequences: " + with_commas(std::llround(*sequences)) + " sequences/s (packed, " +
+           fixed(r.spec->data.sequences_per_sample, 3) + " sequences per sample)\n";
+  }
   if (p.repeat_count > 1) {
     out += "Repeat count " + std::to_string(p.repeat_count) + ": " +
            cycles_and_time(r.run_cycles, clock) + " per run\n";
@@ -221,6 +226,13 @@ double RunReport::throughput() const {
   return share(double(spec->pipeline.samples_per_weight_update()), step_seconds());
 }
 
+std::optional<double> RunReport::sequence_throughput() const {
+  const double per_sample = spec->data.sequences_per_sample;
+  if (per_sample == 0)
+    return std::nullopt;
+  return throughput() * per_sample;
+}
+
 std::int64_t RunReport::pipeline_cycles() const {
   return replay.phase_cycles[schedules::index(schedules::Phase::kRampUp)] +
          replay.phase_cycles[schedules::index(schedules::Phase::kMain)] +
@@ -253,17 +265,6 @@ double RunReport::bubble_fraction() const {
 double RunReport::bubble_ratio() const {
   const auto [busy, capacity] = pipeline_busy_and_capacity(*this);
   return share(capacity - busy, busy);
-}
-
-std::vector<double> NumericReport::mean_loss_per_update() const {
-  std::vector<double> means;
-  for (const auto& update : losses) {
-    double sum = 0;
-    for (const float loss : update)
-      sum += loss;
-    means.push_back(update.empty() ? 0.0 : sum / double(update.size()));
-  }
-  return means;
 }
 
 namespace {
@@ -329,69 +330,6 @@ ReplayResult replay_numeric(const RunSpec& spec, const CostModel& cost,
   return result;
 }
 
-std::string loss_row(const std::vector<float>& losses) {
-  std::string row;
-  for (const float loss : losses)
-    row += " " + fixed(loss, 4);
-  return row;
-}
-
-// 0 exactly, otherwise three significant digits: differences are tiny or not at all.
-std::string difference_text(double value) {
-  if (value == 0)
-    return "0";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", value);
-  return text;
-}
-
-constexpr std::size_t kShownUpdates = 5;  // at each end of a long run
-
-std::string numeric_text(const RunReport& r) {
-  if (!r.numeric) {
-    return r.numeric_skipped.empty() ? ""
-                                     : "\nNumeric check: skipped (" + r.numeric_skipped + ")\n";
-  }
-  const NumericReport& n = *r.numeric;
-  const auto& p = r.spec->pipeline;
-  std::string out = "\nNumeric check: pipelined run against a one-device reference on " + n.data +
-                    ", " + std::to_string(n.losses.size()) + " weight update(s) x " +
-                    std::to_string(p.gradient_accumulation_count) + " micro-batch(es) of " +
-                    std::to_string(p.micro_batch_size) + " samples\n";
-  out += r.spec->data.labels == "masked_tokens"
-             ? "Loss per micro-batch (nats, mean over its masked tokens):\n"
-             : "Loss per micro-batch (nats, mean over its samples):\n";
-  const std::vector<double> means = n.mean_loss_per_update();
-  const std::size_t updates = n.losses.size();
-  for (std::size_t s = 0; s < updates; ++s) {
-    if (updates > 2 * kShownUpdates && s >= kShownUpdates && s < updates - kShownUpdates) {
-      if (s == kShownUpdates)
-        out += "  ... " + std::to_string(updates - 2 * kShownUpdates) + " more update(s)\n";
-      continue;
-    }
-    out += "  update " + std::to_string(s + 1) + " (mean " + fixed(means[s], 4) +
-           " nats):" + loss_row(n.losses[s]) + "\n";
-  }
-  out += std::string(n.bit_identical ? "Bit-identical to the reference"
-                                     : "DIFFERS from the reference") +
-         ": largest |pipelined - reference| " + difference_text(n.max_abs_diff_loss) +
-         " nats in losses, " + difference_text(n.max_abs_diff_weights) + " in weights\n";
-  return out;
-}
-
-nlohmann::json numeric_json(const RunReport& r) {
-  if (!r.numeric)
-    return nullptr;
-  const NumericReport& n = *r.numeric;
-  return {{"bit_identical", n.bit_identical},
-          {"max_abs_diff_loss", n.max_abs_diff_loss},
-          {"max_abs_diff_weights", n.max_abs_diff_weights},
-          {"data", n.data},
-          {"losses", n.losses},
-          {"reference_losses", n.reference_losses},
-          {"mean_loss_per_update", n.mean_loss_per_update()}};
-}
-
 RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) {
   const auto& schedule = spec.schedule;
   RunReport report;
@@ -455,7 +393,7 @@ nlohmann::json to_json(const RunReport& r) {
          {"utilisation", share(double(link.busy_cycles), double(r.replay.step_cycles))}});
   }
   const auto& p = r.spec->pipeline;
-  return {
+  nlohmann::json report = {
       {"config", r.spec->config_path},
       {"model", r.spec->model.name},
       {"schedule", r.schedule},
@@ -486,6 +424,9 @@ nlohmann::json to_json(const RunReport& r) {
       {"notes", r.spec->notes},
       {"numeric", numeric_json(r)},
       {"operations", operations_json(r)}};
+  if (const auto sequences = r.sequence_throughput())
+    report["throughput_sequences_per_second"] = *sequences;
+  return report;
 }
 
 }  // namespace ipusim::sim

@@ -42,7 +42,9 @@ struct RunReport {
   std::string numeric_skipped;           // why the automatic numeric mode did not run
 
   double step_seconds() const;
-  double throughput() const;             // samples per second
+  double throughput() const;  // samples per second
+  // Sequences per second when samples are packs of sequences (data.sequences_per_sample).
+  std::optional<double> sequence_throughput() const;
   std::int64_t pipeline_cycles() const;  // ramp-up + main + ramp-down
   double ramp_overhead() const;          // share of the step in ramp-up and ramp-down
   double bubble_fraction() const;        // idle share of IPU time in the pipeline phases

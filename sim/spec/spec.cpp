@@ -211,13 +211,23 @@ DataSpec read_data(const std::optional<ConfigNode>& node) {
     data.source = node->as_enum({"synthetic", "synthetic_tokens", "fashion-mnist"});
     return data;
   }
-  node->expect_only_keys({"source", "path", "shuffle", "seed", "labels", "mask_probability"});
+  node->expect_only_keys(
+      {"source", "path", "shuffle", "seed", "labels", "mask_probability", "sequences_per_sample"});
   data.source =
       node->get_enum("source", "synthetic", {"synthetic", "synthetic_tokens", "fashion-mnist"});
   data.path = node->get_string("path", data.path);
   data.shuffle = node->get_bool("shuffle", false);
   data.seed = std::uint64_t(node->get_int("seed", 0, 0, std::int64_t{1} << 62));
   read_token_labels(*node, data);
+  if (const auto packed = node->find("sequences_per_sample")) {
+    data.sequences_per_sample = packed->as_number();
+    // A pack holds at least one sequence; a thousand per sample is no packing anyone runs.
+    if (!(data.sequences_per_sample >= 1 && data.sequences_per_sample <= 1000))
+      packed->fail(
+          "expected the mean number of sequences in one sample (a pack), from 1 to "
+          "1000, found " +
+          packed->json().dump());
+  }
   return data;
 }
 

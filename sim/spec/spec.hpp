@@ -64,6 +64,9 @@ struct DataSpec {
   std::uint64_t seed = 0;
   std::string labels = "class";    // or "masked_tokens" (synthetic_tokens only)
   double mask_probability = 0.15;  // of each token, with "masked_tokens"
+  // Packed sequences: a sample is a pack holding this many sequences on average (0: unpacked,
+  // a sample is one sequence); reports give sequences/s beside samples/s.
+  double sequences_per_sample = 0;
 };
 
 // A validated config: everything a run needs, every user error already reported.

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "sim/core/format.hpp"
+
 namespace {
 
 using namespace ipusim::testing;
@@ -204,6 +206,35 @@ TEST_CASE("run writes the documented JSON keys") {
   CHECK(report["selection_order"] == "snake");
   CHECK(report["offload_activations"] == false);
   CHECK(report["effective_batch"] == 512);
+}
+
+TEST_CASE("packed samples report sequences/s beside samples/s, in the text and the JSON") {
+  const std::string json = std::string(IPUSIM_BINARY_DIR) + "/packed_report.json";
+  const auto packed = ipusim::testing::run_ipusim(
+      {"run", "configs/tf1_mnist_2ipu.json", "--no-numeric", "--json", json, "--set",
+       "data={\"source\": \"synthetic\", \"sequences_per_sample\": 2.5}"});
+  REQUIRE(packed.code == 0);
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  // Sequences/s = samples/s x 2.5: the step's samples (effective batch 512) over its seconds.
+  const double samples_per_second = 512 / report["step_seconds"].get<double>();
+  CHECK(report["throughput_sequences_per_second"].get<double>() ==
+        Approx(2.5 * samples_per_second).epsilon(1e-12));
+  const std::string line =
+      "Sequences: " + ipusim::sim::with_commas(std::llround(2.5 * samples_per_second)) +
+      " sequences/s (packed, 2.500 sequences per sample)\n";
+  CHECK_THAT(packed.out, Catch::Matchers::Contains(line));
+  // Unpacked runs say nothing of sequences.
+  const auto plain = ipusim::testing::run_ipusim(
+      {"run", "configs/tf1_mnist_2ipu.json", "--no-numeric", "--json", json});
+  CHECK(plain.out.find("Sequences: ") == std::string::npos);
+  CHECK_FALSE(
+      nlohmann::json::parse(std::ifstream(json)).contains("throughput_sequences_per_second"));
+  const auto bad = ipusim::testing::run_ipusim(
+      {"run", "configs/tf1_mnist_2ipu.json", "--set", "data.sequences_per_sample=0.5"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err ==
+        "error: --set data.sequences_per_sample=0.5: at /data/sequences_per_sample: expected the "
+        "mean number of sequences in one sample (a pack), from 1 to 1000, found 0.5\n");
 }
 
 TEST_CASE("a misspelt command or option gets a did-you-mean and the usage exit code") {

@@ -3,6 +3,8 @@
 
 #include <memory>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "sim/calibrate/calibrate.hpp"
 #include "tools/ipusim/command.hpp"
@@ -14,6 +16,7 @@ void add_calibrate_command(CLI::App& app, std::ostream& out) {
     ConfigArgs config;
     std::string measured;
     std::string output;
+    std::vector<std::string> fit;
   };
   auto o = std::make_shared<Options>();
   auto* command = app.add_subcommand(
@@ -30,6 +33,11 @@ void add_calibrate_command(CLI::App& app, std::ostream& out) {
                    "Write the fitted parameters as {\"hardware\": {\"operations\": ...}}, a "
                    "config to add to the config's include list")
       ->check(non_empty_path());
+  command
+      ->add_option("--fit", o->fit,
+                   "Fit only these parameters (comma separated, e.g. matmul.efficiency); the "
+                   "others keep the config's values (default: all)")
+      ->delimiter(',');
   command->footer(
       "Example:\n  ipusim calibrate configs/bert_large_4ipu.json --measured bert.csv "
       "-o calibrated.json");
@@ -39,7 +47,7 @@ void add_calibrate_command(CLI::App& app, std::ostream& out) {
       outputs.add(o->output, "-o");
     const auto measured = sim::read_measurements(o->measured);
     const auto config = core::ConfigDocument::load(o->config.path, o->config.overrides());
-    const auto calibration = sim::calibrate(config, measured);
+    const auto calibration = sim::calibrate(config, measured, o->fit);
     if (!o->output.empty())
       outputs.write(o->output, sim::calibrated_preset(calibration).dump(2) + "\n");
     outputs.commit();

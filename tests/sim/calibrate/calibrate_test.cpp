@@ -70,11 +70,11 @@ void measure(const std::string& config, const std::vector<std::string>& set, boo
   std::vector<sim::Measurement> made;
   const sim::MeasurementSource source{"synthetic.csv", "", out.size() + 2};
   for (int s = 0; s < int(spec.pipeline.stages.size()); ++s) {
-    made.push_back({set, sim::Measured::kForward, s, 0, source});
-    made.push_back({set, sim::Measured::kBackward, s, 0, source});
+    made.push_back({set, sim::Measured::kForward, s, 0, source, {}});
+    made.push_back({set, sim::Measured::kBackward, s, 0, source, {}});
   }
   if (step)
-    made.push_back({set, sim::Measured::kStep, -1, 0, source});
+    made.push_back({set, sim::Measured::kStep, -1, 0, source, {}});
   const auto cycles = cycles_of(spec, made);
   for (std::size_t i = 0; i < made.size(); ++i) {
     made[i].cycles = cycles[i];
@@ -228,6 +228,45 @@ TEST_CASE("one measurement fixes one parameter and leaves the others it depends 
   CHECK(calibration.measurements[0].after == Approx(measured[0].cycles).epsilon(0.001));
 }
 
+TEST_CASE("--fit moves only the parameters it names; the others keep the config's values") {
+  std::vector<sim::Measurement> measured;
+  measure(kTf1, {}, true, measured);
+  const auto step = measured.back();
+  const auto calibration =
+      sim::calibrate(core::ConfigDocument::load(kTf1, {}), {step}, {"matmul.efficiency"});
+  for (const auto& p : calibration.parameters) {
+    INFO(p.name);
+    CHECK(p.status == (p.name == "matmul.efficiency" ? FitStatus::kFitted : FitStatus::kNotChosen));
+    if (p.name != "matmul.efficiency")
+      CHECK(p.fitted == p.preset);
+  }
+  CHECK(calibration.measurements[0].after == Approx(step.cycles).epsilon(0.001));
+  CHECK(testing::error_of<core::ConfigError>([&] {
+          sim::calibrate(core::ConfigDocument::load(kTf1, {}), {step}, {"matmul.eficiency"});
+        }) ==
+        "--fit: 'matmul.eficiency' is not a parameter calibrate fits; did you mean "
+        "'matmul.efficiency'? (it fits 'compute_set_cycles', "
+        "'exchange_bytes_per_tile_cycle', 'matmul.efficiency', 'conv.efficiency', "
+        "'elementwise.efficiency', 'non_linear.efficiency', 'reduction.efficiency', "
+        "'gather.efficiency' or 'copy.efficiency')");
+}
+
+TEST_CASE("measurements of other config files are fitted together with the command's config") {
+  // A step of the TF1 MLP and one of BERT-Large, both measured on the hidden parameters, fitted
+  // from the TF1 config: the BERT variant comes from its own file.
+  std::vector<sim::Measurement> tf1;
+  std::vector<sim::Measurement> bert;
+  measure(kTf1, {}, true, tf1);
+  measure(kBert, {}, true, bert);
+  std::vector<sim::Measurement> steps = {tf1.back(), bert.back()};
+  steps[1].config = kBert;
+  const auto calibration = sim::calibrate(core::ConfigDocument::load(kTf1, {}), steps,
+                                          {"matmul.efficiency", "compute_set_cycles"});
+  CHECK(calibration.variants == 2);
+  for (const auto& fit : calibration.measurements)
+    CHECK(fit.after == Approx(fit.measurement.cycles).epsilon(0.01));
+}
+
 TEST_CASE("a variant that does not validate or lacks the measured stage is named by its entry") {
   std::vector<sim::Measurement> measured;
   measure(kTf1, {}, false, measured);
@@ -257,7 +296,8 @@ TEST_CASE("measurements of more than 1,000 config variants are refused at the fi
                         sim::Measured::kStep,
                         -1,
                         1000,
-                        source});
+                        source,
+                        {}});
   }
   CHECK_THROWS_WITH(calibrate(kTf1, measured),
                     "m.csv: line 1002, column set: the measurements name more than 1,000 config "
@@ -278,11 +318,11 @@ TEST_CASE("a concurrent stage's passes are refused, and its pipeline is fitted b
                  "device_mapping": [0, [1, 2], 3], "gradient_accumulation_count": 12}})"),
                                                       "branches.json");
   const sim::MeasurementSource source{"m.json", "/measurements/0", 0};
-  CHECK_THROWS_WITH(sim::calibrate(config, {{{}, sim::Measured::kForward, 1, 5000, source}}),
+  CHECK_THROWS_WITH(sim::calibrate(config, {{{}, sim::Measured::kForward, 1, 5000, source, {}}}),
                     "m.json: at /measurements/0/stage: stage 1 is a concurrent stage (its "
                     "sub-stages run on several IPUs at once): measure the step instead");
   const auto step = sim::simulate(sim::build_run_spec(config), {}).replay.step_cycles;
   const auto calibration =
-      sim::calibrate(config, {{{}, sim::Measured::kStep, -1, 1.2 * double(step), source}});
+      sim::calibrate(config, {{{}, sim::Measured::kStep, -1, 1.2 * double(step), source, {}}});
   CHECK(calibration.measurements[0].after == Approx(1.2 * double(step)).epsilon(0.001));
 }

@@ -66,6 +66,30 @@ TEST_CASE("a CSV row gives a stage's passes or a variant's step, with the varian
   CHECK(sim::describe(measured[2]) == "step");
 }
 
+TEST_CASE("a measurement may name its own config file, relative to the measurement file") {
+  const std::string csv = write("configs.csv", "config," + kHeader +
+                                                   "a.json,,,,,5000\n"
+                                                   ",pipeline.micro_batch_size=2,0,100,,\n"
+                                                   "/abs/b.json,,,,,7000\n");
+  const auto from_csv = sim::read_measurements(csv);
+  REQUIRE(from_csv.size() == 3);
+  const std::string folder = fs::path(csv).parent_path().string();
+  CHECK(from_csv[0].config == folder + "/a.json");
+  CHECK(from_csv[0].what == sim::Measured::kStep);
+  CHECK(from_csv[1].config.empty());
+  CHECK(from_csv[1].set == std::vector<std::string>{"pipeline.micro_batch_size=2"});
+  CHECK(from_csv[2].config == "/abs/b.json");
+  const std::string json = write("configs.json", R"({"measurements": [
+      {"config": "../x/a.json", "step_cycles": 5000}]})");
+  const auto from_json = sim::read_measurements(json);
+  REQUIRE(from_json.size() == 1);
+  CHECK(from_json[0].config == fs::path(folder).parent_path().string() + "/x/a.json");
+  CHECK(json_error(R"({"measurements": [{"config": " ", "step_cycles": 5}]})") ==
+        "at /measurements/0/config: expected the path of a config file, found an empty text");
+  CHECK(csv_error("x,,,,,5\n") ==
+        "line 2: expected 5 cells (set,stage,forward_cycles,backward_cycles,step_cycles), found 6");
+}
+
 TEST_CASE("a JSON file gives the same measurements as its CSV form") {
   const std::string path = write("m.json", R"({"measurements": [
       {"set": ["pipeline.micro_batch_size=8"], "stage": 1, "forward_cycles": 1234,
@@ -113,8 +137,8 @@ TEST_CASE("errors in a CSV file name the line and the column") {
   const std::string path = write("header.csv", "set,stage,forward,backward,step\n,0,1,2,\n");
   CHECK(testing::error_of<core::ConfigError>([&] { sim::read_measurements(path); }) ==
         path +
-            ": line 1: expected the header set,stage,forward_cycles,backward_cycles,step_cycles, "
-            "found 'set,stage,forward,backward,step'");
+            ": line 1: expected the header set,stage,forward_cycles,backward_cycles,step_cycles "
+            "(optionally after a config column), found 'set,stage,forward,backward,step'");
   CHECK(csv_error(",0,1200\n") ==
         "line 2: expected 5 cells (set,stage,forward_cycles,backward_cycles,step_cycles), found 3");
   CHECK(csv_error("\"pipeline.micro_batch_size=8,0,1,2,\n") == "line 2: a quote is not closed");
