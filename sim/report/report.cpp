@@ -473,7 +473,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"run_cycles", r.run_cycles},
       {"throughput_samples_per_second", r.throughput()},
       {"phases", phases},
-      {"weight_update", weight_update_json(r)},
+      {"weight_update_breakdown", weight_update_json(r)},
       {"ramp_overhead", r.ramp_overhead()},
       {"bubble_fraction", r.bubble_fraction()},
       {"bubble_ratio", r.bubble_ratio()},

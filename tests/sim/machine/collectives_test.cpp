@@ -4,7 +4,7 @@
 
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
-#include "test_support.hpp"
+#include "tests/test_support.hpp"
 
 using namespace ipusim;
 
@@ -103,21 +103,28 @@ TEST_CASE("across IPU-Link domains the all-reduce is hierarchical over the GW-Li
 TEST_CASE("replicas that do not fill IPU-Link domains alike are a config error") {
   auto config = replicated(3, 4);
   CHECK(config_error(config) ==
-        "test.json: /pipeline/replication_factor: 3 replicas of 2 IPUs do not fill IPU-Link "
+        "test.json: at /pipeline/replication_factor: 3 replicas of 2 IPUs do not fill IPU-Link "
         "domains of 4 IPUs (hardware.ipus_per_ild) alike: each domain must hold the same whole "
         "number of replicas");
 }
 
 TEST_CASE("bad IPU-Link domain and GW-Link keys name their JSON path") {
   auto zero = replicated(4, 0);
-  CHECK(config_error(zero) == "x");
+  CHECK(config_error(zero) ==
+        "test.json: at /hardware/ipus_per_ild: expected an integer from 1 to 1024, found 0");
   auto misspelt = replicated(4, 64);
   misspelt["hardware"]["gw_link"] = {{"bandwith", "1 GB/s"}};
-  CHECK(config_error(misspelt) == "x");
+  CHECK(config_error(misspelt) ==
+        "test.json: at /hardware/gw_link/bandwith: unknown key 'bandwith'; did you mean "
+        "'bandwidth'?");
   auto slow = replicated(4, 64);
   slow["hardware"]["gw_link"] = {{"bandwidth", "1 B/s"}};
-  CHECK(config_error(slow) == "x");
+  CHECK(config_error(slow) ==
+        "test.json: at /hardware/gw_link/bandwidth: expected a bandwidth from 1kB/s to 1PB/s, "
+        "found \"1 B/s\" (the ideal preset models free transfers)");
   auto round_trip = replicated(4, 64);
   round_trip["hardware"]["sync"] = {{"host_round_trip_cycles", -1}};
-  CHECK(config_error(round_trip) == "x");
+  CHECK(config_error(round_trip) ==
+        "test.json: at /hardware/sync/host_round_trip_cycles: expected an integer from 0 to "
+        "1099511627776, found -1");
 }
