@@ -7,6 +7,7 @@
 
 #include "schedules/step_schedule.hpp"
 #include "sim/core/format.hpp"
+#include "sim/machine/collectives.hpp"
 
 namespace ipusim::sim::gantt {
 namespace {
@@ -70,14 +71,17 @@ class RowBuilder {
   void add_weight_updates() {
     for (const auto& span : timeline_.weight_updates) {
       using schedules::Op;
+      // The collectives share the all-reduce's colour; their labels tell them apart.
       const std::array<std::tuple<Kind, core::Cycles, core::Cycles, std::string_view, const char*>,
-                       3>
-          parts = {{{Kind::kAllReduce, span.start, span.all_reduce_end,
+                       5>
+          parts = {{{Kind::kAllReduce, span.start, span.reduce_scatter_end, kReduceScatter, "RS"},
+                    {Kind::kAllReduce, span.reduce_scatter_end, span.all_reduce_end,
                      schedules::to_string(Op::kAllReduce), "AR"},
                     {Kind::kStateStream, span.all_reduce_end, span.offload_end,
                      std::string_view("optimizer state"), "opt"},
-                    {Kind::kWeightUpdate, span.offload_end, span.end,
-                     schedules::to_string(Op::kWeightUpdate), "WU"}}};
+                    {Kind::kWeightUpdate, span.offload_end, span.update_end,
+                     schedules::to_string(Op::kWeightUpdate), "WU"},
+                    {Kind::kAllReduce, span.update_end, span.end, kAllGather, "AG"}}};
       for (const auto& [kind, start, end, label, short_label] : parts) {
         if (end <= start)
           continue;

@@ -7,6 +7,7 @@
 #include "models/optimizer.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/time.hpp"
+#include "sim/machine/collectives.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -244,11 +245,18 @@ void add_tied_copies(const RunSpec& spec, CostModel& model) {
   }
 }
 
+// One replica's share of `total` when `group` replicas shard it, rounded up.
+std::int64_t shard_of(std::int64_t total, int group) {
+  return (total + group - 1) / group;
+}
+
 // Weights, accumulators and optimizer state of every layer, on its IPU (the optimizer state in
-// streaming memory when offloaded); returns the parameters per IPU.
+// streaming memory when offloaded, 1/group of it when the replicas shard it); returns the
+// parameters per IPU.
 std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model) {
   const auto& p = spec.pipeline;
   const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
+  const int group = sharding_group(spec);
   std::vector<std::int64_t> params(std::size_t(p.ipus_per_replica()), 0);
   for (const auto& stage : p.stages) {
     for (std::size_t j = 0; j < stage.substage_layers.size(); ++j) {
@@ -267,7 +275,7 @@ std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model
           if (state_elements > 0) {
             auto& where = p.offload_weight_update_variables ? model.streaming_memory[ipu] : items;
             where.push_back({MemoryCategory::kOptimizerState, "optimizer state of " + id,
-                             n * state_elements * 4});
+                             shard_of(n * state_elements * 4, group)});
           }
         }
         params[ipu] += n;
@@ -278,20 +286,24 @@ std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model
 }
 
 // The weight update of `params` parameters on one IPU: its cycles, the optimizer state it
-// streams when offloaded, and the gradients replicas all-reduce.
+// streams when offloaded, the gradients replicas reduce and the weights they gather. With
+// sharded state each replica updates and streams only its shard of the parameters.
 void add_weight_update(const RunSpec& spec, int ipu, std::int64_t params, CostModel& model) {
   const auto& p = spec.pipeline;
   const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
-  if (params > 0) {
-    const auto update = weight_update_operation(p.optimizer.kind, double(params));
+  const std::int64_t shard = shard_of(params, sharding_group(spec));
+  if (shard > 0) {
+    const auto update = weight_update_operation(p.optimizer.kind, double(shard));
     model.weight_update_cycles[ipu] =
         cost_pass(spec.hardware, models::DType::kFp32, update.op_class, update.forward, 1).cycles;
   }
   if (p.offload_weight_update_variables)
     model.offload_bytes[ipu] =
-        core::checked_mul(params, state_elements * 4 * 2, "optimizer state byte count");
+        core::checked_mul(shard, state_elements * 4 * 2, "optimizer state byte count");
   model.gradient_bytes[ipu] = core::checked_mul(
       params, models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
+  model.weight_bytes[ipu] =
+      core::checked_mul(params, models::dtype_bytes(p.dtype), "weight byte count");
 }
 
 // The control program of each IPU, then the code and vertex state of each layer's operations
@@ -323,6 +335,7 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
   model.weight_update_cycles.assign(ipus, 0);
   model.offload_bytes.assign(ipus, 0);
   model.gradient_bytes.assign(ipus, 0);
+  model.weight_bytes.assign(ipus, 0);
   model.tied_exchange_bytes.assign(ipus, 0);
   add_code_memory(spec, model);
   const auto params = add_layer_memory(spec, model);

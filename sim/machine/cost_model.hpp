@@ -70,6 +70,7 @@ struct CostModel {
   std::vector<std::int64_t> weight_update_cycles;  // per IPU, on chip
   std::vector<std::int64_t> offload_bytes;         // per IPU: optimizer state streamed in and out
   std::vector<std::int64_t> gradient_bytes;        // per IPU: accumulated gradients to all-reduce
+  std::vector<std::int64_t> weight_bytes;  // per IPU: weights all-gathered when state is sharded
   // Per IPU: a tied word matrix's gradient sent to its owner's IPU and the matrix sent back.
   std::vector<std::int64_t> tied_exchange_bytes;
   std::vector<std::vector<MemoryItem>> static_memory;  // per IPU, on chip

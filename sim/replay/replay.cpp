@@ -108,44 +108,66 @@ ReplayLayout layout_of(const ReplayState& state) {
 }
 
 // One IPU's weight update: a tied word matrix's exchange between IPUs, the schedule's AllReduce
-// (with replicas) and WeightUpdate, which streams any offloaded optimizer state in and out
-// before the update on chip.
+// (with replicas: the collectives, see TaskCosts) and WeightUpdate, which streams any offloaded
+// optimizer state in and out before the update on chip and all-gathers sharded weights after.
 WeightUpdateSpan weight_update(ReplayState& state, int ipu, Cycles start) {
   const Cycles exchanged = start + Cycles{state.costs.tied_exchange_cycles(ipu)};
-  WeightUpdateSpan span{ipu, start, exchanged, exchanged, exchanged};
+  const auto& costs = state.costs;
+  WeightUpdateSpan span{ipu, start, start, exchanged, exchanged, exchanged, exchanged};
   for (const auto& task : state.schedule.weight_update_tasks(ipu)) {
     ++state.tasks;
     if (task.op == schedules::Op::kAllReduce) {
-      span.all_reduce_end = exchanged + Cycles{state.costs.all_reduce_cycles(ipu)};
+      const auto reduce_scatter = costs.reduce_scatter_cycles(ipu);
+      span.reduce_scatter_end = reduce_scatter > 0 ? exchanged + Cycles{reduce_scatter} : start;
+      span.all_reduce_end = exchanged + Cycles{reduce_scatter + costs.all_reduce_cycles(ipu)};
       continue;
     }
     IPUSIM_CHECK(task.op == schedules::Op::kWeightUpdate);
-    const auto bytes = state.costs.offload_bytes(ipu);
-    const auto offload = state.costs.streaming_cycles(bytes);
+    const auto bytes = costs.offload_bytes(ipu);
+    const auto offload = costs.streaming_cycles(bytes);
     span.offload_end = span.all_reduce_end + Cycles{offload};
     state.add_streaming(ipu, offload, bytes);
-    span.end = span.offload_end + Cycles{state.costs.weight_update_cycles(ipu)};
-    state.add_busy(ipu, state.costs.weight_update_cycles(ipu), schedules::Phase::kWeightUpdate);
+    span.update_end = span.offload_end + Cycles{costs.weight_update_cycles(ipu)};
+    span.end = span.update_end + Cycles{costs.all_gather_cycles(ipu)};
+    state.add_busy(ipu, costs.weight_update_cycles(ipu), schedules::Phase::kWeightUpdate);
   }
   return span;
 }
 
-// After the ramp-down every IPU updates its weights; a global sync ends the step.
+WeightUpdateBreakdown breakdown_of(const WeightUpdateSpan& span) {
+  WeightUpdateBreakdown parts;
+  parts.ipu = span.ipu;
+  parts.reduce_scatter = (span.reduce_scatter_end - span.start).count;
+  parts.all_reduce = (span.all_reduce_end - span.reduce_scatter_end).count;
+  parts.state_stream = (span.offload_end - span.all_reduce_end).count;
+  parts.update = (span.update_end - span.offload_end).count;
+  parts.all_gather = (span.end - span.update_end).count;
+  return parts;
+}
+
+// After the ramp-down every IPU updates its weights; a global sync ends the step, and the host
+// round trip (batches_per_step 1) starts the next.
 Cycles run_weight_update(ReplayState& state, Cycles start) {
   if (!state.spec.pipeline.training)
     return start;
   state.observers.phase(schedules::Phase::kWeightUpdate, start);
-  std::int64_t longest = 0;
+  std::int64_t longest = -1;
   for (int ipu = 0; ipu < state.ipus; ++ipu) {
     const auto span = weight_update(state, ipu, start);
     state.observers.notify([&span](ReplayObserver& o) { o.on_weight_update(span); });
-    longest = std::max(longest, (span.end - start).count);
+    if ((span.end - start).count > longest) {
+      longest = (span.end - start).count;
+      state.weight_update = breakdown_of(span);
+    }
   }
   const auto& hw = state.spec.hardware;
   const int replicas = state.spec.pipeline.replication_factor;
-  const std::int64_t sync = state.ipus > 1 ? hw.global_sync_cycles(state.ipus * replicas) : 0;
-  state.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] = longest + sync;
-  return start + Cycles{longest + sync};
+  auto& parts = state.weight_update;
+  parts.sync = state.ipus > 1 ? hw.global_sync_cycles(state.ipus * replicas) : 0;
+  parts.host_round_trip = hw.host_round_trip_cycles;
+  const std::int64_t cycles = longest + parts.sync + parts.host_round_trip;
+  state.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] = cycles;
+  return start + Cycles{cycles};
 }
 
 void start_memory(ReplayState& state) {
@@ -157,6 +179,7 @@ ReplayResult result_of(const ReplayState& state, Cycles end) {
   ReplayResult result;
   result.step_cycles = end.count;
   result.phase_cycles = state.phase_cycles;
+  result.weight_update = state.weight_update;
   const auto peaks = state.memory.stats();
   result.ipus.resize(peaks.size());
   for (int ipu = 0; ipu < state.ipus; ++ipu) {

@@ -52,9 +52,23 @@ struct IpuStats : MemoryPeak {
 
 // What one replayed repeat measured: its duration, per phase, per IPU and per link; an
 // overflow when allow_oom let the replay finish over capacity.
+// Where the weight-update phase's cycles go: the parts of the IPU whose update takes longest,
+// then the global sync and the host round trip that end the step.
+struct WeightUpdateBreakdown {
+  int ipu = 0;                      // the longest
+  std::int64_t reduce_scatter = 0;  // with a tied word matrix's exchange when sharded
+  std::int64_t all_reduce = 0;      // with a tied word matrix's exchange when not sharded
+  std::int64_t state_stream = 0;
+  std::int64_t update = 0;
+  std::int64_t all_gather = 0;
+  std::int64_t sync = 0;
+  std::int64_t host_round_trip = 0;
+};
+
 struct ReplayResult {
   std::int64_t step_cycles = 0;  // one repeat: ramp-up .. weight update
   std::array<std::int64_t, 4> phase_cycles{};
+  WeightUpdateBreakdown weight_update;
   std::vector<IpuStats> ipus;  // by logical IPU
   std::vector<LinkStats> links;
   std::int64_t tasks = 0;  // tasks replayed in one repeat

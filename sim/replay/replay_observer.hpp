@@ -79,14 +79,18 @@ struct BarrierSpan {
   core::Cycles end;
 };
 
-// One IPU's weight update: the cross-replica all-reduce, streaming the offloaded optimizer
-// state in and out, then the on-chip update, back to back.
+// One IPU's weight update, back to back: a tied word matrix's exchange, the replicas'
+// gradient reduction, streaming the offloaded optimizer state in and out, the on-chip update,
+// then (sharded state only) the all-gather of the updated weights. Without sharded state the
+// reduce-scatter is empty and the exchange counts as part of the all-reduce.
 struct WeightUpdateSpan {
   int ipu = 0;
   core::Cycles start;
-  core::Cycles all_reduce_end;  // after a tied word matrix's exchange and the replicas' all-reduce
+  core::Cycles reduce_scatter_end;  // sharded: after the exchange and the reduce-scatter
+  core::Cycles all_reduce_end;      // after the all-reduce (sharded: of the shard between ILDs)
   core::Cycles offload_end;
-  core::Cycles end;
+  core::Cycles update_end;
+  core::Cycles end;  // after the all-gather
 };
 
 // Told of a replay's events in the order they happen; every hook does nothing unless

@@ -92,6 +92,7 @@ struct ReplayState {
   Topology topology;
   std::vector<BusyTotals> busy;
   std::array<std::int64_t, 4> phase_cycles{};
+  WeightUpdateBreakdown weight_update;  // filled by the weight-update phase
   std::int64_t tasks = 0;
 };
 

@@ -14,6 +14,8 @@ TaskCosts::TaskCosts(const RunSpec& spec, const schedules::Schedule& schedule,
                      const CostModel& cost)
     : spec_(spec),
       cost_(cost),
+      collectives_(spec),
+      sharding_group_(sharding_group(spec)),
       split_weight_grad_(schedule.splits_weight_grad()),
       routes_(cost.stages.size()) {
   for (const auto& [key, bytes] : cost.copy_bytes) {
@@ -43,13 +45,23 @@ std::int64_t TaskCosts::streaming_cycles(std::int64_t bytes) const {
   return core::transfer_cycles(double(bytes), hw.streaming_memory_bandwidth, hw.clock_hz);
 }
 
+std::int64_t TaskCosts::reduce_scatter_cycles(int ipu) const {
+  if (sharding_group_ == 1)
+    return 0;
+  return collectives_.reduce_scatter(double(cost_.gradient_bytes[ipu]));
+}
+
 std::int64_t TaskCosts::all_reduce_cycles(int ipu) const {
-  const auto& hw = spec_.hardware;
-  const int replicas = spec_.pipeline.replication_factor;
-  const double chunk = double(cost_.gradient_bytes[ipu]) / replicas;
-  const double bandwidth = hw.link_bandwidth * std::max(1, hw.links_up_down);
-  return 2 * (replicas - 1) *
-         (hw.link_latency_cycles + core::transfer_cycles(chunk, bandwidth, hw.clock_hz));
+  const double gradients = double(cost_.gradient_bytes[ipu]);
+  if (sharding_group_ == 1)
+    return collectives_.all_reduce(gradients);
+  return collectives_.cross_ild_all_reduce(gradients / sharding_group_);
+}
+
+std::int64_t TaskCosts::all_gather_cycles(int ipu) const {
+  if (sharding_group_ == 1)
+    return 0;
+  return collectives_.all_gather(double(cost_.weight_bytes[ipu]));
 }
 
 std::int64_t TaskCosts::tied_exchange_cycles(int ipu) const {

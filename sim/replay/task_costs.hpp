@@ -11,6 +11,7 @@
 #include "schedules/task.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/time.hpp"
+#include "sim/machine/collectives.hpp"
 #include "sim/machine/cost_model.hpp"
 #include "sim/spec/spec.hpp"
 
@@ -36,9 +37,13 @@ class TaskCosts {
   // At the streaming-memory link's bandwidth only: no fixed cost per transfer is published
   // (ipu-hardware.md §2 has only the bandwidth's upper bound), so none is modelled.
   std::int64_t streaming_cycles(std::int64_t bytes) const;
-  // A ring all-reduce of `ipu`'s gradients over the rails joining the replicas: 2(R-1) steps
-  // of 1/R of the data.
+  // The replicas' collectives over `ipu`'s gradients (sim/machine/collectives.hpp). Replicated
+  // state: an all-reduce over all replicas. Sharded state: a reduce-scatter inside the sharding
+  // group, an all-reduce of the shard between ILDs (0 in one ILD), and after the update an
+  // all-gather of the weights; unsharded runs have no reduce-scatter or all-gather.
+  std::int64_t reduce_scatter_cycles(int ipu) const;
   std::int64_t all_reduce_cycles(int ipu) const;
+  std::int64_t all_gather_cycles(int ipu) const;
   // A tied word matrix's gradient to its owner's IPU and the matrix back, over one IPU-Link.
   std::int64_t tied_exchange_cycles(int ipu) const;
   std::int64_t offload_bytes(int ipu) const { return cost_.offload_bytes[ipu]; }
@@ -54,6 +59,8 @@ class TaskCosts {
 
   const RunSpec& spec_;
   const CostModel& cost_;
+  Collectives collectives_;
+  int sharding_group_;
   bool split_weight_grad_;
   std::vector<std::vector<Route>> routes_;  // by stage: a short scan beats a map lookup
 };

@@ -12,6 +12,7 @@
 #include "sim/numeric/training.hpp"
 #include "sim/report/numeric_report.hpp"
 #include "sim/report/operations_report.hpp"
+#include "sim/report/weight_update_report.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -41,7 +42,7 @@ std::string header(const RunReport& r) {
          std::to_string(p.ipus_per_replica()) + " IPU(s) x " +
          std::to_string(p.replication_factor) + " replica(s) of " + spec.hardware.preset + " at " +
          fixed(spec.hardware.clock_hz / 1e9, 2) + " GHz\n";
-  out += ipu_numbering(r) + "\n";
+  out += ipu_numbering(r) + "\n" + ild_text(r);
   if (r.relaxed) {
     out += "relaxed divisibility: Graphcore would reject gradient_accumulation_count " +
            std::to_string(p.gradient_accumulation_count) + " for this schedule\n";
@@ -80,7 +81,7 @@ std::string timing(const RunReport& r) {
                     fixed(double(cycles) / clock * 1e3, 4) + " ms",
                     percent(share(double(cycles), double(r.replay.step_cycles)))});
   }
-  out += "\n" + render_table(rows, {false, true, true, true});
+  out += "\n" + render_table(rows, {false, true, true, true}) + weight_update_text(r);
   out += "Ramp overhead: " + percent(r.ramp_overhead()) + " of the step in ramp-up and ramp-down\n";
   out += "Bubble: " + percent(r.bubble_fraction()) +
          " of IPU time idle in the pipeline phases (idle/busy " + fixed(r.bubble_ratio(), 4) +
@@ -410,6 +411,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"run_cycles", r.run_cycles},
       {"throughput_samples_per_second", r.throughput()},
       {"phases", phases},
+      {"weight_update_breakdown", weight_update_json(r)},
       {"ramp_overhead", r.ramp_overhead()},
       {"bubble_fraction", r.bubble_fraction()},
       {"bubble_ratio", r.bubble_ratio()},

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "sim/machine/collectives.hpp"
 #include "sim/report/operations_report.hpp"
 
 namespace ipusim::sim {
@@ -320,10 +321,13 @@ class TraceWriter {
 
   void weight_updates() {
     for (const auto& span : timeline_.weight_updates) {
-      const std::array<std::tuple<std::string_view, core::Cycles, core::Cycles>, 3> parts = {
-          {{schedules::to_string(schedules::Op::kAllReduce), span.start, span.all_reduce_end},
+      const std::array<std::tuple<std::string_view, core::Cycles, core::Cycles>, 5> parts = {
+          {{kReduceScatter, span.start, span.reduce_scatter_end},
+           {schedules::to_string(schedules::Op::kAllReduce), span.reduce_scatter_end,
+            span.all_reduce_end},
            {"optimizer state stream", span.all_reduce_end, span.offload_end},
-           {schedules::to_string(schedules::Op::kWeightUpdate), span.offload_end, span.end}}};
+           {schedules::to_string(schedules::Op::kWeightUpdate), span.offload_end, span.update_end},
+           {kAllGather, span.update_end, span.end}}};
       for (const auto& [name, start, end] : parts) {
         if (end > start) {
           slice(std::string(name), schedules::phase_key(schedules::Phase::kWeightUpdate), start,

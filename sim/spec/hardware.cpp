@@ -16,6 +16,12 @@ using core::Dimension;
 // 0.85 efficiency; 4 links inside a pair, 2 up, 2 down and 2 cross links per IPU.
 constexpr double kLadderLinkBandwidth = 128e9 / 8 * 0.85;
 
+// Bow-2000 datasheet (ipu-hardware.md §2, [P:Bow2000-DS]): "GW-Link 2x 100Gbps Gateway-Links
+// for communication between Bow Pods"; the IPU-M2000 has the same two GW-Link ports (§2
+// front panel). Both ports of a machine, shared by its 4 IPUs: 2 x 12.5 GB/s / 4 [D].
+constexpr double kGwLinkBandwidthPerIpu = 2 * 100e9 / 8 / 4;
+constexpr int kIpusPerPod64 = 64;  // §2: a POD64 is 16 IPU-Machines of 4 IPUs, one ILD
+
 // ipu-hardware.md §3: the IPUModel's cross-IPU sync is ceil(15 ns x f x 2 x (1 + N/4)) cycles,
 // i.e. 30 ns x f plus 7.5 ns x f per IPU.
 void set_sync_from_ipumodel_formula(HardwareSpec& hw) {
@@ -73,6 +79,8 @@ HardwareSpec gc200() {
   hw.host_link_bandwidth = 12.5e9;       // §2: host path is 100 GbE RoCE per IPU-Machine
   hw.streaming_memory_bandwidth = 16e9;  // §2: PCIe Gen4 x8 to the Gateway, an upper bound
   hw.exchange_overhead_cycles = 100;     // §3: poplibs CTCLossPlan cost model
+  hw.ipus_per_ild = kIpusPerPod64;
+  hw.gw_link_bandwidth = kGwLinkBandwidthPerIpu;
   hw.operations = mk2_operations();
   // Code memory. A trivial Poplar graph's profile (graphcore/tensorflow docs/logging.rst, 2019)
   // holds about 4.3 kB per tile of stack, control, host-exchange and vertex code: ≈6.3 MB on
@@ -131,6 +139,9 @@ HardwareSpec ideal() {
   hw.sync_base_cycles = 0;
   hw.sync_per_ipu_cycles = 0;
   hw.exchange_overhead_cycles = 0;
+  hw.gw_link_bandwidth = 0;
+  hw.gw_link_latency_cycles = 0;
+  hw.host_round_trip_cycles = 0;
   return hw;
 }
 
@@ -149,6 +160,10 @@ HardwareSpec preset(const std::string& name) {
   HardwareSpec hw = clocked_preset(name);
   hw.host_sync_cycles = core::cycles_from_seconds(5e-6, hw.clock_hz);  // §3: uncalibrated guess
   set_sync_from_ipumodel_formula(hw);                                  // §3: IPUModel formula
+  // Guesses, uncalibrated: a host round trip is a host sync each way (§3 has no published
+  // figure); a GW-Link hop is a 100 GbE RoCE hop through the gateways, a few µs.
+  hw.host_round_trip_cycles = 2 * hw.host_sync_cycles;
+  hw.gw_link_latency_cycles = core::cycles_from_seconds(2e-6, hw.clock_hz);
   return hw;
 }
 
@@ -196,9 +211,17 @@ void read_links(const ConfigNode& node, HardwareSpec& hw) {
     hw.links_cross = int(v->as_int(0, 16));
 }
 
+void read_gw_link(const ConfigNode& node, HardwareSpec& hw) {
+  node.expect_only_keys({"bandwidth", "latency_cycles"});
+  if (auto v = node.find("bandwidth"))
+    hw.gw_link_bandwidth = read_bandwidth(*v);
+  if (auto v = node.find("latency_cycles"))
+    hw.gw_link_latency_cycles = read_cycles(*v);
+}
+
 void read_sync(const ConfigNode& node, HardwareSpec& hw) {
-  node.expect_only_keys(
-      {"base_cycles", "per_ipu_cycles", "exchange_overhead_cycles", "host_cycles"});
+  node.expect_only_keys({"base_cycles", "per_ipu_cycles", "exchange_overhead_cycles", "host_cycles",
+                         "host_round_trip_cycles"});
   if (auto v = node.find("base_cycles"))
     hw.sync_base_cycles = read_cycles(*v);
   if (auto v = node.find("per_ipu_cycles"))
@@ -207,6 +230,8 @@ void read_sync(const ConfigNode& node, HardwareSpec& hw) {
     hw.exchange_overhead_cycles = read_cycles(*v);
   if (auto v = node.find("host_cycles"))
     hw.host_sync_cycles = read_cycles(*v);
+  if (auto v = node.find("host_round_trip_cycles"))
+    hw.host_round_trip_cycles = read_cycles(*v);
 }
 
 std::int64_t read_memory(const ConfigNode& node) {
@@ -313,6 +338,10 @@ void read_overrides(const ConfigNode& node, HardwareSpec& hw) {
     hw.memory_bandwidth = read_bandwidth(*v);
   if (auto v = node.find("ipu_link"))
     read_links(*v, hw);
+  if (auto v = node.find("gw_link"))
+    read_gw_link(*v, hw);
+  if (auto v = node.find("ipus_per_ild"))
+    hw.ipus_per_ild = int(v->as_int(1, 1024));
   if (auto v = node.find("selection_order")) {
     const auto name = v->as_enum({"snake", "hoof", "zigzag"});
     hw.selection_order = name == "hoof"     ? SelectionOrder::kHoof
@@ -334,6 +363,21 @@ void read_overrides(const ConfigNode& node, HardwareSpec& hw) {
 
 }  // namespace
 
+ReplicaLayout replica_layout(int replicas, int ipus_per_replica, int ipus_per_ild,
+                             std::string* error) {
+  if (replicas == 1 || std::int64_t{replicas} * ipus_per_replica <= ipus_per_ild)
+    return {replicas, replicas};
+  const int per_ild = ipus_per_ild / ipus_per_replica;
+  if (per_ild == 0 || replicas % per_ild != 0) {
+    *error = std::to_string(replicas) + " replicas of " + std::to_string(ipus_per_replica) +
+             " IPUs do not fill IPU-Link domains of " + std::to_string(ipus_per_ild) +
+             " IPUs (hardware.ipus_per_ild) alike: each domain must hold the same whole number "
+             "of replicas";
+    return {replicas, replicas};
+  }
+  return {replicas, per_ild};
+}
+
 const std::vector<std::string>& hardware_preset_names() {
   static const std::vector<std::string> names = {"gc200", "bow", "gc2", "ideal"};
   return names;
@@ -351,9 +395,9 @@ double HardwareSpec::unit_peak_per_tile_cycle(models::OpClass op_class, models::
 HardwareSpec parse_hardware(const ConfigNode& node, int ipus_needed, std::string* note) {
   reject_replaced_keys(node);
   node.expect_only_keys({"preset", "ipus", "clock", "tiles", "memory_per_ipu", "peak_flops",
-                         "memory_bandwidth", "ipu_link", "topology", "selection_order",
-                         "host_link_bandwidth", "streaming_memory_bandwidth", "sync", "operations",
-                         "code_memory"});
+                         "memory_bandwidth", "ipu_link", "gw_link", "ipus_per_ild", "topology",
+                         "selection_order", "host_link_bandwidth", "streaming_memory_bandwidth",
+                         "sync", "operations", "code_memory"});
   HardwareSpec hw = preset(node.get_enum("preset", "gc200", hardware_preset_names()));
   if (auto topology = node.find("topology"))
     topology->as_enum({"ladder"});

@@ -74,6 +74,14 @@ struct HardwareSpec {
   std::int64_t sync_base_cycles = 0;      // global sync: base + per_ipu * IPUs
   std::int64_t sync_per_ipu_cycles = 0;
   std::int64_t exchange_overhead_cycles = 0;  // fixed cost of each inter-IPU exchange
+  // Once per weight update: the host starts the device program and waits for it to end
+  // (batches_per_step 1).
+  std::int64_t host_round_trip_cycles = 0;
+  // IPU-Link domains (ILDs): a POD64's IPUs share one IPU-Link torus; ILDs join through the
+  // IPU-Gateways' GW-Links, one host per ILD.
+  int ipus_per_ild = 0;
+  double gw_link_bandwidth = 0;  // bytes/s one IPU sends to other ILDs; 0: unlimited
+  std::int64_t gw_link_latency_cycles = 0;
   OperationCosts operations;
   CodeMemory code;
 
@@ -87,7 +95,21 @@ struct HardwareSpec {
     return sync_base_cycles + sync_per_ipu_cycles * participating_ipus;
   }
   bool ideal() const { return preset == "ideal"; }
+  int ilds() const { return (ipus + ipus_per_ild - 1) / ipus_per_ild; }  // one host each
 };
+
+// Where data-parallel replicas sit: `replicas` in all, `per_ild` of them in each IPU-Link
+// domain (all of them when they fit in one).
+struct ReplicaLayout {
+  int replicas = 1;
+  int per_ild = 1;
+  int ilds() const { return replicas / per_ild; }
+};
+
+// The layout of `replicas` replicas of `ipus_per_replica` IPUs on ILDs of `ipus_per_ild` IPUs;
+// `error` says why when they cannot fill whole ILDs alike.
+ReplicaLayout replica_layout(int replicas, int ipus_per_replica, int ipus_per_ild,
+                             std::string* error);
 
 const std::vector<std::string>& hardware_preset_names();
 

@@ -31,6 +31,7 @@ const std::vector<std::string> kPipelineKeys = {"splits",
                                                 "replication_factor",
                                                 "recomputation_mode",
                                                 "offload_weight_update_variables",
+                                                "replicated_optimizer_state_sharding",
                                                 "offload_activations",
                                                 "gradient_accumulation_dtype",
                                                 "gradient_accumulation_reduction",
@@ -115,6 +116,8 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   spec.offload_weight_update_variables =
       pipeline.get_bool("offload_weight_update_variables", false);
   spec.offload_activations = pipeline.get_bool("offload_activations", false);
+  spec.replicated_optimizer_state_sharding =
+      pipeline.get_bool("replicated_optimizer_state_sharding", false);
   spec.dtype = pipeline.find("dtype") ? read_dtype(pipeline.at("dtype")) : model.dtype;
   spec.gradient_accumulation_dtype = pipeline.find("gradient_accumulation_dtype")
                                          ? read_dtype(pipeline.at("gradient_accumulation_dtype"))
@@ -275,6 +278,16 @@ void check_offload_activations(const RunSpec& spec, const ConfigNode& root) {
     root.at("pipeline").at("offload_activations").fail(why);
 }
 
+// Replicas spanning several IPU-Link domains must fill them alike: the collectives are
+// hierarchical over whole domains.
+void check_replica_layout(const RunSpec& spec, const ConfigNode& root) {
+  std::string error;
+  replica_layout(spec.pipeline.replication_factor, spec.pipeline.ipus_per_replica(),
+                 spec.hardware.ipus_per_ild, &error);
+  if (!error.empty())
+    root.at("pipeline").at("replication_factor").fail(error);
+}
+
 }  // namespace
 
 std::vector<int> StageSpec::layers() const {
@@ -371,6 +384,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
   spec.data = read_data(root.find("data"));
   spec.schedule = build_schedule(spec, root);
   check_offload_activations(spec, root);
+  check_replica_layout(spec, root);
   return spec;
 }
 

@@ -40,6 +40,9 @@ struct PipelineSpec {
   schedules::RecomputationMode recomputation = schedules::RecomputationMode::kNone;
   bool offload_weight_update_variables = false;
   bool offload_activations = false;
+  // Each replica of a sharding group keeps 1/group of the optimizer state (no effect with one
+  // replica).
+  bool replicated_optimizer_state_sharding = false;
   models::DType dtype = models::DType::kFp32;
   models::DType gradient_accumulation_dtype = models::DType::kFp32;
   bool gradient_accumulation_mean = true;  // "mean" divides the sum by M; "sum" does not

@@ -48,8 +48,8 @@ TEST_CASE("validation: the Keras tutorial's CNN, on one IPU and pipelined over t
   const auto pipelined = run("configs/keras_cnn_2stage.json");
   const double single_ratio = per_micro_batch(single) / 170.5e-6;
   const double pipelined_ratio = per_micro_batch(pipelined) / 210e-6;
-  CHECK(single_ratio > 0.48);
-  CHECK(single_ratio < 0.59);
+  CHECK(single_ratio > 0.53);
+  CHECK(single_ratio < 0.65);
   CHECK(pipelined_ratio > 0.54);
   CHECK(pipelined_ratio < 0.66);
   // As measured, pipelining this small model is slower per micro-batch than one IPU.

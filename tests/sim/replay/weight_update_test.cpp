@@ -1,0 +1,124 @@
+// The weight-update phase with replicas: sharded optimizer state (reduce-scatter, the update
+// of a shard, all-gather), hierarchical collectives across IPU-Link domains, and the host
+// round trip that ends each weight update.
+
+#include <catch2/catch.hpp>
+
+#include "sim/core/config_file.hpp"
+#include "sim/machine/memory_category.hpp"
+#include "sim/replay/replay.hpp"
+#include "sim/report/report.hpp"
+
+using namespace ipusim;
+
+namespace {
+
+// Two stages of one dense layer each (160,400 fp32 parameters, 641,600 B of gradients and of
+// weights per IPU) under Adam (two fp32 moments: 1,283,200 B of state per IPU), on the ideal
+// hardware at 1 GHz with IPU-Links of 1 GB/s (2 GB/s a ring step over 2 up/down links) and
+// 100 cycles a step, and GW-Links of 0.5 GB/s and 1,000 cycles a step.
+nlohmann::json adam_replicas(int replicas, bool sharded) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const char* id : {"d0", "d1"}) {
+    layers.push_back({{"id", id},
+                      {"type", "dense"},
+                      {"units", 400},
+                      {"cycles", {{"forward", 1000}, {"backward", 2000}}}});
+  }
+  layers.push_back({{"id", "loss"},
+                    {"type", "softmax_cross_entropy"},
+                    {"cycles", {{"forward", 0}, {"backward", 0}}}});
+  return {{"model", {{"name", "pair"}, {"input", {{"shape", {400}}}}, {"layers", layers}}},
+          {"pipeline",
+           {{"splits", {"d1"}},
+            {"gradient_accumulation_count", 4},
+            {"replication_factor", replicas},
+            {"replicated_optimizer_state_sharding", sharded},
+            {"optimizer", {{"type", "adam"}, {"learning_rate", 0.001}}}}},
+          {"hardware",
+           {{"preset", "ideal"},
+            {"clock", "1 GHz"},
+            {"ipu_link", {{"bandwidth", "1 GB/s"}, {"latency_cycles", 100}}},
+            {"gw_link", {{"bandwidth", "0.5 GB/s"}, {"latency_cycles", 1000}}}}}};
+}
+
+sim::RunReport simulate(const nlohmann::json& config) {
+  const auto spec = sim::build_run_spec(core::ConfigDocument::from_json(config, "test.json"));
+  return sim::simulate(spec, {});
+}
+
+std::int64_t state_bytes(const sim::RunReport& report, int ipu) {
+  return report.replay.ipus[ipu].memory_at_peak.at(sim::MemoryCategory::kOptimizerState);
+}
+
+std::int64_t weight_update_phase(const sim::RunReport& report) {
+  return report.replay.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)];
+}
+
+}  // namespace
+
+TEST_CASE("sharded optimizer state keeps 1/R of the state on each replica's IPUs") {
+  const auto replicated = simulate(adam_replicas(4, false));
+  const auto sharded = simulate(adam_replicas(4, true));
+  for (int ipu : {0, 1}) {
+    CHECK(state_bytes(replicated, ipu) == 1'283'200);
+    CHECK(state_bytes(sharded, ipu) == 1'283'200 / 4);
+  }
+}
+
+TEST_CASE("with one replica sharding the optimizer state changes nothing") {
+  const auto replicated = simulate(adam_replicas(1, false));
+  const auto sharded = simulate(adam_replicas(1, true));
+  CHECK(state_bytes(sharded, 0) == 1'283'200);
+  CHECK(sharded.replay.step_cycles == replicated.replay.step_cycles);
+}
+
+TEST_CASE("sharded state: reduce-scatter, the shard's update, then all-gather of the weights") {
+  const auto replicated = simulate(adam_replicas(4, false));
+  const auto sharded = simulate(adam_replicas(4, true));
+  const auto& all = replicated.replay.weight_update;
+  // All-reduce of 641,600 B over 4 replicas: 6 steps of 160,400 B at 2 GB/s.
+  CHECK(all.reduce_scatter == 0);
+  CHECK(all.all_reduce == 6 * (100 + 80'200));
+  CHECK(all.all_gather == 0);
+  const auto& shard = sharded.replay.weight_update;
+  // 3 steps each of the gradients, then of the fp32 weights, 160,400 B a step.
+  CHECK(shard.reduce_scatter == 3 * (100 + 80'200));
+  CHECK(shard.all_reduce == 0);  // one IPU-Link domain: nothing between domains
+  CHECK(shard.all_gather == 3 * (100 + 80'200));
+  // Adam's 4 vector passes over 160,400 and 40,100 parameters on 1,472 tiles at 2/3 of an fp32
+  // element a cycle each: ceil(641,600 / 981.33) and ceil(160,400 / 981.33).
+  CHECK(all.update == 654);
+  CHECK(shard.update == 164);
+  CHECK(weight_update_phase(sharded) == shard.reduce_scatter + shard.update + shard.all_gather);
+}
+
+TEST_CASE("across IPU-Link domains the shard is all-reduced over the GW-Links") {
+  auto config = adam_replicas(4, true);
+  config["hardware"]["ipus_per_ild"] = 4;  // 2 domains of 2 replicas: the sharding group is 2
+  const auto report = simulate(config);
+  CHECK(state_bytes(report, 0) == 1'283'200 / 2);
+  const auto& parts = report.replay.weight_update;
+  CHECK(parts.reduce_scatter == 100 + 160'400);     // 1 step of 320,800 B at 2 GB/s
+  CHECK(parts.all_reduce == 2 * (1000 + 320'800));  // 2 steps of 160,400 B at 0.5 GB/s
+  CHECK(parts.all_gather == 100 + 160'400);
+}
+
+TEST_CASE("offloaded sharded state streams only the shard") {
+  auto config = adam_replicas(4, true);
+  config["pipeline"]["offload_weight_update_variables"] = true;
+  config["hardware"]["streaming_memory_bandwidth"] = "1 GB/s";
+  const auto report = simulate(config);
+  // The shard's 320,800 B of moments, read and written back at 1 B a cycle.
+  CHECK(report.replay.weight_update.state_stream == 641'600);
+  CHECK(report.replay.ipus[0].memory_at_peak.count(sim::MemoryCategory::kOptimizerState) == 0);
+}
+
+TEST_CASE("each weight update ends with one host round trip") {
+  auto config = adam_replicas(1, false);
+  const auto without = simulate(config);
+  config["hardware"]["sync"] = {{"host_round_trip_cycles", 5000}};
+  const auto with = simulate(config);
+  CHECK(with.replay.weight_update.host_round_trip == 5000);
+  CHECK(weight_update_phase(with) - weight_update_phase(without) == 5000);
+}
