@@ -127,11 +127,11 @@ TEST_CASE("LAMB's keys are checked, a misspelt one with the closest key") {
 TEST_CASE("the moments' dtypes are fp32 or fp16") {
   CHECK(override_error("pipeline.optimizer={\"type\": \"adam\", \"m_dtype\": \"fp8\"}") ==
         "error: --set pipeline.optimizer={\"type\": \"adam\", \"m_dtype\": \"fp8\"}: at "
-        "/pipeline/optimizer/m_dtype: unknown value 'fp8'; did you mean 'fp16'?\n");
+        "/pipeline/optimizer/m_dtype: unknown value 'fp8'; did you mean 'fp32'?\n");
   CHECK(override_error("pipeline.optimizer={\"type\": \"sgd\", \"v_dtype\": \"fp16\"}") ==
         "error: --set pipeline.optimizer={\"type\": \"sgd\", \"v_dtype\": \"fp16\"}: at "
         "/pipeline/optimizer/v_dtype: unknown key 'v_dtype'; the keys allowed here are "
-        "'type', 'learning_rate'\n");
+        "'type' or 'learning_rate'\n");
 }
 
 TEST_CASE("a stash dtype must be a known type and have a recomputing stash to act on") {

@@ -193,7 +193,7 @@ TEST_CASE("the optimizer state takes the moments' dtypes, on chip or in streamin
 // fp32 elements per sample, 32 samples per micro-batch.
 TEST_CASE("an fp8 stash keeps a byte per element and casts it before stashing and after") {
   const std::vector<std::string> sets = {
-      "pipeline.splits=[\"dense128\", \"dense32\"]",
+      "pipeline.splits=[\"dense128\", \"dense32\"]", "pipeline.gradient_accumulation_count=12",
       "pipeline.recomputation_mode=recompute_then_backpropagate"};
   auto fp8_sets = sets;
   fp8_sets.push_back("pipeline.stash_dtype=fp8");
