@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "sim/core/error.hpp"
 
@@ -14,10 +15,21 @@ std::int64_t state_elements_per_parameter(OptimizerConfig::Kind kind) {
     case OptimizerConfig::Kind::kMomentum:
       return 1;
     case OptimizerConfig::Kind::kAdam:
+    case OptimizerConfig::Kind::kLamb:
       return 2;
   }
   IPUSIM_CHECK(false);
   return 0;
+}
+
+std::int64_t state_bytes_per_parameter(const OptimizerConfig& config) {
+  if (state_elements_per_parameter(config.kind) < 2)
+    return 4 * state_elements_per_parameter(config.kind);
+  return dtype_bytes(config.m_dtype) + dtype_bytes(config.v_dtype);
+}
+
+bool takes_weight_decay(ParameterSpec::Role role) {
+  return role == ParameterSpec::Role::kWeight || role == ParameterSpec::Role::kEmbedding;
 }
 
 GradientAccumulator::GradientAccumulator(Shape shape, DType dtype, GradientReduction reduction)
@@ -53,8 +65,9 @@ void GradientAccumulator::reset() {
 Optimizer::Optimizer(OptimizerConfig config, DType weight_dtype)
     : config_(config), weight_dtype_(weight_dtype) {}
 
-OptimizerState Optimizer::initial_state(const Shape& shape) const {
+OptimizerState Optimizer::initial_state(const Shape& shape, bool weight_decay) const {
   OptimizerState state;
+  state.weight_decay = weight_decay;
   for (std::int64_t i = 0; i < state_elements_per_parameter(config_.kind); ++i)
     state.slots.emplace_back(shape);
   return state;
@@ -84,8 +97,25 @@ void Optimizer::apply(Tensor& parameter, const Tensor& gradient, OptimizerState&
     case OptimizerConfig::Kind::kAdam:
       apply_adam(parameter, gradient, state);
       break;
+    case OptimizerConfig::Kind::kLamb:
+      apply_lamb(parameter, gradient, state);
+      break;
   }
   round_to_dtype(parameter, weight_dtype_);
+}
+
+void Optimizer::update_moments(const Tensor& gradient, OptimizerState& state) const {
+  const float* g = gradient.data();
+  float* m = state.slots[0].data();
+  float* v = state.slots[1].data();
+  for (std::int64_t i = 0; i < gradient.elements(); ++i) {
+    const double gi = g[i];
+    m[i] = static_cast<float>(config_.beta1 * m[i] + (1.0 - config_.beta1) * gi);
+    v[i] = static_cast<float>(config_.beta2 * v[i] + (1.0 - config_.beta2) * gi * gi);
+  }
+  // The update reads the moments as stored, as PopART's AdamUpdater reads accl1 and accl2.
+  round_to_dtype(state.slots[0], config_.m_dtype);
+  round_to_dtype(state.slots[1], config_.v_dtype);
 }
 
 void Optimizer::apply_adam(Tensor& parameter, const Tensor& gradient, OptimizerState& state) const {
@@ -94,17 +124,42 @@ void Optimizer::apply_adam(Tensor& parameter, const Tensor& gradient, OptimizerS
   // Keras folds the bias correction into the learning rate and adds epsilon to sqrt(v) unscaled.
   if (config_.bias_correction)
     lr *= std::sqrt(1.0 - std::pow(config_.beta2, t)) / (1.0 - std::pow(config_.beta1, t));
+  update_moments(gradient, state);
   float* w = parameter.data();
-  const float* g = gradient.data();
-  float* m = state.slots[0].data();
-  float* v = state.slots[1].data();
+  const float* m = state.slots[0].data();
+  const float* v = state.slots[1].data();
   for (std::int64_t i = 0; i < parameter.elements(); ++i) {
-    const double gi = g[i];
-    m[i] = static_cast<float>(config_.beta1 * m[i] + (1.0 - config_.beta1) * gi);
-    v[i] = static_cast<float>(config_.beta2 * v[i] + (1.0 - config_.beta2) * gi * gi);
     const double update = lr * m[i] / (std::sqrt(static_cast<double>(v[i])) + config_.epsilon);
     w[i] = static_cast<float>(w[i] - update);
   }
+}
+
+// LAMB (You et al. 2020, the form of Graphcore's LAMBIpuOptimizer): the update
+// u = m_hat / (sqrt(v_hat) + epsilon) + weight_decay w is scaled per tensor by the trust ratio
+// ||w|| / ||u|| (1 when either norm is 0), then w -= learning_rate x ratio x u.
+void Optimizer::apply_lamb(Tensor& parameter, const Tensor& gradient, OptimizerState& state) const {
+  const double t = static_cast<double>(state.steps);
+  const double m_scale = config_.bias_correction ? 1.0 / (1.0 - std::pow(config_.beta1, t)) : 1.0;
+  const double v_scale = config_.bias_correction ? 1.0 / (1.0 - std::pow(config_.beta2, t)) : 1.0;
+  const double decay = state.weight_decay ? config_.weight_decay : 0.0;
+  update_moments(gradient, state);
+  float* w = parameter.data();
+  const float* m = state.slots[0].data();
+  const float* v = state.slots[1].data();
+  std::vector<double> update(static_cast<std::size_t>(parameter.elements()));
+  double w_squares = 0;
+  double u_squares = 0;
+  for (std::size_t i = 0; i < update.size(); ++i) {
+    const double wi = w[i];
+    update[i] = m[i] * m_scale / (std::sqrt(v[i] * v_scale) + config_.epsilon) + decay * wi;
+    w_squares += wi * wi;
+    u_squares += update[i] * update[i];
+  }
+  const double ratio =
+      w_squares > 0 && u_squares > 0 ? std::sqrt(w_squares) / std::sqrt(u_squares) : 1.0;
+  const double step = config_.learning_rate * ratio;
+  for (std::size_t i = 0; i < update.size(); ++i)
+    w[i] = static_cast<float>(w[i] - step * update[i]);
 }
 
 }  // namespace ipusim::models

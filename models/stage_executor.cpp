@@ -76,7 +76,8 @@ ParameterStore::ParameterStore(const Model& model, const TrainingOptions& option
     for (const ParameterSpec& parameter : specs)
       state.gradients.emplace_back(parameter.shape, options.accumulator_dtype, options.reduction);
     for (const ParameterSpec& parameter : owned)
-      state.optimizer.push_back(optimizer_.initial_state(parameter.shape));
+      state.optimizer.push_back(
+          optimizer_.initial_state(parameter.shape, takes_weight_decay(parameter.role)));
   }
 }
 

@@ -65,6 +65,9 @@ float round_to_fp16(float value) {
 void round_to_dtype(std::span<float> values, DType dtype) {
   if (dtype == DType::kFp32)
     return;
+  // Numeric mode never stores fp8: it refuses an fp8 stash (numeric_support) before a kernel
+  // runs.
+  IPUSIM_CHECK(dtype == DType::kFp16);
   for (float& value : values)
     value = round_to_fp16(value);
 }

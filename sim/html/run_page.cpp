@@ -44,6 +44,8 @@ std::string optimizer_name(const models::OptimizerConfig& optimizer) {
       return "SGD with momentum";
     case models::OptimizerConfig::Kind::kAdam:
       return "Adam";
+    case models::OptimizerConfig::Kind::kLamb:
+      return "LAMB";
   }
   return "";
 }

@@ -15,25 +15,44 @@ namespace {
 using models::Model;
 using schedules::StashKind;
 
-// The weight update as vector work over the parameters: SGD one pass (w -= lr g), momentum two
-// (velocity, weights), Adam four (two moments, the square root and divide, the weights). Each
-// pass is a compute set over every tile; the optimizer state is fp32.
-models::Operation weight_update_operation(models::OptimizerConfig::Kind kind, double params) {
-  int passes = 1;
+// The weight update as vector work over the parameters, computed in fp32 as Graphcore's
+// optimizers do (LAMBIpuOptimizer's optimizer_compute_precisions default to fp32). Elementwise
+// passes: SGD one (w -= lr g), momentum two (velocity, weights), Adam four (two moments, the
+// square root and divide, the weights); LAMB is Adam's plus one scaling the update by its trust
+// ratio. Each pass is a compute set over every tile.
+constexpr int kAdamUpdatePasses = 4;
+constexpr int kTrustRatioScalePasses = 1;
+// LAMB's trust ratio ||w|| / ||u|| needs two squared norms per parameter tensor, fp32
+// reductions over all its elements. A reduction across tiles takes two compute sets (partial
+// sums on each tile, then their sum), as the layer norm's statistics do.
+constexpr int kLambNormReductions = 2;
+constexpr int kComputeSetsPerNormReduction = 2;
+
+int elementwise_update_passes(models::OptimizerConfig::Kind kind) {
   switch (kind) {
     case models::OptimizerConfig::Kind::kSgd:
-      passes = 1;
-      break;
+      return 1;
     case models::OptimizerConfig::Kind::kMomentum:
-      passes = 2;
-      break;
+      return 2;
     case models::OptimizerConfig::Kind::kAdam:
-      passes = 4;
-      break;
+      return kAdamUpdatePasses;
+    case models::OptimizerConfig::Kind::kLamb:
+      return kAdamUpdatePasses + kTrustRatioScalePasses;
   }
+  return 1;
+}
+
+std::vector<models::Operation> weight_update_operations(models::OptimizerConfig::Kind kind,
+                                                        double params) {
+  const int passes = elementwise_update_passes(kind);
   models::Operation update{"optimizer", models::OpClass::kElementwise, 2, {}, {}};
   update.forward = {params * passes, params * passes, 0, passes};
-  return update;
+  if (kind != models::OptimizerConfig::Kind::kLamb)
+    return {update};
+  models::Operation norms{"trust_ratio_norms", models::OpClass::kReduction, 2, {}, {}};
+  const double elements = params * kLambNormReductions;
+  norms.forward = {elements, elements, 0, kLambNormReductions * kComputeSetsPerNormReduction};
+  return {update, norms};
 }
 
 // The bytes of one sample of the tensor produced by `layer` (-1: the model input).
@@ -74,53 +93,98 @@ Placement place(const RunSpec& spec) {
   return p;
 }
 
-// Bytes per sample that enter a sub-stage from outside it (the model input or other stages).
-std::int64_t external_input_bytes(const RunSpec& spec, const std::vector<int>& layers) {
+// Bytes per sample that enter a sub-stage from outside it: the model input, and the outputs of
+// layers in other stages.
+struct ExternalInputs {
+  std::int64_t model_input = 0;
+  std::int64_t activations = 0;
+};
+
+ExternalInputs external_inputs(const RunSpec& spec, const std::vector<int>& layers) {
   std::set<int> inside(layers.begin(), layers.end());
   std::set<int> seen;
-  std::int64_t bytes = 0;
+  ExternalInputs bytes;
   for (int layer : layers) {
     for (int producer : producers(spec.model, layer)) {
       if (inside.count(producer) || !seen.insert(producer).second)
         continue;
-      bytes += tensor_bytes(spec, producer);
+      (producer < 0 ? bytes.model_input : bytes.activations) += tensor_bytes(spec, producer);
     }
   }
   return bytes;
 }
 
-// One micro-batch's stash of `layers` under `kind`: per-sample activations times the batch, plus
-// the dropout seeds, which no recomputation can recreate.
-std::int64_t stash_bytes(const RunSpec& spec, const std::vector<int>& layers, StashKind kind) {
-  std::int64_t saved = 0;
+bool recomputes(StashKind kind) {
+  return kind == StashKind::kStageInputs || kind == StashKind::kCheckpoints;
+}
+
+// What one sample's stash entry of `layers` under `kind` holds, in the compute dtype: the model
+// input it stashes as read (token ids stay exact), and activations. The dropout seeds, which no
+// recomputation can recreate, are per micro-batch.
+struct StashContent {
+  std::int64_t model_input = 0;
+  std::int64_t activations = 0;
   std::int64_t seeds = 0;
+};
+
+StashContent stash_content(const RunSpec& spec, const std::vector<int>& layers, StashKind kind) {
+  StashContent content;
+  std::int64_t saved = 0;
   std::int64_t checkpoints = 0;
   for (int layer : layers) {
     const auto& info = spec.model.info[layer];
     saved += info.saved_bytes;
-    seeds += info.seed_bytes;
+    content.seeds += info.seed_bytes;
     if (spec.model.layers[layer].checkpoint)
       checkpoints += info.saved_bytes;
   }
-  std::int64_t per_sample = 0;
-  switch (kind) {
-    case StashKind::kNone:
-      return 0;
-    case StashKind::kActivations:
-      per_sample = saved;
-      break;
-    case StashKind::kStageInputs:
-      per_sample = external_input_bytes(spec, layers);
-      break;
-    case StashKind::kCheckpoints:
-      per_sample = external_input_bytes(spec, layers) + checkpoints;
-      break;
+  if (kind == StashKind::kNone)
+    return {};
+  if (kind == StashKind::kActivations) {
+    content.activations = saved;
+    return content;
   }
-  return per_sample * spec.pipeline.micro_batch_size + seeds;
+  const ExternalInputs inputs = external_inputs(spec, layers);
+  content.model_input = inputs.model_input;
+  content.activations =
+      inputs.activations + (kind == StashKind::kCheckpoints ? checkpoints : std::int64_t{0});
+  return content;
 }
 
-bool recomputes(StashKind kind) {
-  return kind == StashKind::kStageInputs || kind == StashKind::kCheckpoints;
+// Elements per sample that a recomputing stash casts to stash_dtype before it stashes them and
+// back after it reads them (PopART BERT's activation_checkpoint_dtype: the checkpoints' outputs
+// only, so not the model input); 0 when the stash keeps the compute dtype.
+std::int64_t cast_elements(const RunSpec& spec, const StashContent& content, StashKind kind) {
+  if (!recomputes(kind) || spec.pipeline.stash_dtype == spec.pipeline.dtype)
+    return 0;
+  return content.activations / models::dtype_bytes(spec.pipeline.dtype);
+}
+
+// One micro-batch's stash of `layers` under `kind`.
+std::int64_t stash_bytes(const RunSpec& spec, const std::vector<int>& layers, StashKind kind) {
+  const StashContent content = stash_content(spec, layers, kind);
+  const std::int64_t cast = cast_elements(spec, content, kind);
+  const std::int64_t activations =
+      cast > 0 ? cast * models::dtype_bytes(spec.pipeline.stash_dtype) : content.activations;
+  return (content.model_input + activations) * spec.pipeline.micro_batch_size + content.seeds;
+}
+
+// The casts around a stash in another dtype: one vector pass over its elements before the
+// stash (in the forward) and one after (in the recomputation, which reads it), in the compute
+// dtype, as PopART's CastToFp8 and CastFromFp8 run.
+std::optional<models::Operation> stash_cast_operation(const RunSpec& spec,
+                                                      const std::vector<int>& layers,
+                                                      StashKind kind) {
+  const double elements = double(cast_elements(spec, stash_content(spec, layers, kind), kind));
+  if (elements == 0)
+    return std::nullopt;
+  models::Operation cast{"cast_" + models::dtype_name(spec.pipeline.stash_dtype),
+                         models::OpClass::kElementwise,
+                         1,
+                         {},
+                         {}};
+  cast.forward = {elements, elements, 0, 1};
+  return cast;
 }
 
 // The cost of `op` per micro-batch. A recomputing stage runs a clone of the forward, with its
@@ -255,7 +319,7 @@ std::int64_t shard_of(std::int64_t total, int group) {
 // parameters per IPU.
 std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model) {
   const auto& p = spec.pipeline;
-  const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
+  const auto state_bytes = models::state_bytes_per_parameter(p.optimizer);
   const int group = sharding_group(spec);
   std::vector<std::int64_t> params(std::size_t(p.ipus_per_replica()), 0);
   for (const auto& stage : p.stages) {
@@ -272,10 +336,10 @@ std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model
         if (p.training) {
           items.push_back({MemoryCategory::kGradientAccumulators, "gradient accumulators of " + id,
                            n * models::dtype_bytes(p.gradient_accumulation_dtype)});
-          if (state_elements > 0) {
+          if (state_bytes > 0) {
             auto& where = p.offload_weight_update_variables ? model.streaming_memory[ipu] : items;
             where.push_back({MemoryCategory::kOptimizerState, "optimizer state of " + id,
-                             shard_of(n * state_elements * 4, group)});
+                             shard_of(n * state_bytes, group)});
           }
         }
         params[ipu] += n;
@@ -290,16 +354,15 @@ std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model
 // sharded state each replica updates and streams only its shard of the parameters.
 void add_weight_update(const RunSpec& spec, int ipu, std::int64_t params, CostModel& model) {
   const auto& p = spec.pipeline;
-  const auto state_elements = models::state_elements_per_parameter(p.optimizer.kind);
   const std::int64_t shard = shard_of(params, sharding_group(spec));
   if (shard > 0) {
-    const auto update = weight_update_operation(p.optimizer.kind, double(shard));
-    model.weight_update_cycles[ipu] =
-        cost_pass(spec.hardware, models::DType::kFp32, update.op_class, update.forward, 1).cycles;
+    for (const auto& update : weight_update_operations(p.optimizer.kind, double(shard)))
+      model.weight_update_cycles[ipu] +=
+          cost_pass(spec.hardware, models::DType::kFp32, update.op_class, update.forward, 1).cycles;
   }
   if (p.offload_weight_update_variables)
-    model.offload_bytes[ipu] =
-        core::checked_mul(shard, state_elements * 4 * 2, "optimizer state byte count");
+    model.offload_bytes[ipu] = core::checked_mul(
+        shard, models::state_bytes_per_parameter(p.optimizer) * 2, "optimizer state byte count");
   model.gradient_bytes[ipu] = core::checked_mul(
       params, models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
   model.weight_bytes[ipu] =
@@ -373,6 +436,11 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
     cost.backward_flops += info.backward_flops * batch;
     cost.live_bytes += info.activation_bytes * spec.pipeline.micro_batch_size;
     cost.params += info.params;
+  }
+  if (const auto cast = stash_cast_operation(spec, layers, stash)) {
+    auto op = price(spec, "stash_fifo", *cast, true);
+    cost.forward_cycles += op.forward.cycles;
+    cost.operations.push_back(std::move(op));
   }
   cost.recompute_cycles = cost.forward_cycles;
   cost.stash_bytes = stash_bytes(spec, layers, stash);

@@ -136,6 +136,16 @@ NumericSupport numeric_support(const RunSpec& spec) {
             "numeric mode runs one replica, but replication_factor is " +
                 std::to_string(spec.pipeline.replication_factor)};
   }
+  // Rounding the stash would part the pipelined run from its one-device reference, which keeps
+  // no stash, so the bit-identity check could not hold.
+  const auto& p = spec.pipeline;
+  if (models::dtype_bytes(p.stash_dtype) < models::dtype_bytes(p.dtype)) {
+    return {false, spec.source_of("/pipeline/stash_dtype"), "/pipeline/stash_dtype",
+            "numeric mode keeps the stash in the compute dtype (" + models::dtype_name(p.dtype) +
+                ") and does not round it to " + models::dtype_name(p.stash_dtype) +
+                ": stash_dtype " + models::dtype_name(p.stash_dtype) +
+                " is priced (memory, casts) but not computed"};
+  }
   const models::Layer& loss = spec.model.layers.back();
   if (const std::string mismatch = label_mismatch(spec); !mismatch.empty())
     return {false, loss.file.empty() ? spec.config_path : loss.file, loss.pointer, mismatch};

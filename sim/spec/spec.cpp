@@ -33,6 +33,7 @@ const std::vector<std::string> kPipelineKeys = {"splits",
                                                 "offload_weight_update_variables",
                                                 "replicated_optimizer_state_sharding",
                                                 "offload_activations",
+                                                "stash_dtype",
                                                 "gradient_accumulation_dtype",
                                                 "gradient_accumulation_reduction",
                                                 "optimizer",
@@ -57,6 +58,14 @@ models::DType read_dtype(const ConfigNode& node) {
   return node.as_enum({"fp32", "fp16"}) == "fp16" ? models::DType::kFp16 : models::DType::kFp32;
 }
 
+// The stash may also be fp8: a storage type only, cast to and from around the FIFO.
+models::DType read_stash_dtype(const ConfigNode& node) {
+  const auto name = node.as_enum({"fp32", "fp16", "fp8"});
+  return name == "fp8"    ? models::DType::kFp8
+         : name == "fp16" ? models::DType::kFp16
+                          : models::DType::kFp32;
+}
+
 double read_positive_number(const ConfigNode& node) {
   const double value = node.as_number();
   if (!(value > 0) || value > 1e6)
@@ -71,25 +80,42 @@ double read_share(const ConfigNode& node) {
   return value;
 }
 
-models::OptimizerConfig read_optimizer(const ConfigNode* node) {
-  models::OptimizerConfig optimizer;
-  optimizer.kind = models::OptimizerConfig::Kind::kSgd;
-  optimizer.learning_rate = 0.01;
-  if (!node)
-    return optimizer;
-  const auto type = node->at("type").as_enum({"sgd", "momentum", "adam"});
+// The keys each optimizer type takes. Adam and LAMB store their moments in m_dtype and v_dtype,
+// the names of Graphcore's TF AdamIpuOptimizer and LAMBIpuOptimizer (ipu_tensorflow_addons).
+std::vector<std::string> optimizer_keys(const std::string& type) {
   if (type == "sgd")
-    node->expect_only_keys({"type", "learning_rate"});
+    return {"type", "learning_rate"};
   if (type == "momentum")
-    node->expect_only_keys({"type", "learning_rate", "momentum"});
-  if (type == "adam") {
-    node->expect_only_keys(
-        {"type", "learning_rate", "beta1", "beta2", "epsilon", "bias_correction"});
+    return {"type", "learning_rate", "momentum"};
+  std::vector<std::string> keys = {"type",    "learning_rate",   "beta1",   "beta2",
+                                   "epsilon", "bias_correction", "m_dtype", "v_dtype"};
+  if (type == "lamb")
+    keys.push_back("weight_decay");
+  return keys;
+}
+
+// Defaults of the rule: Keras' for SGD, momentum and Adam; for LAMB those of Graphcore's
+// LAMBIpuOptimizer (learning rate 0.001, epsilon 1e-6, weight decay rate 0, debiasing on).
+models::OptimizerConfig optimizer_defaults(const std::string& type) {
+  using Kind = models::OptimizerConfig::Kind;
+  models::OptimizerConfig optimizer;
+  optimizer.kind = type == "lamb"       ? Kind::kLamb
+                   : type == "adam"     ? Kind::kAdam
+                   : type == "momentum" ? Kind::kMomentum
+                                        : Kind::kSgd;
+  if (type == "adam" || type == "lamb")
     optimizer.learning_rate = 0.001;
-  }
-  optimizer.kind = type == "adam"       ? models::OptimizerConfig::Kind::kAdam
-                   : type == "momentum" ? models::OptimizerConfig::Kind::kMomentum
-                                        : models::OptimizerConfig::Kind::kSgd;
+  if (type == "lamb")
+    optimizer.epsilon = 1e-6;
+  return optimizer;
+}
+
+models::OptimizerConfig read_optimizer(const ConfigNode* node) {
+  if (!node)
+    return optimizer_defaults("sgd");
+  const auto type = node->at("type").as_enum({"sgd", "momentum", "adam", "lamb"});
+  node->expect_only_keys(optimizer_keys(type));
+  models::OptimizerConfig optimizer = optimizer_defaults(type);
   if (auto v = node->find("learning_rate"))
     optimizer.learning_rate = read_positive_number(*v);
   if (auto v = node->find("momentum"))
@@ -100,6 +126,12 @@ models::OptimizerConfig read_optimizer(const ConfigNode* node) {
     optimizer.beta2 = read_share(*v);
   if (auto v = node->find("epsilon"))
     optimizer.epsilon = read_positive_number(*v);
+  if (auto v = node->find("weight_decay"))
+    optimizer.weight_decay = read_share(*v);
+  if (auto v = node->find("m_dtype"))
+    optimizer.m_dtype = read_dtype(*v);
+  if (auto v = node->find("v_dtype"))
+    optimizer.v_dtype = read_dtype(*v);
   optimizer.bias_correction = node->get_bool("bias_correction", true);
   return optimizer;
 }
@@ -122,6 +154,8 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   spec.gradient_accumulation_dtype = pipeline.find("gradient_accumulation_dtype")
                                          ? read_dtype(pipeline.at("gradient_accumulation_dtype"))
                                          : spec.dtype;
+  spec.stash_dtype =
+      pipeline.find("stash_dtype") ? read_stash_dtype(pipeline.at("stash_dtype")) : spec.dtype;
   spec.gradient_accumulation_mean =
       pipeline.get_enum("gradient_accumulation_reduction", "mean", {"mean", "sum"}) == "mean";
   const auto optimizer = pipeline.find("optimizer");
@@ -288,6 +322,31 @@ void check_replica_layout(const RunSpec& spec, const ConfigNode& root) {
     root.at("pipeline").at("replication_factor").fail(error);
 }
 
+// A stash dtype other than the compute dtype acts on the stashes that recomputation reads back
+// (stage inputs and checkpoints, PopART BERT's activation_checkpoint_dtype); a run with none
+// would ignore it.
+void check_stash_dtype(const RunSpec& spec, const ConfigNode& root) {
+  if (spec.pipeline.stash_dtype == spec.pipeline.dtype)
+    return;
+  const auto kinds = spec.schedule->stash_kind();
+  if (std::any_of(kinds.begin(), kinds.end(), [](schedules::StashKind kind) {
+        return kind == schedules::StashKind::kStageInputs ||
+               kind == schedules::StashKind::kCheckpoints;
+      }))
+    return;
+  const std::string what =
+      "stash_dtype sets the type of the stage inputs and checkpoints a recomputing pipeline "
+      "stashes, and ";
+  const auto node = root.at("pipeline").at("stash_dtype");
+  if (!spec.pipeline.training)
+    node.fail(what + "an inference pipeline stashes nothing");
+  node.fail(what + "this run stashes none (recomputation_mode " +
+            recomputation_mode_names()[std::size_t(spec.pipeline.recomputation)] + " under the " +
+            spec.schedule->name() +
+            " schedule): use recompute_then_backpropagate, "
+            "recompute_and_backpropagate_interleaved or auto");
+}
+
 }  // namespace
 
 std::vector<int> StageSpec::layers() const {
@@ -385,6 +444,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
   spec.schedule = build_schedule(spec, root);
   check_offload_activations(spec, root);
   check_replica_layout(spec, root);
+  check_stash_dtype(spec, root);
   return spec;
 }
 

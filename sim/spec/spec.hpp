@@ -45,6 +45,8 @@ struct PipelineSpec {
   bool replicated_optimizer_state_sharding = false;
   models::DType dtype = models::DType::kFp32;
   models::DType gradient_accumulation_dtype = models::DType::kFp32;
+  // The recomputation stashes' element type (stage inputs and checkpoints); fp8 only here.
+  models::DType stash_dtype = models::DType::kFp32;
   bool gradient_accumulation_mean = true;  // "mean" divides the sum by M; "sum" does not
   models::OptimizerConfig optimizer;
   bool relaxed_divisibility = false;

@@ -105,7 +105,7 @@ std::int64_t SplitPricer::bytes_per_parameter() const {
   if (p.training) {
     bytes += models::dtype_bytes(p.gradient_accumulation_dtype);
     if (!p.offload_weight_update_variables)
-      bytes += models::state_elements_per_parameter(p.optimizer.kind) * 4;
+      bytes += models::state_bytes_per_parameter(p.optimizer);
   }
   return bytes;
 }

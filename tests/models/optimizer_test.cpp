@@ -109,3 +109,74 @@ TEST_CASE("an fp16 accumulator rounds after every add, so small gradients can va
   CHECK(fp16.result()[0] == 1.0f);
   CHECK(fp32.result()[0] == 1.001953125f);
 }
+
+TEST_CASE("LAMB keeps two moments, in the dtypes it is given") {
+  CHECK(state_elements_per_parameter(Kind::kLamb) == 2);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kLamb}) == 8);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kLamb, .m_dtype = DType::kFp16}) == 6);
+  CHECK(state_bytes_per_parameter(
+            {.kind = Kind::kAdam, .m_dtype = DType::kFp16, .v_dtype = DType::kFp16}) == 4);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kMomentum}) == 4);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kSgd}) == 0);
+}
+
+TEST_CASE("LAMB decays weights and embeddings, not biases and normalisation parameters") {
+  CHECK(takes_weight_decay(ParameterSpec::Role::kWeight));
+  CHECK(takes_weight_decay(ParameterSpec::Role::kEmbedding));
+  CHECK_FALSE(takes_weight_decay(ParameterSpec::Role::kBias));
+  CHECK_FALSE(takes_weight_decay(ParameterSpec::Role::kScale));
+}
+
+// w = [3, 4] (norm 5), g = [0.5, -0.5]. At step 1 the bias-corrected moments are m = g and
+// v = g^2, so m / (sqrt(v) + epsilon) = g / (|g| + 0.5) = [0.5, -0.5] with epsilon 0.5.
+TEST_CASE("one LAMB step scales the decayed Adam update by the trust ratio ||w|| / ||u||") {
+  const OptimizerConfig config{
+      .kind = Kind::kLamb, .learning_rate = 0.01, .epsilon = 0.5, .weight_decay = 0.1};
+  const Optimizer optimizer(config);
+  const Tensor gradient({2}, std::vector<float>{0.5f, -0.5f});
+  SECTION("a weight: u = [0.5, -0.5] + 0.1 [3, 4] = [0.8, -0.1], ratio 5 / sqrt(0.65)") {
+    Tensor w({2}, std::vector<float>{3.0f, 4.0f});
+    OptimizerState state = optimizer.initial_state(w.shape());
+    optimizer.apply(w, gradient, state);
+    CHECK(w[0] == 2.95038605f);  // 3 - 0.01 x 6.2017367 x 0.8
+    CHECK(w[1] == 4.00620174f);  // 4 + 0.01 x 6.2017367 x 0.1
+  }
+  SECTION("a bias is not decayed: u = [0.5, -0.5], ratio 5 / sqrt(0.5)") {
+    Tensor w({2}, std::vector<float>{3.0f, 4.0f});
+    OptimizerState state = optimizer.initial_state(w.shape(), false);
+    optimizer.apply(w, gradient, state);
+    CHECK(w[0] == 2.96464467f);  // 3 - 0.01 x 7.0710678 x 0.5
+    CHECK(w[1] == 4.03535557f);
+  }
+  SECTION("a tensor of norm 0 (a bias at its start) takes the ratio 1") {
+    Tensor w({2}, 0.0f);
+    OptimizerState state = optimizer.initial_state(w.shape(), false);
+    optimizer.apply(w, gradient, state);
+    CHECK(w[0] == -0.005f);
+    CHECK(w[1] == 0.005f);
+  }
+}
+
+TEST_CASE("LAMB without bias correction uses the raw moments, as PopART's LambNoBias does") {
+  // m = 0.1 g, v = 0.001 g^2: m / (sqrt(v) + 0.5) = ±0.05 / (0.0158114 + 0.5) = ±0.0969347;
+  // u = [0.3969347, 0.3030653], ratio 5 / 0.4994054 = 10.0119068.
+  const Optimizer optimizer({.kind = Kind::kLamb,
+                             .learning_rate = 0.01,
+                             .epsilon = 0.5,
+                             .bias_correction = false,
+                             .weight_decay = 0.1});
+  Tensor w({2}, std::vector<float>{3.0f, 4.0f});
+  OptimizerState state = optimizer.initial_state(w.shape());
+  optimizer.apply(w, Tensor({2}, std::vector<float>{0.5f, -0.5f}), state);
+  CHECK(w[0] == 2.96025920f);
+  CHECK(w[1] == 3.96965742f);
+}
+
+TEST_CASE("moments kept in fp16 are rounded to binary16 after every update") {
+  const Optimizer optimizer({.kind = Kind::kAdam, .learning_rate = 0.001, .m_dtype = DType::kFp16});
+  Tensor w({1}, 1.0f);
+  OptimizerState state = optimizer.initial_state(w.shape());
+  optimizer.apply(w, Tensor({1}, 0.5f), state);
+  CHECK(state.slots[0][0] == 0.04998779296875f);  // 0.05, the nearest half below
+  CHECK(state.slots[1][0] == 0.00025f);           // v stays fp32
+}

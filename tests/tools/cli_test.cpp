@@ -113,6 +113,45 @@ TEST_CASE("an unknown schedule suggests the closest schedule") {
         "value 'groupd'; did you mean 'grouped'?\n");
 }
 
+TEST_CASE("LAMB's keys are checked, a misspelt one with the closest key") {
+  CHECK(override_error("pipeline.optimizer={\"type\": \"lamb\", \"weight_decay_rate\": 0.01}") ==
+        "error: --set pipeline.optimizer={\"type\": \"lamb\", \"weight_decay_rate\": 0.01}: at "
+        "/pipeline/optimizer/weight_decay_rate: unknown key 'weight_decay_rate'; did you mean "
+        "'weight_decay'?\n");
+  CHECK(override_error("pipeline.optimizer={\"type\": \"lamb\", \"weight_decay\": 1.5}") ==
+        "error: --set pipeline.optimizer={\"type\": \"lamb\", \"weight_decay\": 1.5}: at "
+        "/pipeline/optimizer/weight_decay: expected a number in [0, 1)\n");
+  CHECK(override_error("pipeline.optimizer={\"type\": \"lam\"}") ==
+        "error: --set pipeline.optimizer={\"type\": \"lam\"}: at /pipeline/optimizer/type: "
+        "unknown value 'lam'; did you mean 'lamb'?\n");
+}
+
+TEST_CASE("the moments' dtypes are fp32 or fp16") {
+  CHECK(override_error("pipeline.optimizer={\"type\": \"adam\", \"m_dtype\": \"fp8\"}") ==
+        "error: --set pipeline.optimizer={\"type\": \"adam\", \"m_dtype\": \"fp8\"}: at "
+        "/pipeline/optimizer/m_dtype: unknown value 'fp8'; did you mean 'fp32'?\n");
+  CHECK(override_error("pipeline.optimizer={\"type\": \"sgd\", \"v_dtype\": \"fp16\"}") ==
+        "error: --set pipeline.optimizer={\"type\": \"sgd\", \"v_dtype\": \"fp16\"}: at "
+        "/pipeline/optimizer/v_dtype: unknown key 'v_dtype'; the keys allowed here are "
+        "'type' or 'learning_rate'\n");
+}
+
+TEST_CASE("a stash dtype must be a known type and have a recomputing stash to act on") {
+  CHECK(override_error("pipeline.stash_dtype=bf16") ==
+        "error: --set pipeline.stash_dtype=bf16: at /pipeline/stash_dtype: unknown value 'bf16'; "
+        "did you mean 'fp16'?\n");
+  CHECK(override_error("pipeline.stash_dtype=fp8") ==
+        "error: --set pipeline.stash_dtype=fp8: at /pipeline/stash_dtype: stash_dtype sets the "
+        "type of the stage inputs and checkpoints a recomputing pipeline stashes, and this run "
+        "stashes none (recomputation_mode none under the grouped schedule): use "
+        "recompute_then_backpropagate, recompute_and_backpropagate_interleaved or auto\n");
+  const auto fp8 =
+      run_ipusim({"validate", kBaseConfig, "--set", "pipeline.stash_dtype=fp8", "--set",
+                  "pipeline.recomputation_mode=recompute_then_backpropagate"});
+  CHECK(fp8.err.empty());
+  CHECK(fp8.code == 0);
+}
+
 TEST_CASE("an unknown layer type names the file and the layer and suggests a type") {
   const auto result = run_ipusim({"validate", "tests/tools/data/unknown_type.json"});
   CHECK(result.code == 2);

@@ -154,3 +154,63 @@ TEST_CASE("a layer tied to an embedding on another IPU holds a copy and exchange
   const auto shipped = sim::build_cost_model(load("configs/bert_tiny_4ipu.json"));
   CHECK(shipped.tied_exchange_bytes == std::vector<std::int64_t>{0, 0, 0, 0});
 }
+
+// IPU1 of the TF1 MLP holds dense32 and logits, 2,410 parameters, on gc200 (fp32 vector unit 2
+// elements a tile-cycle, compute set 240 cycles, exchange 100 + bytes / (4 x tiles)).
+TEST_CASE("LAMB's weight update is Adam's plus a trust-ratio scale and two norm reductions") {
+  const auto adam = sim::build_cost_model(load("configs/tf1_mnist_2ipu.json"));
+  const auto lamb = sim::build_cost_model(
+      load("configs/tf1_mnist_2ipu.json", {"pipeline.optimizer={\"type\": \"lamb\"}"}));
+  // Adam: 4 elementwise passes, 9,640 elements on 38 tiles (256 each at least, efficiency 1/3):
+  // 960 + 400 + 38,560 / 152 + 9,640 / (38 x 2 / 3) = 1994.2 -> 1,995.
+  CHECK(adam.weight_update_cycles[1] == 1995);
+  // LAMB: 5 elementwise passes, 12,050 elements on 48 tiles: 1,200 + 500 + 48,200 / 192 +
+  // 12,050 / 32 = 2327.6 -> 2,328; the squared norms of w and u, a reduction of 4,820 elements
+  // in 4 compute sets on 19 tiles (efficiency 0.11): 960 + 400 + 19,280 / 76 + 4,820 / 4.18 =
+  // 2766.8 -> 2,767.
+  CHECK(lamb.weight_update_cycles[1] == 2328 + 2767);
+  CHECK(lamb.weight_update_cycles[1] - adam.weight_update_cycles[1] == 3100);
+}
+
+TEST_CASE("the optimizer state takes the moments' dtypes, on chip or in streaming memory") {
+  const auto state_bytes = [](const std::vector<sim::MemoryItem>& items) {
+    std::int64_t bytes = 0;
+    for (const auto& item : items)
+      bytes += item.category == sim::MemoryCategory::kOptimizerState ? item.bytes : 0;
+    return bytes;
+  };
+  const std::string lamb = "pipeline.optimizer={\"type\": \"lamb\", \"m_dtype\": \"fp16\"}";
+  const auto on_chip = sim::build_cost_model(load("configs/tf1_mnist_2ipu.json", {lamb}));
+  CHECK(state_bytes(on_chip.static_memory[1]) == 2410 * (2 + 4));
+  const auto offloaded = sim::build_cost_model(
+      load("configs/tf1_mnist_2ipu.json", {lamb, "pipeline.offload_weight_update_variables=true"}));
+  CHECK(state_bytes(offloaded.static_memory[1]) == 0);
+  CHECK(state_bytes(offloaded.streaming_memory[1]) == 2410 * 6);
+  CHECK(offloaded.offload_bytes[1] == 2410 * 6 * 2);  // streamed in and back out
+}
+
+// Three stages (splits dense128, dense32) recomputing: stage 1 stashes dense256's output, 256
+// fp32 elements per sample, 32 samples per micro-batch.
+TEST_CASE("an fp8 stash keeps a byte per element and casts it before stashing and after") {
+  const std::vector<std::string> sets = {
+      "pipeline.splits=[\"dense128\", \"dense32\"]", "pipeline.gradient_accumulation_count=12",
+      "pipeline.recomputation_mode=recompute_then_backpropagate"};
+  auto fp8_sets = sets;
+  fp8_sets.push_back("pipeline.stash_dtype=fp8");
+  const auto fp32 = sim::build_cost_model(load("configs/tf1_mnist_2ipu.json", sets));
+  const auto fp8 = sim::build_cost_model(load("configs/tf1_mnist_2ipu.json", fp8_sets));
+  CHECK(fp32.stages[1][0].stash_bytes == 256 * 4 * 32);
+  CHECK(fp8.stages[1][0].stash_bytes == 256 * 32);
+  // The model input that stage 0 stashes is data, never cast.
+  CHECK(fp8.stages[0][0].stash_bytes == fp32.stages[0][0].stash_bytes);
+  // A cast of 8,192 fp32 elements on 32 tiles: 240 + 100 + 32,768 / 128 + 8,192 / (32 x 2 / 3)
+  // = 980 cycles, in the forward and again in the recomputation that reads the stash.
+  const auto& cast = fp8.stages[1][0].operations.back();
+  CHECK(cast.layer == "stash_fifo");
+  CHECK(cast.name == "cast_fp8");
+  CHECK(cast.forward.cycles == 980);
+  CHECK(cast.recompute_cycles == 980);
+  CHECK(fp8.stages[1][0].forward_cycles == fp32.stages[1][0].forward_cycles + 980);
+  CHECK(fp8.stages[1][0].recompute_cycles == fp32.stages[1][0].recompute_cycles + 980);
+  CHECK(fp8.stages[1][0].backward_cycles == fp32.stages[1][0].backward_cycles);
+}
