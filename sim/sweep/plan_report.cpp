@@ -55,7 +55,7 @@ std::string counted_header(const RunSpec& spec) {
   return types.size() == 1 ? types.front() + " layers per IPU" : "attention/FFN halves per IPU";
 }
 
-// A stage's count of each counted type, joined by '/'; -1 when it has none of them.
+// A stage's count of each counted type, joined by '/'; `none` says whether all are 0.
 std::string stage_count(const RunSpec& spec, const std::vector<std::string>& types,
                         const std::vector<int>& layers, bool& none) {
   std::string out;

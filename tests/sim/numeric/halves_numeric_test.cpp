@@ -199,3 +199,27 @@ TEST_CASE("the shipped tiny BERT of halves is bert_tiny's encoders written as ha
     CHECK(shipped.pipeline.stages[k].layers() == made.pipeline.stages[k].layers());
   CHECK(shipped.pipeline.device_mapping() == made.pipeline.device_mapping());
 }
+
+TEST_CASE("explicit stages may part an encoder's halves, but not put the FFN half first") {
+  const std::string head = R"(["rows","ids_row","ids","types_row","types","mask_row","mask",)"
+                           R"("embeddings",)";
+  const std::string tail =
+      R"(["encoder3_attention","encoder3_ffn","encoder4_attention"],["encoder4_ffn"],)"
+      R"(["mlm_transform","mlm_norm","mlm_decoder","loss"]])";
+  const auto with_stages = [&](const std::string& stages) {
+    return sim::load_run_spec("configs/bert_tiny_halves_4ipu.json",
+                              {core::parse_set_argument("pipeline.splits=null"),
+                               core::parse_set_argument("pipeline.stages=" + stages)});
+  };
+  const auto spec = with_stages("[" + head +
+                                R"("encoder1_attention"],["encoder1_ffn","encoder2_attention",)"
+                                R"("encoder2_ffn"],)" +
+                                tail);
+  CHECK(spec.pipeline.stages.at(1).layers().front() == spec.model.index_of("encoder1_ffn"));
+  CHECK_THROWS_WITH(
+      with_stages("[" + head +
+                  R"("encoder1_ffn"],["encoder1_attention","encoder2_attention","encoder2_ffn"],)" +
+                  tail),
+      Catch::EndsWith("at /pipeline/stages: layer 'encoder1_ffn' is in stage 0 but its input "
+                      "'encoder1_attention' is in the later stage 1"));
+}
