@@ -63,7 +63,9 @@ std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>
     case LayerType::kEmbedding:
       return detail::make_embedding(layer, input_shapes, dtype);
     case LayerType::kTransformerEncoder:
-      return detail::make_transformer_encoder(layer, input_shapes, dtype, seed);
+    case LayerType::kTransformerAttention:
+    case LayerType::kTransformerFeedForward:
+      return detail::make_transformer(layer, input_shapes, dtype, seed);
     case LayerType::kInput:
       break;
   }

@@ -23,7 +23,8 @@
 // ([sequence], 1 keeps a key, 0 adds kMaskedScore to its scores); embedding takes token ids
 // (and optionally token types) as integer-valued floats and throws core::ConfigError at the
 // layer when one is not an integer or out of range. transformer_encoder is BERT's post-LN layer:
-// attention, dropout, add, layer norm, dense + gelu, dense, dropout, add, layer norm.
+// attention, dropout, add, layer norm, dense + gelu, dense, dropout, add, layer norm;
+// transformer_attention is its first four steps and transformer_feed_forward the rest.
 
 #include <array>
 #include <cstdint>
@@ -47,7 +48,8 @@ namespace ipusim::models {
 //   softmax_cross_entropy: logits E x d (probabilities) + 4 per row of logits (int32 label);
 //   flatten, reshape, add, concat: nothing; the others as models/layer_info.hpp lists them.
 //   Dropout keeps the 8-byte seed of its mask per micro-batch, not per sample, as Graphcore's
-//   IPU dropout does; attention with dropout one, a transformer encoder three.
+//   IPU dropout does; attention with dropout one, a transformer encoder three (its attention
+//   half two, its feed-forward half one).
 struct SavedState {
   DType dtype = DType::kFp32;  // of `tensors`
   std::vector<Tensor> tensors;

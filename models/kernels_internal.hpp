@@ -69,6 +69,16 @@ void layer_norm_backward(const float* x, const float* dy, std::int64_t rows, std
                          const float* gamma, double epsilon, float* dx, float* dgamma,
                          float* dbeta);
 
+// Pieces of BERT's layers (kernels_transformer.cpp): a per-feature parameter (a layer norm's
+// scale or bias); the layer norm of rows of x's last axis, rounded to `dtype`; its input
+// gradient, adding its scale and bias gradients to `gradients` (two); a + b, rounded.
+ParameterSpec feature_vector(ParameterSpec::Role role, std::int64_t width);
+Tensor normalized(const Tensor& x, const Tensor& gamma, const Tensor& beta, DType dtype,
+                  double epsilon);
+Tensor normalized_gradient(const Tensor& x, const Tensor& dy, const Tensor& gamma, DType dtype,
+                           std::span<GradientAccumulator> gradients, double epsilon);
+Tensor rounded_sum(const Tensor& a, const Tensor& b, DType dtype);
+
 // Softmax of each row of `width` (sums in double): y may alias x.
 void softmax_rows(const float* x, std::int64_t rows, std::int64_t width, float* y);
 // dx = y (dy - sum(dy y)) for each row; dx may alias dy.
@@ -154,8 +164,8 @@ std::unique_ptr<Kernel> make_attention(const Layer& layer, const std::vector<Sha
                                        DType dtype, std::uint64_t seed);
 std::unique_ptr<Kernel> make_embedding(const Layer& layer, const std::vector<Shape>& inputs,
                                        DType dtype);
-std::unique_ptr<Kernel> make_transformer_encoder(const Layer& layer,
-                                                 const std::vector<Shape>& inputs, DType dtype,
-                                                 std::uint64_t seed);
+// transformer_encoder and its halves, transformer_attention and transformer_feed_forward.
+std::unique_ptr<Kernel> make_transformer(const Layer& layer, const std::vector<Shape>& inputs,
+                                         DType dtype, std::uint64_t seed);
 
 }  // namespace ipusim::models::detail

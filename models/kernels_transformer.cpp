@@ -1,5 +1,5 @@
-// embedding and transformer_encoder: BERT's input embeddings and its post-LN encoder layer,
-// composed of the attention, layer norm, dense, gelu and dropout pieces of the other kernels.
+// embedding: BERT's input embeddings; the layer norm and sum the transformer kernels
+// (kernels_encoder.cpp) share with it.
 
 // GCC 12 warns inside its own AVX-512 intrinsics when Eigen's GEMM is inlined (see
 // kernels_linear.cpp).
@@ -14,15 +14,13 @@
 #include "sim/core/error.hpp"
 
 namespace ipusim::models::detail {
-namespace {
 
 ParameterSpec feature_vector(ParameterSpec::Role role, std::int64_t width) {
   return {role, {width}, width, width};
 }
 
-// The layer norm of rows of x's last axis, rounded to `dtype`.
 Tensor normalized(const Tensor& x, const Tensor& gamma, const Tensor& beta, DType dtype,
-                  double epsilon = kBertLayerNormEpsilon) {
+                  double epsilon) {
   const std::int64_t width = gamma.elements();
   Tensor y(x.shape());
   layer_norm_forward(x.data(), x.elements() / width, width, gamma.data(), beta.data(), epsilon,
@@ -31,10 +29,8 @@ Tensor normalized(const Tensor& x, const Tensor& gamma, const Tensor& beta, DTyp
   return y;
 }
 
-// The layer norm's input gradient; adds its scale and bias gradients to `gradients` (two).
 Tensor normalized_gradient(const Tensor& x, const Tensor& dy, const Tensor& gamma, DType dtype,
-                           std::span<GradientAccumulator> gradients,
-                           double epsilon = kBertLayerNormEpsilon) {
+                           std::span<GradientAccumulator> gradients, double epsilon) {
   const std::int64_t width = gamma.elements();
   Tensor dx(x.shape());
   Tensor dgamma({width});
@@ -48,14 +44,15 @@ Tensor normalized_gradient(const Tensor& x, const Tensor& dy, const Tensor& gamm
   return dx;
 }
 
-// a + b, rounded.
-Tensor sum(const Tensor& a, const Tensor& b, DType dtype) {
+Tensor rounded_sum(const Tensor& a, const Tensor& b, DType dtype) {
   Tensor out = a;
   for (std::int64_t i = 0; i < out.elements(); ++i)
     out[i] += b[i];
   round_to_dtype(out, dtype);
   return out;
 }
+
+namespace {
 
 // BERT's embeddings: word[id] + position[i] + type[t] for the token at position i, then a
 // layer norm (epsilon 1e-12 unless set). Parameters: the word table [vocab_size, hidden], the
@@ -203,161 +200,11 @@ class EmbeddingKernel final : public Kernel {
   LayerParams p_;
 };
 
-// One BERT encoder layer, post-LN: y1 = LN(x + dropout(attention(x))), out = LN(y1 +
-// dropout(gelu(y1 W1 + b1) W2 + b2)), layer norms with epsilon 1e-12. Parameters: the
-// attention's eight (see AttentionCore), the first layer norm's scale and bias, W1 [hidden,
-// ffn], b1, W2 [ffn, hidden], b2, the second layer norm's scale and bias. Its three dropouts
-// (attention probabilities, attention output, FFN output) share the rate and draw from seeds
-// keyed by (layer, which dropout, micro-batch, repeat). An optional second input is the padding
-// mask.
-class TransformerEncoderKernel final : public Kernel {
- public:
-  TransformerEncoderKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype,
-                           std::uint64_t seed)
-      : Kernel(LayerType::kTransformerEncoder, dtype, inputs, inputs.at(0)),
-        attention_(layer.params.sequence_length, layer.params.hidden, layer.params.heads,
-                   layer.params.rate, dtype),
-        hidden_(layer.params.hidden),
-        ffn_(layer.params.ffn),
-        rate_(layer.params.rate),
-        seed_(derive_seed(seed, layer.id)) {
-    IPUSIM_CHECK(inputs.size() <= 2 &&
-                 inputs[0] == (Shape{layer.params.sequence_length, layer.params.hidden}));
-  }
-
-  std::vector<ParameterSpec> parameters() const override {
-    std::vector<ParameterSpec> specs = attention_.parameters();
-    specs.push_back(feature_vector(ParameterSpec::Role::kScale, hidden_));
-    specs.push_back(feature_vector(ParameterSpec::Role::kBias, hidden_));
-    specs.push_back({ParameterSpec::Role::kWeight, {hidden_, ffn_}, hidden_, ffn_});
-    specs.push_back(feature_vector(ParameterSpec::Role::kBias, ffn_));
-    specs.push_back({ParameterSpec::Role::kWeight, {ffn_, hidden_}, ffn_, hidden_});
-    specs.push_back(feature_vector(ParameterSpec::Role::kBias, hidden_));
-    specs.push_back(feature_vector(ParameterSpec::Role::kScale, hidden_));
-    specs.push_back(feature_vector(ParameterSpec::Role::kBias, hidden_));
-    return specs;
-  }
-
-  std::int64_t saved_bytes_per_sample() const override {
-    const std::int64_t s = input_shapes()[0][0];
-    return attention_.saved_bytes_per_sample() +
-           (3 * s * hidden_ + 2 * s * ffn_) * dtype_bytes(dtype());
-  }
-  std::int64_t saved_bytes_per_micro_batch() const override {
-    return rate_ > 0 ? 3 * kDropoutSeedBytes : 0;
-  }
-
-  ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,
-                        const ForwardContext& context) const override {
-    IPUSIM_CHECK(inputs.size() == input_shapes().size() &&
-                 inputs[0]->sample_shape() == input_shapes()[0]);
-    const Tensor& x = *inputs[0];
-    SavedState saved;
-    saved.dtype = dtype();
-    const auto seeds = dropout_seeds(context);
-    if (rate_ > 0) {
-      for (const std::uint64_t seed : seeds)
-        saved.seeds.push_back(seed_words(seed));
-    }
-    const bool training = !context.inference;
-    Tensor attended =
-        attention_.forward(x, inputs.size() == 2 ? inputs[1] : nullptr, params.first(8),
-                           training ? std::optional(seeds[0]) : std::nullopt, saved.tensors);
-    if (training)
-      drop(attended, seeds[1]);
-    Tensor first = sum(x, attended, dtype());
-    Tensor y1 = normalized(first, params[8], params[9], dtype());
-    Tensor z({x.batch(), input_shapes()[0][0], ffn_});
-    linear(y1, params[10], &params[11], z);
-    round_to_dtype(z, dtype());
-    Tensor g = z;
-    activate(Activation::kGelu, g.values());
-    round_to_dtype(g, dtype());
-    Tensor f(x.shape());
-    linear(g, params[12], &params[13], f);
-    round_to_dtype(f, dtype());
-    if (training)
-      drop(f, seeds[2]);
-    Tensor second = sum(y1, f, dtype());
-    Tensor y = normalized(second, params[14], params[15], dtype());
-    for (Tensor* kept : {&first, &y1, &z, &g, &second})
-      saved.tensors.push_back(std::move(*kept));
-    return {std::move(y), std::move(saved), {}};
-  }
-
-  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
-                               std::span<const Tensor> params,
-                               std::span<GradientAccumulator> gradients) const override {
-    const std::size_t n = attention_.saved_tensors();
-    const std::span<const Tensor> kept(saved.tensors);
-    const Tensor& first = kept[n];
-    const Tensor& y1 = kept[n + 1];
-    const Tensor& z = kept[n + 2];
-    const Tensor& g = kept[n + 3];
-    const std::int64_t rows = first.elements() / hidden_;
-    std::array<std::uint64_t, 3> seeds{};
-    for (std::size_t k = 0; k < saved.seeds.size(); ++k)
-      seeds[k] = seed_value(saved.seeds[k]);
-    const Tensor d_second = normalized_gradient(kept[n + 4], output_gradient, params[14], dtype(),
-                                                gradients.subspan(14));
-    Tensor d_f = d_second;
-    drop(d_f, seeds[2]);
-    accumulate_weight_gradient(g.data(), d_f.data(), rows, ffn_, hidden_, dtype(), gradients[12]);
-    accumulate_bias_gradient(d_f, hidden_, dtype(), gradients[13]);
-    Tensor d_z(z.shape());
-    add_input_gradient(d_f, params[12], d_z);
-    round_to_dtype(d_z, dtype());
-    activation_backward(Activation::kGelu, d_z.values(), z.values());
-    round_to_dtype(d_z, dtype());
-    accumulate_weight_gradient(y1.data(), d_z.data(), rows, hidden_, ffn_, dtype(), gradients[10]);
-    accumulate_bias_gradient(d_z, ffn_, dtype(), gradients[11]);
-    Tensor d_y1 = d_second;
-    add_input_gradient(d_z, params[10], d_y1);
-    round_to_dtype(d_y1, dtype());
-    const Tensor d_first =
-        normalized_gradient(first, d_y1, params[8], dtype(), gradients.subspan(8, 2));
-    Tensor d_attended = d_first;
-    drop(d_attended, seeds[1]);
-    std::vector<Tensor> result;
-    result.push_back(sum(attention_.backward(d_attended, kept.first(n), params.first(8), seeds[0],
-                                             gradients.first(8)),
-                         d_first, dtype()));
-    if (input_shapes().size() == 2)  // the mask takes no gradient
-      result.emplace_back(with_batch(output_gradient.batch(), input_shapes()[1]));
-    return result;
-  }
-
- private:
-  std::array<std::uint64_t, 3> dropout_seeds(const ForwardContext& context) const {
-    std::array<std::uint64_t, 3> seeds{};
-    for (std::size_t k = 0; k < seeds.size(); ++k)
-      seeds[k] = dropout_seed(derive_seed(seed_, k), context);
-    return seeds;
-  }
-
-  void drop(Tensor& values, std::uint64_t seed) const {
-    if (rate_ > 0)
-      apply_dropout_mask(values.values(), rate_, seed, dtype());
-  }
-
-  AttentionCore attention_;
-  std::int64_t hidden_;
-  std::int64_t ffn_;
-  double rate_;
-  std::uint64_t seed_;
-};
-
 }  // namespace
 
 std::unique_ptr<Kernel> make_embedding(const Layer& layer, const std::vector<Shape>& inputs,
                                        DType dtype) {
   return std::make_unique<EmbeddingKernel>(layer, inputs, dtype);
-}
-
-std::unique_ptr<Kernel> make_transformer_encoder(const Layer& layer,
-                                                 const std::vector<Shape>& inputs, DType dtype,
-                                                 std::uint64_t seed) {
-  return std::make_unique<TransformerEncoderKernel>(layer, inputs, dtype, seed);
 }
 
 }  // namespace ipusim::models::detail

@@ -32,6 +32,11 @@ enum class LayerType {
   kSoftmax,             // over the last per-sample axis
   kTanh,
   kAttention,  // multi-head self-attention over [sequence, hidden]
+  // The two halves of a transformer_encoder, which Graphcore's BERT places on different
+  // pipeline stages (att_ffn_placement): attention, dropout, add and layer norm; then dense,
+  // gelu, dense, dropout, add and layer norm.
+  kTransformerAttention,
+  kTransformerFeedForward,
 };
 
 enum class Activation { kNone, kRelu, kGelu, kTanh };
@@ -76,14 +81,14 @@ struct LayerParams {
   std::int64_t pool_h = 2;  // maxpool2d
   std::int64_t pool_w = 2;
   Padding padding = Padding::kValid;  // conv2d, maxpool2d
-  double rate = 0.0;                  // dropout; attention, transformer_encoder: "dropout"
+  double rate = 0.0;                  // dropout; attention, transformer_*: "dropout"
   std::int64_t axis = -1;             // concat (default -1), slice (default 0): per-sample axis
   std::int64_t slice_start = 0;       // slice
   std::int64_t slice_size = 0;        // slice
-  std::int64_t hidden = 0;            // embedding, transformer_encoder
-  std::int64_t heads = 0;             // transformer_encoder, attention
-  std::int64_t sequence_length = 0;   // embedding, transformer_encoder
-  std::int64_t ffn = 0;               // transformer_encoder
+  std::int64_t hidden = 0;            // embedding, transformer_*
+  std::int64_t heads = 0;             // transformer_encoder, _attention, attention
+  std::int64_t sequence_length = 0;   // embedding, transformer_*
+  std::int64_t ffn = 0;               // transformer_encoder, _feed_forward
   std::int64_t vocab_size = 0;        // embedding
   std::int64_t max_positions = 0;     // embedding (default: sequence_length)
   std::int64_t token_types = 0;       // embedding

@@ -134,26 +134,52 @@ Cost attention_cost(const AttentionShape& a, const Sizes& size) {
   return cost;
 }
 
-Cost transformer_encoder_cost(const LayerParams& p, const Sizes& size) {
+// An encoder's attention half: the attention, then dropout, add and layer norm, whose input it
+// keeps. Its dropouts are the probabilities' and the block output's.
+Cost transformer_attention_cost(const LayerParams& p, const Sizes& size) {
   using core::checked_add;
   using core::checked_mul;
   const std::int64_t s = p.sequence_length;
   const std::int64_t h = p.hidden;
-  const Cost attention = attention_cost({s, h, p.heads, p.rate > 0}, size);
-  const std::int64_t ffn = checked_add(checked_mul(h, p.ffn, kParams), p.ffn, kParams);
-  Cost cost;
-  cost.params = checked_add(checked_add(attention.params, 4 * h, kParams),
-                            checked_add(ffn, ffn - p.ffn + h, kParams), kParams);
-  cost.forward_flops = attention.forward_flops + 4 * double(s) * double(h) * double(p.ffn);
-  cost.backward_flops = 2 * cost.forward_flops;
-  cost.seed_bytes = 3 * attention.seed_bytes;
-  // Both layer norms' inputs, the FFN's input, the GELU's input and output.
-  const std::int64_t rest =
-      checked_add(checked_mul(3, s * h, kAttention),
-                  checked_mul(2, checked_mul(s, p.ffn, kAttention), kAttention), kAttention);
+  Cost cost = attention_cost({s, h, p.heads, p.rate > 0}, size);
+  cost.params = checked_add(cost.params, 2 * h, kParams);
+  cost.seed_bytes *= 2;
   cost.saved_bytes =
-      checked_add(attention.saved_bytes, checked_mul(rest, size.d, kAttention), kAttention);
+      checked_add(cost.saved_bytes, checked_mul(s * h, size.d, kAttention), kAttention);
   return cost;
+}
+
+// An encoder's feed-forward half: W1 [hidden, ffn], b1, gelu, W2 [ffn, hidden], b2, dropout,
+// add and layer norm. It keeps its input (the FFN's and the residual's), the GELU's input and
+// output, and the layer norm's input.
+Cost transformer_feed_forward_cost(const LayerParams& p, const Sizes& size) {
+  using core::checked_add;
+  using core::checked_mul;
+  const std::int64_t s = p.sequence_length;
+  const std::int64_t h = p.hidden;
+  const std::int64_t first = checked_add(checked_mul(h, p.ffn, kParams), p.ffn, kParams);
+  Cost cost;
+  cost.params = checked_add(first, checked_add(first - p.ffn + h, 2 * h, kParams), kParams);
+  cost.forward_flops = 4 * double(s) * double(h) * double(p.ffn);
+  cost.backward_flops = 2 * cost.forward_flops;
+  cost.seed_bytes = p.rate > 0 ? kDropoutSeedBytes : 0;
+  const std::int64_t kept =
+      checked_add(checked_mul(2, s * h, kAttention),
+                  checked_mul(2, checked_mul(s, p.ffn, kAttention), kAttention), kAttention);
+  cost.saved_bytes = checked_mul(kept, size.d, kAttention);
+  return cost;
+}
+
+// An encoder is its two halves, figure for figure.
+Cost transformer_encoder_cost(const LayerParams& p, const Sizes& size) {
+  using core::checked_add;
+  const Cost attention = transformer_attention_cost(p, size);
+  const Cost feed_forward = transformer_feed_forward_cost(p, size);
+  return {checked_add(attention.params, feed_forward.params, kParams),
+          attention.forward_flops + feed_forward.forward_flops,
+          attention.backward_flops + feed_forward.backward_flops,
+          checked_add(attention.saved_bytes, feed_forward.saved_bytes, kAttention),
+          attention.seed_bytes + feed_forward.seed_bytes};
 }
 
 // layer_norm and batch_norm: a scale and a bias per channel (the last axis); the kernel keeps
@@ -187,6 +213,10 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
       return embedding_cost(layer.params, size, std::int64_t(inputs.size()));
     case LayerType::kTransformerEncoder:
       return transformer_encoder_cost(layer.params, size);
+    case LayerType::kTransformerAttention:
+      return transformer_attention_cost(layer.params, size);
+    case LayerType::kTransformerFeedForward:
+      return transformer_feed_forward_cost(layer.params, size);
     case LayerType::kAttention:
       return attention_cost(
           {inputs.front()[0], inputs.front()[1], layer.params.heads, layer.params.rate > 0}, size);
@@ -237,6 +267,9 @@ LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const
   info.forward_flops = cost.forward_flops;
   info.backward_flops = cost.backward_flops;
   info.activation_bytes = size.out * size.d;
+  // An attention half's output is a tensor inside the encoder it halves, which the live
+  // activations count no more than the encoder's others (Q, K, V, the FFN's hidden layer).
+  info.live_bytes = layer.type == LayerType::kTransformerAttention ? 0 : info.activation_bytes;
   info.saved_bytes = cost.saved_bytes;
   info.seed_bytes = cost.seed_bytes;
   info.weight_bytes = cost.params * size.d;

@@ -25,6 +25,14 @@
 // norms' inputs, the FFN's input and the GELU's input and output: (8·s·h + 2·s·ffn +
 // 2·heads·s²)·d, which is Korthikanti's (16·s·h + 2·heads·s²)·d when ffn = 4·h.
 //
+// An encoder's halves (transformer_attention, transformer_feed_forward) split every figure of
+// it: parameters 4·h² + 4·h + 2·h and 2·h·ffn + ffn + h + 2·h, forward FLOPs 8·s·h² + 4·s²·h
+// and 4·s·h·ffn, saved bytes (the attention's share + s·h)·d and (2·s·h + 2·s·ffn)·d, dropout
+// seeds two and one, operations the encoder's first seven and last four. The attention half's
+// output is not among the live activations (live_bytes 0), as the encoder's inner tensors are
+// not, so that a stage of halves costs what the stage of their encoders does; its
+// activation_bytes still size the copy when a split falls between the halves.
+//
 // Dropout keeps no mask: Graphcore's IPU dropout (poprand::dropout, TF's rand_ops.dropout,
 // PopART's DropoutGradOp) keeps the 2 x uint32 seed and draws the mask again in backward and in
 // recomputation. So each dropout costs 8 bytes per micro-batch (seed_bytes), stashed in every
@@ -48,6 +56,8 @@ struct LayerInfo {
   double forward_flops = 0;               // per sample
   double backward_flops = 0;              // per sample: input gradient + weight gradient
   std::int64_t activation_bytes = 0;      // per sample: E(output)·d
+  std::int64_t live_bytes = 0;            // per sample: what the layer adds to its stage's
+                                          // running activations (its output; see layer_info)
   std::int64_t saved_bytes = 0;           // per sample: what backward needs, as the kernels keep it
   std::int64_t seed_bytes = 0;            // per micro-batch: dropout seeds, which recomputation
                                           // cannot recreate

@@ -34,6 +34,10 @@ std::vector<std::string> keys_of(LayerType type) {
               "token_types", "positions", "layer_norm",      "epsilon"};
     case LayerType::kTransformerEncoder:
       return {"hidden", "heads", "sequence_length", "ffn", "dropout"};
+    case LayerType::kTransformerAttention:
+      return {"hidden", "heads", "sequence_length", "dropout"};
+    case LayerType::kTransformerFeedForward:
+      return {"hidden", "sequence_length", "ffn", "dropout"};
     case LayerType::kLayerNorm:
       return {"epsilon"};
     case LayerType::kBatchNorm:
@@ -157,7 +161,7 @@ void read_dropout(const ConfigNode& node, LayerParams& params) {
   params.rate = read_rate(node.at("rate"));
 }
 
-// An optional "dropout" rate, as attention and transformer_encoder take it.
+// An optional "dropout" rate, as attention and the transformer layers take it.
 double read_optional_rate(const ConfigNode& node, double fallback) {
   const auto rate = node.find("dropout");
   return rate ? read_rate(*rate) : fallback;
@@ -214,15 +218,21 @@ void read_embedding(const ConfigNode& node, LayerParams& params) {
   params.epsilon = read_positive(node, "epsilon", kBertLayerNormEpsilon);
 }
 
-void read_transformer_encoder(const ConfigNode& node, LayerParams& params) {
+// An encoder's keys, or those of one of its halves: heads for the attention, ffn for the
+// feed-forward network, read in the encoder's order.
+void read_transformer(const ConfigNode& node, LayerParams& params, bool attention,
+                      bool feed_forward) {
   params.hidden = node.at("hidden").as_positive_int();
-  const ConfigNode heads = node.at("heads");
-  params.heads = heads.as_positive_int();
-  if (params.hidden % params.heads != 0)
-    heads.fail("heads (" + std::to_string(params.heads) + ") must divide hidden (" +
-               std::to_string(params.hidden) + ")");
+  if (attention) {
+    const ConfigNode heads = node.at("heads");
+    params.heads = heads.as_positive_int();
+    if (params.hidden % params.heads != 0)
+      heads.fail("heads (" + std::to_string(params.heads) + ") must divide hidden (" +
+                 std::to_string(params.hidden) + ")");
+  }
   params.sequence_length = node.at("sequence_length").as_positive_int();
-  params.ffn = node.get_int("ffn", 4 * params.hidden, 1, core::kMaxCount);
+  if (feed_forward)
+    params.ffn = node.get_int("ffn", 4 * params.hidden, 1, core::kMaxCount);
   params.rate = read_optional_rate(node, kBertDropout);
 }
 
@@ -251,7 +261,11 @@ void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
     case LayerType::kEmbedding:
       return read_embedding(node, params);
     case LayerType::kTransformerEncoder:
-      return read_transformer_encoder(node, params);
+      return read_transformer(node, params, true, true);
+    case LayerType::kTransformerAttention:
+      return read_transformer(node, params, true, false);
+    case LayerType::kTransformerFeedForward:
+      return read_transformer(node, params, false, true);
     case LayerType::kLayerNorm:
       params.epsilon = read_positive(node, "epsilon", kLayerNormEpsilon);
       return;
@@ -269,10 +283,10 @@ bool merges_inputs(LayerType type) {
 }
 
 // Layers with an optional second input: an embedding's token types, an attention's (or an
-// encoder's) padding mask.
+// encoder's, or its attention half's) padding mask.
 bool takes_optional_second_input(LayerType type) {
   return type == LayerType::kEmbedding || type == LayerType::kAttention ||
-         type == LayerType::kTransformerEncoder;
+         type == LayerType::kTransformerEncoder || type == LayerType::kTransformerAttention;
 }
 
 void read_inputs(const ConfigNode& node, Layer& layer) {

@@ -6,7 +6,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array<std::pair<LayerType, const char*>, 20> kLayerTypes = {{
+constexpr std::array<std::pair<LayerType, const char*>, 22> kLayerTypes = {{
     {LayerType::kInput, "input"},
     {LayerType::kFlatten, "flatten"},
     {LayerType::kReshape, "reshape"},
@@ -27,6 +27,8 @@ constexpr std::array<std::pair<LayerType, const char*>, 20> kLayerTypes = {{
     {LayerType::kSoftmax, "softmax"},
     {LayerType::kTanh, "tanh"},
     {LayerType::kAttention, "attention"},
+    {LayerType::kTransformerAttention, "transformer_attention"},
+    {LayerType::kTransformerFeedForward, "transformer_feed_forward"},
 }};
 
 constexpr std::array<std::pair<Activation, const char*>, 4> kActivations = {{

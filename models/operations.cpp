@@ -128,17 +128,30 @@ std::vector<Operation> attention_ops(double s, double h, double heads, bool drop
   return ops;
 }
 
-// The cost model lowers an encoder with dropout whatever its rate, as BERT trains it.
-std::vector<Operation> encoder_ops(const LayerParams& p) {
+// An encoder's halves: its attention block (with dropout whatever its rate, as BERT trains
+// it), then its feed-forward block. The encoder is the two concatenated, so each operation is
+// named as in the whole layer.
+std::vector<Operation> transformer_attention_ops(const LayerParams& p) {
+  const double s = double(p.sequence_length);
+  const double h = double(p.hidden);
+  std::vector<Operation> ops = attention_ops(s, h, double(p.heads), true);
+  ops.push_back(add_layer_norm("add_layer_norm_1", s * h));
+  return ops;
+}
+
+std::vector<Operation> transformer_feed_forward_ops(const LayerParams& p) {
   const double s = double(p.sequence_length);
   const double h = double(p.hidden);
   const double f = double(p.ffn);
-  std::vector<Operation> ops = attention_ops(s, h, double(p.heads), true);
-  ops.push_back(add_layer_norm("add_layer_norm_1", s * h));
-  ops.push_back(product("ffn1", OpClass::kMatmul, {s, h, f}));
-  ops.push_back(vector_op("gelu", OpClass::kNonLinear, s * f, kGeluFlops));
-  ops.push_back(product("ffn2", OpClass::kMatmul, {s, f, h}));
-  ops.push_back(add_layer_norm("add_layer_norm_2", s * h));
+  return {product("ffn1", OpClass::kMatmul, {s, h, f}),
+          vector_op("gelu", OpClass::kNonLinear, s * f, kGeluFlops),
+          product("ffn2", OpClass::kMatmul, {s, f, h}), add_layer_norm("add_layer_norm_2", s * h)};
+}
+
+std::vector<Operation> encoder_ops(const LayerParams& p) {
+  std::vector<Operation> ops = transformer_attention_ops(p);
+  for (Operation& op : transformer_feed_forward_ops(p))
+    ops.push_back(std::move(op));
   return ops;
 }
 
@@ -205,6 +218,10 @@ std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>&
       return embedding_ops(p);
     case LayerType::kTransformerEncoder:
       return encoder_ops(p);
+    case LayerType::kTransformerAttention:
+      return transformer_attention_ops(p);
+    case LayerType::kTransformerFeedForward:
+      return transformer_feed_forward_ops(p);
     case LayerType::kAttention:
       return attention_ops(double(inputs.front()[0]), double(inputs.front()[1]), double(p.heads),
                            p.rate > 0);

@@ -255,7 +255,10 @@ Shape infer_output_shape(const Layer& layer, const std::vector<InputShape>& inpu
     return infer_concat(layer, inputs);
   if (layer.type == LayerType::kEmbedding)
     return infer_embedding(layer, inputs);
-  if (layer.type == LayerType::kTransformerEncoder)
+  // A half of an encoder keeps its shape as the whole does; only the attention takes a mask.
+  if (layer.type == LayerType::kTransformerEncoder ||
+      layer.type == LayerType::kTransformerAttention ||
+      layer.type == LayerType::kTransformerFeedForward)
     return infer_transformer_encoder(layer, inputs);
   if (layer.type == LayerType::kAttention)
     return infer_attention(layer, inputs);

@@ -434,7 +434,7 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
     }
     cost.forward_flops += info.forward_flops * batch;
     cost.backward_flops += info.backward_flops * batch;
-    cost.live_bytes += info.activation_bytes * spec.pipeline.micro_batch_size;
+    cost.live_bytes += info.live_bytes * spec.pipeline.micro_batch_size;
     cost.params += info.params;
   }
   if (const auto cast = stash_cast_operation(spec, layers, stash)) {

@@ -29,31 +29,61 @@ std::int64_t peak_max(const PlanCandidate& c, int* ipu = nullptr) {
   return peak;
 }
 
-// The layer type the model repeats most (BERT's encoders, an MLP's dense layers): counting it
-// per IPU says how a split balances the model.
-std::string counted_type(const RunSpec& spec) {
+// The layer types the per-IPU column counts: the one the model repeats most (BERT's encoders,
+// an MLP's dense layers), which says how a split balances the model; for a model of encoder
+// halves both halves apart, so that a split between an attention half and its feed-forward
+// half shows.
+std::vector<std::string> counted_types(const RunSpec& spec) {
   std::map<std::string, int> count;
   for (const auto& layer : spec.model.layers)
     ++count[models::layer_type_name(layer.type)];
-  return std::max_element(count.begin(), count.end(),
-                          [](const auto& a, const auto& b) { return a.second < b.second; })
-      ->first;
+  const std::string most =
+      std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
+  const std::string attention = models::layer_type_name(models::LayerType::kTransformerAttention);
+  const std::string feed_forward =
+      models::layer_type_name(models::LayerType::kTransformerFeedForward);
+  if ((most == attention || most == feed_forward) && count[attention] > 0 &&
+      count[feed_forward] > 0)
+    return {attention, feed_forward};
+  return {most};
 }
 
-// "3,7,7,7+head": per IPU its stages' counts of the counted type, a later stage on an IPU
-// joined with '+'; a last stage without any is the model's head.
+std::string counted_header(const RunSpec& spec) {
+  const auto types = counted_types(spec);
+  return types.size() == 1 ? types.front() + " layers per IPU" : "attention/FFN halves per IPU";
+}
+
+// A stage's count of each counted type, joined by '/'; `none` says whether all are 0.
+std::string stage_count(const RunSpec& spec, const std::vector<std::string>& types,
+                        const std::vector<int>& layers, bool& none) {
+  std::string out;
+  none = true;
+  for (const auto& type : types) {
+    int n = 0;
+    for (int layer : layers)
+      n += models::layer_type_name(spec.model.layers[std::size_t(layer)].type) == type ? 1 : 0;
+    none = none && n == 0;
+    out += (out.empty() ? "" : "/") + std::to_string(n);
+  }
+  return out;
+}
+
+// "3,7,7,7+head" (or "3/3,7/7,7/7,7/7+head" for halves): per IPU its stages' counts of the
+// counted types, a later stage on an IPU joined with '+'; a last stage without any is the
+// model's head.
 std::string layers_per_ipu(const PlanCandidate& c) {
   const auto& spec = *c.spec;
-  const std::string type = counted_type(spec);
+  const auto types = counted_types(spec);
   std::vector<std::string> per_ipu(std::size_t(spec.pipeline.ipus_per_replica()));
   const auto& stages = spec.pipeline.stages;
   for (std::size_t k = 0; k < stages.size(); ++k) {
-    int n = 0;
-    for (int layer : stages[k].layers())
-      n += models::layer_type_name(spec.model.layers[std::size_t(layer)].type) == type ? 1 : 0;
-    const bool head = n == 0 && k + 1 == stages.size() && k > 0;
+    bool none = true;
+    const std::string n = stage_count(spec, types, stages[k].layers(), none);
+    const bool head = none && k + 1 == stages.size() && k > 0;
     auto& cell = per_ipu[std::size_t(stages[k].ipus.front())];
-    cell += (cell.empty() ? "" : "+") + (head ? std::string("head") : std::to_string(n));
+    cell += (cell.empty() ? "" : "+") + (head ? std::string("head") : n);
   }
   std::string out;
   for (const auto& cell : per_ipu)
@@ -85,8 +115,7 @@ struct TableLayout {
       : shape(result.varies_shape), offload(result.varies_offload) {}
 
   std::vector<std::string> header(const PlanResult& result) const {
-    std::vector<std::string> out = {"Rank",
-                                    counted_type(*result.ranked.front().spec) + " layers per IPU"};
+    std::vector<std::string> out = {"Rank", counted_header(*result.ranked.front().spec)};
     if (shape)
       out.push_back("IPUs x replicas");
     for (const char* name : {"Schedule", "GAC", "Micro-batch", "Recomputation"})

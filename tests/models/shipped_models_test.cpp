@@ -136,4 +136,14 @@ TEST_CASE("the models shipped in configs/ parse with their published parameter c
   // more: the head's layer norm, which ipusim does not model yet.
   CHECK(shipped_config("bert_large_4ipu.json").total_params() ==
         334092288 + (1024 * 1024 + 1024) + 30522);
+  // The tiny BERT: embeddings (64 + 16 + 2) x 32 + 2 x 32; four encoders (h 32, ffn 64) whose
+  // attention halves hold 4h² + 4h + 2h and FFN halves 2h·ffn + ffn + h + 2h; the head's
+  // transform 32 x 32 + 32, layer norm 2 x 32 and decoder bias 64. Whole or in halves, alike.
+  const std::int64_t tiny_bert =
+      (64 + 16 + 2) * 32 + 2 * 32 +
+      4 * ((4 * 32 * 32 + 4 * 32 + 2 * 32) + (2 * 32 * 64 + 64 + 32 + 2 * 32)) + (32 * 32 + 32) +
+      2 * 32 + 64;
+  CHECK(tiny_bert == 38048);
+  CHECK(shipped_config("bert_tiny_4ipu.json").total_params() == tiny_bert);
+  CHECK(shipped_config("bert_tiny_halves_4ipu.json").total_params() == tiny_bert);
 }
