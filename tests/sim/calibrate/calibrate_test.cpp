@@ -228,7 +228,7 @@ TEST_CASE("one measurement fixes one parameter and leaves the others it depends 
   CHECK(calibration.measurements[0].after == Approx(measured[0].cycles).epsilon(0.001));
 }
 
-TEST_CASE("--fit moves only the parameters it names; the others keep the config's values") {
+TEST_CASE("calibrate --fit moves only the parameters it names, the others keep the config values") {
   std::vector<sim::Measurement> measured;
   measure(kTf1, {}, true, measured);
   const auto step = measured.back();

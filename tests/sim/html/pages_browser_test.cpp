@@ -219,13 +219,13 @@ TEST_CASE("zooming the run page's to-scale chart redraws its axes and box labels
   const auto probe = run_in_page(page, html, kZoomScript);
   INFO(probe.lines);
   CHECK(probe.console_errors.empty());
-  // At 8x about the middle: nine cycle ticks, six ms ticks, every box wide enough labelled in
-  // full (IPU1's B7, cut by the window's left edge, centred in what is in view).
-  CHECK(probe.lines.find("8.0x\ncycles 310,000 320,000 330,000 340,000 350,000 360,000 370,000 "
-                         "380,000 390,000\nms 0.24 0.25 0.26 0.27 0.28 0.29\n"
-                         "boxes B6 F9 B7 F10 B7 F8 B8 F9 B9\ncut 0\n") == 0);
-  // At the most, 4096x, ticks 20 cycles and 20 ns apart, and the one box in view labelled.
-  CHECK(probe.lines.find("4096.0x\ncycles 352,200 352,220 352,240 352,260 352,280 352,300 "
-                         "352,320 352,340 352,360\nms 0.26482 0.26484 0.26486 0.26488 0.2649 "
-                         "0.26492\nboxes B8\ncut 0") != std::string::npos);
+  // At 8x about the middle: five cycle ticks, seven ms ticks, every box wide enough labelled in
+  // full and IPU1's narrow B8 by its short label.
+  CHECK(probe.lines.find("8.0x\ncycles 380,000 400,000 420,000 440,000 460,000\n"
+                         "ms 0.28 0.29 0.3 0.31 0.32 0.33 0.34\n"
+                         "boxes B6 F9 B7 F10 8 F8 B8 F9 B9 F10\ncut 0\n") == 0);
+  // At the most, 4096x, ticks 25 cycles and 20 ns apart, and the one box in view labelled.
+  CHECK(probe.lines.find("4096.0x\ncycles 412,075 412,100 412,125 412,150 412,175 412,200 "
+                         "412,225 412,250\nms 0.30982 0.30984 0.30986 0.30988 0.3099 0.30992 "
+                         "0.30994 0.30996\nboxes F9\ncut 0") != std::string::npos);
 }
