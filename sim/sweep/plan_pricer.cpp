@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/optimizer.hpp"
+#include "sim/machine/collectives.hpp"
 #include "sim/machine/cost_model.hpp"
 
 namespace ipusim::sim::plan_detail {
@@ -92,22 +93,29 @@ SplitPricer::RangeCost SplitPricer::price(int k, int begin, int end) const {
   out.work = cost.forward_cycles + cost.backward_cycles + (recomputes ? cost.recompute_cycles : 0);
   for (const auto& op : cost.operations)
     out.static_bytes += op.code_bytes;
-  out.static_bytes += cost.params * bytes_per_parameter();
+  out.static_bytes += cost.params * bytes_per_parameter() + optimizer_state_bytes(cost.params);
   out.stash_bytes = cost.stash_bytes;
   out.live_bytes = cost.live_bytes;
   return out;
 }
 
-// Weights, and when training their accumulators and the optimizer state kept on chip.
+// Weights, and when training their accumulators.
 std::int64_t SplitPricer::bytes_per_parameter() const {
   const auto& p = spec_.pipeline;
   std::int64_t bytes = models::dtype_bytes(p.dtype);
-  if (p.training) {
+  if (p.training)
     bytes += models::dtype_bytes(p.gradient_accumulation_dtype);
-    if (!p.offload_weight_update_variables)
-      bytes += models::state_bytes_per_parameter(p.optimizer);
-  }
   return bytes;
+}
+
+// The optimizer state `params` keep on chip: none when offloaded, this replica's shard when
+// the replicas shard it (as the cost model counts it, rounded up).
+std::int64_t SplitPricer::optimizer_state_bytes(std::int64_t params) const {
+  const auto& p = spec_.pipeline;
+  if (!p.training || p.offload_weight_update_variables)
+    return 0;
+  const std::int64_t group = sharding_group(spec_);
+  return (params * models::state_bytes_per_parameter(p.optimizer) + group - 1) / group;
 }
 
 }  // namespace ipusim::sim::plan_detail

@@ -45,6 +45,7 @@ class SplitPricer {
   const RangeCost& range(int k, int begin, int end);
   RangeCost price(int k, int begin, int end) const;
   std::int64_t bytes_per_parameter() const;
+  std::int64_t optimizer_state_bytes(std::int64_t params) const;
 
   const RunSpec& spec_;
   int layers_;

@@ -360,6 +360,32 @@ TEST_CASE(
   CHECK(replayed(untied) - replayed(tied) == 2048 * 8);
 }
 
+TEST_CASE("the planner's estimate keeps one replica's shard of sharded optimizer state") {
+  // The TF1 MLP split at dense32 on 2 IPUs x 4 replicas with Adam: IPU1 holds dense32 and
+  // logits, 64x32+32 + 32x10+10 = 2,410 parameters, whose two fp32 moments take 19,280 bytes;
+  // sharded over the 4 replicas each keeps 4,820 bytes of them.
+  const auto spec_with = [](bool sharded) {
+    return sim::load_run_spec(
+        "configs/tf1_mnist_2ipu.json",
+        {core::parse_set_argument("pipeline.replication_factor=4"),
+         core::parse_set_argument("pipeline.optimizer={\"type\": \"adam\"}"),
+         core::parse_set_argument(std::string("pipeline.replicated_optimizer_state_sharding=") +
+                                  (sharded ? "true" : "false"))});
+  };
+  const auto whole = spec_with(false);
+  const auto sharded = spec_with(true);
+  const std::vector<int> cuts = {whole.model.index_of("dense32")};
+  sim::PlanCandidate kept;
+  sim::PlanCandidate shard;
+  sim::plan_detail::SplitPricer(whole).estimate(cuts, kept);
+  sim::plan_detail::SplitPricer(sharded).estimate(cuts, shard);
+  CHECK(kept.estimated_peak_bytes[1] - shard.estimated_peak_bytes[1] == 19'280 - 4'820);
+  const auto replayed = [](const sim::RunSpec& spec) {
+    return sim::simulate(spec, {}).replay.ipus[1].peak_memory_bytes;
+  };
+  CHECK(replayed(whole) - replayed(sharded) == 19'280 - 4'820);
+}
+
 TEST_CASE("a plan keeps the candidates nearest to fitting of those over capacity by the estimate") {
   sim::PlanRequest request;
   request.config_path = "configs/tf1_mnist_2ipu.json";
