@@ -40,13 +40,6 @@ std::vector<Tensor> parameters_of(const Kernel& kernel, std::uint64_t seed) {
   return params;
 }
 
-std::int64_t count_parameters(const Kernel& kernel) {
-  std::int64_t count = 0;
-  for (const ParameterSpec& spec : kernel.parameters())
-    count += element_count(spec.shape);
-  return count;
-}
-
 }  // namespace
 
 TEST_CASE("transformer attention and feed-forward gradients match central differences") {
@@ -71,16 +64,16 @@ TEST_CASE("an encoder's halves hold 4h² + 4h + 2h and 2h·ffn + ffn + h + 2h pa
   const auto feed_forward = kernel_for(feed_forward_half(8, 16, 64, 0.1), {{8, 16}});
   CHECK(attention->parameters().size() == 10);
   CHECK(feed_forward->parameters().size() == 6);
-  CHECK(count_parameters(*attention) == 4 * 16 * 16 + 4 * 16 + 2 * 16);      // 1,120
-  CHECK(count_parameters(*feed_forward) == 2 * 16 * 64 + 64 + 16 + 2 * 16);  // 2,160
+  CHECK(parameter_count(*attention) == 4 * 16 * 16 + 4 * 16 + 2 * 16);      // 1,120
+  CHECK(parameter_count(*feed_forward) == 2 * 16 * 64 + 64 + 16 + 2 * 16);  // 2,160
   const auto encoder =
       kernel_for(transformer(LayerType::kTransformerEncoder, 8, 16, 4, 64, 0.1), {{8, 16}});
-  CHECK(count_parameters(*encoder) == 3280);
+  CHECK(parameter_count(*encoder) == 3280);
   for (const Layer& layer : {attention_half(8, 16, 4, 0.1), feed_forward_half(8, 16, 64, 0.1)}) {
     const auto kernel = kernel_for(layer, {{8, 16}});
     for (const DType dtype : {DType::kFp32, DType::kFp16}) {
       const LayerInfo info = layer_info(layer, {{8, 16}}, {8, 16}, dtype);
-      CHECK(info.params == count_parameters(*kernel));
+      CHECK(info.params == parameter_count(*kernel));
       CHECK(kernel_for(layer, {{8, 16}}, dtype)->saved_bytes_per_sample() == info.saved_bytes);
       CHECK(kernel->saved_bytes_per_micro_batch() == info.seed_bytes);
     }

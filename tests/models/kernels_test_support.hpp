@@ -16,6 +16,14 @@
 
 namespace ipusim::models::testing {
 
+// The elements of all of `kernel`'s parameter tensors.
+inline std::int64_t parameter_count(const Kernel& kernel) {
+  std::int64_t count = 0;
+  for (const ParameterSpec& spec : kernel.parameters())
+    count += element_count(spec.shape);
+  return count;
+}
+
 inline Layer make_layer(LayerType type, const std::string& id = "layer") {
   Layer layer;
   layer.id = id;

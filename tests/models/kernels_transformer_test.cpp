@@ -85,13 +85,6 @@ bool all_fp16(const Tensor& tensor) {
                      [](float v) { return round_to_fp16(v) == v; });
 }
 
-std::int64_t parameter_count(const Kernel& kernel) {
-  std::int64_t count = 0;
-  for (const ParameterSpec& spec : kernel.parameters())
-    count += element_count(spec.shape);
-  return count;
-}
-
 }  // namespace
 
 TEST_CASE("layer norm gradients match central differences") {

@@ -4,6 +4,7 @@
 
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
+#include "tests/sim/replicated_pair.hpp"
 #include "tests/test_support.hpp"
 
 using namespace ipusim;
@@ -13,31 +14,11 @@ namespace {
 // At 1 GHz a link of 1 GB/s moves one byte a cycle, so ring steps are easy to count by hand.
 constexpr double kGhz = 1e9;
 
-// Two stages of one dense layer (400 x 400 + 400 = 160,400 fp32 parameters, 641,600 B of
-// gradients per IPU) with profiled cycles, on the ideal hardware at 1 GHz with priced links:
-// IPU-Links of 1 GB/s (2 up/down links: 2 GB/s a ring step) and 100 cycles a step, GW-Links of
-// 0.5 GB/s and 1,000 cycles a step.
+// The shared pair of dense stages, its replicas in IPU-Link domains of `ipus_per_ild` IPUs.
 nlohmann::json replicated(int replicas, int ipus_per_ild) {
-  nlohmann::json layers = nlohmann::json::array();
-  for (const char* id : {"d0", "d1"}) {
-    layers.push_back({{"id", id},
-                      {"type", "dense"},
-                      {"units", 400},
-                      {"cycles", {{"forward", 1000}, {"backward", 2000}}}});
-  }
-  layers.push_back({{"id", "loss"},
-                    {"type", "softmax_cross_entropy"},
-                    {"cycles", {{"forward", 0}, {"backward", 0}}}});
-  return {
-      {"model", {{"name", "pair"}, {"input", {{"shape", {400}}}}, {"layers", layers}}},
-      {"pipeline",
-       {{"splits", {"d1"}}, {"gradient_accumulation_count", 4}, {"replication_factor", replicas}}},
-      {"hardware",
-       {{"preset", "ideal"},
-        {"clock", "1 GHz"},
-        {"ipus_per_ild", ipus_per_ild},
-        {"ipu_link", {{"bandwidth", "1 GB/s"}, {"latency_cycles", 100}}},
-        {"gw_link", {{"bandwidth", "0.5 GB/s"}, {"latency_cycles", 1000}}}}}};
+  auto config = testing::replicated_pair(replicas);
+  config["hardware"]["ipus_per_ild"] = ipus_per_ild;
+  return config;
 }
 
 sim::RunSpec spec_of(const nlohmann::json& config) {

@@ -8,38 +8,18 @@
 #include "sim/machine/memory_category.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/report/report.hpp"
+#include "tests/sim/replicated_pair.hpp"
 
 using namespace ipusim;
 
 namespace {
 
-// Two stages of one dense layer each (160,400 fp32 parameters, 641,600 B of gradients and of
-// weights per IPU) under Adam (two fp32 moments: 1,283,200 B of state per IPU), on the ideal
-// hardware at 1 GHz with IPU-Links of 1 GB/s (2 GB/s a ring step over 2 up/down links) and
-// 100 cycles a step, and GW-Links of 0.5 GB/s and 1,000 cycles a step.
+// The shared pair of dense stages under Adam (two fp32 moments: 1,283,200 B of state per IPU).
 nlohmann::json adam_replicas(int replicas, bool sharded) {
-  nlohmann::json layers = nlohmann::json::array();
-  for (const char* id : {"d0", "d1"}) {
-    layers.push_back({{"id", id},
-                      {"type", "dense"},
-                      {"units", 400},
-                      {"cycles", {{"forward", 1000}, {"backward", 2000}}}});
-  }
-  layers.push_back({{"id", "loss"},
-                    {"type", "softmax_cross_entropy"},
-                    {"cycles", {{"forward", 0}, {"backward", 0}}}});
-  return {{"model", {{"name", "pair"}, {"input", {{"shape", {400}}}}, {"layers", layers}}},
-          {"pipeline",
-           {{"splits", {"d1"}},
-            {"gradient_accumulation_count", 4},
-            {"replication_factor", replicas},
-            {"replicated_optimizer_state_sharding", sharded},
-            {"optimizer", {{"type", "adam"}, {"learning_rate", 0.001}}}}},
-          {"hardware",
-           {{"preset", "ideal"},
-            {"clock", "1 GHz"},
-            {"ipu_link", {{"bandwidth", "1 GB/s"}, {"latency_cycles", 100}}},
-            {"gw_link", {{"bandwidth", "0.5 GB/s"}, {"latency_cycles", 1000}}}}}};
+  auto config = testing::replicated_pair(replicas);
+  config["pipeline"]["replicated_optimizer_state_sharding"] = sharded;
+  config["pipeline"]["optimizer"] = {{"type", "adam"}, {"learning_rate", 0.001}};
+  return config;
 }
 
 sim::RunReport simulate(const nlohmann::json& config) {
