@@ -10,6 +10,7 @@
 #include "models/kernels.hpp"
 #include "models/layer_types.hpp"
 #include "models/npy.hpp"
+#include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/output_file.hpp"
@@ -418,6 +419,8 @@ void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out) 
   core::OutputSet outputs;
   if (!request.save.empty())
     declare_saved_files(outputs, request.save, spec);
+  if (spec.document)
+    core::add_inputs(outputs, *spec.document);
   models::ParameterStore parameters = initial_parameters(request, spec, outputs);
   auto data = training_data(spec);
   const std::int64_t steps = total_steps(request, spec, data->size());

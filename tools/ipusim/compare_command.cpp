@@ -55,6 +55,8 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
       if (!path.empty())
         outputs.add(path, option);
     }
+    for (const auto& config : a->request.configs)
+      outputs.add_input(config, "a config this command reads");
     auto request = a->request;
     request.base_overrides = a->what_if.overrides();
     const std::string table = sim::compare(request, outputs);
