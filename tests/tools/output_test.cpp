@@ -239,6 +239,24 @@ TEST_CASE("import, merge, compare and calibrate refuse to write over a file they
   CHECK(read_file(measured) == "stage,cycles\n");
 }
 
+TEST_CASE("compare and calibrate refuse to write over a config included or named in a file") {
+  const auto dir = fresh_folder("named_input_as_output");
+  const auto base = config_copy(dir);
+  const auto top = (dir / "top.json").string();
+  write_file(top, "{\"include\": \"base.json\"}\n");
+  auto result = run_ipusim({"compare", kTf1Config, top, "--json", base});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(base, "--json", "a file the config includes"));
+
+  const auto measured = (dir / "measured.csv").string();
+  write_file(measured,
+             "config,set,stage,forward_cycles,backward_cycles,step_cycles\nbase.json,,,,,1000\n");
+  result = run_ipusim({"calibrate", kBaseConfig, "--measured", measured, "-o", base});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(base, "-o", "a config the --measured file names"));
+  CHECK(read_file(base) == read_file(kBaseConfig));
+}
+
 TEST_CASE("run replacing a private report keeps it private") {
   const auto dir = fresh_folder("private");
   const auto json = (dir / "report.json").string();

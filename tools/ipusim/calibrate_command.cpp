@@ -47,6 +47,10 @@ void add_calibrate_command(CLI::App& app, std::ostream& out) {
       outputs.add(o->output, "-o");
     outputs.add_input(o->measured, "the --measured file this command reads");
     const auto measured = sim::read_measurements(o->measured);
+    for (const auto& measurement : measured) {
+      if (!measurement.config.empty())
+        outputs.add_input(measurement.config, "a config the --measured file names");
+    }
     const auto config = core::ConfigDocument::load(o->config.path, o->config.overrides());
     core::add_inputs(outputs, config);
     const auto calibration = sim::calibrate(config, measured, o->fit);
