@@ -284,11 +284,13 @@ void OutputSet::add_folder(const std::string& folder, const std::string& option)
     missing.push_back(at);
   }
   for (auto at = missing.rbegin(); at != missing.rend(); ++at) {
+    RemoveOnSignal cleanup(at->string(), RemoveOnSignal::Kind::kFolder);  // before it exists
     if (::mkdir(at->c_str(), 0777) != 0) {
       refuse(folder, what_of(option),
              "cannot create the folder " + at->string() + ": " + system_error(errno));
     }
     created_folders_.push_back(*at);
+    folder_cleanups_.push_back(std::move(cleanup));
   }
 }
 
@@ -340,6 +342,7 @@ void OutputSet::commit() {
     output.temporary.clear();
     output.cleanup = RemoveOnSignal();  // after the rename: a signal before it removes the file
   }
+  folder_cleanups_.clear();  // they hold the outputs now
   committed_ = true;
 }
 

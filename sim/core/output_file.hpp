@@ -103,6 +103,7 @@ class OutputSet {
   std::vector<Output> outputs_;
   std::vector<Input> inputs_;
   std::vector<std::filesystem::path> created_folders_;  // parents first
+  std::vector<RemoveOnSignal> folder_cleanups_;         // of created_folders_, until commit()
   bool committed_ = false;
 };
 

@@ -69,6 +69,7 @@ int status_of_child_signalled_while_writing(const std::string& path, int signal)
     ::signal(signal, SIG_DFL);  // as in a program of its own, not under the test runner's handler
     try {
       OutputSet outputs;
+      outputs.add_folder(fs::path(path).parent_path().string(), "--save");
       outputs.add(path, "--trace");
       outputs.write(path, std::string(1 << 20, 'x'));
       ::raise(signal);
@@ -320,13 +321,14 @@ TEST_CASE("an output replacing a file keeps that file's permission bits") {
 }
 
 TEST_CASE(
-    "SIGINT, SIGTERM, SIGHUP or SIGQUIT while an output is written removes its temporary file") {
+    "SIGINT, SIGTERM, SIGHUP or SIGQUIT while an output is written removes its temporary file "
+    "and the folders made for it") {
   for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
     const auto dir = fresh_folder("signal" + std::to_string(signal));
-    const int status =
-        status_of_child_signalled_while_writing((dir / "trace.json").string(), signal);
+    const auto path = dir / "made" / "deeper" / "trace.json";
+    const int status = status_of_child_signalled_while_writing(path.string(), signal);
     CHECK(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == signal);
-    CHECK(entries(dir).empty());
+    CHECK(entries(dir).empty());  // neither the temporary nor the folders made for it
   }
 }
