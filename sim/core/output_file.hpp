@@ -9,8 +9,8 @@
 // temporary file created next to its target (O_CREAT|O_EXCL under a unique name) whose every write,
 // fsync and close is checked; commit() renames them all at the end, each keeping the permission
 // bits of the file it replaces. A set destroyed before commit() removes its temporaries and the
-// folders it created, and a stop signal removes the temporaries (sim/core/signal_cleanup.hpp), so a
-// failure leaves no output half done and nothing else behind.
+// folders it created, and so does a stop signal (sim/core/signal_cleanup.hpp), so a failure
+// leaves no output half done and nothing else behind.
 
 #include <filesystem>
 #include <initializer_list>
