@@ -7,6 +7,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/json_text.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace ipusim::core {
 
@@ -15,6 +16,7 @@ struct ConfigDocument::State {
   nlohmann::json value;
   Origins origins;
   std::vector<std::string> override_labels;  // in the order applied
+  std::vector<std::string> files;            // read, in order
 };
 
 namespace {
@@ -68,6 +70,7 @@ class Loader {
             const std::string& include_pointer) {
     count_file(shown_path, includer, include_pointer);
     const std::string text = read_text(shown_path, includer, include_pointer);
+    state_.files.push_back(shown_path);
     load_text(text, shown_path, includer, include_pointer);
   }
 
@@ -272,6 +275,10 @@ void ConfigDocument::apply_overrides(State& state, const std::vector<Override>& 
   }
 }
 
+const std::vector<std::string>& ConfigDocument::files() const {
+  return state_->files;
+}
+
 const std::vector<std::string>& ConfigDocument::override_labels() const {
   return state_->override_labels;
 }
@@ -350,6 +357,12 @@ const nlohmann::json& ConfigDocument::json() const {
 
 void check_config_readable(const std::string& path) {
   read_text(path, "", "");
+}
+
+void add_inputs(OutputSet& outputs, const ConfigDocument& document) {
+  for (const auto& file : document.files())
+    outputs.add_input(file, file == document.path() ? "the config this command reads"
+                                                    : "a file the config includes");
 }
 
 }  // namespace ipusim::core

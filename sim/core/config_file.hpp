@@ -43,6 +43,8 @@ class ConfigDocument {
   const nlohmann::json& json() const;
   // The file or override that set the value at `pointer` (or its nearest ancestor).
   std::string source_of(const std::string& pointer) const;
+  // The files read, in the order read: the config (unless given as text), then its includes.
+  const std::vector<std::string>& files() const;
   // How the overrides applied on top of the files are named ("--gac 64"), in order, once each.
   const std::vector<std::string>& override_labels() const;
 
@@ -58,6 +60,12 @@ class ConfigDocument {
 // Throws the ConfigError load() would for a file it cannot read (missing, a folder, too large):
 // commands that list invalid configs and go on still stop at a file that is not there.
 void check_config_readable(const std::string& path);
+
+class OutputSet;
+
+// Declares the files `document` was read from inputs of `outputs`, so that no output of the
+// command replaces the config or a file it includes.
+void add_inputs(OutputSet& outputs, const ConfigDocument& document);
 
 // A dotted or pointer path as a JSON pointer string.
 std::string to_json_pointer(const std::string& path);

@@ -12,6 +12,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/file_kind.hpp"
+#include "sim/core/signal_cleanup.hpp"
 
 namespace ipusim::core {
 namespace {
@@ -78,20 +79,56 @@ fs::path real_folder(const std::string& folder) {
   return error ? fs::absolute(folder).lexically_normal() : real;
 }
 
+// A temporary file in the making: its name, registered for removal on a signal, and the open
+// descriptor.
+struct Temporary {
+  std::string name;
+  RemoveOnSignal cleanup;
+  int fd = -1;
+};
+
+// The real folder and the file name, so that two spellings of one path compare equal.
+fs::path identity_of(const std::string& path) {
+  return real_folder(folder_of(path)) / fs::path(path).filename();
+}
+
+// One file under two paths: the same inode when both exist (a hard or symbolic link to it
+// included), else the same identity.
+bool same_file(const std::string& a, const fs::path& a_identity, const std::string& b,
+               const fs::path& b_identity) {
+  std::error_code error;
+  const bool same = fs::equivalent(a, b, error);
+  return error ? a_identity == b_identity : same;
+}
+
 // A fresh file next to `path` (so that the rename stays within one file system), created
-// exclusively: an existing file or link under that name is never opened.
-std::pair<std::string, int> create_temporary(const std::string& path, const std::string& what) {
+// exclusively: an existing file or link under that name is never opened. The name is registered
+// before the file exists, so that no signal finds it there unregistered.
+Temporary create_temporary(const std::string& path, const std::string& what) {
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const std::string name =
+    Temporary temporary;
+    temporary.name =
         path + "." + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".partial";
-    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd >= 0)
-      return {name, fd};
+    temporary.cleanup = RemoveOnSignal(temporary.name);
+    temporary.fd =
+        ::open(temporary.name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (temporary.fd >= 0)
+      return temporary;
     if (errno != EEXIST)
       refuse(path, what, "cannot create a temporary file next to it: " + system_error(errno));
   }
   refuse(path, what, "cannot create a temporary file next to it: every name tried exists");
+}
+
+// The file an output replaces keeps its permission bits (a 0600 file stays private); a new one
+// gets 0666 less the umask. Set before anything is written, so the text is never more exposed
+// than the file it replaces.
+int keep_permissions(int fd, const std::string& path) {
+  struct stat replaced {};
+  if (::lstat(path.c_str(), &replaced) != 0 || !S_ISREG(replaced.st_mode))
+    return 0;
+  return ::fchmod(fd, replaced.st_mode & 0777) == 0 ? 0 : errno;
 }
 
 // Returns 0, or the errno of the first write that failed. A file system that is full shows
@@ -204,12 +241,28 @@ void OutputSet::add(const std::string& path, const std::string& option) {
   const std::string what = what_of(option);
   check_target(path, what);
   check_folder(path, what);
-  const auto identity = real_folder(folder_of(path)) / fs::path(path).filename();
+  const auto identity = identity_of(path);
   for (const auto& other : outputs_) {
     if (other.identity == identity)
       refuse(path, what, other.what + " is the same file; give each output its own path");
   }
-  outputs_.push_back({path, what, identity, "", nullptr});
+  Output output{path, what, identity, "", nullptr, {}};
+  for (const auto& input : inputs_)
+    check_not_input(output, input);
+  outputs_.push_back(std::move(output));
+}
+
+void OutputSet::add_input(const std::string& path, const std::string& role) {
+  IPUSIM_CHECK(!path.empty() && !committed_);
+  Input input{path, role, identity_of(path)};
+  for (const auto& output : outputs_)
+    check_not_input(output, input);
+  inputs_.push_back(std::move(input));
+}
+
+void OutputSet::check_not_input(const Output& output, const Input& input) const {
+  if (same_file(output.path, output.identity, input.path, input.identity))
+    refuse(output.path, output.what, "it is " + input.role + "; choose another file");
 }
 
 void OutputSet::add_folder(const std::string& folder, const std::string& option) {
@@ -231,11 +284,13 @@ void OutputSet::add_folder(const std::string& folder, const std::string& option)
     missing.push_back(at);
   }
   for (auto at = missing.rbegin(); at != missing.rend(); ++at) {
+    RemoveOnSignal cleanup(at->string(), RemoveOnSignal::Kind::kFolder);  // before it exists
     if (::mkdir(at->c_str(), 0777) != 0) {
       refuse(folder, what_of(option),
              "cannot create the folder " + at->string() + ": " + system_error(errno));
     }
     created_folders_.push_back(*at);
+    folder_cleanups_.push_back(std::move(cleanup));
   }
 }
 
@@ -249,15 +304,18 @@ OutputSet::Output& OutputSet::declared(const std::string& path) {
 void OutputSet::write(const std::string& path, std::initializer_list<std::string_view> parts) {
   Output& output = declared(path);
   IPUSIM_CHECK(output.temporary.empty() && !committed_);
-  const auto [temporary, fd] = create_temporary(path, output.what);
-  int error = write_all(fd, parts);
-  if (::close(fd) != 0 && error == 0)
+  auto temporary = create_temporary(path, output.what);
+  int error = keep_permissions(temporary.fd, path);
+  if (error == 0)
+    error = write_all(temporary.fd, parts);
+  if (::close(temporary.fd) != 0 && error == 0)
     error = errno;
   if (error != 0) {
-    ::unlink(temporary.c_str());
+    ::unlink(temporary.name.c_str());
     refuse(path, output.what, system_error(error));
   }
-  output.temporary = temporary;
+  output.temporary = std::move(temporary.name);
+  output.cleanup = std::move(temporary.cleanup);
 }
 
 AppendFile& OutputSet::open_append(const std::string& path, const std::string& busy) {
@@ -282,7 +340,9 @@ void OutputSet::commit() {
     if (::rename(output.temporary.c_str(), output.path.c_str()) != 0)
       refuse(output.path, output.what, "cannot replace the file: " + system_error(errno));
     output.temporary.clear();
+    output.cleanup = RemoveOnSignal();  // after the rename: a signal before it removes the file
   }
+  folder_cleanups_.clear();  // they hold the outputs now
   committed_ = true;
 }
 

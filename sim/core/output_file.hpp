@@ -4,11 +4,13 @@
 // A command declares every file it will write in an OutputSet before it starts the work, so
 // that a wrong path is reported at once instead of after a long simulation: the folder must
 // exist and be writable, the path must be absent or a regular file (a device, FIFO, directory,
-// socket or symbolic link would be replaced by the rename or written through), and no two
-// outputs may be one file. Each text goes to a temporary file created next to its target
-// (O_CREAT|O_EXCL under a unique name) whose every write, fsync and close is checked; commit()
-// renames them all at the end. A set destroyed before commit() removes its temporaries and the
-// folders it created, so a failure leaves no output half done and nothing else behind.
+// socket or symbolic link would be replaced by the rename or written through), no two outputs
+// may be one file, and no output may be a file the command reads (add_input). Each text goes to a
+// temporary file created next to its target (O_CREAT|O_EXCL under a unique name) whose every write,
+// fsync and close is checked; commit() renames them all at the end, each keeping the permission
+// bits of the file it replaces. A set destroyed before commit() removes its temporaries and the
+// folders it created, and so does a stop signal (sim/core/signal_cleanup.hpp), so a failure
+// leaves no output half done and nothing else behind.
 
 #include <filesystem>
 #include <initializer_list>
@@ -16,6 +18,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "sim/core/signal_cleanup.hpp"
 
 namespace ipusim::core {
 
@@ -54,6 +58,11 @@ class OutputSet {
   // Declares `path` an output; `option` ("--json") names it in errors, or "" for "the output
   // file". Throws core::ConfigError naming the path when it cannot be written (see above).
   void add(const std::string& path, const std::string& option = "");
+  // Declares `path` a file the command reads; `role` ("the config this command reads") names
+  // it in errors. An output that is the same file (the same inode when both exist, else the same
+  // real folder and name), declared before or after, is refused with core::ConfigError naming the
+  // output: replacing an input would lose it.
+  void add_input(const std::string& path, const std::string& role);
   // Makes sure `folder` exists to hold outputs, creating it and its parents when missing (they
   // are removed again unless the set is committed). Throws core::ConfigError when `folder` is
   // something other than a folder or cannot be created.
@@ -79,12 +88,22 @@ class OutputSet {
     std::filesystem::path identity;  // the real folder and the file name, to spot duplicates
     std::string temporary;           // empty until written, and again once renamed
     std::unique_ptr<AppendFile> append;
+    RemoveOnSignal cleanup;  // of `temporary`
+  };
+
+  struct Input {
+    std::string path;
+    std::string role;                // "the config this command reads"
+    std::filesystem::path identity;  // as Output's
   };
 
   Output& declared(const std::string& path);
+  void check_not_input(const Output& output, const Input& input) const;
 
   std::vector<Output> outputs_;
+  std::vector<Input> inputs_;
   std::vector<std::filesystem::path> created_folders_;  // parents first
+  std::vector<RemoveOnSignal> folder_cleanups_;         // of created_folders_, until commit()
   bool committed_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include "models/kernels.hpp"
 #include "models/layer_types.hpp"
 #include "models/npy.hpp"
+#include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/output_file.hpp"
@@ -310,6 +311,15 @@ void declare_saved_files(core::OutputSet& outputs, const std::string& directory,
     outputs.add(directory + "/" + file, "--save");
 }
 
+// The files --load may read, declared inputs: saving into the --load folder would replace them.
+void declare_loaded_files(core::OutputSet& outputs, const std::string& directory,
+                          const models::Model& model) {
+  for (const char* suffix : {"initial", "final"}) {
+    for (const auto& file : parameter_files(model, suffix))
+      outputs.add_input(directory + "/" + file, "a --load file this command reads");
+  }
+}
+
 void write_npy(core::OutputSet& outputs, const std::string& path, const models::NpyBytes& bytes) {
   outputs.write(path, {bytes.header, bytes.data});
 }
@@ -418,6 +428,10 @@ void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out) 
   core::OutputSet outputs;
   if (!request.save.empty())
     declare_saved_files(outputs, request.save, spec);
+  if (spec.document)
+    core::add_inputs(outputs, *spec.document);
+  if (!request.load.empty())
+    declare_loaded_files(outputs, request.load, spec.model);
   models::ParameterStore parameters = initial_parameters(request, spec, outputs);
   auto data = training_data(spec);
   const std::int64_t steps = total_steps(request, spec, data->size());

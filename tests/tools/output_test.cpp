@@ -165,3 +165,107 @@ TEST_CASE("merge refuses a device as its output") {
   CHECK(result.err ==
         "error: /dev/null: cannot write the -o output: it is a character device" + kAdvice);
 }
+
+// The copy of the small config each test below may lose if the refusal fails.
+std::string config_copy(const fs::path& dir) {
+  const auto config = (dir / "base.json").string();
+  fs::copy_file(kBaseConfig, config);
+  return config;
+}
+
+std::string refused_input(const std::string& path, const std::string& option,
+                          const std::string& role) {
+  return "error: " + path + ": cannot write the " + option + " output: it is " + role +
+         "; choose another file\n";
+}
+
+TEST_CASE("run, plan and sweep refuse to write over the config they read") {
+  const auto dir = fresh_folder("config_as_output");
+  const auto config = config_copy(dir);
+  const auto text = read_file(config);
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", config, "--json", config},
+      {"plan", config, "--quiet", "-o", config},
+      {"sweep", config, "--vary", "pipeline.gradient_accumulation_count=4,8", "-o", config}};
+  const char* options[] = {"--json", "-o", "-o"};
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const auto result = run_ipusim(commands[i]);
+    CHECK(result.code == 2);
+    CHECK(result.out.empty());
+    CHECK(result.err == refused_input(config, options[i], "the config this command reads"));
+  }
+  CHECK(read_file(config) == text);
+  CHECK(entries(dir) == std::vector<std::string>{"base.json"});
+}
+
+TEST_CASE("run refuses to write over a file its config includes, however it is spelt") {
+  const auto dir = fresh_folder("include_as_output");
+  config_copy(dir);
+  const auto config = (dir / "top.json").string();
+  write_file(config, "{\"include\": \"base.json\"}\n");
+  const auto include = (dir / "." / "base.json").string();
+  const auto result = run_ipusim({"run", config, "--trace", include});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(include, "--trace", "a file the config includes"));
+  CHECK(read_file(include) == read_file(kBaseConfig));
+}
+
+TEST_CASE("import, merge, compare and calibrate refuse to write over a file they read") {
+  const auto dir = fresh_folder("input_as_output");
+  const auto model = (dir / "model.json").string();
+  fs::copy_file("tests/models/keras/keras_cnn.json", model);
+  auto result = run_ipusim({"import", model, "-o", model});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(model, "-o", "the model file this command reads"));
+  CHECK(read_file(model) == read_file("tests/models/keras/keras_cnn.json"));
+
+  const auto shard = (dir / "shard.csv").string();
+  write_file(shard, "run\n");
+  result = run_ipusim({"merge", "-o", shard, shard});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(shard, "-o", "one of the files this command merges"));
+  CHECK(read_file(shard) == "run\n");
+
+  const auto config = config_copy(dir);
+  result = run_ipusim({"compare", kTf1Config, config, "--csv", config});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(config, "--csv", "a config this command reads"));
+
+  const auto measured = (dir / "measured.csv").string();
+  write_file(measured, "stage,cycles\n");
+  result = run_ipusim({"calibrate", config, "--measured", measured, "-o", measured});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(measured, "-o", "the --measured file this command reads"));
+  CHECK(read_file(measured) == "stage,cycles\n");
+}
+
+TEST_CASE("compare and calibrate refuse to write over a config included or named in a file") {
+  const auto dir = fresh_folder("named_input_as_output");
+  const auto base = config_copy(dir);
+  const auto top = (dir / "top.json").string();
+  write_file(top, "{\"include\": \"base.json\"}\n");
+  auto result = run_ipusim({"compare", kTf1Config, top, "--json", base});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(base, "--json", "a file the config includes"));
+
+  const auto measured = (dir / "measured.csv").string();
+  write_file(measured,
+             "config,set,stage,forward_cycles,backward_cycles,step_cycles\nbase.json,,,,,1000\n");
+  result = run_ipusim({"calibrate", kBaseConfig, "--measured", measured, "-o", base});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(base, "-o", "a config the --measured file names"));
+  CHECK(read_file(base) == read_file(kBaseConfig));
+}
+
+TEST_CASE("run replacing a private report keeps it private") {
+  const auto dir = fresh_folder("private");
+  const auto json = (dir / "report.json").string();
+  write_file(json, "old\n");
+  REQUIRE(::chmod(json.c_str(), 0600) == 0);
+  const auto result = run_ipusim({"run", kBaseConfig, "--quiet", "--json", json});
+  CHECK(result.code == 0);
+  CHECK(read_file(json) != "old\n");
+  struct stat info {};
+  REQUIRE(::stat(json.c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0600);
+}

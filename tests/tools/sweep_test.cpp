@@ -17,8 +17,6 @@
 #include "sim/sweep/sweep.hpp"
 #include "tests/tools/cli_support.hpp"
 
-extern char** environ;
-
 namespace {
 
 using namespace ipusim;
@@ -63,24 +61,6 @@ class HeldLock {
  private:
   int fd_;
 };
-
-// Starts the ipusim program with `args`, its error stream going to `err_path`.
-pid_t spawn_ipusim(std::vector<std::string> args, const std::string& err_path) {
-  const std::string binary = IPUSIM_BINARY_DIR "/tools/ipusim/ipusim";
-  std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
-  for (auto& arg : args)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t child = 0;
-  const int started = posix_spawn(&child, binary.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(started == 0);
-  return child;
-}
 
 int exit_code(pid_t child) {
   int status = 0;

@@ -209,6 +209,24 @@ TEST_CASE("train --save refuses a file it cannot write before training and write
   CHECK(entries(directory) == std::vector<std::string>{"losses.npy"});
 }
 
+TEST_CASE("train --save into its --load folder is refused before training, the folder kept") {
+  const std::string directory = fresh_folder("load_and_save");
+  auto args = std::vector<std::string>{
+      "train", kTf1Config,      "--steps", "1",     "--gac",
+      "4",     "--micro-batch", "8",       "--set", "data.source=\"synthetic\""};
+  args.insert(args.end(), {"--save", directory});
+  REQUIRE(run_ipusim(args).code == 0);
+  const auto kernel = ipusim::testing::read_file(directory + "/dense256.kernel.final.npy");
+  args.insert(args.end(), {"--load", directory});
+  const auto result = run_ipusim(args);
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: " + directory +
+                          "/dense256.kernel.initial.npy: cannot write the --save output: it is a "
+                          "--load file this command reads; choose another file\n");
+  CHECK(ipusim::testing::read_file(directory + "/dense256.kernel.final.npy") == kernel);
+}
+
 TEST_CASE("train --save into a regular file is refused") {
   const std::string file = fresh_folder("plain");
   std::filesystem::create_directories(std::filesystem::path(file).parent_path());

@@ -45,8 +45,14 @@ void add_calibrate_command(CLI::App& app, std::ostream& out) {
     core::OutputSet outputs;
     if (!o->output.empty())
       outputs.add(o->output, "-o");
+    outputs.add_input(o->measured, "the --measured file this command reads");
     const auto measured = sim::read_measurements(o->measured);
+    for (const auto& measurement : measured) {
+      if (!measurement.config.empty())
+        outputs.add_input(measurement.config, "a config the --measured file names");
+    }
     const auto config = core::ConfigDocument::load(o->config.path, o->config.overrides());
+    core::add_inputs(outputs, config);
     const auto calibration = sim::calibrate(config, measured, o->fit);
     if (!o->output.empty())
       outputs.write(o->output, sim::calibrated_preset(calibration).dump(2) + "\n");

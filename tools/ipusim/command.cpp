@@ -110,4 +110,9 @@ sim::RunSpec load(const ConfigArgs& args) {
   return sim::load_run_spec(args.path, args.overrides());
 }
 
+// Without the overrides: they change no file read, and their errors come later, as before.
+void add_config_inputs(core::OutputSet& outputs, const std::string& path) {
+  core::add_inputs(outputs, core::ConfigDocument::load(path, {}));
+}
+
 }  // namespace ipusim::cli

@@ -49,6 +49,10 @@ void add_config_options(CLI::App* command, ConfigArgs& args, bool with_path = tr
 
 sim::RunSpec load(const ConfigArgs& args);
 
+// Declares the config at `path` and the files it includes inputs of `outputs` (reading them),
+// for a command that loads the config deeper down: no output may replace one of them.
+void add_config_inputs(core::OutputSet& outputs, const std::string& path);
+
 void add_run_command(CLI::App& app, std::ostream& out);
 void add_validate_command(CLI::App& app, std::ostream& out);
 void add_model_command(CLI::App& app, std::ostream& out);

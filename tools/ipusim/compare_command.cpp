@@ -2,12 +2,29 @@
 // run, and which is fastest (sim/sweep/compare.hpp).
 
 #include <memory>
+#include <optional>
 #include <ostream>
 
+#include "sim/core/error.hpp"
 #include "sim/sweep/compare.hpp"
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
+namespace {
+
+// Declares the files `config` includes inputs of `outputs`. An invalid config is compared as a
+// failed run, its error reported in its column: the files of the configs that load are known.
+void add_includes(core::OutputSet& outputs, const std::string& config) {
+  std::optional<core::ConfigDocument> document;
+  try {
+    document = core::ConfigDocument::load(config, {});
+  } catch (const core::ConfigError&) {
+    return;
+  }
+  core::add_inputs(outputs, *document);
+}
+
+}  // namespace
 
 void add_compare_command(CLI::App& app, std::ostream& out) {
   struct CompareArgs {
@@ -54,6 +71,10 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
     for (const auto& [option, path] : given) {
       if (!path.empty())
         outputs.add(path, option);
+    }
+    for (const auto& config : a->request.configs) {
+      outputs.add_input(config, "a config this command reads");
+      add_includes(outputs, config);
     }
     auto request = a->request;
     request.base_overrides = a->what_if.overrides();

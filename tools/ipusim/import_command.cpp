@@ -31,6 +31,9 @@ struct ImportArgs {
   std::vector<std::string> splits;
 };
 
+// How an error names the model file when an output would replace it.
+constexpr const char* kModelRole = "the model file this command reads";
+
 // ONNX files above this are refused: ipusim's models hold at most a few hundred MB of weights.
 constexpr std::int64_t kMaxOnnxBytes = std::int64_t{1} << 30;
 
@@ -228,8 +231,11 @@ KerasWeightsFile keras_weights(const models::KerasImport& imported, const sim::R
 void import_keras_file(const ImportArgs& a, std::ostream& out) {
   core::OutputSet outputs;
   outputs.add(a.output, "-o");
-  const auto imported = models::import_keras(read_model_file(a.model_path), a.model_path);
+  outputs.add_input(a.model_path, kModelRole);
   const std::string npz = keras_weights_path(a);
+  if (!npz.empty())
+    outputs.add_input(npz, "the weights file this command reads");
+  const auto imported = models::import_keras(read_model_file(a.model_path), a.model_path);
   auto model = imported.model;
   const std::filesystem::path config_path(a.output);
   const std::string folder_name = config_path.stem().string() + ".weights";
@@ -271,6 +277,7 @@ std::string running_statistics(std::int64_t elements) {
 void import_onnx_file(const ImportArgs& a, std::ostream& out) {
   core::OutputSet outputs;
   outputs.add(a.output, "-o");
+  outputs.add_input(a.model_path, kModelRole);
   const auto imported = models::import_onnx(read_onnx_file(a.model_path), a.model_path);
   const std::filesystem::path config_path(a.output);
   const std::string folder_name = config_path.stem().string() + ".weights";

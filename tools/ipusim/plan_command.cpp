@@ -159,6 +159,9 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       };
     if (!a->merge.empty())
       refuse_search_options(*command);
+    add_config_inputs(outputs, a->config.path);
+    for (const auto& shard : a->merge)
+      outputs.add_input(shard, "a --merge file this command reads");
     const auto result =
         a->merge.empty() ? sim::plan(request) : sim::merge_plan_shards(request, a->merge);
     // A shard where nothing fits still writes its --csv: the merge ranks its rows with the rest.

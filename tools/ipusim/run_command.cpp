@@ -78,6 +78,7 @@ void add_run_command(CLI::App& app, std::ostream& out) {
         outputs.add(path, option);
     }
     const auto spec = load(o->config);
+    core::add_inputs(outputs, *spec.document);
     sim::SimulateOptions options;
     options.allow_oom = o->allow_oom;
     options.numeric = o->numeric_mode();

@@ -67,6 +67,7 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     outputs.add(a->request.csv_path, "-o");
     if (!a->request.html_path.empty())
       outputs.add(a->request.html_path, "--html");
+    add_config_inputs(outputs, a->config.path);
     auto request = a->request;
     request.config_path = a->config.path;
     request.base_overrides = a->config.overrides();
@@ -104,6 +105,8 @@ void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   command->callback([o, &out, &err] {
     core::OutputSet outputs;
     outputs.add(o->output, "-o");
+    for (const auto& input : o->inputs)
+      outputs.add_input(input, "one of the files this command merges");
     const auto merged = sim::merge_sweep_csvs(o->inputs);
     outputs.write(o->output, merged.table.to_csv());
     outputs.commit();

@@ -1,6 +1,10 @@
 #include "sim/core/output_file.hpp"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -47,6 +51,36 @@ std::vector<std::string> entries(const fs::path& dir) {
 }
 
 const std::string kAdvice = "; give the path of a regular file or of a new one";
+
+mode_t permissions(const fs::path& path) {
+  struct stat info {};
+  REQUIRE(::stat(path.c_str(), &info) == 0);
+  return info.st_mode & 0777;
+}
+
+// The status of a child process that writes `path` through an OutputSet and, its temporary
+// file in place, sends itself `signal`.
+int status_of_child_signalled_while_writing(const std::string& path, int signal) {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(signal, SIG_DFL);  // as in a program of its own, not under the test runner's handler
+    try {
+      OutputSet outputs;
+      outputs.add_folder(fs::path(path).parent_path().string(), "--save");
+      outputs.add(path, "--trace");
+      outputs.write(path, std::string(1 << 20, 'x'));
+      ::raise(signal);
+    } catch (...) {
+    }
+    ::_exit(0);  // only when the signal did not end the process
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  return status;
+}
 
 }  // namespace
 
@@ -224,4 +258,77 @@ TEST_CASE("a file appended to in place is locked against a second writer until r
   AppendFile again(path, "the -o output", busy);
   again.append("b\n");
   CHECK(read(path) == "a\nb\n");
+}
+
+TEST_CASE("an output that is a file the command reads is refused, before or after the input") {
+  const auto dir = fresh_folder("input");
+  const auto config = (dir / "run.json").string();
+  write_file_atomically(config, "{}\n");
+  const std::string error = config +
+                            ": cannot write the --json output: it is the config this command "
+                            "reads; choose another file";
+  {
+    OutputSet outputs;
+    outputs.add_input(config, "the config this command reads");
+    CHECK(ipusim::testing::error_of<ConfigError>([&] { outputs.add(config, "--json"); }) == error);
+  }
+  OutputSet outputs;
+  outputs.add(config, "--json");
+  CHECK(ipusim::testing::error_of<ConfigError>(
+            [&] { outputs.add_input(config, "the config this command reads"); }) == error);
+  CHECK(read(config) == "{}\n");
+}
+
+TEST_CASE("an output that is an input under another name or a hard link is refused") {
+  const auto dir = fresh_folder("input_alias");
+  const auto model = (dir / "model.json").string();
+  write_file_atomically(model, "{}\n");
+  fs::create_hard_link(model, dir / "linked.json");
+  const auto linked = (dir / "linked.json").string();
+  const auto missing = (dir / "new.json").string();
+  OutputSet outputs;
+  outputs.add_input((dir / "." / "model.json").string(), "the model file this command reads");
+  outputs.add_input(missing, "the --measured file this command reads");
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { outputs.add(linked, "-o"); }) ==
+        linked +
+            ": cannot write the -o output: it is the model file this command reads; choose "
+            "another file");
+  CHECK(ipusim::testing::error_of<ConfigError>([&] { outputs.add(missing, "--csv"); }) ==
+        missing +
+            ": cannot write the --csv output: it is the --measured file this command "
+            "reads; choose another file");
+  outputs.add((dir / "other.json").string(), "--html");  // any other file is fine
+}
+
+TEST_CASE("an output replacing a file keeps that file's permission bits") {
+  const auto dir = fresh_folder("permissions");
+  const auto secret = (dir / "secret.json").string();
+  const auto shared = (dir / "shared.json").string();
+  write_file_atomically(secret, "old\n");
+  write_file_atomically(shared, "old\n");
+  REQUIRE(::chmod(secret.c_str(), 0600) == 0);
+  REQUIRE(::chmod(shared.c_str(), 0664) == 0);
+  write_file_atomically(secret, "new\n");
+  write_file_atomically(shared, "new\n");
+  CHECK(read(secret) == "new\n");
+  CHECK(permissions(secret) == 0600);
+  CHECK(permissions(shared) == 0664);
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  const auto created = (dir / "created.json").string();
+  write_file_atomically(created, "new\n");
+  CHECK(permissions(created) == (0666 & ~mask));
+}
+
+TEST_CASE(
+    "SIGINT, SIGTERM, SIGHUP or SIGQUIT while an output is written removes its temporary file "
+    "and the folders made for it") {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    const auto dir = fresh_folder("signal" + std::to_string(signal));
+    const auto path = dir / "made" / "deeper" / "trace.json";
+    const int status = status_of_child_signalled_while_writing(path.string(), signal);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(entries(dir).empty());  // neither the temporary nor the folders made for it
+  }
 }
