@@ -3,12 +3,13 @@
 #include <onnx/onnx_pb.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <set>
 
 #include "models/onnx_patterns.hpp"
+#include "models/onnx_tensors.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -65,65 +66,6 @@ float float_attribute(const onnx::NodeProto& node, const std::string& name, floa
   return fallback;
 }
 
-// A float initializer as a tensor (float_data or raw little-endian bytes).
-Tensor tensor_of(const onnx::TensorProto& t, const std::string& path) {
-  Shape shape(t.dims().begin(), t.dims().end());
-  if (t.data_type() != onnx::TensorProto::FLOAT)
-    throw core::ConfigError(path, "", "initializer '" + t.name() + "' is not float32");
-  const auto count = static_cast<std::size_t>(element_count(shape));
-  std::vector<float> values(t.float_data().begin(), t.float_data().end());
-  if (values.empty() && t.raw_data().size() == count * sizeof(float)) {
-    values.resize(count);
-    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
-  }
-  if (values.size() != count) {
-    throw core::ConfigError(path, "",
-                            "initializer '" + t.name() + "' holds " +
-                                std::to_string(values.size()) + " values for shape " +
-                                shape_text(shape));
-  }
-  return Tensor(std::move(shape), values);
-}
-
-Tensor transposed(const Tensor& m) {
-  const std::int64_t rows = m.dim(0), cols = m.dim(1);
-  Tensor out({cols, rows});
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c)
-      out[c * rows + r] = m[r * cols + c];
-  }
-  return out;
-}
-
-// A dense kernel whose rows follow a channels-first flatten of [C, H, W], reordered to the
-// channels-last flatten ipusim's input has.
-Tensor rows_channels_last(const Tensor& kernel, const Shape& chw) {
-  const std::int64_t c_n = chw[0], h_n = chw[1], w_n = chw[2], units = kernel.dim(1);
-  Tensor out(kernel.shape());
-  for (std::int64_t c = 0; c < c_n; ++c) {
-    for (std::int64_t h = 0; h < h_n; ++h) {
-      for (std::int64_t w = 0; w < w_n; ++w) {
-        const std::int64_t from = (c * h_n + h) * w_n + w, to = (h * w_n + w) * c_n + c;
-        std::memcpy(out.data() + to * units, kernel.data() + from * units,
-                    sizeof(float) * std::size_t(units));
-      }
-    }
-  }
-  return out;
-}
-
-// ONNX's [out, in, kh, kw] convolution kernel as ipusim's [kh, kw, in, out].
-Tensor conv_kernel(const Tensor& w) {
-  const std::int64_t o_n = w.dim(0), i_n = w.dim(1), kh = w.dim(2), kw = w.dim(3);
-  Tensor out({kh, kw, i_n, o_n});
-  for (std::int64_t o = 0; o < o_n; ++o)
-    for (std::int64_t i = 0; i < i_n; ++i)
-      for (std::int64_t y = 0; y < kh; ++y)
-        for (std::int64_t x = 0; x < kw; ++x)
-          out[((y * kw + x) * i_n + i) * o_n + o] = w[((o * i_n + i) * kh + y) * kw + x];
-  return out;
-}
-
 // A value's name in an ipusim layer id: letters, digits, '_' and '-'.
 std::string sanitized(std::string id) {
   for (char& c : id) {
@@ -165,7 +107,7 @@ class Converter {
     }
     layers_.push_back({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
     out_.model["layers"] = layers_;
-    for (const auto& init : graph_.initializer())
+    for (const auto& init : graph_.initializer())  // each count checked by check_onnx_graph
       out_.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
   }
 
@@ -180,6 +122,7 @@ class Converter {
       if (shape.size() < 2)
         throw core::ConfigError(path_, "", "input '" + input.name() + "' has no batch axis");
       shape.erase(shape.begin());
+      check_sample_shape(input.name(), shape);
       const bool image = shape.size() == 3;
       out_.model["input"] = {{"shape", image ? Shape{shape[1], shape[2], shape[0]} : shape}};
       layers_.push_back({{"id", "input"}, {"type", "input"}});
@@ -187,6 +130,20 @@ class Converter {
       return;
     }
     throw core::ConfigError(path_, "", "the graph has no input besides its initializers");
+  }
+
+  // A sample's shape as the graph declares it: dimensions from 1 up, 2^30 elements at most (a
+  // larger one is no model ipusim simulates, and its sizes would overflow).
+  void check_sample_shape(const std::string& name, const Shape& shape) const {
+    std::int64_t elements = 1;
+    for (const std::int64_t d : shape) {
+      if (d < 1 || elements > (std::int64_t{1} << 30) / d)
+        throw core::ConfigError(path_, "",
+                                "input '" + name + "' has shape " + shape_text(shape) +
+                                    " per sample: expected dimensions of 1 or more and at most "
+                                    "2^30 elements");
+      elements *= d;
+    }
   }
 
   // Attention blocks and Erf GELUs become one layer each, emitted at their first node.
@@ -284,8 +241,9 @@ class Converter {
 
   std::string unique_id(const std::string& wanted) const {
     std::string id = wanted.empty() ? "layer" : wanted;
-    for (int n = 2; std::any_of(layers_.begin(), layers_.end(),
-                                [&](const json& l) { return l.at("id") == id; });
+    for (int n = 2;
+         std::any_of(layers_.begin(), layers_.end(),
+                     [&](const json& l) { return l.at("id").get_ref<const std::string&>() == id; });
          ++n)
       id = wanted + "_" + std::to_string(n);
     return id;
@@ -315,14 +273,20 @@ class Converter {
                         " (features or [sequence, features] are supported)");
       return;
     }
+    if (kernel.rank() != 2 || kernel.dim(0) != in.onnx_shape.back()) {
+      problem(node, "a weight of shape " + shape_text(kernel.shape()) + " for features of width " +
+                        std::to_string(in.onnx_shape.back()) + " (expected [" +
+                        std::to_string(in.onnx_shape.back()) + ", units])");
+      return;
+    }
     if (flattened_from_.contains(in.layer))
-      kernel = rows_channels_last(kernel, flattened_from_.at(in.layer));
+      kernel = onnx_rows_channels_last(kernel, flattened_from_.at(in.layer));
     const std::int64_t units = kernel.dim(1);
     json layer = {
         {"id", id_of(node)}, {"type", "dense"}, {"units", units}, {"bias", bias != nullptr}};
     std::vector<Tensor> weights{std::move(kernel)};
     if (bias)
-      weights.push_back(tensor_of(*bias, path_));
+      weights.push_back(onnx_float_tensor(*bias, path_));
     Shape shape = in.onnx_shape;
     shape.back() = units;
     add_layer(std::move(layer), output, {"", shape, false}, {in.layer}, std::move(weights));
@@ -337,9 +301,12 @@ class Converter {
         problem(node, "only A x B + C with B and C initializers (transA 0, alpha and beta 1)");
       return;
     }
-    Tensor kernel = tensor_of(*b, path_);
+    Tensor kernel = onnx_float_tensor(*b, path_);
+    if (kernel.rank() != 2)
+      return problem(node, "a weight '" + b->name() + "' of shape " + shape_text(kernel.shape()) +
+                               " (expected a 2-D [in, units] or, with transB, [units, in])");
     if (int_attribute(node, "transB", 0) != 0)
-      kernel = transposed(kernel);
+      kernel = onnx_transposed_matrix(kernel);
     dense(node, *in, std::move(kernel), initializer(node, 2), node.output(0));
   }
 
@@ -361,7 +328,7 @@ class Converter {
         output = next->output(0);
       }
     }
-    dense(node, *in, tensor_of(*b, path_), bias, output);
+    dense(node, *in, onnx_float_tensor(*b, path_), bias, output);
   }
 
   // "valid" for no padding, "same" for the padding that keeps a stride-1 output's size.
@@ -379,6 +346,23 @@ class Converter {
     return pad == "same" ? (in + s - 1) / s : (in - k) / s + 1;
   }
 
+  // Why a 2-D window cannot slide over an [C, H, W] image, or "" when it can: a kernel and
+  // strides of two sizes from 1 up, and (unpadded) a kernel no larger than the image.
+  static std::string window_problem(const std::vector<std::int64_t>& kernel,
+                                    const std::vector<std::int64_t>& strides, const Shape& image,
+                                    const std::string& pad) {
+    const auto two_positive = [](const std::vector<std::int64_t>& v) {
+      return v.size() == 2 && v[0] >= 1 && v[1] >= 1;
+    };
+    if (!two_positive(kernel))
+      return "kernel_shape " + shape_text(kernel) + " (expected two sizes of 1 or more)";
+    if (!two_positive(strides))
+      return "strides " + shape_text(strides) + " (expected two strides of 1 or more)";
+    if (pad == "valid" && (image[1] < kernel[0] || image[2] < kernel[1]))
+      return "a kernel " + shape_text(kernel) + " larger than its image " + shape_text(image);
+    return "";
+  }
+
   void conv(const onnx::NodeProto& node) {
     const Activation* in = value(node);
     const auto* w = initializer(node, 1);
@@ -387,10 +371,16 @@ class Converter {
         problem(node, "only a convolution of an image by an initializer kernel");
       return;
     }
-    const Tensor kernel = tensor_of(*w, path_);
+    const Tensor kernel = onnx_float_tensor(*w, path_);
+    if (kernel.rank() != 4 || kernel.dim(1) != in->onnx_shape[0])
+      return problem(node, "a kernel '" + w->name() + "' of shape " + shape_text(kernel.shape()) +
+                               " (expected [out, " + std::to_string(in->onnx_shape[0]) +
+                               ", kh, kw] for an image of shape " + shape_text(in->onnx_shape) +
+                               ")");
     const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
     auto strides = ints_attribute(node, "strides");
-    strides.resize(2, strides.empty() ? 1 : strides[0]);
+    if (strides.empty())
+      strides = {1, 1};
     const auto dilations = ints_attribute(node, "dilations");
     const std::string pad = padding(node, k);
     if (int_attribute(node, "group", 1) != 1 || pad.empty() ||
@@ -398,6 +388,14 @@ class Converter {
       problem(node, "only ungrouped, undilated convolutions with no or 'same' padding");
       return;
     }
+    const auto shape_attribute = ints_attribute(node, "kernel_shape");
+    std::string why =
+        window_problem(shape_attribute.empty() ? k : shape_attribute, strides, in->onnx_shape, pad);
+    if (why.empty() && !shape_attribute.empty() && shape_attribute != k)
+      why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +
+            shape_text(kernel.shape());
+    if (!why.empty())
+      return problem(node, why);
     json layer = {{"id", id_of(node)},
                   {"type", "conv2d"},
                   {"filters", kernel.dim(0)},
@@ -405,9 +403,9 @@ class Converter {
                   {"stride", strides},
                   {"padding", pad},
                   {"bias", initializer(node, 2) != nullptr}};
-    std::vector<Tensor> weights{conv_kernel(kernel)};
+    std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
     if (const auto* bias = initializer(node, 2))
-      weights.push_back(tensor_of(*bias, path_));
+      weights.push_back(onnx_float_tensor(*bias, path_));
     const Shape& s = in->onnx_shape;
     const Shape out = {kernel.dim(0), out_size(s[1], k[0], strides[0], pad),
                        out_size(s[2], k[1], strides[1], pad)};
@@ -426,6 +424,8 @@ class Converter {
       problem(node, "only a 2-D max pool of an image without padding");
       return;
     }
+    if (const auto why = window_problem(k, strides, in->onnx_shape, "valid"); !why.empty())
+      return problem(node, why);
     const Shape& s = in->onnx_shape;
     const Shape out = {s[0], out_size(s[1], k[0], strides[0], "valid"),
                        out_size(s[2], k[1], strides[1], "valid")};
@@ -497,8 +497,16 @@ class Converter {
     if (!in)
       return;
     float rate = float_attribute(node, "ratio", 0.5f);
-    if (const auto* ratio = initializer(node, 1))
-      rate = tensor_of(*ratio, path_)[0];
+    if (const auto* ratio = initializer(node, 1)) {
+      const Tensor t = onnx_float_tensor(*ratio, path_);
+      if (t.elements() != 1)
+        return problem(node, "a ratio '" + ratio->name() + "' of shape " + shape_text(t.shape()) +
+                                 " (expected one value)");
+      rate = t[0];
+    }
+    if (!(rate >= 0 && rate < 1))
+      return problem(node, "a ratio of " + std::to_string(rate) +
+                               " (expected one from 0 up to, not including, 1)");
     add_layer({{"id", id_of(node)}, {"type", "dropout"}, {"rate", decimal(rate)}}, node.output(0),
               *in, {in->layer});
   }
@@ -560,7 +568,7 @@ class Converter {
                {"positions", false},
                {"layer_norm", false}},
               node.output(0), {"", {sequence, hidden}, false}, {ids->layer},
-              {tensor_of(*table, path_)});
+              {onnx_float_tensor(*table, path_)});
   }
 
   void add(const onnx::NodeProto& node) {
@@ -590,7 +598,7 @@ class Converter {
                      const onnx::TensorProto& constant) {
     auto layer = std::find_if(layers_.begin(), layers_.end(),
                               [&](const json& l) { return l.at("id") == in.layer; });
-    Tensor table = tensor_of(constant, path_);
+    Tensor table = onnx_float_tensor(constant, path_);
     const bool lookup = layer->at("type") == "embedding" && layer->contains("positions");
     if (!lookup || !is_constant_of(table, in.onnx_shape[0], in.onnx_shape[1]) ||
         !index_.read_at_most_once(node.input(node.input(0) == constant.name() ? 1 : 0))) {
@@ -643,7 +651,7 @@ class Converter {
   Tensor feature_vector(const onnx::NodeProto& node, int input, std::int64_t width,
                         float fallback) {
     const auto* t = initializer(node, input);
-    return t ? tensor_of(*t, path_) : Tensor({width}, fallback);
+    return t ? onnx_float_tensor(*t, path_) : Tensor({width}, fallback);
   }
 
   void layer_norm(const onnx::NodeProto& node) {
@@ -678,7 +686,7 @@ class Converter {
     std::vector<Tensor> running;
     for (int i : {3, 4}) {
       if (const auto* t = initializer(node, i)) {
-        running.push_back(tensor_of(*t, path_));
+        running.push_back(onnx_float_tensor(*t, path_));
         out_.running_statistics_elements += running.back().elements();
       }
     }
@@ -693,24 +701,38 @@ class Converter {
               {feature_vector(node, 1, width, 1.0f), feature_vector(node, 2, width, 0.0f)});
   }
 
-  void attention(const AttentionPattern& block) {
-    const auto& first = graph_.node(*block.nodes.begin());
-    const Activation* in = value(block.input, first);
-    if (!in) {
-      failed_.insert(block.output);
-      return;
-    }
-    std::vector<Tensor> weights;
-    for (const auto* t : block.parameters)
-      weights.push_back(tensor_of(*t, path_));
-    const std::int64_t hidden = in->onnx_shape.back();
+  // Why an attention block cannot be one ipusim attention layer, or "".
+  static std::string attention_problem(const AttentionPattern& block, const Activation& in,
+                                       const std::vector<Tensor>& weights) {
+    const std::int64_t hidden = in.onnx_shape.back();
     const bool square = std::all_of(weights.begin(), weights.end(), [&](const Tensor& w) {
       return w.shape() == Shape{hidden, hidden} || w.shape() == Shape{hidden};
     });
-    if (in->channels_first || in->onnx_shape.size() != 2 || !square) {
-      problem(first, "an attention over values of shape " + shape_text(in->onnx_shape) +
-                         " whose projections are not all [hidden, hidden] (ipusim's attention "
-                         "keeps the width)");
+    if (in.channels_first || in.onnx_shape.size() != 2 || !square)
+      return "an attention over values of shape " + shape_text(in.onnx_shape) +
+             " whose projections are not all [hidden, hidden] (ipusim's attention keeps the "
+             "width)";
+    if (block.heads * block.head_size != hidden)
+      return "an attention of " + std::to_string(block.heads) + " heads of size " +
+             std::to_string(block.head_size) + " over values of width " + std::to_string(hidden) +
+             " (expected heads x head size = width)";
+    if (!(block.dropout >= 0 && block.dropout < 1))
+      return "an attention dropout ratio of " + std::to_string(block.dropout) +
+             " (expected one from 0 up to, not including, 1)";
+    return "";
+  }
+
+  void attention(const AttentionPattern& block) {
+    const auto& first = graph_.node(*block.nodes.begin());
+    const Activation* in = value(block.input, first);
+    std::vector<Tensor> weights;
+    for (const auto* t : in ? block.parameters : std::vector<const onnx::TensorProto*>{})
+      weights.push_back(onnx_float_tensor(*t, path_));
+    const std::string why = in ? attention_problem(block, *in, weights) : "";
+    if (!in || !why.empty()) {
+      if (!why.empty())
+        problem(first, why);
+      failed_.insert(block.output);  // the block's output is not its first node's
       return;
     }
     json layer = {{"id", unique_id(sanitized(block.name.empty() ? "attention" : block.name))},
@@ -751,6 +773,7 @@ OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
   out.producer = model.producer_name() +
                  (model.producer_version().empty() ? "" : " " + model.producer_version());
   out.model = {{"name", model.graph().name().empty() ? "onnx_model" : model.graph().name()}};
+  check_onnx_graph(model.graph(), path);
   Converter(model.graph(), path, out).convert();
   return out;
 }
