@@ -37,7 +37,7 @@ def refused(folder, name, model_bytes, expected, suffix=".onnx", line=False):
     source = os.path.join(folder, name + suffix)
     with open(source, "wb") as f:
         f.write(model_bytes)
-    config = os.path.join(folder, name + ".json")
+    config = os.path.join(folder, name + ".config.json")
     model = KERAS_CNN if suffix == ".npz" else source
     result = run("import", model, "-o", config,
                  *(["--weights", source] if suffix == ".npz" else []))
@@ -210,6 +210,22 @@ def check_attention(folder):
     print("attention: a head size of 0 and heads that do not fill the width are named")
 
 
+def check_keras_attention(folder):
+    """A Keras MultiHeadAttention with key_dim 0 is refused, not imported with heads of no
+    width."""
+    import json
+    with open(os.path.join(HERE, "..", "keras", "keras3_transformer_block.json")) as f:
+        model = json.load(f)
+    for layer in model["config"]["layers"]:
+        if layer["class_name"] == "MultiHeadAttention":
+            layer["config"]["key_dim"] = 0
+    refused(folder, "keras_key_dim_0", json.dumps(model).encode(),
+            "cannot import 1 layer(s), so nothing was written:\n  'attention' "
+            "(MultiHeadAttention) at /config/layers/1: num_heads 4 and key_dim 0 (expected both "
+            "from 1 up to 2^20)", suffix=".keras.json")
+    print("keras attention: a key_dim of 0 is named")
+
+
 def npy_member(shape_text, data=b""):
     header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text + ", }"
     header += " " * (63 - (10 + len(header)) % 64) + "\n"
@@ -294,6 +310,7 @@ def main():
         check_windows(folder)
         check_initializers(folder)
         check_attention(folder)
+        check_keras_attention(folder)
         check_npz(folder)
         mutations(folder)
 
