@@ -28,7 +28,7 @@ KERAS_CNN = os.path.join(HERE, "..", "keras", "keras_cnn.json")
 
 
 def run(*args):
-    return subprocess.run([IPUSIM, *args], capture_output=True, text=True)
+    return subprocess.run([IPUSIM, *args], capture_output=True, text=True, errors="replace")
 
 
 def refused(folder, name, model_bytes, expected, suffix=".onnx", line=False):
