@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "sim/core/error.hpp"
 
@@ -32,6 +33,9 @@ int fewest_inputs(const std::string& op) {
   const auto found = table.find(op);
   return found == table.end() ? 1 : found->second;
 }
+
+const std::set<std::string> kFloatAttributesRead = {"Gemm", "Dropout", "LayerNormalization",
+                                                    "BatchNormalization"};
 
 std::string node_text(const onnx::NodeProto& node) {
   return "node '" + node.name() + "' (" + node.op_type() + ")";
@@ -68,6 +72,12 @@ void check_node(const onnx::NodeProto& node, const std::string& path) {
   for (const auto& a : node.attribute()) {
     if (a.has_t())
       declared_elements(a.t(), node_text(node) + "'s tensor '" + a.name() + "'", path);
+    // The float attributes ipusim copies into a config (epsilon, momentum, ratio, alpha, beta).
+    if (a.type() == onnx::AttributeProto::FLOAT && !std::isfinite(a.f()) &&
+        kFloatAttributesRead.contains(node.op_type()))
+      throw core::ConfigError(path, "",
+                              node_text(node) + ": attribute '" + a.name() + "' is " +
+                                  std::to_string(a.f()) + ": expected a finite number");
   }
 }
 

@@ -116,8 +116,17 @@ def check_nodes(folder):
     refused(folder, "dropout_nan_ratio", model_bytes(
         [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=float("nan")),
          gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
+        "node 'drop' (Dropout): attribute 'ratio' is nan: expected a finite number")
+    refused(folder, "dropout_ratio_of_1", model_bytes(
+        [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=1.0),
+         gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
         "cannot import 1 node(s), so nothing was written:\n  node 'drop' (Dropout): a ratio of "
-        "nan (expected one from 0 up to, not including, 1)")
+        "1.000000 (expected one from 0 up to, not including, 1)")
+    refused(folder, "norm_infinite_epsilon", model_bytes(
+        [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["n"], name="norm",
+                          epsilon=float("inf")), gemm("w", ["n", "w"]), softmax()], features(4),
+        [base.weight("w", 4, 10)] + [array(name, np.ones(4)) for name in "gbmv"]),
+        "node 'norm' (BatchNormalization): attribute 'epsilon' is inf: expected a finite number")
     print("nodes: missing inputs and outputs, misshapen weights and bad ratios are named")
 
 
