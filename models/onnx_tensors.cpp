@@ -14,11 +14,10 @@ namespace {
 // at least; a larger declared shape is a lie that would otherwise be allocated.
 constexpr std::int64_t kMaxInitializerElements = std::int64_t{1} << 30;
 
-// The fewest inputs each operator reads (the ones the importer and its patterns look at); other
-// operators read at least one, and Constant none.
+// The fewest inputs each operator ipusim reads takes (the ones the importer and its patterns
+// look at); other operators are refused by name, whatever their inputs.
 int fewest_inputs(const std::string& op) {
   static const std::map<std::string, int> table = {
-      {"Constant", 0},
       {"Gemm", 2},
       {"MatMul", 2},
       {"Conv", 2},
@@ -29,9 +28,19 @@ int fewest_inputs(const std::string& op) {
       {"Gather", 2},
       {"LayerNormalization", 2},
       {"BatchNormalization", 5},
+      {"MaxPool", 1},
+      {"Relu", 1},
+      {"Tanh", 1},
+      {"Gelu", 1},
+      {"Erf", 1},
+      {"Flatten", 1},
+      {"Dropout", 1},
+      {"Softmax", 1},
+      {"Concat", 1},
+      {"Transpose", 1},
   };
   const auto found = table.find(op);
-  return found == table.end() ? 1 : found->second;
+  return found == table.end() ? 0 : found->second;
 }
 
 const std::set<std::string> kFloatAttributesRead = {"Gemm", "Dropout", "LayerNormalization",
