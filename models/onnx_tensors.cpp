@@ -106,7 +106,7 @@ Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path) {
   Shape shape(t.dims().begin(), t.dims().end());
   const auto count = static_cast<std::size_t>(declared_elements(t, what, path));
   std::vector<float> values(t.float_data().begin(), t.float_data().end());
-  if (values.empty() && t.raw_data().size() == count * sizeof(float)) {
+  if (values.empty() && count > 0 && t.raw_data().size() == count * sizeof(float)) {
     values.resize(count);
     std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
   }
