@@ -7,6 +7,7 @@ an internal error. A bounded random mutation of a valid model (fixed seed) only 
 
     tests/models/onnx/onnx_hostile_test.py IPUSIM
 """
+import io
 import os
 import random
 import struct
@@ -14,7 +15,6 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-import zlib
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -242,14 +242,11 @@ def npy_member(shape_text, data=b""):
 
 
 def npz_bytes(members, compression=zipfile.ZIP_STORED):
-    path = tempfile.mktemp(suffix=".npz")
-    with zipfile.ZipFile(path, "w", compression) as archive:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
         for name, data in members:
             archive.writestr(name, data)
-    with open(path, "rb") as f:
-        data = f.read()
-    os.remove(path)
-    return data
+    return buffer.getvalue()
 
 
 def zip_bomb(declared_elements):
