@@ -248,6 +248,17 @@ void OnnxConverter::add_layer(json layer, const std::string& output, Activation 
   values_[output] = std::move(produced);
 }
 
+// `text` from the file as a JSON string; an error names `what` when it is not UTF-8 (protobuf
+// leaves that to the writer, and the config is JSON).
+std::string utf8(const std::string& text, const std::string& what, const std::string& path) {
+  try {
+    (void)json(text).dump();
+  } catch (const json::type_error&) {
+    throw core::ConfigError(path, "", what + " is not UTF-8 text");
+  }
+  return text;
+}
+
 }  // namespace onnx_detail
 
 OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
@@ -258,9 +269,13 @@ OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
                             "with a graph");
   }
   OnnxImport out;
-  out.producer = model.producer_name() +
-                 (model.producer_version().empty() ? "" : " " + model.producer_version());
-  out.model = {{"name", model.graph().name().empty() ? "onnx_model" : model.graph().name()}};
+  out.producer = onnx_detail::utf8(
+      model.producer_name() +
+          (model.producer_version().empty() ? "" : " " + model.producer_version()),
+      "the producer's name", path);
+  const std::string& name = model.graph().name();
+  out.model = {
+      {"name", name.empty() ? "onnx_model" : onnx_detail::utf8(name, "the graph's name", path)}};
   check_onnx_graph(model.graph(), path);
   onnx_detail::OnnxConverter(model.graph(), path, out).convert();
   return out;

@@ -127,6 +127,13 @@ def check_nodes(folder):
                           epsilon=float("inf")), gemm("w", ["n", "w"]), softmax()], features(4),
         [base.weight("w", 4, 10)] + [array(name, np.ones(4)) for name in "gbmv"]),
         "node 'norm' (BatchNormalization): attribute 'epsilon' is inf: expected a finite number")
+    model = helper.make_model(helper.make_graph(
+        [gemm("w"), softmax()], "name", features(4),
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])],
+        [base.weight("w", 4, 10)]), producer_name="onnx.helper")
+    model.graph.name = "bad ? name"  # then a byte of no UTF-8, which protobuf's Python refuses
+    data = model.SerializeToString().replace(b"bad ? name", b"bad \x9f name")
+    refused(folder, "graph_name_not_utf8", data, "the graph's name is not UTF-8 text")
     print("nodes: missing inputs and outputs, misshapen weights and bad ratios are named")
 
 
