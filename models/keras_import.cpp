@@ -185,11 +185,17 @@ class Converter {
       take_weights(k, {"gamma", "beta"});
       out_.weights.back().running = {"moving_mean", "moving_variance"};
     } else if (type == "MultiHeadAttention") {
-      const std::int64_t heads = c.at("num_heads");
+      const std::int64_t heads = c.at("num_heads"), key_dim = c.at("key_dim");
+      // Counts from 1 up and small enough that their product is exact.
+      if (heads < 1 || key_dim < 1 || heads > (1 << 20) || key_dim > (1 << 20)) {
+        problems.add(k, "num_heads " + std::to_string(heads) + " and key_dim " +
+                            std::to_string(key_dim) + " (expected both from 1 up to 2^20)");
+        return;
+      }
       layer["type"] = "attention";
       layer["heads"] = heads;
       layer["dropout"] = c.value("dropout", 0.0);
-      out_.attention_widths.push_back({k.name, heads * c.at("key_dim").get<std::int64_t>()});
+      out_.attention_widths.push_back({k.name, heads * key_dim});
       take_weights(k,
                    {"query/kernel", "query/bias", "key/kernel", "key/bias", "value/kernel",
                     "value/bias", "attention_output/kernel", "attention_output/bias"},

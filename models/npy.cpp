@@ -56,19 +56,34 @@ std::string header_field(const std::string& header, const std::string& key,
   std::size_t begin = at + key.size() + 3;
   while (begin < header.size() && header[begin] == ' ')
     ++begin;
-  const std::size_t end =
-      header[begin] == '(' ? header.find(')', begin) + 1 : header.find_first_of(",}", begin);
-  return header.substr(begin, end - begin);
+  const std::size_t end = begin < header.size() && header[begin] == '('
+                              ? header.find(')', begin)
+                              : header.find_first_of(",}", begin);
+  if (end == std::string::npos)
+    throw DataError(path, "the header's '" + key + "' has no end");
+  return header.substr(begin, end - begin + (header[end] == ')' ? 1 : 0));
 }
+
+// numpy's largest array of 4-byte elements (2^61 bytes) is far beyond any file; this bound keeps
+// byte counts exact in 64 bits while refusing a header that declares more than any disk holds.
+constexpr std::int64_t kMaxNpyElements = std::int64_t{1} << 56;
 
 Shape parse_shape(const std::string& tuple, const std::string& path) {
   Shape shape;
+  std::int64_t elements = 1;
   std::size_t i = 1;
   while (i < tuple.size()) {
     if (std::isdigit(static_cast<unsigned char>(tuple[i]))) {
-      std::size_t used = 0;
-      shape.push_back(std::stoll(tuple.substr(i), &used));
-      i += used;
+      std::int64_t dim = 0;
+      for (; i < tuple.size() && std::isdigit(static_cast<unsigned char>(tuple[i])); ++i) {
+        dim = dim * 10 + (tuple[i] - '0');
+        if (dim > kMaxNpyElements)
+          throw DataError(path, "the shape " + tuple + " has a dimension past 2^56 elements");
+      }
+      if (dim != 0 && elements > kMaxNpyElements / dim)
+        throw DataError(path, "the shape " + tuple + " holds more than 2^56 elements");
+      elements *= dim;
+      shape.push_back(dim);
     } else if (tuple[i] == ',' || tuple[i] == ' ' || tuple[i] == ')') {
       ++i;
     } else {
@@ -103,8 +118,8 @@ std::size_t header_length(const std::vector<char>& bytes, const std::string& pat
                             std::to_string(byte(7)));
 }
 
-RawArray parse_array(const std::vector<char>& bytes, const std::string& path,
-                     const std::string& expected_descr) {
+NpyHeader parse_header(const std::vector<char>& bytes, const std::string& path,
+                       const std::string& expected_descr) {
   const std::size_t length = header_length(bytes, path);
   const std::size_t preamble = bytes[6] == 1 ? 10 : 12;
   if (bytes.size() < preamble + length)
@@ -115,15 +130,22 @@ RawArray parse_array(const std::vector<char>& bytes, const std::string& path,
     throw DataError(path, "holds " + descr + " data, expected '" + expected_descr + "'");
   if (header_field(header, "fortran_order", path) != "False")
     throw DataError(path, "Fortran-order arrays are not supported");
-  RawArray array{parse_shape(header_field(header, "shape", path), path), {}};
-  const auto expected = static_cast<std::size_t>(element_count(array.shape)) * 4;
-  const std::size_t found = bytes.size() - preamble - length;
-  if (found < expected) {
-    throw DataError(path, "expected " + std::to_string(expected) + " bytes of array data, found " +
-                              std::to_string(found));
+  Shape shape = parse_shape(header_field(header, "shape", path), path);
+  const auto data_bytes = static_cast<std::size_t>(element_count(shape)) * 4;  // below 2^58
+  return {std::move(shape), preamble + length, data_bytes};
+}
+
+RawArray parse_array(const std::vector<char>& bytes, const std::string& path,
+                     const std::string& expected_descr) {
+  NpyHeader header = parse_header(bytes, path, expected_descr);
+  const std::size_t found = bytes.size() - header.header_bytes;
+  if (found < header.data_bytes) {
+    throw DataError(path, "expected " + std::to_string(header.data_bytes) +
+                              " bytes of array data, found " + std::to_string(found));
   }
-  const auto data_begin = bytes.begin() + static_cast<std::ptrdiff_t>(preamble + length);
-  array.data.assign(data_begin, data_begin + static_cast<std::ptrdiff_t>(expected));
+  const auto data_begin = bytes.begin() + static_cast<std::ptrdiff_t>(header.header_bytes);
+  RawArray array{std::move(header.shape), {}};
+  array.data.assign(data_begin, data_begin + static_cast<std::ptrdiff_t>(header.data_bytes));
   return array;
 }
 
@@ -149,6 +171,15 @@ void write_npy(const std::string& path, const Tensor& tensor) {
 
 void write_npy(const std::string& path, const Shape& shape, std::span<const std::int32_t> values) {
   write_file(path, npy_bytes(shape, values));
+}
+
+std::size_t npy_header_bytes(const std::vector<char>& first_bytes, const std::string& name) {
+  return (first_bytes.size() > 6 && first_bytes[6] == 1 ? 10 : 12) +
+         header_length(first_bytes, name);
+}
+
+NpyHeader parse_npy_f32_header(const std::vector<char>& bytes, const std::string& name) {
+  return parse_header(bytes, name, "<f4");
 }
 
 Tensor parse_npy_f32(const std::vector<char>& bytes, const std::string& name) {

@@ -38,4 +38,18 @@ Tensor read_npy_f32(const std::string& path);
 Tensor parse_npy_f32(const std::vector<char>& bytes, const std::string& name);
 Int32Array read_npy_i32(const std::string& path);
 
+// A '<f4' .npy header: the array's shape, and how many bytes the preamble and header take (the
+// data follows them) and the data takes. A shape of more than 2^56 elements is refused, so the
+// byte counts are exact.
+struct NpyHeader {
+  Shape shape;
+  std::size_t header_bytes = 0;
+  std::size_t data_bytes = 0;
+};
+// How many bytes the preamble and header of a .npy file take, from its first 12 bytes (all of
+// them when the file is shorter); throws DataError naming `name` for no .npy file.
+std::size_t npy_header_bytes(const std::vector<char>& first_bytes, const std::string& name);
+// The header of a '<f4' file from its first npy_header_bytes() bytes (or more).
+NpyHeader parse_npy_f32_header(const std::vector<char>& bytes, const std::string& name);
+
 }  // namespace ipusim::models

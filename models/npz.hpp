@@ -14,7 +14,9 @@ namespace ipusim::models {
 
 // The float32 arrays of the archive at `path`, by name (the member's name without ".npy"), in
 // the archive's order. Throws core::ConfigError naming the file (and the member) for a file
-// that is no zip, a member that is no float32 .npy, or more than `max_bytes` of arrays.
+// that is no zip, a member that is no float32 .npy or holds fewer bytes than its header
+// declares, or more than `max_bytes` of arrays. Only what the headers declare is inflated, and
+// never past `max_bytes`, so a small archive cannot claim gigabytes.
 std::vector<std::pair<std::string, Tensor>> read_npz(const std::string& path,
                                                      std::int64_t max_bytes);
 

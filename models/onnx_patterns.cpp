@@ -42,6 +42,13 @@ std::vector<double> values_of(const TensorProto& t) {
   }
 }
 
+// A shape's value as written: "8" for an integer (the usual case), else as a double.
+std::string number_text(double value) {
+  if (std::abs(value) < 1e15 && value == std::floor(value))
+    return std::to_string(static_cast<std::int64_t>(value));
+  return std::to_string(value);
+}
+
 bool near(double value, double expected) {
   return std::abs(value - expected) <= 1e-5 * std::abs(expected);
 }
@@ -186,11 +193,17 @@ class AttentionMatcher {
       return fail(
           "an attention whose heads are not split by a Reshape to a constant "
           "[batch, sequence, heads, head size]");
+    // Counts from 1 up (not Reshape's 0 = "keep" or -1 = "infer"), so the casts are exact.
+    const auto counting = [](double v) { return v >= 1 && v <= 1 << 30 && v == std::floor(v); };
+    if (!counting(shape[2]) || !counting(shape[3]))
+      return fail("an attention whose Reshape into heads names " + number_text(shape[2]) +
+                  " heads of size " + number_text(shape[3]) +
+                  " (expected both as counts from 1 up)");
     const auto heads = static_cast<std::int64_t>(shape[2]);
-    if (out_.heads != 0 && out_.heads != heads)
+    if (out_.heads != 0 && (out_.heads != heads || out_.head_size != std::int64_t(shape[3])))
       return fail("an attention whose Q, K and V have different numbers of heads");
     out_.heads = heads;
-    head_size_ = static_cast<std::int64_t>(shape[3]);
+    out_.head_size = static_cast<std::int64_t>(shape[3]);
     return projection(reshape->input(0), which == 0 ? q_ : which == 1 ? k_ : v_);
   }
 
@@ -249,7 +262,7 @@ class AttentionMatcher {
   }
 
   bool check_scale() {
-    const double expected = 1.0 / std::sqrt(static_cast<double>(head_size_));
+    const double expected = 1.0 / std::sqrt(static_cast<double>(out_.head_size));
     if (!near(scale_, expected)) {
       return fail("attention scores scaled by " + std::to_string(scale_) +
                   "; ipusim scales by 1/sqrt(head size) = " + std::to_string(expected));
@@ -268,7 +281,6 @@ class AttentionMatcher {
   AttentionPattern out_;
   std::array<const TensorProto*, 2> q_{}, k_{}, v_{}, o_{};
   double scale_ = 1.0;
-  std::int64_t head_size_ = 0;
 };
 
 bool is_scalar(const OnnxGraphIndex& index, const std::string& tensor, double value) {

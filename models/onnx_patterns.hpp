@@ -56,6 +56,7 @@ struct AttentionPattern {
   std::string output;
   std::string name;  // the longest common prefix of the block's node names
   std::int64_t heads = 0;
+  std::int64_t head_size = 0;  // both from 1 up, as the Reshape into heads names them
   double dropout = 0.0;
   std::vector<const onnx::TensorProto*> parameters;
 };

@@ -99,3 +99,41 @@ TEST_CASE("broken .npy files are refused with the reason") {
   CHECK(error_of<DataError>([&] { read_npy_f32(path + ".absent"); }) ==
         path + ".absent: file not found");
 }
+
+// The bytes of a '<f4' file whose header declares `shape` and that holds no data.
+std::vector<char> declared_only(const std::string& shape) {
+  const std::string bytes =
+      npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }");
+  return {bytes.begin(), bytes.end()};
+}
+
+TEST_CASE("a header declaring more than 2^56 elements is refused before anything is allocated") {
+  CHECK(error_of<DataError>([] {
+          parse_npy_f32(declared_only("(99999999999999999999999,)"), "a.npy");
+        }) == "a.npy: the shape (99999999999999999999999,) has a dimension past 2^56 elements");
+  CHECK(error_of<DataError>([] {
+          parse_npy_f32(declared_only("(4611686018427387904,)"), "a.npy");
+        }) == "a.npy: the shape (4611686018427387904,) has a dimension past 2^56 elements");
+  CHECK(error_of<DataError>([] {
+          parse_npy_f32(declared_only("(4294967296, 4294967296)"), "a.npy");
+        }) == "a.npy: the shape (4294967296, 4294967296) holds more than 2^56 elements");
+}
+
+TEST_CASE("a header within bounds gives the shape and the byte counts, data or not") {
+  const NpyHeader header = parse_npy_f32_header(declared_only("(1024, 1024, 1024)"), "a.npy");
+  CHECK(header.shape == Shape{1024, 1024, 1024});
+  CHECK(header.header_bytes == 128);
+  CHECK(header.data_bytes == std::size_t{1} << 32);
+  CHECK(npy_header_bytes(declared_only("(3,)"), "a.npy") == 128);
+  CHECK(error_of<DataError>([] { parse_npy_f32(declared_only("(1024, 1024, 1024)"), "a.npy"); }) ==
+        "a.npy: expected 4294967296 bytes of array data, found 0");
+}
+
+TEST_CASE("a header whose shape has no end is refused") {
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2";
+  const std::string bytes =
+      std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(dict.size()) + '\0' + dict;
+  CHECK(error_of<DataError>([&] {
+          parse_npy_f32({bytes.begin(), bytes.end()}, "a.npy");
+        }) == "a.npy: the header's 'shape' has no end");
+}

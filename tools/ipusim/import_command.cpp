@@ -168,10 +168,14 @@ struct KerasWeightsFile {
   std::vector<std::string> ignored;
 };
 
-// The arrays of an .npz by Keras name, without tf.keras' ":0".
-std::map<std::string, models::Tensor> keras_arrays(const std::string& npz) {
+// The arrays of an .npz by Keras name, without tf.keras' ":0". The file may hold the weights,
+// their moving statistics and an optimizer's state (Adam's two moments): four float32s per
+// parameter and a megabyte of slack bound what is read.
+std::map<std::string, models::Tensor> keras_arrays(const std::string& npz,
+                                                   std::int64_t parameters) {
+  const std::int64_t max_bytes = std::min(kMaxOnnxBytes, 16 * parameters + (1 << 20));
   std::map<std::string, models::Tensor> arrays;
-  for (auto& [name, tensor] : models::read_npz(npz, kMaxOnnxBytes)) {
+  for (auto& [name, tensor] : models::read_npz(npz, max_bytes)) {
     const bool tf_name = name.size() > 2 && name.substr(name.size() - 2) == ":0";
     arrays.insert_or_assign(tf_name ? name.substr(0, name.size() - 2) : name, std::move(tensor));
   }
@@ -180,7 +184,7 @@ std::map<std::string, models::Tensor> keras_arrays(const std::string& npz) {
 
 KerasWeightsFile keras_weights(const models::KerasImport& imported, const sim::RunSpec& spec,
                                const std::string& npz) {
-  auto arrays = keras_arrays(npz);
+  auto arrays = keras_arrays(npz, spec.model.total_params());
   std::vector<std::string> missing;
   // Takes `<layer>/<name>` out of the arrays; records it as missing when absent.
   auto take = [&](const std::string& layer, const std::string& name) {

@@ -506,4 +506,5 @@ def main():
         check_transformer_refusals(folder)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+#!/usr/bin/python3
+"""ipusim import of hostile files: ONNX models whose nodes lack inputs, whose attributes and
+initializers lie about their sizes or hold NaNs, and .npz archives whose .npy headers declare
+more than any file holds or inflate far past what the model needs. Each is refused with exit
+code 2 and one error line naming the file and the node, initializer or array, never a crash or
+an internal error. A bounded random mutation of a valid model (fixed seed) only ever exits 0 or 2.
+
+    tests/models/onnx/onnx_hostile_test.py IPUSIM
+"""
+import io
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onnx_import_test as base  # noqa: E402  (its builders; its main() runs only as a script)
+
+IPUSIM = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERAS_CNN = os.path.join(HERE, "..", "keras", "keras_cnn.json")
+
+
+def run(*args):
+    return subprocess.run([IPUSIM, *args], capture_output=True, text=True, errors="replace")
+
+
+def refused(folder, name, model_bytes, expected, suffix=".onnx", line=False):
+    """Writes `model_bytes`, imports it and checks exit code 2, the exact error (or, with
+    `line`, one exact line of it) and that nothing was written."""
+    source = os.path.join(folder, name + suffix)
+    with open(source, "wb") as f:
+        f.write(model_bytes)
+    config = os.path.join(folder, name + ".config.json")
+    model = KERAS_CNN if suffix == ".npz" else source
+    result = run("import", model, "-o", config,
+                 *(["--weights", source] if suffix == ".npz" else []))
+    want = f"  {expected}\n" if line else f"error: {source}: {expected}\n"
+    matches = want in result.stderr if line else result.stderr == want
+    if result.returncode != 2 or not matches or os.path.exists(config):
+        sys.exit(f"{name}: exit {result.returncode}, expected 2\n got: {result.stderr!r}\n"
+                 f"want: {want!r}")
+
+
+def model_bytes(nodes, inputs, weights, output="probs", output_shape=("N", 10)):
+    graph = helper.make_graph(
+        nodes, "hostile", inputs,
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, list(output_shape))], weights)
+    model = helper.make_model(graph, producer_name="onnx.helper",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    return model.SerializeToString()  # not checked: onnx.checker would refuse most of these
+
+
+def features(width):
+    return [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])]
+
+
+def image(c, h, w):
+    return [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", c, h, w])]
+
+
+def softmax(x="logits"):
+    return helper.make_node("Softmax", [x], ["probs"], name="softmax", axis=1)
+
+
+def gemm(w, inputs=None, **attributes):
+    return helper.make_node("Gemm", inputs if inputs is not None else ["x", w], ["logits"],
+                            name="fc", **attributes)
+
+
+def array(name, values):
+    return numpy_helper.from_array(np.asarray(values, dtype=np.float32), name)
+
+
+def declared(name, dims):
+    """A float initializer declaring `dims` and holding no data."""
+    t = TensorProto(name=name, data_type=TensorProto.FLOAT)
+    t.dims.extend(dims)
+    return t
+
+
+def check_nodes(folder):
+    refused(folder, "gemm_short_rows", model_bytes(
+        [helper.make_node("Flatten", ["x"], ["f"], name="flatten", axis=1),
+         gemm("w", ["f", "w"], transB=1), softmax()], image(2, 4, 4),
+        [base.weight("w", 10, 8)]),
+        "cannot import 1 node(s), so nothing was written:\n  node 'fc' (Gemm): a weight of "
+        "shape [8, 10] for features of width 32 (expected [32, units])")
+    refused(folder, "gemm_3d_weight", model_bytes(
+        [gemm("w"), softmax()], features(4), [base.weight("w", 4, 5, 2)]),
+        "cannot import 1 node(s), so nothing was written:\n  node 'fc' (Gemm): a weight 'w' "
+        "of shape [4, 5, 2] (expected a 2-D [in, units] or, with transB, [units, in])")
+    refused(folder, "gemm_no_inputs", model_bytes(
+        [gemm("w", []), softmax()], features(4), [base.weight("w", 4, 10)]),
+        "node 'fc' (Gemm): expected at least 2 input(s), found 0")
+    refused(folder, "relu_no_output", model_bytes(
+        [helper.make_node("Relu", ["x"], [], name="relu"), gemm("w"), softmax()], features(4),
+        [base.weight("w", 4, 10)]),
+        "node 'relu' (Relu): expected an output, found none")
+    refused(folder, "concat_of_nothing", model_bytes(
+        [helper.make_node("Concat", [], ["c"], name="join", axis=1), gemm("w"), softmax()],
+        features(4), [base.weight("w", 4, 10)]),
+        "node 'join' (Concat): expected at least 1 input(s), found 0")
+    refused(folder, "dropout_empty_ratio", model_bytes(
+        [helper.make_node("Dropout", ["x", "ratio"], ["d"], name="drop"),
+         gemm("w", ["d", "w"]), softmax()], features(4),
+        [base.weight("w", 4, 10), array("ratio", np.zeros(0))]),
+        "cannot import 1 node(s), so nothing was written:\n  node 'drop' (Dropout): a ratio "
+        "'ratio' of shape [0] (expected one value)")
+    refused(folder, "dropout_nan_ratio", model_bytes(
+        [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=float("nan")),
+         gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
+        "node 'drop' (Dropout): attribute 'ratio' is nan: expected a finite number")
+    refused(folder, "dropout_ratio_of_1", model_bytes(
+        [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=1.0),
+         gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
+        "cannot import 1 node(s), so nothing was written:\n  node 'drop' (Dropout): a ratio of "
+        "1.000000 (expected one from 0 up to, not including, 1)")
+    refused(folder, "norm_infinite_epsilon", model_bytes(
+        [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["n"], name="norm",
+                          epsilon=float("inf")), gemm("w", ["n", "w"]), softmax()], features(4),
+        [base.weight("w", 4, 10)] + [array(name, np.ones(4)) for name in "gbmv"]),
+        "node 'norm' (BatchNormalization): attribute 'epsilon' is inf: expected a finite number")
+    model = helper.make_model(helper.make_graph(
+        [gemm("w"), softmax()], "name", features(4),
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])],
+        [base.weight("w", 4, 10)]), producer_name="onnx.helper")
+    model.graph.name = "bad ? name"  # then a byte of no UTF-8, which protobuf's Python refuses
+    data = model.SerializeToString().replace(b"bad ? name", b"bad \x9f name")
+    refused(folder, "graph_name_not_utf8", data, "the graph's name is not UTF-8 text")
+    print("nodes: missing inputs and outputs, misshapen weights and bad ratios are named")
+
+
+def check_windows(folder):
+    def conv_model(**attributes):
+        return model_bytes(
+            [helper.make_node("Conv", ["x", "k"], ["y"], name="conv", **attributes),
+             helper.make_node("Flatten", ["y"], ["f"], name="flatten", axis=1),
+             gemm("w", ["f", "w"], transB=1), softmax()], image(1, 4, 4),
+            [base.weight("k", 2, 1, 3, 3), base.weight("w", 10, 8)])
+
+    def pool_model(**attributes):
+        return model_bytes(
+            [helper.make_node("MaxPool", ["x"], ["y"], name="pool", **attributes),
+             helper.make_node("Flatten", ["y"], ["f"], name="flatten", axis=1),
+             gemm("w", ["f", "w"], transB=1), softmax()], image(1, 4, 4),
+            [base.weight("w", 10, 4)])
+
+    prefix = "cannot import 1 node(s), so nothing was written:\n  "
+    refused(folder, "conv_zero_strides", conv_model(strides=[0, 0]),
+            prefix + "node 'conv' (Conv): strides [0, 0] (expected two strides of 1 or more)")
+    refused(folder, "conv_one_stride", conv_model(strides=[1]),
+            prefix + "node 'conv' (Conv): strides [1] (expected two strides of 1 or more)")
+    refused(folder, "conv_kernel_shape", conv_model(kernel_shape=[3]),
+            prefix + "node 'conv' (Conv): kernel_shape [3] (expected two sizes of 1 or more)")
+    refused(folder, "pool_zero_strides", pool_model(kernel_shape=[2, 2], strides=[0, 0]),
+            prefix + "node 'pool' (MaxPool): strides [0, 0] (expected two strides of 1 or more)")
+    refused(folder, "pool_one_stride", pool_model(kernel_shape=[2, 2], strides=[1]),
+            prefix + "node 'pool' (MaxPool): strides [1] (expected two strides of 1 or more)")
+    refused(folder, "pool_zero_kernel", pool_model(kernel_shape=[0, 2]),
+            prefix + "node 'pool' (MaxPool): kernel_shape [0, 2] (expected two sizes of 1 or "
+            "more)")
+    refused(folder, "pool_kernel_past_image", pool_model(kernel_shape=[5, 5]),
+            prefix + "node 'pool' (MaxPool): a kernel [5, 5] larger than its image [1, 4, 4]")
+    print("windows: zero, missing and oversized strides and kernels are named")
+
+
+def check_initializers(folder):
+    def with_weight(w):
+        return model_bytes([gemm("w"), softmax()], features(4), [w])
+
+    refused(folder, "declared_huge", with_weight(declared("w", [2 ** 62])),
+            "initializer 'w' has shape [4611686018427387904]: expected at most 1073741824 "
+            "elements, as many as a file of at most 1 GB holds")
+    refused(folder, "declared_negative", with_weight(declared("w", [-(2 ** 62)])),
+            "initializer 'w' has shape [-4611686018427387904]: expected dimensions of 0 or more")
+    refused(folder, "declared_past_64_bits", with_weight(declared("w", [2 ** 40, 2 ** 40])),
+            "initializer 'w' has shape [1099511627776, 1099511627776]: expected at most "
+            "1073741824 elements, as many as a file of at most 1 GB holds")
+    refused(folder, "declared_without_data", with_weight(declared("w", [4, 10])),
+            "initializer 'w' holds 0 values for shape [4, 10]")
+    nan = np.ones((4, 10), np.float32)
+    nan[1, 2] = np.nan
+    refused(folder, "nan_weight", with_weight(array("w", nan)),
+            "initializer 'w' holds nan at element 12: expected finite weights")
+    inf = np.ones((4, 10), np.float32)
+    inf[3, 9] = -np.inf
+    refused(folder, "inf_weight", with_weight(array("w", inf)),
+            "initializer 'w' holds -inf at element 39: expected finite weights")
+    print("initializers: negative, huge and empty shapes, NaN and infinite weights are named")
+
+
+def replaced_constant(nodes, name, value):
+    return [base.constant(name, value, np.int64 if "shape" in name else np.float32)
+            if n.name == name else n for n in nodes]
+
+
+def attention_model(heads_shape, root_d):
+    nodes, weights = base.attention_nodes("a/", "x", "y", 0)
+    nodes = replaced_constant(nodes, "a/heads_shape", heads_shape)
+    nodes = replaced_constant(nodes, "a/root_d", root_d)
+    return model_bytes(
+        nodes + [helper.make_node("Softmax", ["y"], ["probs"], name="end", axis=-1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                       ["N", base.SEQUENCE, base.HIDDEN])], weights,
+        output_shape=("N", base.SEQUENCE, base.HIDDEN))
+
+
+def check_attention(folder):
+    """The nodes of a refused attention are listed too, as for any refused pattern."""
+    refused(folder, "attention_head_size_0",
+            attention_model([0, base.SEQUENCE, base.HIDDEN, 0], 1.0),
+            "node 'a/softmax' (Softmax): an attention whose Reshape into heads names 8 heads of "
+            "size 0 (expected both as counts from 1 up)", line=True)
+    refused(folder, "attention_heads_short",
+            attention_model([0, base.SEQUENCE, 4, 1], 1.0),
+            "cannot import 1 node(s), so nothing was written:\n  node 'a/q' (MatMul): an "
+            "attention of 4 heads of size 1 over values of width 8 (expected heads x head size "
+            "= width)")
+    print("attention: a head size of 0 and heads that do not fill the width are named")
+
+
+def check_keras_attention(folder):
+    """A Keras MultiHeadAttention with key_dim 0 is refused, not imported with heads of no
+    width."""
+    import json
+    with open(os.path.join(HERE, "..", "keras", "keras3_transformer_block.json")) as f:
+        model = json.load(f)
+    for layer in model["config"]["layers"]:
+        if layer["class_name"] == "MultiHeadAttention":
+            layer["config"]["key_dim"] = 0
+    refused(folder, "keras_key_dim_0", json.dumps(model).encode(),
+            "cannot import 1 layer(s), so nothing was written:\n  'attention' "
+            "(MultiHeadAttention) at /config/layers/1: num_heads 4 and key_dim 0 (expected both "
+            "from 1 up to 2^20)", suffix=".keras.json")
+    print("keras attention: a key_dim of 0 is named")
+
+
+def npy_member(shape_text, data=b""):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text + ", }"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data
+
+
+def npz_bytes(members, compression=zipfile.ZIP_STORED):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, data in members:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def zip_bomb(declared_elements):
+    """An archive of one deflated member whose header declares `declared_elements` floats and
+    whose data is that many zero bytes: a few hundred kB that inflate to megabytes."""
+    return npz_bytes([("conv2d/kernel.npy",
+                       npy_member(f"({declared_elements},)", bytes(4 * declared_elements)))],
+                     zipfile.ZIP_DEFLATED)
+
+
+def check_npz(folder):
+    for name, shape, why in [
+            ("npz_shape_digits", "(99999999999999999999999,)",
+             "has a dimension past 2^56 elements"),
+            ("npz_shape_2_62", "(4611686018427387904,)", "has a dimension past 2^56 elements"),
+            ("npz_shape_2_64", "(4294967296, 4294967296)", "holds more than 2^56 elements")]:
+        refused(folder, name, npz_bytes([("conv2d/kernel.npy", npy_member(shape))]),
+                f"member 'conv2d/kernel.npy': the shape {shape} {why}", suffix=".npz")
+    refused(folder, "npz_short_data", npz_bytes([("conv2d/kernel.npy", npy_member("(1000,)"))]),
+            "member 'conv2d/kernel.npy': expected 4000 bytes of array data for shape [1000], "
+            "found 0", suffix=".npz")
+    elements = 1 << 24
+    refused(folder, "npz_bomb", zip_bomb(elements),
+            f"member 'conv2d/kernel.npy' declares shape [{elements}] ({4 * elements} bytes), "
+            "past the 1605792 bytes left of the 1605792 the model's weights and their optimizer "
+            "state can take", suffix=".npz")
+    print("npz: headers past 2^56 elements, short data and a zip bomb are refused before "
+          "anything is inflated")
+
+
+def mutations(folder, count=200, seed=11):
+    """Flips, truncates and overwrites bytes of a valid CNN; every import exits 0 or 2."""
+    source = os.path.join(folder, "valid.onnx")
+    base.cnn(source)
+    with open(source, "rb") as f:
+        valid = f.read()
+    rng = random.Random(seed)
+    mutant = os.path.join(folder, "mutant.onnx")
+    config = os.path.join(folder, "mutant.json")
+    codes = {0: 0, 2: 0}
+    for i in range(count):
+        data = bytearray(valid)
+        for _ in range(rng.randint(1, 8)):
+            kind = rng.random()
+            at = rng.randrange(len(data))
+            if kind < 0.6:
+                data[at] = rng.randrange(256)
+            elif kind < 0.8:
+                data[at:at + 4] = struct.pack("<I", rng.choice([0, 1, 0x7f, 0xffffffff]))
+            else:
+                del data[at:at + rng.randint(1, 64)]
+        with open(mutant, "wb") as f:
+            f.write(data)
+        result = run("import", mutant, "-o", config)
+        if result.returncode not in codes:
+            with open(os.path.join(folder, "..", f"mutant_{i}.onnx"), "wb") as f:
+                f.write(data)
+            sys.exit(f"mutation {i}: exit {result.returncode}\n{result.stderr}")
+        codes[result.returncode] += 1
+    print(f"mutations: {count} mutants of a valid CNN, {codes[0]} imported and {codes[2]} "
+          "refused, none crashed")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as folder:
+        check_nodes(folder)
+        check_windows(folder)
+        check_initializers(folder)
+        check_attention(folder)
+        check_keras_attention(folder)
+        check_npz(folder)
+        mutations(folder)
+
+
+main()
