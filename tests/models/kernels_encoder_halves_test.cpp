@@ -12,19 +12,6 @@ using namespace ipusim::models::testing;
 
 namespace {
 
-// An encoder layer or one of its halves, all named "encoder": a half keyed like its encoder
-// draws the encoder's dropout masks.
-Layer transformer(LayerType type, std::int64_t sequence, std::int64_t hidden, std::int64_t heads,
-                  std::int64_t ffn, double rate) {
-  Layer layer = make_layer(type, "encoder");
-  layer.params.sequence_length = sequence;
-  layer.params.hidden = hidden;
-  layer.params.heads = heads;
-  layer.params.ffn = ffn;
-  layer.params.rate = rate;
-  return layer;
-}
-
 Layer attention_half(std::int64_t s, std::int64_t h, std::int64_t heads, double rate) {
   return transformer(LayerType::kTransformerAttention, s, h, heads, 0, rate);
 }

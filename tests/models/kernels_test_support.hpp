@@ -31,6 +31,19 @@ inline Layer make_layer(LayerType type, const std::string& id = "layer") {
   return layer;
 }
 
+// An encoder layer or one of its halves, all named "encoder": a half keyed like its encoder
+// draws the encoder's dropout masks.
+inline Layer transformer(LayerType type, std::int64_t sequence, std::int64_t hidden,
+                         std::int64_t heads, std::int64_t ffn, double rate) {
+  Layer layer = make_layer(type, "encoder");
+  layer.params.sequence_length = sequence;
+  layer.params.hidden = hidden;
+  layer.params.heads = heads;
+  layer.params.ffn = ffn;
+  layer.params.rate = rate;
+  return layer;
+}
+
 inline Layer dense(std::int64_t units, Activation activation = Activation::kNone,
                    bool bias = true) {
   Layer layer = make_layer(LayerType::kDense, "dense");

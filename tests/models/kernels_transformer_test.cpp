@@ -54,13 +54,7 @@ Layer embedding(std::int64_t vocab, std::int64_t hidden, std::int64_t sequence,
 
 Layer encoder(std::int64_t sequence, std::int64_t hidden, std::int64_t heads, std::int64_t ffn,
               double rate) {
-  Layer layer = make_layer(LayerType::kTransformerEncoder, "encoder");
-  layer.params.sequence_length = sequence;
-  layer.params.hidden = hidden;
-  layer.params.heads = heads;
-  layer.params.ffn = ffn;
-  layer.params.rate = rate;
-  return layer;
+  return transformer(LayerType::kTransformerEncoder, sequence, hidden, heads, ffn, rate);
 }
 
 Tensor values(Shape shape, std::vector<float> numbers) {
