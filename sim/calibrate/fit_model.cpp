@@ -158,9 +158,10 @@ std::size_t MeasuredVariants::variant_of(const Measurement& measurement,
          {},
          false});
   } catch (const core::ConfigError& error) {
-    measurement.source.fail(
-        measurement.config.empty() || !measurement.set.empty() ? "set" : "config",
-        std::string("its config variant is not valid: ") + error.what());
+    // Blame the overrides when there are any, else the other config file the entry names.
+    const bool own_config = !measurement.config.empty() && measurement.set.empty();
+    measurement.source.fail(own_config ? "config" : "set",
+                            std::string("its config variant is not valid: ") + error.what());
   }
   sets_.push_back(key);
   return variants_.size() - 1;

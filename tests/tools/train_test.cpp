@@ -211,9 +211,7 @@ TEST_CASE("train --save refuses a file it cannot write before training and write
 
 TEST_CASE("train --save into its --load folder is refused before training, the folder kept") {
   const std::string directory = fresh_folder("load_and_save");
-  auto args = std::vector<std::string>{
-      "train", kTf1Config,      "--steps", "1",     "--gac",
-      "4",     "--micro-batch", "8",       "--set", "data.source=\"synthetic\""};
+  auto args = kShortRun;
   args.insert(args.end(), {"--save", directory});
   REQUIRE(run_ipusim(args).code == 0);
   const auto kernel = ipusim::testing::read_file(directory + "/dense256.kernel.final.npy");
