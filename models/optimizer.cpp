@@ -13,6 +13,7 @@ std::int64_t state_elements_per_parameter(OptimizerConfig::Kind kind) {
     case OptimizerConfig::Kind::kSgd:
       return 0;
     case OptimizerConfig::Kind::kMomentum:
+    case OptimizerConfig::Kind::kLars:
       return 1;
     case OptimizerConfig::Kind::kAdam:
     case OptimizerConfig::Kind::kLamb:
@@ -100,6 +101,9 @@ void Optimizer::apply(Tensor& parameter, const Tensor& gradient, OptimizerState&
     case OptimizerConfig::Kind::kLamb:
       apply_lamb(parameter, gradient, state);
       break;
+    case OptimizerConfig::Kind::kLars:
+      apply_lars(parameter, gradient, state);
+      break;
   }
   round_to_dtype(parameter, weight_dtype_);
 }
@@ -160,6 +164,33 @@ void Optimizer::apply_lamb(Tensor& parameter, const Tensor& gradient, OptimizerS
   const double step = config_.learning_rate * ratio;
   for (std::size_t i = 0; i < update.size(); ++i)
     w[i] = static_cast<float>(w[i] - step * update[i]);
+}
+
+// LARS (You et al. 2017, the MLPerf ResNet-50 reference's form): per tensor the trust ratio
+// r = eta ||w|| / (||g|| + weight_decay ||w|| + epsilon) (1 when either norm is 0), then
+// v = momentum v + learning_rate r (g + weight_decay w) and w -= v. Tensors LARS excludes (see
+// takes_weight_decay) take r = 1 and no decay: plain momentum.
+void Optimizer::apply_lars(Tensor& parameter, const Tensor& gradient, OptimizerState& state) const {
+  float* w = parameter.data();
+  const float* g = gradient.data();
+  const double decay = state.weight_decay ? config_.weight_decay : 0.0;
+  double w_squares = 0;
+  double g_squares = 0;
+  for (std::int64_t i = 0; i < parameter.elements(); ++i) {
+    w_squares += double(w[i]) * w[i];
+    g_squares += double(g[i]) * g[i];
+  }
+  const double w_norm = std::sqrt(w_squares);
+  const double g_norm = std::sqrt(g_squares);
+  const double ratio = state.weight_decay && w_norm > 0 && g_norm > 0
+                           ? config_.eta * w_norm / (g_norm + decay * w_norm + config_.epsilon)
+                           : 1.0;
+  const double step = config_.learning_rate * ratio;
+  float* velocity = state.slots[0].data();
+  for (std::int64_t i = 0; i < parameter.elements(); ++i) {
+    velocity[i] = static_cast<float>(config_.momentum * velocity[i] + step * (g[i] + decay * w[i]));
+    w[i] = static_cast<float>(w[i] - static_cast<double>(velocity[i]));
+  }
 }
 
 }  // namespace ipusim::models

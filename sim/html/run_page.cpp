@@ -46,6 +46,8 @@ std::string optimizer_name(const models::OptimizerConfig& optimizer) {
       return "Adam";
     case models::OptimizerConfig::Kind::kLamb:
       return "LAMB";
+    case models::OptimizerConfig::Kind::kLars:
+      return "LARS";
   }
   return "";
 }

@@ -19,13 +19,15 @@ using schedules::StashKind;
 // optimizers do (LAMBIpuOptimizer's optimizer_compute_precisions default to fp32). Elementwise
 // passes: SGD one (w -= lr g), momentum two (velocity, weights), Adam four (two moments, the
 // square root and divide, the weights); LAMB is Adam's plus one scaling the update by its trust
-// ratio. Each pass is a compute set over every tile.
+// ratio; LARS is momentum's two plus one adding the decay term (g + weight_decay w). Each pass
+// is a compute set over every tile.
 constexpr int kAdamUpdatePasses = 4;
 constexpr int kTrustRatioScalePasses = 1;
-// LAMB's trust ratio ||w|| / ||u|| needs two squared norms per parameter tensor, fp32
-// reductions over all its elements. A reduction across tiles takes two compute sets (partial
-// sums on each tile, then their sum), as the layer norm's statistics do.
-constexpr int kLambNormReductions = 2;
+constexpr int kDecayTermPasses = 1;
+// LAMB's trust ratio ||w|| / ||u|| and LARS' ||w|| / ||g|| need two squared norms per parameter
+// tensor, fp32 reductions over all its elements. A reduction across tiles takes two compute sets
+// (partial sums on each tile, then their sum), as the layer norm's statistics do.
+constexpr int kTrustRatioNormReductions = 2;
 constexpr int kComputeSetsPerNormReduction = 2;
 
 int elementwise_update_passes(models::OptimizerConfig::Kind kind) {
@@ -38,6 +40,8 @@ int elementwise_update_passes(models::OptimizerConfig::Kind kind) {
       return kAdamUpdatePasses;
     case models::OptimizerConfig::Kind::kLamb:
       return kAdamUpdatePasses + kTrustRatioScalePasses;
+    case models::OptimizerConfig::Kind::kLars:
+      return 2 + kDecayTermPasses;
   }
   return 1;
 }
@@ -47,22 +51,29 @@ std::vector<models::Operation> weight_update_operations(models::OptimizerConfig:
   const int passes = elementwise_update_passes(kind);
   models::Operation update{"optimizer", models::OpClass::kElementwise, 2, {}, {}};
   update.forward = {params * passes, params * passes, 0, passes};
-  if (kind != models::OptimizerConfig::Kind::kLamb)
+  if (kind != models::OptimizerConfig::Kind::kLamb && kind != models::OptimizerConfig::Kind::kLars)
     return {update};
   models::Operation norms{"trust_ratio_norms", models::OpClass::kReduction, 2, {}, {}};
-  const double elements = params * kLambNormReductions;
-  norms.forward = {elements, elements, 0, kLambNormReductions * kComputeSetsPerNormReduction};
+  const double elements = params * kTrustRatioNormReductions;
+  norms.forward = {elements, elements, 0, kTrustRatioNormReductions * kComputeSetsPerNormReduction};
   return {update, norms};
 }
 
-// The bytes of one sample of the tensor produced by `layer` (-1: the model input).
-std::int64_t tensor_bytes(const RunSpec& spec, int layer) {
-  if (layer >= 0)
-    return spec.model.info[layer].activation_bytes;
+std::int64_t model_input_elements(const RunSpec& spec) {
   std::int64_t elements = 1;
   for (auto dim : spec.model.input_shape)
     elements *= dim;
-  return elements * models::dtype_bytes(spec.model.dtype);
+  return elements;
+}
+
+// The bytes of one sample of the tensor produced by `layer` (-1: the model input, one byte an
+// element under eight_bit_io).
+std::int64_t tensor_bytes(const RunSpec& spec, int layer) {
+  if (layer >= 0)
+    return spec.model.info[layer].activation_bytes;
+  const std::int64_t element_bytes =
+      spec.data.eight_bit_io ? 1 : models::dtype_bytes(spec.model.dtype);
+  return model_input_elements(spec) * element_bytes;
 }
 
 // The producers (layer index, or -1 for the model input) of a layer's inputs.
@@ -185,6 +196,19 @@ std::optional<models::Operation> stash_cast_operation(const RunSpec& spec,
                          {}};
   cast.forward = {elements, elements, 0, 1};
   return cast;
+}
+
+// Under eight_bit_io the stage that reads the model input first converts its 8-bit pixels to
+// the compute dtype and normalises them: one vector pass over its elements, in the forward (and
+// again in a recomputation, which reads the stashed 8-bit input).
+std::optional<models::Operation> normalise_input_operation(const RunSpec& spec,
+                                                           const std::vector<int>& layers) {
+  if (!spec.data.eight_bit_io || external_inputs(spec, layers).model_input == 0)
+    return std::nullopt;
+  const double elements = double(model_input_elements(spec));
+  models::Operation normalise{"normalise_input", models::OpClass::kElementwise, 1, {}, {}};
+  normalise.forward = {elements, elements, 0, 1};
+  return normalise;
 }
 
 // The cost of `op` per micro-batch. A recomputing stage runs a clone of the forward, with its
@@ -439,6 +463,11 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
   }
   if (const auto cast = stash_cast_operation(spec, layers, stash)) {
     auto op = price(spec, "stash_fifo", *cast, true);
+    cost.forward_cycles += op.forward.cycles;
+    cost.operations.push_back(std::move(op));
+  }
+  if (const auto normalise = normalise_input_operation(spec, layers)) {
+    auto op = price(spec, "input", *normalise, recomputes(stash));
     cost.forward_cycles += op.forward.cycles;
     cost.operations.push_back(std::move(op));
   }

@@ -74,6 +74,10 @@ std::string data_mismatch(const RunSpec& spec) {
     return "layer '" + embedding->id + "' (embedding) reads token ids, which the \"" +
            spec.data.source + "\" data do not hold; use \"synthetic_tokens\"";
   }
+  if (spec.data.eight_bit_io && spec.data.source != "fashion-mnist") {
+    return "eight_bit_io sends 8-bit pixels, which the \"" + spec.data.source +
+           "\" data do not hold; use \"fashion-mnist\"";
+  }
   if (is_tokens(spec.data) && embedding == nullptr)
     return "synthetic_tokens draws token ids for an embedding, but the model has none";
   if (is_tokens(spec.data) && (input.size() > 2 || (input.size() == 2 && input[0] > 3))) {

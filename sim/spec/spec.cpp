@@ -87,6 +87,8 @@ std::vector<std::string> optimizer_keys(const std::string& type) {
     return {"type", "learning_rate"};
   if (type == "momentum")
     return {"type", "learning_rate", "momentum"};
+  if (type == "lars")
+    return {"type", "learning_rate", "momentum", "weight_decay", "eta", "epsilon"};
   std::vector<std::string> keys = {"type",    "learning_rate",   "beta1",   "beta2",
                                    "epsilon", "bias_correction", "m_dtype", "v_dtype"};
   if (type == "lamb")
@@ -95,11 +97,13 @@ std::vector<std::string> optimizer_keys(const std::string& type) {
 }
 
 // Defaults of the rule: Keras' for SGD, momentum and Adam; for LAMB those of Graphcore's
-// LAMBIpuOptimizer (learning rate 0.001, epsilon 1e-6, weight decay rate 0, debiasing on).
+// LAMBIpuOptimizer (learning rate 0.001, epsilon 1e-6, weight decay rate 0, debiasing on); for
+// LARS the MLPerf ResNet-50 reference's LARSOptimizer (momentum 0.9, eeta 0.001, epsilon 0).
 models::OptimizerConfig optimizer_defaults(const std::string& type) {
   using Kind = models::OptimizerConfig::Kind;
   models::OptimizerConfig optimizer;
-  optimizer.kind = type == "lamb"       ? Kind::kLamb
+  optimizer.kind = type == "lars"       ? Kind::kLars
+                   : type == "lamb"     ? Kind::kLamb
                    : type == "adam"     ? Kind::kAdam
                    : type == "momentum" ? Kind::kMomentum
                                         : Kind::kSgd;
@@ -107,13 +111,15 @@ models::OptimizerConfig optimizer_defaults(const std::string& type) {
     optimizer.learning_rate = 0.001;
   if (type == "lamb")
     optimizer.epsilon = 1e-6;
+  if (type == "lars")
+    optimizer.epsilon = 0;
   return optimizer;
 }
 
 models::OptimizerConfig read_optimizer(const ConfigNode* node) {
   if (!node)
     return optimizer_defaults("sgd");
-  const auto type = node->at("type").as_enum({"sgd", "momentum", "adam", "lamb"});
+  const auto type = node->at("type").as_enum({"sgd", "momentum", "adam", "lamb", "lars"});
   node->expect_only_keys(optimizer_keys(type));
   models::OptimizerConfig optimizer = optimizer_defaults(type);
   if (auto v = node->find("learning_rate"))
@@ -125,7 +131,9 @@ models::OptimizerConfig read_optimizer(const ConfigNode* node) {
   if (auto v = node->find("beta2"))
     optimizer.beta2 = read_share(*v);
   if (auto v = node->find("epsilon"))
-    optimizer.epsilon = read_positive_number(*v);
+    optimizer.epsilon = type == "lars" ? read_share(*v) : read_positive_number(*v);
+  if (auto v = node->find("eta"))
+    optimizer.eta = read_positive_number(*v);
   if (auto v = node->find("weight_decay"))
     optimizer.weight_decay = read_share(*v);
   if (auto v = node->find("m_dtype"))
@@ -248,14 +256,15 @@ DataSpec read_data(const std::optional<ConfigNode>& node) {
     data.source = node->as_enum({"synthetic", "synthetic_tokens", "fashion-mnist"});
     return data;
   }
-  node->expect_only_keys(
-      {"source", "path", "shuffle", "seed", "labels", "mask_probability", "sequences_per_sample"});
+  node->expect_only_keys({"source", "path", "shuffle", "seed", "labels", "mask_probability",
+                          "sequences_per_sample", "eight_bit_io"});
   data.source =
       node->get_enum("source", "synthetic", {"synthetic", "synthetic_tokens", "fashion-mnist"});
   data.path = node->get_string("path", data.path);
   data.shuffle = node->get_bool("shuffle", false);
   data.seed = std::uint64_t(node->get_int("seed", 0, 0, std::int64_t{1} << 62));
   read_token_labels(*node, data);
+  data.eight_bit_io = node->get_bool("eight_bit_io", false);
   if (const auto packed = node->find("sequences_per_sample")) {
     data.sequences_per_sample = packed->as_number();
     // A pack holds at least one sequence; a thousand per sample is no packing anyone runs.
@@ -266,6 +275,19 @@ DataSpec read_data(const std::optional<ConfigNode>& node) {
           packed->json().dump());
   }
   return data;
+}
+
+// 8-bit IO carries pixels: a model with an embedding reads token ids from its input.
+void check_eight_bit_io(const RunSpec& spec, const ConfigNode& root) {
+  if (!spec.data.eight_bit_io)
+    return;
+  for (const models::Layer& layer : spec.model.layers) {
+    if (layer.type == models::LayerType::kEmbedding)
+      root.at("data")
+          .at("eight_bit_io")
+          .fail("eight_bit_io sends images to the IPU as 8-bit integers, but layer '" + layer.id +
+                "' (embedding) reads token ids from the model input");
+  }
 }
 
 // The schedule builder knows Graphcore's rules; its refusal becomes a config error at the
@@ -445,6 +467,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
   check_offload_activations(spec, root);
   check_replica_layout(spec, root);
   check_stash_dtype(spec, root);
+  check_eight_bit_io(spec, root);
   return spec;
 }
 

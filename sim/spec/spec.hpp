@@ -72,6 +72,9 @@ struct DataSpec {
   // Packed sequences: a sample is a pack holding this many sequences on average (0: unpacked,
   // a sample is one sequence); reports give sequences/s beside samples/s.
   double sequences_per_sample = 0;
+  // Graphcore's eight_bit_io: images travel to the IPU as 8-bit integers (one byte an element)
+  // and are normalised there, in the first stage's forward.
+  bool eight_bit_io = false;
 };
 
 // A validated config: everything a run needs, every user error already reported.

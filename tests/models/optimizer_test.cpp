@@ -180,3 +180,45 @@ TEST_CASE("moments kept in fp16 are rounded to binary16 after every update") {
   CHECK(state.slots[0][0] == 0.04998779296875f);  // 0.05, the nearest half below
   CHECK(state.slots[1][0] == 0.00025f);           // v stays fp32
 }
+
+// w = [3, 4] (norm 5), g = [0.4, -0.3] (norm 0.5), eta 0.1, weight decay 0.1, epsilon 0: the
+// trust ratio is 0.1 x 5 / (0.5 + 0.1 x 5) = 0.5, g + 0.1 w = [0.7, 0.1].
+TEST_CASE("one LARS step scales the decayed gradient by eta ||w|| / (||g|| + decay ||w||)") {
+  const Optimizer optimizer({.kind = Kind::kLars,
+                             .learning_rate = 0.1,
+                             .momentum = 0.9,
+                             .epsilon = 0,
+                             .weight_decay = 0.1,
+                             .eta = 0.1});
+  const Tensor gradient({2}, std::vector<float>{0.4f, -0.3f});
+  SECTION("a weight: v = 0.1 x 0.5 x [0.7, 0.1], then a second step with momentum") {
+    Tensor w({2}, std::vector<float>{3.0f, 4.0f});
+    OptimizerState state = optimizer.initial_state(w.shape());
+    optimizer.apply(w, gradient, state);
+    CHECK(state.slots[0][0] == Approx(0.035).epsilon(1e-6));
+    CHECK(state.slots[0][1] == Approx(0.005).epsilon(1e-6));
+    CHECK(w[0] == 2.965f);
+    CHECK(w[1] == 3.995f);
+    // ||w|| = sqrt(24.75125) = 4.975063; ratio 0.4975063 / 0.9975063 = 0.4987500;
+    // v = 0.9 x [0.035, 0.005] + 0.0498750 x [0.6965, 0.0995] = [0.0662379, 0.0094626].
+    optimizer.apply(w, gradient, state);
+    CHECK(w[0] == Approx(2.965 - 0.0662379).epsilon(1e-6));
+    CHECK(w[1] == Approx(3.995 - 0.0094626).epsilon(1e-6));
+  }
+  SECTION("a bias is excluded: no trust ratio and no decay, v = 0.1 g") {
+    Tensor w({2}, std::vector<float>{3.0f, 4.0f});
+    OptimizerState state = optimizer.initial_state(w.shape(), false);
+    optimizer.apply(w, gradient, state);
+    CHECK(w[0] == 2.96f);
+    CHECK(w[1] == 4.03f);
+  }
+  SECTION("a tensor of norm 0 takes the ratio 1") {
+    Tensor w({2}, 0.0f);
+    OptimizerState state = optimizer.initial_state(w.shape());
+    optimizer.apply(w, gradient, state);
+    CHECK(w[0] == Approx(-0.04).epsilon(1e-6));
+    CHECK(w[1] == Approx(0.03).epsilon(1e-6));
+  }
+  CHECK(state_elements_per_parameter(Kind::kLars) == 1);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kLars}) == 4);
+}

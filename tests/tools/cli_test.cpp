@@ -126,6 +126,26 @@ TEST_CASE("LAMB's keys are checked, a misspelt one with the closest key") {
         "unknown value 'lam'; did you mean 'lamb'?\n");
 }
 
+TEST_CASE("LARS takes momentum, weight decay, eta and epsilon, and no moment dtypes") {
+  CHECK(override_error("pipeline.optimizer={\"type\": \"lars\", \"m_dtype\": \"fp16\"}") ==
+        "error: --set pipeline.optimizer={\"type\": \"lars\", \"m_dtype\": \"fp16\"}: at "
+        "/pipeline/optimizer/m_dtype: unknown key 'm_dtype'; the keys allowed here are 'type', "
+        "'learning_rate', 'momentum', 'weight_decay', 'eta' or 'epsilon'\n");
+  CHECK(override_error("pipeline.optimizer={\"type\": \"lars\", \"epsilon\": -1}") ==
+        "error: --set pipeline.optimizer={\"type\": \"lars\", \"epsilon\": -1}: at "
+        "/pipeline/optimizer/epsilon: expected a number in [0, 1)\n");
+}
+
+TEST_CASE("eight_bit_io is refused for a model whose input is token ids") {
+  const auto result =
+      run_ipusim({"validate", "configs/bert_tiny_4ipu.json", "--set", "data.eight_bit_io=true"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: --set data.eight_bit_io=true: at /data/eight_bit_io: eight_bit_io sends images to "
+        "the IPU as 8-bit integers, but layer 'embeddings' (embedding) reads token ids from the "
+        "model input\n");
+}
+
 TEST_CASE("the moments' dtypes are fp32 or fp16") {
   CHECK(override_error("pipeline.optimizer={\"type\": \"adam\", \"m_dtype\": \"fp8\"}") ==
         "error: --set pipeline.optimizer={\"type\": \"adam\", \"m_dtype\": \"fp8\"}: at "

@@ -172,6 +172,31 @@ TEST_CASE("LAMB's weight update is Adam's plus a trust-ratio scale and two norm 
   CHECK(lamb.weight_update_cycles[1] - adam.weight_update_cycles[1] == 3100);
 }
 
+TEST_CASE("LARS' weight update is momentum's plus a decay pass and two norm reductions") {
+  const auto lars = sim::build_cost_model(
+      load("configs/tf1_mnist_2ipu.json", {"pipeline.optimizer={\"type\": \"lars\"}"}));
+  // 3 elementwise passes, 7,230 elements on 29 tiles: 720 + 300 + 28,920 / 116 +
+  // 7,230 / (29 x 2 / 3) = 1643.3 -> 1,644; the squared norms of w and g as LAMB's, 2,767.
+  CHECK(lars.weight_update_cycles[1] == 1644 + 2767);
+}
+
+// The Keras CNN's 28x28x1 fp32 images, micro-batch 64, on gc200: 50,176 elements a micro-batch.
+TEST_CASE("eight_bit_io sends a byte a pixel and normalises the images in the first stage") {
+  const auto plain = sim::build_cost_model(load("configs/keras_cnn_2stage.json"));
+  const auto eight_bit =
+      sim::build_cost_model(load("configs/keras_cnn_2stage.json", {"data.eight_bit_io=true"}));
+  CHECK(plain.infeed_bytes == (784 * 4 + 4) * 64);  // pixels and an int32 label a sample
+  CHECK(eight_bit.infeed_bytes == (784 + 1 * 4) * 64);
+  // One elementwise pass on 196 tiles (256 elements each): 240 + 100 + 200,704 / (4 x 196) +
+  // 50,176 / (196 x 2 / 3) = 240 + 100 + 256 + 384 = 980 cycles.
+  const auto& normalise = eight_bit.substage(0, 0).operations.back();
+  CHECK(normalise.layer == "input");
+  CHECK(normalise.name == "normalise_input");
+  CHECK(normalise.forward.cycles == 980);
+  CHECK(eight_bit.substage(0, 0).forward_cycles - plain.substage(0, 0).forward_cycles == 980);
+  CHECK(eight_bit.substage(1, 0).forward_cycles == plain.substage(1, 0).forward_cycles);
+}
+
 TEST_CASE("the optimizer state takes the moments' dtypes, on chip or in streaming memory") {
   const auto state_bytes = [](const std::vector<sim::MemoryItem>& items) {
     std::int64_t bytes = 0;

@@ -276,6 +276,18 @@ TEST_CASE("with numeric mode off a run never reads the data set") {
                     "/nonexistent/train-images-idx3-ubyte.gz: file not found");
 }
 
+TEST_CASE("eight_bit_io needs 8-bit images, and with Fashion-MNIST's stays bit-identical") {
+  CHECK_THROWS_WITH(
+      simulate_numeric(small(kConfigs[2], "grouped", "none",
+                             {"data.source=\"synthetic\"", "data.eight_bit_io=true"})),
+      "--set data.source=\"synthetic\": at /data/source: eight_bit_io sends 8-bit pixels, which "
+      "the \"synthetic\" data do not hold; use \"fashion-mnist\"");
+  const sim::RunReport report = simulate_numeric(small(
+      kConfigs[2], "grouped", "none", {"data.source=\"fashion-mnist\"", "data.eight_bit_io=true"}));
+  REQUIRE(report.numeric);
+  CHECK(report.numeric->bit_identical);
+}
+
 TEST_CASE("a truncated Fashion-MNIST file is named with what is missing") {
   const std::string directory = std::string(IPUSIM_BINARY_DIR) + "/truncated-fashion-mnist";
   std::filesystem::create_directories(directory);
