@@ -451,8 +451,9 @@ CostModel build_cost_model(const RunSpec& spec) {
     model.stages.push_back(std::move(subs));
   }
   add_copy_bytes(spec, place(spec), model);
-  model.infeed_bytes =
-      (tensor_bytes(spec, -1) + (spec.pipeline.training ? 4 : 0)) * spec.pipeline.micro_batch_size;
+  const std::int64_t sample_bytes = tensor_bytes(spec, -1) + (spec.pipeline.training ? 4 : 0);
+  model.infeed_bytes = sample_bytes * spec.pipeline.micro_batch_size;
+  model.host_input = host_input(spec, sample_bytes);
   model.outfeed_bytes = 4;
   add_ipu_memory(spec, model);
   return model;

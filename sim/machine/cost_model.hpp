@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
+#include "sim/machine/host_input.hpp"
 #include "sim/machine/memory_category.hpp"
 #include "sim/machine/op_cost.hpp"
 #include "sim/spec/spec.hpp"
@@ -67,6 +68,7 @@ struct CostModel {
       copy_bytes;                                  // (stage, ipu, peer, gradient)
   std::int64_t infeed_bytes = 0;                   // one micro-batch of inputs and labels
   std::int64_t outfeed_bytes = 0;                  // one micro-batch's loss
+  HostInput host_input;                            // one host's share of a step's input
   std::vector<std::int64_t> weight_update_cycles;  // per IPU, on chip
   std::vector<std::int64_t> offload_bytes;         // per IPU: optimizer state streamed in and out
   std::vector<std::int64_t> gradient_bytes;        // per IPU: accumulated gradients to all-reduce

@@ -146,7 +146,7 @@ WeightUpdateBreakdown breakdown_of(const WeightUpdateSpan& span) {
 }
 
 // After the ramp-down every IPU updates its weights; a global sync ends the step, and the host
-// round trip (batches_per_step 1) starts the next.
+// round trip starts the next program; the next step waits for its input if the hosts are slower.
 Cycles run_weight_update(ReplayState& state, Cycles start) {
   if (!state.spec.pipeline.training)
     return start;
@@ -164,8 +164,13 @@ Cycles run_weight_update(ReplayState& state, Cycles start) {
   const int replicas = state.spec.pipeline.replication_factor;
   auto& parts = state.weight_update;
   parts.sync = state.ipus > 1 ? hw.global_sync_cycles(state.ipus * replicas) : 0;
-  parts.host_round_trip = hw.host_round_trip_cycles;
-  const std::int64_t cycles = longest + parts.sync + parts.host_round_trip;
+  // One device program runs repeat_count steps, and the host starts it once.
+  parts.host_round_trip = (hw.host_round_trip_cycles + state.spec.pipeline.repeat_count - 1) /
+                          state.spec.pipeline.repeat_count;
+  const std::int64_t device = longest + parts.sync + parts.host_round_trip;
+  parts.input_wait =
+      std::max<std::int64_t>(0, state.costs.host_input().cycles - (start.count + device));
+  const std::int64_t cycles = device + parts.input_wait;
   state.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] = cycles;
   return start + Cycles{cycles};
 }

@@ -48,6 +48,7 @@ class TaskCosts {
   std::int64_t tied_exchange_cycles(int ipu) const;
   std::int64_t offload_bytes(int ipu) const { return cost_.offload_bytes[ipu]; }
   std::int64_t weight_update_cycles(int ipu) const { return cost_.weight_update_cycles[ipu]; }
+  const HostInput& host_input() const { return cost_.host_input; }
 
  private:
   struct Route {

@@ -81,7 +81,8 @@ std::string timing(const RunReport& r) {
                     fixed(double(cycles) / clock * 1e3, 4) + " ms",
                     percent(share(double(cycles), double(r.replay.step_cycles)))});
   }
-  out += "\n" + render_table(rows, {false, true, true, true}) + weight_update_text(r);
+  out += "\n" + render_table(rows, {false, true, true, true}) + weight_update_text(r) +
+         host_input_text(r);
   out += "Ramp overhead: " + percent(r.ramp_overhead()) + " of the step in ramp-up and ramp-down\n";
   out += "Bubble: " + percent(r.bubble_fraction()) +
          " of IPU time idle in the pipeline phases (idle/busy " + fixed(r.bubble_ratio(), 4) +
@@ -412,6 +413,7 @@ nlohmann::json to_json(const RunReport& r) {
       {"throughput_samples_per_second", r.throughput()},
       {"phases", phases},
       {"weight_update_breakdown", weight_update_json(r)},
+      {"host_input", host_input_json(r)},
       {"ramp_overhead", r.ramp_overhead()},
       {"bubble_fraction", r.bubble_fraction()},
       {"bubble_ratio", r.bubble_ratio()},

@@ -20,7 +20,8 @@ Parts parts_of(const WeightUpdateBreakdown& w) {
           {schedules::to_string(schedules::Op::kWeightUpdate), w.update},
           {kAllGather, w.all_gather},
           {"sync", w.sync},
-          {kHostRoundTrip, w.host_round_trip}};
+          {kHostRoundTrip, w.host_round_trip},
+          {kInputWait, w.input_wait}};
 }
 
 std::string key_of(std::string_view name) {
@@ -30,6 +31,10 @@ std::string key_of(std::string_view name) {
       c = '_';
   }
   return key;
+}
+
+std::string counted_noun(int n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -62,6 +67,35 @@ nlohmann::json weight_update_json(const RunReport& r) {
   return out;
 }
 
+std::string host_input_text(const RunReport& r) {
+  const auto& hw = r.spec->hardware;
+  if (!r.spec->pipeline.training || hw.host_input_bandwidth <= 0)
+    return "";
+  const HostInput& input = r.cost->host_input;
+  const std::string replicas = counted_noun(input.replicas_per_host, "replica");
+  std::string out = "Host input: " + (input.hosts == 1 ? "1 host feeds " + replicas + ": "
+                                                       : counted_noun(input.hosts, "host") +
+                                                             ", each feeding " + replicas + ": ");
+  out += memory_figure(double(input.bytes)) + " a step" + (input.hosts == 1 ? "" : " each") +
+         ", prepared in " + fixed(double(input.cycles) / hw.clock_hz * 1e3, 4) + " ms at " +
+         si(hw.host_input_bandwidth, "B/s") + " (" +
+         percent(double(input.cycles) / double(r.replay.step_cycles)) + " of the step)";
+  const std::int64_t wait = r.replay.weight_update.input_wait;
+  if (wait == 0)
+    return out + ", beside the IPUs\n";
+  return out + ": the IPUs wait " + with_commas(wait) + " cycles for it (" +
+         std::string(kInputWait) + ")\n";
+}
+
+nlohmann::json host_input_json(const RunReport& r) {
+  const HostInput& input = r.cost->host_input;
+  return {{"hosts", input.hosts},
+          {"replicas_per_host", input.replicas_per_host},
+          {"bytes_per_step", input.bytes},
+          {"cycles", input.cycles},
+          {"wait_cycles", r.replay.weight_update.input_wait}};
+}
+
 std::string ild_text(const RunReport& r) {
   const auto layout = replica_layout(*r.spec);
   if (layout.ilds() == 1)
@@ -69,8 +103,7 @@ std::string ild_text(const RunReport& r) {
   return std::to_string(layout.ilds()) + " IPU-Link domains of " +
          std::to_string(r.spec->hardware.ipus_per_ild) + " IPUs (" +
          std::to_string(layout.per_ild) +
-         " replicas each) joined by GW-Links, one host each; the replicas' collectives are "
-         "hierarchical\n";
+         " replicas each) joined by GW-Links; the replicas' collectives are hierarchical\n";
 }
 
 }  // namespace ipusim::sim

@@ -15,6 +15,11 @@ namespace ipusim::sim {
 std::string weight_update_text(const RunReport& r);
 nlohmann::json weight_update_json(const RunReport& r);
 
+// "Host input: ..." the hosts' input pipeline per step (sim/machine/host_input.hpp); empty for
+// inference or unlimited input bandwidth.
+std::string host_input_text(const RunReport& r);
+nlohmann::json host_input_json(const RunReport& r);
+
 // One line on the ILDs and hosts when the replicas span more than one ILD, else empty.
 std::string ild_text(const RunReport& r);
 

@@ -84,6 +84,9 @@ HardwareSpec gc200() {
   hw.exchange_overhead_cycles = 100;     // §3: poplibs CTCLossPlan cost model
   hw.ipus_per_ild = kIpusPerPod64;
   hw.gw_link_bandwidth = kGwLinkBandwidthPerIpu;
+  // Guess, calibratable: a host's input pipeline (read, decode, augment, send) delivers what
+  // one 100 GbE RoCE port carries (§2), 12.5 GB/s, whatever its IPUs ask.
+  hw.host_input_bandwidth = 12.5e9;
   hw.operations = mk2_operations();
   // Code memory. A trivial Poplar graph's profile (graphcore/tensorflow docs/logging.rst, 2019)
   // holds about 4.3 kB per tile of stack, control, host-exchange and vertex code: ≈6.3 MB on
@@ -143,6 +146,7 @@ HardwareSpec ideal() {
   hw.sync_per_ipu_cycles = 0;
   hw.exchange_overhead_cycles = 0;
   hw.gw_link_bandwidth = 0;
+  hw.host_input_bandwidth = 0;
   hw.gw_link_latency_cycles = 0;
   hw.host_round_trip_cycles = 0;
   return hw;
@@ -353,6 +357,10 @@ void read_overrides(const ConfigNode& node, HardwareSpec& hw) {
   }
   if (auto v = node.find("host_link_bandwidth"))
     hw.host_link_bandwidth = read_bandwidth(*v);
+  if (auto v = node.find("host_input_bandwidth"))
+    hw.host_input_bandwidth = read_bandwidth(*v);
+  if (auto v = node.find("ipus_per_host"))
+    hw.ipus_per_host = int(v->as_int(1, 1024));
   if (auto v = node.find("streaming_memory_bandwidth")) {
     hw.streaming_memory_bandwidth = read_bandwidth(*v);
   }
@@ -400,7 +408,8 @@ HardwareSpec parse_hardware(const ConfigNode& node, int ipus_needed, std::string
   node.expect_only_keys({"preset", "ipus", "clock", "tiles", "memory_per_ipu", "peak_flops",
                          "memory_bandwidth", "ipu_link", "gw_link", "ipus_per_ild", "topology",
                          "selection_order", "host_link_bandwidth", "streaming_memory_bandwidth",
-                         "sync", "operations", "code_memory"});
+                         "host_input_bandwidth", "ipus_per_host", "sync", "operations",
+                         "code_memory"});
   HardwareSpec hw = preset(node.get_enum("preset", "gc200", hardware_preset_names()));
   if (auto topology = node.find("topology"))
     topology->as_enum({"ladder"});

@@ -81,6 +81,10 @@ struct HardwareSpec {
   // IPU-Gateways' GW-Links, one host per ILD.
   int ipus_per_ild = 0;
   double gw_link_bandwidth = 0;  // bytes/s one IPU sends to other ILDs; 0: unlimited
+  // The hosts that feed the IPUs: each prepares the input of the replicas on its IPUs (decodes,
+  // augments, sends) at `host_input_bandwidth` bytes/s, beside the IPUs' compute.
+  int ipus_per_host = 0;            // 0: one host per ILD
+  double host_input_bandwidth = 0;  // bytes/s per host; 0: unlimited
   std::int64_t gw_link_latency_cycles = 0;
   OperationCosts operations;
   CodeMemory code;
@@ -95,7 +99,8 @@ struct HardwareSpec {
     return sync_base_cycles + sync_per_ipu_cycles * participating_ipus;
   }
   bool ideal() const { return preset == "ideal"; }
-  int ilds() const { return (ipus + ipus_per_ild - 1) / ipus_per_ild; }  // one host each
+  int ilds() const { return (ipus + ipus_per_ild - 1) / ipus_per_ild; }
+  int host_ipus() const { return ipus_per_host > 0 ? ipus_per_host : ipus_per_ild; }
 };
 
 // Where data-parallel replicas sit: `replicas` in all, `per_ild` of them in each IPU-Link

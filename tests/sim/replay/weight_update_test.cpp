@@ -102,3 +102,36 @@ TEST_CASE("each weight update ends with one host round trip") {
   CHECK(with.replay.weight_update.host_round_trip == 5000);
   CHECK(weight_update_phase(with) - weight_update_phase(without) == 5000);
 }
+
+TEST_CASE("a device program's host round trip is shared by its repeat_count weight updates") {
+  auto config = adam_replicas(1, false);
+  config["hardware"]["sync"] = {{"host_round_trip_cycles", 5000}};
+  config["pipeline"]["repeat_count"] = 4;
+  CHECK(simulate(config).replay.weight_update.host_round_trip == 5000 / 4);
+  config["pipeline"]["repeat_count"] = 3;
+  CHECK(simulate(config).replay.weight_update.host_round_trip == 1667);  // 5,000 / 3 rounded up
+}
+
+// A step's input is 4 micro-batches of one sample, 400 fp32 values and an int32 label: 1,604 B
+// a replica. At 1 MB/s and 1 GHz a byte takes 1,000 cycles.
+TEST_CASE("a host slower than the IPUs makes them wait; replicas on one host share it") {
+  auto config = adam_replicas(4, false);
+  config["hardware"]["host_input_bandwidth"] = "1 MB/s";
+  config["hardware"]["ipus"] = 8;
+  config["hardware"]["ipus_per_host"] = 2;  // one replica a host: 4 hosts
+  const auto own_host = simulate(config);
+  CHECK(own_host.cost->host_input.hosts == 4);
+  CHECK(own_host.cost->host_input.bytes == 4 * 1604);
+  CHECK(own_host.replay.step_cycles == 4 * 1604 * 1000);
+  // The IPUs' own step, as with a host that is never late, plus the wait makes the input's time.
+  auto fast = config;
+  fast["hardware"]["host_input_bandwidth"] = "1 TB/s";
+  const auto device = simulate(fast).replay.step_cycles;
+  CHECK(own_host.replay.weight_update.input_wait == 4 * 1604 * 1000 - device);
+  config["hardware"]["ipus_per_host"] = 8;  // all four replicas on one host
+  const auto shared = simulate(config);
+  CHECK(shared.cost->host_input.hosts == 1);
+  CHECK(shared.cost->host_input.replicas_per_host == 4);
+  CHECK(shared.replay.step_cycles == 4 * 4 * 1604 * 1000);
+  CHECK(simulate(fast).replay.weight_update.input_wait == 0);
+}

@@ -177,7 +177,18 @@ TEST_CASE("the tf1 grouped trace follows the trace-event format and starts with 
         std::map<std::string, int>{{"link IPU0->IPU1 (physical IPU0->IPU1)", 0},
                                    {"link IPU1->IPU0 (physical IPU1->IPU0)", 1}});
   CHECK(thread_names(trace, 3) ==
-        std::map<std::string, int>{{"host link IPU0", 0}, {"host link IPU1", 1}});
+        std::map<std::string, int>{{"host link IPU0", 0},
+                                   {"host link IPU1", 1},
+                                   {"host 0: input pipeline and program", 2}});
+  // The host prepares the next step's 512 samples (784 fp32 pixels and a label each, 1,607,680
+  // bytes) at 12.5 GB/s in 128.61 µs = 171,058 cycles; the round trip that starts the program
+  // (13,300 cycles) is shared by its 10 repeats and ends the step.
+  const auto host = slices(trace, 3, 2);
+  REQUIRE(names_of(host) ==
+          std::vector<std::string>{"prepare next step's input", "host round trip"});
+  CHECK(host[0]["args"]["cycles"] == 171058);
+  CHECK(host[0]["args"]["bytes"] == 1607680);
+  CHECK(host[1]["args"]["cycles"] == 1330);
   CHECK(thread_names(trace, 4) ==
         std::map<std::string, int>{{"sync / exchange", 0}, {"phases", 1}});
   CHECK(names_of(slices(trace, 4, 1)) ==
