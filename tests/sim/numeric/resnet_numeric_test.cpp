@@ -4,7 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "sim/machine/cost_model.hpp"
 #include "sim/numeric/numeric.hpp"
+#include "sim/numeric/training.hpp"
 #include "sim/report/report.hpp"
 
 using namespace ipusim;
@@ -50,4 +52,24 @@ TEST_CASE("the tiny ResNet over three IPUs trains bit-identical to the reference
       first_losses = report.numeric->losses;
     CHECK(report.numeric->losses == *first_losses);
   }
+}
+
+TEST_CASE("the tiny ResNet's FIFO entries hold what its kernels keep, skip connections included") {
+  const sim::RunSpec spec = tiny_resnet("grouped", "none");
+  const auto data = sim::training_data(spec);
+  models::ParameterStore parameters(spec.model, sim::training_options(spec));
+  sim::NumericPipeline pipeline(spec, parameters, *data, {});
+  const sim::CostModel cost = sim::build_cost_model(spec);
+  sim::replay(spec, cost, sim::ReplayOptions{false, {&pipeline}});
+  // Per sample, in fp32 elements; each layer keeps its own copy. Stage 0: the image (the stem
+  // convolution's input) and eight 28x28x8 tensors, the inputs of three batch norms and two
+  // convolutions and the outputs of three relus. Stage 1: the 28x28x8 input of both strided
+  // convolutions and six 14x14x16 tensors, the inputs of three batch norms and one convolution
+  // and the outputs of two relus.
+  const std::int64_t stage0 = 784 + 8 * 28 * 28 * 8;
+  const std::int64_t stage1 = 2 * 28 * 28 * 8 + 6 * 14 * 14 * 16;
+  CHECK(pipeline.fifo(0, 0).entry_bytes() == 4 * 4 * stage0);
+  CHECK(pipeline.fifo(1, 0).entry_bytes() == 4 * 4 * stage1);
+  CHECK(cost.substage(0, 0).stash_bytes == 4 * 4 * stage0);
+  CHECK(cost.substage(1, 0).stash_bytes == 4 * 4 * stage1);
 }
