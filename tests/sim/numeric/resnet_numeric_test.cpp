@@ -31,9 +31,15 @@ sim::RunSpec tiny_resnet(const std::string& schedule, const std::string& recompu
 }  // namespace
 
 TEST_CASE("the tiny ResNet over three IPUs trains bit-identical to the reference") {
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"grouped", "none"},
+      {"interleaved", "none"},
+      {"sequential", "none"},
+      {"1f1b", "none"},
+      {"grouped", "recompute_then_backpropagate"},
+      {"1f1b", "recompute_and_backpropagate_interleaved"}};
   std::optional<std::vector<std::vector<float>>> first_losses;
-  for (const auto& [schedule, recomputation] : std::vector<std::pair<std::string, std::string>>{
-           {"grouped", "none"}, {"1f1b", "none"}, {"grouped", "recompute_then_backpropagate"}}) {
+  for (const auto& [schedule, recomputation] : runs) {
     INFO(schedule << " " << recomputation);
     const sim::RunSpec spec = tiny_resnet(schedule, recomputation);
     CHECK(spec.pipeline.stages.size() == 3);
