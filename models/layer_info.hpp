@@ -11,7 +11,9 @@
 // is the gradient with respect to the input plus that with respect to the weights, so twice
 // the forward products; every layer computes its input gradient, even the first.
 // Elementwise work costs a few FLOPs per element (see activation_flops in the .cpp): these
-// layers are bound by memory traffic, which bytes_moved_* give for a roofline floor.
+// layers are bound by memory traffic, which bytes_moved_* give for a roofline floor; so are
+// the pools: global_average_pool2d H·W·C + C forward (sums and a division per channel) and
+// H·W·C backward (each pixel's share of its channel's gradient).
 //
 // saved_bytes follows the rule the numeric kernels implement (E = element count, d = dtype
 // bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu, tanh and
