@@ -32,6 +32,8 @@ std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>
       return detail::make_conv2d(layer, input_shapes, dtype);
     case LayerType::kMaxPool2d:
       return detail::make_maxpool2d(layer, input_shapes, dtype);
+    case LayerType::kGlobalAveragePool2d:
+      return detail::make_global_average_pool2d(input_shapes, dtype);
     case LayerType::kRelu:
       return detail::make_relu(input_shapes, dtype);
     case LayerType::kGelu:

@@ -46,10 +46,10 @@ namespace ipusim::models {
 //   dense, conv2d: input E x d, plus the output E x d for relu/tanh or the pre-activation E x d
 //     for gelu; relu: output E x d; gelu: input E x d; maxpool2d: output E x 4 (int32 argmax);
 //   softmax_cross_entropy: logits E x d (probabilities) + 4 per row of logits (int32 label);
-//   flatten, reshape, add, concat: nothing; the others as models/layer_info.hpp lists them.
-//   Dropout keeps the 8-byte seed of its mask per micro-batch, not per sample, as Graphcore's
-//   IPU dropout does; attention with dropout one, a transformer encoder three (its attention
-//   half two, its feed-forward half one).
+//   flatten, reshape, add, concat, global_average_pool2d: nothing; the others as
+//   models/layer_info.hpp lists them. Dropout keeps the 8-byte seed of its mask per micro-batch,
+//   not per sample, as Graphcore's IPU dropout does; attention with dropout one, a transformer
+//   encoder three (its attention half two, its feed-forward half one).
 struct SavedState {
   DType dtype = DType::kFp32;  // of `tensors`
   std::vector<Tensor> tensors;

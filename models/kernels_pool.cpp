@@ -1,5 +1,7 @@
-// maxpool2d: the maximum over each window, remembering where it was for the backward pass.
+// maxpool2d: the maximum over each window, remembering where it was for the backward pass;
+// global_average_pool2d: the mean of each channel over the image.
 
+#include <algorithm>
 #include <limits>
 
 #include "models/kernels_internal.hpp"
@@ -96,7 +98,72 @@ class MaxPool2dKernel final : public Kernel {
   std::int64_t channels_;
 };
 
+// The mean over [H, W] of each channel of [H, W, C] samples, giving [C]. Each channel sums in
+// double in pixel order, so results do not depend on the channel count. Backward gives every
+// pixel the channel's gradient divided by H x W; it needs no saved values.
+class GlobalAveragePool2dKernel final : public Kernel {
+ public:
+  GlobalAveragePool2dKernel(const std::vector<Shape>& inputs, DType dtype)
+      : Kernel(LayerType::kGlobalAveragePool2d, dtype, inputs, output_shape_of(inputs)),
+        pixels_(inputs[0][0] * inputs[0][1]),
+        channels_(inputs[0][2]) {}
+
+  std::int64_t saved_bytes_per_sample() const override { return 0; }
+
+  ForwardResult forward(const std::vector<const Tensor*>& inputs,
+                        std::span<const Tensor> /*params*/,
+                        const ForwardContext& /*context*/) const override {
+    IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
+    const Tensor& x = *inputs[0];
+    Tensor y(with_batch(x.batch(), output_shape()));
+    std::vector<double> sums(static_cast<std::size_t>(channels_));
+    for (std::int64_t n = 0; n < x.batch(); ++n) {
+      std::fill(sums.begin(), sums.end(), 0.0);
+      const float* sample = x.data() + n * pixels_ * channels_;
+      for (std::int64_t p = 0; p < pixels_; ++p) {
+        for (std::int64_t c = 0; c < channels_; ++c)
+          sums[static_cast<std::size_t>(c)] += sample[p * channels_ + c];
+      }
+      for (std::int64_t c = 0; c < channels_; ++c)
+        y[n * channels_ + c] =
+            static_cast<float>(sums[static_cast<std::size_t>(c)] / double(pixels_));
+    }
+    round_to_dtype(y, dtype());
+    return {std::move(y), {}, {}};
+  }
+
+  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,
+                               std::span<const Tensor> /*params*/,
+                               std::span<GradientAccumulator> /*gradients*/) const override {
+    const std::int64_t batch = output_gradient.batch();
+    Tensor dx(with_batch(batch, input_shapes()[0]));
+    const auto scale = static_cast<float>(1.0 / double(pixels_));
+    for (std::int64_t n = 0; n < batch; ++n) {
+      float* sample = dx.data() + n * pixels_ * channels_;
+      for (std::int64_t p = 0; p < pixels_; ++p) {
+        for (std::int64_t c = 0; c < channels_; ++c)
+          sample[p * channels_ + c] = output_gradient[n * channels_ + c] * scale;
+      }
+    }
+    round_to_dtype(dx, dtype());
+    return {std::move(dx)};
+  }
+
+ private:
+  static Shape output_shape_of(const std::vector<Shape>& inputs) {
+    IPUSIM_CHECK(inputs.size() == 1 && inputs[0].size() == 3);
+    return {inputs[0][2]};
+  }
+
+  std::int64_t pixels_;
+  std::int64_t channels_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> make_global_average_pool2d(const std::vector<Shape>& inputs, DType dtype) {
+  return std::make_unique<GlobalAveragePool2dKernel>(inputs, dtype);
+}
 
 std::unique_ptr<Kernel> make_maxpool2d(const Layer& layer, const std::vector<Shape>& inputs,
                                        DType dtype) {

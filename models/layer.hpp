@@ -18,6 +18,7 @@ enum class LayerType {
   kDense,
   kConv2d,
   kMaxPool2d,
+  kGlobalAveragePool2d,  // the mean of each channel over height and width: [H, W, C] -> [C]
   kDropout,
   kRelu,
   kGelu,

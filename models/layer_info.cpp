@@ -85,6 +85,13 @@ Cost maxpool2d_cost(const Layer& layer, const Sizes& size) {
   return {0, window * double(size.out), double(size.out), size.out * 4, 0};
 }
 
+// A sum over the image per channel and one division; backward spreads each channel's gradient,
+// divided by the pixel count, over the image. Only the input's shape is needed for that, so
+// nothing is kept.
+Cost global_average_pool2d_cost(const Sizes& size) {
+  return {0, double(size.in + size.out), double(size.in), 0, 0};
+}
+
 Cost softmax_cross_entropy_cost(const Shape& input, const Sizes& size) {
   const std::int64_t labels = size.in / input.back();
   return {0, kSoftmaxCrossEntropyFlops * double(size.in), double(size.in),
@@ -197,6 +204,8 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
       return conv2d_cost(layer, inputs.front(), size);
     case LayerType::kMaxPool2d:
       return maxpool2d_cost(layer, size);
+    case LayerType::kGlobalAveragePool2d:
+      return global_average_pool2d_cost(size);
     case LayerType::kDropout:
       return {0, double(size.out), double(size.out), 0, kDropoutSeedBytes};
     case LayerType::kRelu:

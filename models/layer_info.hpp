@@ -11,13 +11,16 @@
 // is the gradient with respect to the input plus that with respect to the weights, so twice
 // the forward products; every layer computes its input gradient, even the first.
 // Elementwise work costs a few FLOPs per element (see activation_flops in the .cpp): these
-// layers are bound by memory traffic, which bytes_moved_* give for a roofline floor.
+// layers are bound by memory traffic, which bytes_moved_* give for a roofline floor; so are
+// the pools: global_average_pool2d H·W·C + C forward (sums and a division per channel) and
+// H·W·C backward (each pixel's share of its channel's gradient).
 //
 // saved_bytes follows the rule the numeric kernels implement (E = element count, d = dtype
 // bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu, tanh and
 // softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
 // argmax); softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of
-// logits); dropout, input, flatten, reshape, add and concat nothing. An embedding keeps its
+// logits); dropout, input, flatten, reshape, add, concat and global_average_pool2d (whose
+// backward needs only the input's shape) nothing. An embedding keeps its
 // layer norm's input s·h·d and 4 bytes per token id (and per token type, when given). Attention
 // keeps, as Korthikanti et al. 2022 count it without the dropout masks, its input, Q, K, V and
 // the context (5·s·h) and the probabilities before and after dropout (2·heads·s², one copy

@@ -6,13 +6,14 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array<std::pair<LayerType, const char*>, 22> kLayerTypes = {{
+constexpr std::array<std::pair<LayerType, const char*>, 23> kLayerTypes = {{
     {LayerType::kInput, "input"},
     {LayerType::kFlatten, "flatten"},
     {LayerType::kReshape, "reshape"},
     {LayerType::kDense, "dense"},
     {LayerType::kConv2d, "conv2d"},
     {LayerType::kMaxPool2d, "maxpool2d"},
+    {LayerType::kGlobalAveragePool2d, "global_average_pool2d"},
     {LayerType::kDropout, "dropout"},
     {LayerType::kRelu, "relu"},
     {LayerType::kGelu, "gelu"},

@@ -116,6 +116,7 @@ class OnnxConverter {
   void conv(const onnx::NodeProto& node);
 
   void max_pool(const onnx::NodeProto& node);
+  void global_average_pool(const onnx::NodeProto& node);
 
   void named_activation(const onnx::NodeProto& node);
 

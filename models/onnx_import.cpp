@@ -161,6 +161,7 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"MatMul", &OnnxConverter::matmul},
       {"Conv", &OnnxConverter::conv},
       {"MaxPool", &OnnxConverter::max_pool},
+      {"GlobalAveragePool", &OnnxConverter::global_average_pool},
       {"Relu", &OnnxConverter::named_activation},
       {"Tanh", &OnnxConverter::named_activation},
       {"Gelu", &OnnxConverter::named_activation},

@@ -1,5 +1,5 @@
 // ONNX operators of images and features as ipusim layers: Gemm and MatMul as dense, Conv,
-// MaxPool, activations, Flatten and Dropout (models/onnx_converter.hpp).
+// MaxPool, GlobalAveragePool, activations, Flatten and Dropout (models/onnx_converter.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -180,6 +180,20 @@ void OnnxConverter::max_pool(const onnx::NodeProto& node) {
              {"stride", strides},
              {"padding", "valid"}},
             node.output(0), {"", out, true}, {in->layer});
+}
+
+// ONNX keeps the pooled [C, 1, 1]; ipusim's [C] holds the same values in the same order, so the
+// result is not channels-first: a Flatten after it reorders nothing.
+void OnnxConverter::global_average_pool(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  if (!in->channels_first || in->onnx_shape.size() != 3) {
+    problem(node, "only a global average pool of an image");
+    return;
+  }
+  add_layer({{"id", id_of(node)}, {"type", "global_average_pool2d"}}, node.output(0),
+            {"", {in->onnx_shape[0], 1, 1}, false}, {in->layer});
 }
 
 void OnnxConverter::named_activation(const onnx::NodeProto& node) {

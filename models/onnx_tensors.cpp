@@ -29,6 +29,7 @@ int fewest_inputs(const std::string& op) {
       {"LayerNormalization", 2},
       {"BatchNormalization", 5},
       {"MaxPool", 1},
+      {"GlobalAveragePool", 1},
       {"Relu", 1},
       {"Tanh", 1},
       {"Gelu", 1},

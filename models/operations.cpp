@@ -201,6 +201,13 @@ std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>&
       pool.backward.work = in;  // each window's gradient goes to its argmax
       return {pool};
     }
+    case LayerType::kGlobalAveragePool2d: {
+      // Backward reads one gradient per channel and writes every pixel's share of it.
+      Operation pool{"global_average_pool", OpClass::kReduction, 1, {}, {}};
+      pool.forward = {in, in, 0, 1};
+      pool.backward = {in, out, 0, 1};
+      return {pool};
+    }
     case LayerType::kDropout:
       return {vector_op("dropout", OpClass::kElementwise, in, kDropoutFlops)};
     case LayerType::kRelu:

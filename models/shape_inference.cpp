@@ -84,6 +84,12 @@ Shape infer_maxpool2d(const Layer& layer, const InputShape& input) {
           spatial(input.shape[1], p.pool_w, p.stride_w, p.padding), input.shape[2]};
 }
 
+// The mean over the image of each channel; any image size pools to one value per channel.
+Shape infer_global_average_pool2d(const Layer& layer, const InputShape& input) {
+  expect_image(layer, input);
+  return {input.shape[2]};
+}
+
 Shape infer_add(const Layer& layer, const std::vector<InputShape>& inputs) {
   for (const InputShape& input : inputs) {
     if (input.shape != inputs.front().shape) {
@@ -213,6 +219,8 @@ Shape infer_single(const Layer& layer, const InputShape& input) {
       return infer_conv2d(layer, input);
     case LayerType::kMaxPool2d:
       return infer_maxpool2d(layer, input);
+    case LayerType::kGlobalAveragePool2d:
+      return infer_global_average_pool2d(layer, input);
     case LayerType::kSoftmaxCrossEntropy:
       return {};
     case LayerType::kSlice:

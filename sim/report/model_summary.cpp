@@ -20,6 +20,17 @@ std::int64_t total_params(const models::Model& model) {
   return total;
 }
 
+// The batch norms' running mean and variance, one of each per channel: state that the forward
+// pass updates, not the optimizer, so Keras counts it as non-trainable (ResNet-50's 53,120).
+std::int64_t running_statistics(const models::Model& model) {
+  std::int64_t count = 0;
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    if (model.layers[i].type == models::LayerType::kBatchNorm)
+      count += 2 * model.info[i].output.back();
+  }
+  return count;
+}
+
 std::vector<std::vector<std::string>> layer_rows(const RunSpec& spec) {
   const auto& model = spec.model;
   const double batch = double(spec.pipeline.micro_batch_size);
@@ -61,12 +72,14 @@ std::string totals(const RunSpec& spec) {
     activations += double(info.activation_bytes) * batch;
   }
   const auto params = total_params(model);
-  return "Total params: " + with_commas(params) + "\n" +
+  const auto running = running_statistics(model);
+  return "Total params: " + with_commas(params + running) + "\n" +
          "Trainable params: " + with_commas(spec.pipeline.training ? params : 0) + "\n" +
-         "Non-trainable params: " + with_commas(spec.pipeline.training ? 0 : params) + "\n" +
-         "Per micro-batch of " + std::to_string(spec.pipeline.micro_batch_size) + ": forward " +
-         si(forward, "FLOP") + ", backward " + si(backward, "FLOP") + ", activations " +
-         si(activations, "B") + " (" + models::dtype_name(spec.pipeline.dtype) + ")\n";
+         "Non-trainable params: " + with_commas((spec.pipeline.training ? 0 : params) + running) +
+         "\n" + "Per micro-batch of " + std::to_string(spec.pipeline.micro_batch_size) +
+         ": forward " + si(forward, "FLOP") + ", backward " + si(backward, "FLOP") +
+         ", activations " + si(activations, "B") + " (" + models::dtype_name(spec.pipeline.dtype) +
+         ")\n";
 }
 
 std::string stage_list(const RunSpec& spec) {

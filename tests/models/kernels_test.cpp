@@ -71,6 +71,53 @@ TEST_CASE("maxpool2d gradients match central differences") {
   check_gradients(maxpool2d(3, 2, Padding::kSame), {spread_tensor({2, 5, 5, 2}, 7)});
 }
 
+TEST_CASE("strided same-padding windows as ResNet uses them match central differences") {
+  SECTION("7x7 stride 2 over 8 pixels: two rows of padding before, three after") {
+    check_gradients(conv2d(2, 7, 2, Padding::kSame), {random_tensor({1, 8, 8, 1}, 20)});
+  }
+  SECTION("1x1 stride 2, the projection shortcut: no padding") {
+    check_gradients(conv2d(3, 1, 2, Padding::kSame), {random_tensor({2, 6, 6, 2}, 21)});
+  }
+  SECTION("3x3 max pool stride 2 over 6 pixels: one row of padding after") {
+    check_gradients(maxpool2d(3, 2, Padding::kSame), {spread_tensor({2, 6, 6, 2}, 22)});
+  }
+}
+
+TEST_CASE("batch norm over images normalises each channel over the batch, rows and columns") {
+  Layer layer = make_layer(LayerType::kBatchNorm, "bn");
+  layer.params.epsilon = kBatchNormEpsilon;
+  layer.params.momentum = kBatchNormMomentum;
+  check_gradients(layer, {random_tensor({2, 3, 3, 2}, 23)});
+  // Channel 0 holds 1, 3, 5, 7 (mean 4, variance 5) and channel 1 holds 2 four times.
+  const Tensor x({2, 1, 2, 2}, std::vector<float>{1, 2, 3, 2, 5, 2, 7, 2});
+  const std::vector<Tensor> params{Tensor({2}, 1.0f), Tensor({2}, 0.0f)};
+  const ForwardResult result = kernel_for(layer, {{1, 2, 2}})->forward({&x}, params, {});
+  CHECK(result.statistics[0][0] == 4.0f);
+  CHECK(result.statistics[0][1] == 2.0f);
+  CHECK(result.statistics[1][0] == 5.0f);
+  CHECK(result.statistics[1][1] == 0.0f);
+}
+
+TEST_CASE("global_average_pool2d gradients match central differences") {
+  check_gradients(make_layer(LayerType::kGlobalAveragePool2d), {random_tensor({2, 3, 4, 5}, 24)});
+}
+
+TEST_CASE("global_average_pool2d takes the mean of each channel over the image") {
+  const auto kernel = kernel_for(make_layer(LayerType::kGlobalAveragePool2d), {{2, 2, 2}});
+  CHECK(kernel->output_shape() == Shape{2});
+  CHECK(kernel->parameters().empty());
+  // Channel 0: 1, 3, 5, 7; channel 1: 10, 20, 30, 60.
+  const Tensor x({1, 2, 2, 2}, std::vector<float>{1, 10, 3, 20, 5, 30, 7, 60});
+  const ForwardResult result = kernel->forward({&x}, {}, {});
+  CHECK(std::vector<float>(result.output.values().begin(), result.output.values().end()) ==
+        std::vector<float>{4, 30});
+  CHECK(result.saved.saved_bytes() == 0);
+  const Tensor dy({1, 2}, std::vector<float>{4, -8});
+  const Tensor dx = kernel->backward(dy, result.saved, {}, {}).at(0);
+  CHECK(std::vector<float>(dx.values().begin(), dx.values().end()) ==
+        std::vector<float>{1, -2, 1, -2, 1, -2, 1, -2});
+}
+
 TEST_CASE("relu, gelu and dropout gradients match central differences") {
   check_gradients(make_layer(LayerType::kRelu), {spread_tensor({2, 7}, 8)});
   check_gradients(make_layer(LayerType::kGelu), {random_tensor({2, 7}, 9)});
@@ -181,6 +228,24 @@ TEST_CASE("same padding follows TensorFlow: ceil(in / stride) outputs, extra pad
   CHECK(result.saved.indices == std::vector<std::int32_t>{1, 2});
 }
 
+TEST_CASE("a strided same convolution pads TensorFlow's way: the odd row and column at the end") {
+  // 4 pixels, 3 taps, stride 2: 2 outputs and 1 padding pixel, after the image (PyTorch-style
+  // symmetric padding would put it before and give 1 + 2 + 5 + 6 = 14 at the first output).
+  const auto kernel = kernel_for(conv2d(1, 3, 2, Padding::kSame), {{4, 4, 1}});
+  CHECK(kernel->output_shape() == Shape{2, 2, 1});
+  Tensor x({1, 4, 4, 1});
+  for (std::int64_t i = 0; i < 16; ++i)
+    x[i] = static_cast<float>(i + 1);
+  const std::vector<Tensor> params{Tensor({3, 3, 1, 1}, 1.0f), Tensor({1}, 0.0f)};
+  const Tensor y = kernel->forward({&x}, params, {}).output;
+  CHECK(std::vector<float>(y.values().begin(), y.values().end()) ==
+        std::vector<float>{54, 45, 72, 54});
+  CHECK(kernel_for(conv2d(64, 7, 2, Padding::kSame), {{224, 224, 3}})->output_shape() ==
+        Shape{112, 112, 64});
+  CHECK(kernel_for(maxpool2d(3, 2, Padding::kSame), {{112, 112, 64}})->output_shape() ==
+        Shape{56, 56, 64});
+}
+
 TEST_CASE("gelu is the exact erf form, not the tanh approximation") {
   const auto kernel = kernel_for(make_layer(LayerType::kGelu), {{2}});
   const Tensor x({1, 2}, std::vector<float>{1.0f, -1.0f});
@@ -207,6 +272,7 @@ TEST_CASE("saved bytes follow the stash rule for every kernel") {
       {make_layer(LayerType::kRelu), {{100}}, 400},
       {make_layer(LayerType::kGelu), {{100}}, 400},
       {maxpool2d(2, 2, Padding::kValid), {{26, 26, 32}}, 13 * 13 * 32 * 4},
+      {make_layer(LayerType::kGlobalAveragePool2d), {{7, 7, 8}}, 0},
       {dropout(0.5), {{1600}}, 0},
       {make_layer(LayerType::kSoftmaxCrossEntropy), {{10}}, 10 * 4 + 4},
       {make_layer(LayerType::kFlatten), {{5, 5, 64}}, 0},
@@ -242,6 +308,7 @@ TEST_CASE("every kernel's saved bytes equal what the memory model charges, in fp
       {dense(16), {{8}}},
       {conv2d(4, 3, 2, Padding::kSame, Activation::kRelu), {{9, 9, 3}}},
       {maxpool2d(2, 2, Padding::kValid), {{8, 8, 4}}},
+      {make_layer(LayerType::kGlobalAveragePool2d), {{3, 3, 4}}},
       {make_layer(LayerType::kRelu), {{12}}},
       {make_layer(LayerType::kGelu), {{12}}},
       {dropout(0.1), {{12}}},

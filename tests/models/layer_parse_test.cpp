@@ -85,10 +85,11 @@ TEST_CASE("a misspelt layer type suggests the closest type") {
 TEST_CASE("a layer type unlike any known type lists the types") {
   CHECK(layer_error(R"({"id": "l", "type": "lstm"})") ==
         "model.json: at /model/layers/0/type: unknown layer type 'lstm'; the types are "
-        "'input', 'flatten', 'reshape', 'dense', 'conv2d', 'maxpool2d', 'dropout', 'relu', "
-        "'gelu', 'add', 'concat', 'slice', 'softmax_cross_entropy', 'embedding', "
-        "'transformer_encoder', 'layer_norm', 'batch_norm', 'softmax', 'tanh', 'attention', "
-        "'transformer_attention' or 'transformer_feed_forward'");
+        "'input', 'flatten', 'reshape', 'dense', 'conv2d', 'maxpool2d', "
+        "'global_average_pool2d', 'dropout', 'relu', 'gelu', 'add', 'concat', 'slice', "
+        "'softmax_cross_entropy', 'embedding', 'transformer_encoder', 'layer_norm', "
+        "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention' or "
+        "'transformer_feed_forward'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {

@@ -286,6 +286,31 @@ TEST_CASE("bytes moved count inputs and outputs, and views move nothing") {
   CHECK(model.info[2].bytes_moved_backward == (8 * 4 + 4) + 8 * 4);
 }
 
+TEST_CASE("global_average_pool2d pools an image to its channels and keeps nothing for backward") {
+  const Model model = model_from(with_layers("[7, 5, 8]", R"([
+      {"id": "gap", "type": "global_average_pool2d"}])"));
+  const LayerInfo& info = model.info[0];
+  CHECK(shape_text(info.output) == "[8]");
+  CHECK(info.params == 0);
+  // 280 additions and 8 divisions forward; backward writes each of the 280 pixels' share.
+  CHECK(info.forward_flops == 288);
+  CHECK(info.backward_flops == 280);
+  CHECK(info.activation_bytes == 8 * 4);
+  CHECK(info.saved_bytes == 0);
+  CHECK(info.bytes_moved_forward == (280 + 8) * 4);
+  CHECK(info.bytes_moved_backward == (8 + 280) * 4);
+  REQUIRE(info.operations.size() == 1);
+  CHECK(info.operations[0].name == "global_average_pool");
+  CHECK(info.operations[0].op_class == OpClass::kReduction);
+  CHECK(info.operations[0].forward.work == 280);
+  CHECK(info.operations[0].backward.work == 280);
+  CHECK(info.operations[0].backward.exchanged_elements == 8);
+  CHECK(model_error(with_layers("[28, 28]", R"([
+      {"id": "gap", "type": "global_average_pool2d"}])")) ==
+        "model.json: at /model/layers/0: layer 'gap' (global_average_pool2d) needs an input of "
+        "shape [height, width, channels], but the model input is [28, 28]");
+}
+
 TEST_CASE("a slice takes a range of one axis and moves nothing") {
   const Model model = model_from(with_layers("[6, 4]", R"([
       {"id": "first", "type": "slice", "size": 2},

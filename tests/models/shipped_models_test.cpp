@@ -147,3 +147,69 @@ TEST_CASE("the models shipped in configs/ parse with their published parameter c
   CHECK(shipped_config("bert_tiny_4ipu.json").total_params() == tiny_bert);
   CHECK(shipped_config("bert_tiny_halves_4ipu.json").total_params() == tiny_bert);
 }
+
+namespace {
+
+// A ResNet bottleneck of width w reading c channels: 1x1 (c -> w), 3x3 (w -> w) and 1x1
+// (w -> 4w) convolutions without bias, each with a batch norm's scale and shift; the first
+// bottleneck of a stage adds a 1x1 projection (c -> 4w) and its batch norm.
+std::int64_t bottleneck_params(std::int64_t c, std::int64_t w, bool projection) {
+  const std::int64_t convolutions = c * w + 3 * 3 * w * w + w * 4 * w;
+  const std::int64_t batch_norms = 2 * w + 2 * w + 2 * 4 * w;
+  return convolutions + batch_norms + (projection ? c * 4 * w + 2 * 4 * w : 0);
+}
+
+// A stage of `blocks` bottlenecks of width w after c channels.
+std::int64_t stage_params(std::int64_t blocks, std::int64_t c, std::int64_t w) {
+  return bottleneck_params(c, w, true) + (blocks - 1) * bottleneck_params(4 * w, w, false);
+}
+
+std::string output_of(const Model& model, const std::string& id) {
+  const int index = model.index_of(id);
+  return index < 0 ? "no layer '" + id + "'" : shape_text(model.info[std::size_t(index)].output);
+}
+
+}  // namespace
+
+TEST_CASE("ResNet-50 v1.5 has torchvision's 25,557,032 trainable parameters") {
+  const Model model = shipped_config("models/resnet50.json");
+  // The 7x7 stem convolution and its batch norm; stages of 3, 4, 6 and 3 bottlenecks; the
+  // 2048 -> 1000 classifier with its bias.
+  const std::int64_t stem = 7 * 7 * 3 * 64 + 2 * 64;
+  const std::int64_t stages = stage_params(3, 64, 64) + stage_params(4, 256, 128) +
+                              stage_params(6, 512, 256) + stage_params(3, 1024, 512);
+  const std::int64_t classifier = 2048 * 1000 + 1000;
+  CHECK(stem + stages + classifier == 25557032);
+  CHECK(model.total_params() == stem + stages + classifier);
+  // 4 stem layers, 16 bottlenecks of 10 layers and 4 projections of 2, pool, dense and loss.
+  CHECK(model.layers.size() == 4 + 16 * 10 + 4 * 2 + 3);
+  CHECK(output_of(model, "conv1_conv") == "[112, 112, 64]");
+  CHECK(output_of(model, "pool1_pool") == "[56, 56, 64]");
+  CHECK(output_of(model, "conv2_block3_out") == "[56, 56, 256]");
+  // v1.5: the stride is on the 3x3 convolution, not on the first 1x1.
+  CHECK(output_of(model, "conv3_block1_1_conv") == "[56, 56, 128]");
+  CHECK(output_of(model, "conv3_block1_2_conv") == "[28, 28, 128]");
+  CHECK(output_of(model, "conv3_block1_0_conv") == "[28, 28, 512]");
+  CHECK(output_of(model, "conv4_block6_out") == "[14, 14, 1024]");
+  CHECK(output_of(model, "conv5_block3_out") == "[7, 7, 2048]");
+  CHECK(output_of(model, "avg_pool") == "[2048]");
+  CHECK(model.trainable);
+  CHECK(model.classes == 1000);
+}
+
+TEST_CASE("the tiny ResNet on Fashion-MNIST has 9,794 parameters") {
+  // 3x3 convolutions without bias, each with a batch norm's 2 per filter: the stem (1 -> 8),
+  // block 1 (8 -> 8 twice), block 2 (8 -> 16, 16 -> 16 and the 1x1 projection 8 -> 16), block 3
+  // (16 -> 16 twice); the 16 -> 10 classifier with its bias.
+  const auto conv_bn = [](std::int64_t taps, std::int64_t in, std::int64_t out) {
+    return taps * in * out + 2 * out;
+  };
+  const std::int64_t expected = conv_bn(9, 1, 8) + 2 * conv_bn(9, 8, 8) + conv_bn(9, 8, 16) +
+                                conv_bn(9, 16, 16) + conv_bn(1, 8, 16) + 2 * conv_bn(9, 16, 16) +
+                                (16 * 10 + 10);
+  CHECK(expected == 9794);
+  const Model model = shipped_config("resnet_tiny_fashion_mnist.json");
+  CHECK(model.total_params() == expected);
+  CHECK(shape_text(model.info[std::size_t(model.index_of("block2_out"))].output) == "[14, 14, 16]");
+  CHECK(shape_text(model.info[std::size_t(model.index_of("avg_pool"))].output) == "[16]");
+}

@@ -24,13 +24,36 @@ std::string override_error(const std::string& set) {
 }  // namespace
 
 TEST_CASE("every shipped config validates") {
-  for (const char* config : {"configs/tf1_mnist_2ipu.json", "configs/popxl_mnist_3stage.json",
-                             "configs/keras_cnn_2stage.json", "configs/bert_large_4ipu.json"}) {
+  for (const char* config :
+       {"configs/tf1_mnist_2ipu.json", "configs/popxl_mnist_3stage.json",
+        "configs/keras_cnn_2stage.json", "configs/bert_large_4ipu.json",
+        "configs/resnet50_1ipu.json", "configs/resnet_tiny_fashion_mnist.json"}) {
     const auto result = run_ipusim({"validate", config});
     INFO(config << ": " << result.err);
     CHECK(result.code == 0);
     CHECK(result.out.rfind("ok: ", 0) == 0);
   }
+}
+
+TEST_CASE("model prints ResNet-50's trainable parameters and its running statistics apart") {
+  const auto result = run_ipusim({"model", "configs/resnet50_1ipu.json"});
+  CHECK(result.code == 0);
+  // torchvision's 25,557,032; Keras' 53,120 non-trainable: a running mean and variance for each
+  // of the 64 + 26,496 batch-normalised channels (stem; 6 w per bottleneck of width w plus 4 w
+  // per projection: 3 x 6 x 64 + 256, 4 x 6 x 128 + 512, 6 x 6 x 256 + 1024, 3 x 6 x 512 + 2048).
+  CHECK(2 * (64 + (3 * 6 * 64 + 256) + (4 * 6 * 128 + 512) + (6 * 6 * 256 + 1024) +
+             (3 * 6 * 512 + 2048)) ==
+        53120);
+  CHECK(result.out.find("Total params: 25,610,152\nTrainable params: 25,557,032\n"
+                        "Non-trainable params: 53,120\n") != std::string::npos);
+}
+
+TEST_CASE("ResNet-50 on one IPU fits at micro-batch 8 and not at 16") {
+  CHECK(run_ipusim({"run", "configs/resnet50_1ipu.json", "--no-numeric", "--quiet"}).code == 0);
+  const auto result = run_ipusim({"run", "configs/resnet50_1ipu.json", "--no-numeric", "--quiet",
+                                  "--set", "pipeline.micro_batch_size=16"});
+  CHECK(result.code == 3);
+  CHECK(result.err.find("out of memory: IPU0") != std::string::npos);
 }
 
 TEST_CASE("validate prints ok and a one-line summary of the run") {

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """ipusim import of ONNX models built here with python3-onnx's helper API, never downloaded:
 an MLP (PyTorch-style Gemm with transB), a CNN (Conv with 'same' and no padding, MaxPool,
-Flatten of channels-first features, MatMul + Add) and a graph with an unsupported operator.
+Flatten of channels-first features, MatMul + Add), branches joined and added back then
+GlobalAveragePool, a transformer and a graph with an unsupported operator.
 Each imported config has the file's parameter count, and its first training step through the
 simulated pipeline starts from the file's weights: the loss ipusim saves equals the loss numpy
 computes from the same weights on the same samples.
@@ -80,7 +81,7 @@ def cnn(path):
 
 def branches(path):
     """Two convolution branches (one batch-normalised, one without bias) concatenated on
-    channels, pooled, then a residual convolution added back."""
+    channels, pooled, then a residual convolution added back and a global average pool."""
     nodes = [
         helper.make_node("Conv", ["x", "ka", "ca"], ["ya"], name="conv_a", pads=[1, 1, 1, 1],
                          kernel_shape=[3, 3]),
@@ -95,7 +96,8 @@ def branches(path):
         helper.make_node("Conv", ["pooled", "kc", "cc"], ["yc"], name="conv_c",
                          pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
         helper.make_node("Add", ["pooled", "yc"], ["residual"], name="residual"),
-        helper.make_node("Flatten", ["residual"], ["f"], name="flatten", axis=1),
+        helper.make_node("GlobalAveragePool", ["residual"], ["averaged"], name="average"),
+        helper.make_node("Flatten", ["averaged"], ["f"], name="flatten", axis=1),
         helper.make_node("Gemm", ["f", "w", "b"], ["logits"], name="fc", transB=1),
         helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
     ]
@@ -108,7 +110,7 @@ def branches(path):
         [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])],
         [weight("ka", 4, 1, 3, 3), weight("ca", 4), weight("bn_g", 4), weight("bn_b", 4),
          weight("kb", 2, 1, 3, 3), weight("kc", 6, 6, 3, 3), weight("cc", 6),
-         weight("w", 10, 14 * 14 * 6), weight("b", 10)] + statistics)
+         weight("w", 10, 6), weight("b", 10)] + statistics)
     return save(graph, path)
 
 
@@ -279,7 +281,7 @@ def branches_logits(w, x):
     n, c, h, wd = joined.shape
     pooled = joined.reshape(n, c, h // 2, 2, wd // 2, 2).max(axis=(3, 5))
     residual = pooled + conv(pooled, w["kc"], w["cc"], 1)
-    return residual.reshape(n, -1) @ w["w"].T + w["b"]
+    return residual.mean(axis=(2, 3)) @ w["w"].T + w["b"]
 
 
 def mlp_logits(w, x):
