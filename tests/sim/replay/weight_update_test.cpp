@@ -114,7 +114,7 @@ TEST_CASE("a device program's host round trip is shared by its repeat_count weig
 
 // A step's input is 4 micro-batches of one sample, 400 fp32 values and an int32 label: 1,604 B
 // a replica. At 1 MB/s and 1 GHz a byte takes 1,000 cycles.
-TEST_CASE("a host slower than the IPUs makes them wait; replicas on one host share it") {
+TEST_CASE("a host slower than the IPUs makes them wait, and replicas on one host share it") {
   auto config = adam_replicas(4, false);
   config["hardware"]["host_input_bandwidth"] = "1 MB/s";
   config["hardware"]["ipus"] = 8;
