@@ -56,6 +56,17 @@ TEST_CASE("ResNet-50 on one IPU fits at micro-batch 8 and not at 16") {
   CHECK(result.err.find("out of memory: IPU0") != std::string::npos);
 }
 
+// ResNet-50's forward is 4.1 G multiply-adds (8.2 GFLOP) an image and its backward twice that:
+// about 24.6 GFLOP x 64 images a step x 2 (pipeline and reference) = 3.15 TFLOP, 3.18 with the
+// batch norms, activations and adds.
+TEST_CASE("automatic numeric mode skips a run whose kernels would take minutes, and says why") {
+  const auto result = run_ipusim({"run", "configs/resnet50_1ipu.json"});
+  CHECK(result.code == 0);
+  CHECK(result.out.find("\nNumeric check: skipped (its kernels would run 3.18 TFLOP, pipeline and "
+                        "reference, beyond the 200 GFLOP numeric mode runs unasked; --numeric "
+                        "runs them)\n") != std::string::npos);
+}
+
 TEST_CASE("validate prints ok and a one-line summary of the run") {
   const auto result = run_ipusim({"validate", "configs/tf1_mnist_2ipu.json"});
   CHECK(result.out ==
