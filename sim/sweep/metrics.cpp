@@ -82,6 +82,11 @@ RunMetrics run_metrics(const RunReport& report) {
   }
   m.utilisation_mean = replay.ipus.empty() ? 0.0 : utilisation_sum / double(replay.ipus.size());
   m.fits_in_memory = report.fits_in_memory();
+  const auto& p = report.spec->pipeline;
+  m.throughput_per_ipu = m.throughput / double(p.ipus_per_replica() * p.replication_factor);
+  const auto& w = replay.weight_update;
+  m.collective_cycles = w.reduce_scatter + w.all_reduce + w.all_gather;
+  m.input_wait_cycles = w.input_wait;
   return m;
 }
 
@@ -93,7 +98,8 @@ const std::vector<std::string>& metric_columns() {
       names.push_back(std::string(schedules::phase_key(phase)) + "_cycles");
     for (const char* name :
          {"ramp_overhead", "bubble_fraction", "utilisation_mean", "utilisation_min",
-          "peak_memory_bytes_max", "peak_stash_bytes_max", "fits_in_memory"})
+          "peak_memory_bytes_max", "peak_stash_bytes_max", "fits_in_memory",
+          "throughput_per_ipu", "collective_cycles", "input_wait_cycles"})
       names.push_back(name);
     return names;
   }();
@@ -114,7 +120,10 @@ std::vector<std::string> metric_cells(const RunMetrics& m) {
           fixed(m.utilisation_min, 6),
           std::to_string(m.peak_memory_bytes_max),
           std::to_string(m.peak_stash_bytes_max),
-          m.fits_in_memory ? "true" : "false"};
+          m.fits_in_memory ? "true" : "false",
+          fixed(m.throughput_per_ipu, 3),
+          std::to_string(m.collective_cycles),
+          std::to_string(m.input_wait_cycles)};
 }
 
 nlohmann::ordered_json metrics_json(const RunMetrics& m) {
@@ -181,6 +190,9 @@ RunMetrics parse_metric_cells(const std::vector<std::string>& cells, const std::
   m.peak_memory_bytes_max = read.integer(cells[11], name[11]);
   m.peak_stash_bytes_max = read.integer(cells[12], name[12]);
   m.fits_in_memory = read.boolean(cells[13], name[13]);
+  m.throughput_per_ipu = read.number(cells[14], name[14]);
+  m.collective_cycles = read.integer(cells[15], name[15]);
+  m.input_wait_cycles = read.integer(cells[16], name[16]);
   return m;
 }
 

@@ -30,14 +30,20 @@ struct RunMetrics {
   std::int64_t peak_memory_bytes_max = 0;
   std::int64_t peak_stash_bytes_max = 0;
   bool fits_in_memory = false;
+  // What data parallelism costs as replicas grow: samples/s per IPU, the replicas' collectives
+  // in the weight update (reduce-scatter, all-reduce, all-gather) and the wait for the hosts'
+  // input.
+  double throughput_per_ipu = 0;
+  std::int64_t collective_cycles = 0;
+  std::int64_t input_wait_cycles = 0;
   std::vector<double> utilisation_per_ipu;              // busy share of the step, by IPU
   std::vector<std::int64_t> peak_memory_bytes_per_ipu;  // by IPU
 };
 
 RunMetrics run_metrics(const RunReport& report);
 
-// The metric columns shared by sweep and compare CSVs: step_cycles .. fits_in_memory, in the
-// order of RunMetrics. Integers are exact; seconds print with 12 decimals, throughput with 3
+// The metric columns shared by sweep and compare CSVs: step_cycles .. input_wait_cycles, in
+// the order of RunMetrics. Integers are exact; seconds print with 12 decimals, throughput with 3
 // and shares with 6, so equal runs give equal bytes.
 const std::vector<std::string>& metric_columns();
 std::vector<std::string> metric_cells(const RunMetrics& metrics);

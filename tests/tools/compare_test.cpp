@@ -134,12 +134,13 @@ TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON repor
         "label,config,schedule,with,step_cycles,step_seconds,throughput_samples_per_second,"
         "ramp_up_cycles,main_cycles,ramp_down_cycles,weight_update_cycles,ramp_overhead,"
         "bubble_fraction,utilisation_mean,utilisation_min,peak_memory_bytes_max,"
-        "peak_stash_bytes_max,fits_in_memory,utilisation_ipu0,utilisation_ipu1,"
-        "peak_memory_bytes_ipu0,peak_memory_bytes_ipu1,error");
+        "peak_stash_bytes_max,fits_in_memory,throughput_per_ipu,collective_cycles,"
+        "input_wait_cycles,utilisation_ipu0,utilisation_ipu1,peak_memory_bytes_ipu0,"
+        "peak_memory_bytes_ipu1,error");
   CHECK(first ==
         "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,812334,0.000610777444,"
         "838275.882,98169,644956,64814,4395,0.200635,0.461989,0.538178,0.446195,12462538,"
-        "413696,true,0.630161,0.446195,12462538,7446558,");
+        "413696,true,419137.941,0,0,0.630161,0.446195,12462538,7446558,");
   const auto report = nlohmann::json::parse(std::ifstream(json));
   REQUIRE(report["runs"].size() == 2);
   CHECK(report["runs"][1]["label"] == "tf1_mnist interleaved");

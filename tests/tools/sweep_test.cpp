@@ -117,11 +117,12 @@ TEST_CASE("the sweep CSV has one column per varied path and per metric") {
         "run,pipeline.gradient_accumulation_count,pipeline.pipeline_schedule,step_cycles,"
         "step_seconds,throughput_samples_per_second,ramp_up_cycles,main_cycles,ramp_down_cycles,"
         "weight_update_cycles,ramp_overhead,bubble_fraction,utilisation_mean,utilisation_min,"
-        "peak_memory_bytes_max,peak_stash_bytes_max,fits_in_memory,utilisation_ipu0,"
-        "utilisation_ipu1,peak_memory_bytes_ipu0,peak_memory_bytes_ipu1,error\n");
+        "peak_memory_bytes_max,peak_stash_bytes_max,fits_in_memory,throughput_per_ipu,"
+        "collective_cycles,input_wait_cycles,utilisation_ipu0,utilisation_ipu1,"
+        "peak_memory_bytes_ipu0,peak_memory_bytes_ipu1,error\n");
   CHECK(text.find("\n8,16,grouped,812334,0.000610777444,838275.882,98169,644956,64814,4395,"
-                  "0.200635,0.461989,0.538178,0.446195,12462538,413696,true,0.630161,0.446195,"
-                  "12462538,7446558,\n") != std::string::npos);
+                  "0.200635,0.461989,0.538178,0.446195,12462538,413696,true,419137.941,0,0,"
+                  "0.630161,0.446195,12462538,7446558,\n") != std::string::npos);
 }
 
 TEST_CASE("the per-IPU columns agree with the mean, lowest and highest over the IPUs") {
@@ -150,7 +151,7 @@ TEST_CASE("an illegal gradient accumulation count is a row with its error, not a
                   csv, "--jobs", "1"});
   CHECK(result.code == 0);
   CHECK(read_file(csv).find(
-            "\n0,2,,,,,,,,,,,,,,,,,,,\"--vary pipeline.gradient_accumulation_count=2: at "
+            "\n0,2,,,,,,,,,,,,,,,,,,,,,,\"--vary pipeline.gradient_accumulation_count=2: at "
             "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline "
             "must be a multiple of 4, but it is 2. This number is gradient_accumulation_count; the "
             "grouped schedule with 2 stages runs 4 micro-batches at once (set "

@@ -51,10 +51,11 @@ TEST_CASE("validation: the Keras tutorial's CNN, on one IPU and pipelined over t
   const auto pipelined = run("configs/keras_cnn_2stage.json");
   const double single_ratio = per_micro_batch(single) / 170.5e-6;
   const double pipelined_ratio = per_micro_batch(pipelined) / 210e-6;
-  CHECK(single_ratio > 0.53);
-  CHECK(single_ratio < 0.65);
-  CHECK(pipelined_ratio > 0.54);
-  CHECK(pipelined_ratio < 0.66);
+  // With the conv efficiency fitted to MLPerf ResNet-50 (not to these): 123.3 us and 148.9 us.
+  CHECK(single_ratio > 0.70);
+  CHECK(single_ratio < 0.75);
+  CHECK(pipelined_ratio > 0.68);
+  CHECK(pipelined_ratio < 0.74);
   // As measured, pipelining this small model is slower per micro-batch than one IPU.
   CHECK(per_micro_batch(pipelined) > per_micro_batch(single));
 }

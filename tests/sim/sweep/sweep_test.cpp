@@ -254,8 +254,9 @@ TEST_CASE("the fastest run is the first of the highest throughput among those th
 
 TEST_CASE("metric cells read back give the same cells") {
   const std::vector<std::string> cells = {
-      "159151",   "0.000119660902", "2139351.880", "25000",    "100000",    "34000",  "250",
-      "0.157000", "0.950000",       "0.050000",    "0.040000", "104460000", "410000", "true"};
+      "159151", "0.000119660902", "2139351.880", "25000",    "100000",   "34000",
+      "250",    "0.157000",       "0.950000",    "0.050000", "0.040000", "104460000",
+      "410000", "true",           "1069675.940", "5000",     "0"};
   CHECK(sim::metric_cells(sim::parse_metric_cells(cells, "sweep.csv", 2)) == cells);
 }
 
