@@ -462,3 +462,23 @@ TEST_CASE(
   CHECK(again.code == 0);
   CHECK(again.out == first.out);
 }
+
+TEST_CASE("per-IPU throughput falls as ResNet-50 replicas grow, and the collectives say why") {
+  const auto csv = fresh_output("sweep_test", "resnet_replicas.csv");
+  REQUIRE(run_ipusim({"sweep", "configs/mlperf/resnet50_v2.0_pod16.json", "--vary",
+                      "pipeline.replication_factor=1,2,4,8,16", "-o", csv, "--quiet"})
+              .code == 0);
+  const auto table = sim::read_sweep_csv(csv).table;
+  REQUIRE(table.rows.size() == 5);
+  CHECK(cell(table, 0, "collective_cycles") == "0");  // one replica reduces nothing
+  for (std::size_t r = 1; r < table.rows.size(); ++r) {
+    INFO(cell(table, r, "pipeline.replication_factor"));
+    CHECK(std::stod(cell(table, r, "throughput_per_ipu")) <
+          std::stod(cell(table, r - 1, "throughput_per_ipu")));
+    CHECK(std::stoll(cell(table, r, "collective_cycles")) >
+          std::stoll(cell(table, r - 1, "collective_cycles")));
+    // The IPUs' own compute is the same in every run: what grows is the weight update.
+    CHECK(cell(table, r, "main_cycles") == cell(table, 0, "main_cycles"));
+    CHECK(cell(table, r, "input_wait_cycles") == "0");
+  }
+}
