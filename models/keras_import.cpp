@@ -212,10 +212,25 @@ class Converter {
     layers_.push_back(std::move(layer));
   }
 
-  // The loss after a final softmax.
+  // The loss after a final softmax, or after logits: a last Dense without an activation over
+  // two or more classes (a model compiled with from_logits=True), noted.
   void finish() {
-    if (softmax_end_)
-      layers_.push_back({{"id", unused_id("loss")}, {"type", "softmax_cross_entropy"}});
+    if (!softmax_end_ && !ends_in_logits())
+      return;
+    layers_.push_back({{"id", unused_id("loss")}, {"type", "softmax_cross_entropy"}});
+  }
+
+  bool ends_in_logits() {
+    if (layers_.empty())
+      return false;
+    const json& last = layers_.back();
+    if (last.at("type") != "dense" || last.value("activation", "none") != "none" ||
+        last.at("units").get<std::int64_t>() < 2)
+      return false;
+    out_.notes.push_back("the model ends in logits (layer '" + last_id() +
+                         "', Dense without an activation); the import appends a "
+                         "softmax_cross_entropy loss, as a loss with from_logits=True applies it");
+    return true;
   }
 
   const json& layers() const { return layers_; }

@@ -35,6 +35,7 @@ struct KerasImport {
   std::string keras_version;
   std::vector<std::pair<std::string, std::int64_t>> attention_widths;
   std::vector<KerasWeights> weights;
+  std::vector<std::string> notes;  // what the import added or changed, for the user
 };
 
 // Throws core::ConfigError naming `path` and the JSON pointer of the Keras layer: for a file

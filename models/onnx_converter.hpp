@@ -56,6 +56,7 @@ class OnnxConverter {
 
  private:
   void add_input();
+  bool ends_in_logits();
 
   // A sample's shape as the graph declares it: dimensions from 1 up, 2^30 elements at most (a
   // larger one is no model ipusim simulates, and its sizes would overflow).

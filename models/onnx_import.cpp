@@ -84,15 +84,33 @@ void OnnxConverter::convert() {
                             "cannot import " + std::to_string(problem_count_) +
                                 " node(s), so nothing was written:" + problems_);
   }
-  if (!softmax_end_) {
+  if (!softmax_end_ && !ends_in_logits()) {
     throw core::ConfigError(path_, "",
-                            "the graph does not end in a Softmax, so ipusim has no loss to "
-                            "train it with; export the model with its final Softmax");
+                            "the graph ends in neither a Softmax nor logits (a Gemm or MatMul "
+                            "without an activation), so ipusim has no loss to train it with");
   }
   layers_.push_back({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
   out_.model["layers"] = layers_;
   for (const auto& init : graph_.initializer())  // each count checked by check_onnx_graph
     out_.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
+}
+
+// Logits: the graph's one output is a dense layer's, without an activation, over two or more
+// classes. PyTorch exports classifiers so, with the loss outside the model; the import appends
+// ipusim's softmax_cross_entropy, nn.CrossEntropyLoss's equivalent, and notes it.
+bool OnnxConverter::ends_in_logits() {
+  if (graph_.output_size() != 1 || layers_.empty())
+    return false;
+  const auto found = values_.find(graph_.output(0).name());
+  const json& last = layers_.back();
+  if (found == values_.end() || found->second.layer != last.at("id") ||
+      last.at("type") != "dense" || last.value("activation", "none") != "none" ||
+      last.at("units").get<std::int64_t>() < 2)
+    return false;
+  out_.notes.push_back("the graph ends in logits (layer '" + found->second.layer +
+                       "', dense); the import appends a softmax_cross_entropy loss, as "
+                       "PyTorch's nn.CrossEntropyLoss applies it outside the model");
+  return true;
 }
 
 void OnnxConverter::add_input() {

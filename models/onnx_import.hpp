@@ -38,6 +38,7 @@ struct OnnxImport {
   std::int64_t running_statistics_elements = 0;  // batch-norm means and variances among them
   // Each batch norm's running mean and variance, by layer id.
   std::vector<std::pair<std::string, std::vector<Tensor>>> running_statistics;
+  std::vector<std::string> notes;  // what the import added or changed, for the user
 };
 
 // Throws core::ConfigError naming `path`: for bytes that are no ONNX model, and for every node

@@ -269,6 +269,8 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
   if (!ignored.empty())
     out << "not imported from " << npz << ": " << listed(ignored)
         << " (no layer of the model takes them)\n";
+  for (const auto& note : imported.notes)
+    out << "note: " << note << "\n";
 }
 
 std::string running_statistics(std::int64_t elements) {
@@ -299,6 +301,8 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
       << sim::with_commas(imported.initializer_elements) << " in the file's initializers"
       << running_statistics(imported.running_statistics_elements) << "); wrote " << a.output
       << " and its initial weights in " << folder << "/\n";
+  for (const auto& note : imported.notes)
+    out << "note: " << note << "\n";
 }
 
 }  // namespace

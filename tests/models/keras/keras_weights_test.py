@@ -176,6 +176,27 @@ def check_block(folder):
     first_loss(folder, "keras3_block", config, weights, block_logits, trainable)
 
 
+def check_logits(folder):
+    """A model whose last Dense has no activation (compiled with from_logits=True) imports with
+    a loss appended, noted, and trains from the file's weights as numpy computes."""
+    with open(os.path.join(HERE, "keras_cnn.json")) as f:
+        document = json.load(f)
+    document["config"]["layers"][-1]["config"]["activation"] = "linear"
+    source = os.path.join(folder, "keras_logits.json")
+    with open(source, "w") as f:
+        json.dump(document, f)
+    weights = cnn_weights()
+    np.savez(os.path.join(folder, "keras_logits.npz"), **weights)
+    config = os.path.join(folder, "logits.json")
+    out = run("import", source, "-o", config).stdout
+    expected = ("note: the model ends in logits (layer 'dense', Dense without an activation); the "
+                "import appends a softmax_cross_entropy loss, as a loss with from_logits=True "
+                "applies it\n")
+    if not out.endswith(expected):
+        sys.exit(f"keras logits import: {out!r}")
+    first_loss(folder, "keras_logits", config, weights, cnn_logits, 34826)
+
+
 def check_refusals(folder):
     npz = os.path.join(folder, "partial.npz")
     weights = cnn_weights()
@@ -211,6 +232,7 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         check_cnn(folder)
         check_block(folder)
+        check_logits(folder)
         check_refusals(folder)
 
 

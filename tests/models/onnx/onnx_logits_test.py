@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""ipusim import of classifiers that end in logits, as PyTorch exports them with the loss
+outside the model: an ONNX MLP whose graph ends in its last Gemm imports with a
+softmax_cross_entropy loss appended, says so in a note, and its first training step from the
+file's weights gives the loss numpy computes; a graph that ends in a Relu has no loss to take
+and is refused.
+
+    tests/models/onnx/onnx_logits_test.py IPUSIM
+"""
+import os
+import sys
+import tempfile
+
+from onnx import TensorProto, helper
+
+from onnx_import_test import check_model, mlp_logits, run, save, weight
+
+
+def logits_mlp(path, last="Gemm"):
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
+        helper.make_node("Relu", ["h1"], ["a1"], name="relu1"),
+        helper.make_node("Gemm", ["a1", "w2", "b2"], ["logits"], name="fc2", transB=1),
+    ]
+    if last == "Relu":
+        nodes.append(helper.make_node("Relu", ["logits"], ["out"], name="relu2"))
+    graph = helper.make_graph(
+        nodes, "onnx_logits_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 784])],
+        [helper.make_tensor_value_info("logits" if last == "Gemm" else "out", TensorProto.FLOAT,
+                                       ["N", 10])],
+        [weight("w1", 64, 784), weight("b1", 64), weight("w2", 10, 64), weight("b2", 10)])
+    return save(graph, path)
+
+
+def check_note(folder):
+    source = os.path.join(folder, "logits_mlp.onnx")
+    out = run("import", source, "-o", os.path.join(folder, "again.json")).stdout
+    expected = ("note: the graph ends in logits (layer 'fc2', dense); the import appends a "
+                "softmax_cross_entropy loss, as PyTorch's nn.CrossEntropyLoss applies it "
+                "outside the model\n")
+    if not out.endswith(expected):
+        sys.exit(f"logits note: got {out!r}")
+    print("logits: the import notes the loss it appends")
+
+
+def check_relu_end(folder):
+    source = os.path.join(folder, "relu_end.onnx")
+    logits_mlp(source, last="Relu")
+    config = os.path.join(folder, "relu_end.json")
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = (f"error: {source}: the graph ends in neither a Softmax nor logits (a Gemm or "
+                "MatMul without an activation), so ipusim has no loss to train it with\n")
+    if err != expected or os.path.exists(config):
+        sys.exit(f"a graph ending in Relu: got {err!r}")
+    print("logits: a graph ending in a Relu is refused, nothing written")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as folder:
+        check_model(folder, "logits_mlp", logits_mlp, mlp_logits, lambda x: x)
+        check_note(folder)
+        check_relu_end(folder)
+
+
+if __name__ == "__main__":
+    main()
