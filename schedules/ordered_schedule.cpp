@@ -107,9 +107,10 @@ std::int64_t OrderedSchedule::warmup(int ipu) const {
     case OrderKind::kZeroBubbleH1:
       return std::min<std::int64_t>(n - 1 - programs_[ipu].chunk_stages.front(), m);
     case OrderKind::kInterleaved1F1B:
-      // Megatron runs every forward first when there are only as many micro-batches as IPUs.
-      if (m == group_)
-        return total;
+      // Megatron-LM's get_pp_rank_microbatches (megatron/core/pipeline_parallel/schedules.py)
+      // and PyTorch's ScheduleInterleaved1F1B (torch/distributed/pipelining/schedules.py):
+      // 2 per hop to the last IPU plus a group per further chunk, capped at every unit. Until
+      // November 2024 Megatron-LM ran every forward first when M equalled the IPUs; no more.
       return std::min<std::int64_t>(
           static_cast<std::int64_t>(group_ - 1 - ipu) * 2 + (chunks_ - 1) * group_, total);
   }

@@ -287,8 +287,12 @@ TEST_CASE("interleaved_1f1b runs Megatron-LM's order for 4 stages on 2 IPUs") {
         "B4@1\n");
 }
 
-TEST_CASE("interleaved_1f1b runs every forward first when M equals the number of IPUs") {
+// Current Megatron-LM and PyTorch: IPU0 warms up (2 - 1 - 0) x 2 + (2 - 1) x 2 = 4 units, all of
+// them; the last IPU only (2 - 1) x 2 = 2, so its 1F1B phase starts at its second chunk, where
+// Megatron-LM before November 2024 ran every forward first (F1@3 F2@3 B1@3 B2@3).
+TEST_CASE(
+    "interleaved_1f1b with M equal to the IPUs starts 1F1B on the last IPU, as Megatron-LM does") {
   CHECK(orders("interleaved_1f1b", round_robin(4, 2, 2)) ==
         "IPU0: F1@0 F2@0 F1@2 F2@2 B1@2 B2@2 B1@0 B2@0\n"
-        "IPU1: F1@1 F2@1 F1@3 F2@3 B1@3 B2@3 B1@1 B2@1\n");
+        "IPU1: F1@1 F2@1 F1@3 B1@3 F2@3 B2@3 B1@1 B2@1\n");
 }
