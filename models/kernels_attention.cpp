@@ -210,6 +210,13 @@ Tensor AttentionCore::backward(const Tensor& output_gradient, std::span<const Te
       d_head(d_qkv[1], at).noalias() = d_scores.transpose() * head(saved[kQ], at);
     }
   }
+  return projections_backward(x, d_qkv, params, gradients);
+}
+
+Tensor AttentionCore::projections_backward(const Tensor& x, std::vector<Tensor>& d_qkv,
+                                           std::span<const Tensor> params,
+                                           std::span<GradientAccumulator> gradients) const {
+  const std::int64_t rows = x.batch() * sequence_;
   Tensor dx(x.shape());
   for (std::size_t i = 0; i < 3; ++i) {
     round_to_dtype(d_qkv[i], dtype_);

@@ -126,6 +126,10 @@ class AttentionCore {
 
  private:
   void scores(const Tensor& q, const Tensor& k, const Tensor* mask, Tensor& p) const;
+  // Through the Q, K and V projections: their weight and bias gradients, and the input's.
+  Tensor projections_backward(const Tensor& x, std::vector<Tensor>& d_qkv,
+                              std::span<const Tensor> params,
+                              std::span<GradientAccumulator> gradients) const;
 
   std::int64_t sequence_;
   std::int64_t hidden_;

@@ -202,8 +202,9 @@ void check_divisibility(const std::string& name, const PipelineShape& shape) {
          ", but it is " + std::to_string(m) + why);
 }
 
-const std::vector<Registered>& registry() {
-  static const std::vector<Registered> rows = {
+// Graphcore's schedules, as spec/graphcore-schedules.md defines them.
+std::vector<Registered> graphcore_rows() {
+  return {
       {.info =
            {"grouped",
             "Graphcore's default: each step every IPU runs its backward then its forward. Fastest "
@@ -238,6 +239,12 @@ const std::vector<Registered>& registry() {
        .lanes = sequential_lanes,
        .placement = any_placement,
        .make = make_steps<StepKind::kSequential>},
+  };
+}
+
+// The GPU world's schedules, to compare with.
+std::vector<Registered> gpu_rows() {
+  return {
       {.info = {"gpipe",
                 "GPU: all forwards, then all backwards. Simplest; stashes all M micro-batches."},
        .graphcore = false,
@@ -280,6 +287,15 @@ const std::vector<Registered>& registry() {
        .placement = one_stage_per_ipu,
        .make = make_order<OrderKind::kZeroBubbleH1>},
   };
+}
+
+const std::vector<Registered>& registry() {
+  static const std::vector<Registered> rows = [] {
+    std::vector<Registered> all = graphcore_rows();
+    for (Registered& row : gpu_rows())
+      all.push_back(std::move(row));
+    return all;
+  }();
   return rows;
 }
 
