@@ -136,21 +136,19 @@ class Converter {
 
   void convert(const KerasLayer& k, bool ends_model) {
     json layer = {{"id", k.name}};
+    if (!shaping_layer(k, layer) && !weighted_layer(k, layer, ends_model))
+      return;
+    if (!k.inputs.empty() && (layers_.empty() || k.inputs != std::vector{last_id()}))
+      layer["inputs"] = k.inputs;
+    layers_.push_back(std::move(layer));
+  }
+
+  // The layers without weights, which always convert; false for any other class.
+  bool shaping_layer(const KerasLayer& k, json& layer) const {
     const auto& c = k.config;
     const std::string& type = k.class_name;
     if (type == "InputLayer") {
       layer["type"] = "input";
-    } else if (type == "Dense") {
-      layer["type"] = "dense";
-      layer["units"] = c.at("units");
-      if (!set_activation(k, layer, ends_model))
-        return;
-      layer["bias"] = c.value("use_bias", true);
-      take_weights(k, layer["bias"] ? std::vector<std::string>{"kernel", "bias"}
-                                    : std::vector<std::string>{"kernel"});
-    } else if (type == "Conv2D") {
-      if (!conv2d(k, layer, ends_model))
-        return;
     } else if (type == "MaxPooling2D") {
       layer["type"] = "maxpool2d";
       layer["pool"] = pair_of(c.at("pool_size"));
@@ -165,16 +163,36 @@ class Converter {
     } else if (type == "Dropout") {
       layer["type"] = "dropout";
       layer["rate"] = c.at("rate");
-    } else if (type == "Activation") {
-      if (!activation_layer(k, layer, ends_model))
-        return;
     } else if (type == "Add") {
       layer["type"] = "add";
     } else if (type == "Concatenate") {
       layer["type"] = "concat";
       const int axis = c.value("axis", -1);
       layer["axis"] = axis < 0 ? axis : axis - 1;  // Keras counts the batch axis
-    } else if (type == "LayerNormalization") {
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // The other layers; false (with a problem) when ipusim cannot represent the layer, and for an
+  // activation that ends the model (it became the loss).
+  bool weighted_layer(const KerasLayer& k, json& layer, bool ends_model) {
+    const auto& c = k.config;
+    const std::string& type = k.class_name;
+    if (type == "Dense")
+      return dense(k, layer, ends_model);
+    if (type == "Conv2D")
+      return conv2d(k, layer, ends_model);
+    if (type == "Activation")
+      return activation_layer(k, layer, ends_model);
+    if (type == "MultiHeadAttention")
+      return attention(k, layer);
+    if (type == "Embedding")
+      return embedding(k, layer);
+    if (type == "GlobalAveragePooling2D")
+      return global_average_pool(k, layer);
+    if (type == "LayerNormalization") {
       layer["type"] = "layer_norm";
       layer["epsilon"] = c.value("epsilon", 1e-3);
       take_weights(k, {"gamma", "beta"});
@@ -184,32 +202,53 @@ class Converter {
       layer["momentum"] = c.value("momentum", 0.99);
       take_weights(k, {"gamma", "beta"});
       out_.weights.back().running = {"moving_mean", "moving_variance"};
-    } else if (type == "MultiHeadAttention") {
-      const std::int64_t heads = c.at("num_heads"), key_dim = c.at("key_dim");
-      // Counts from 1 up and small enough that their product is exact.
-      if (heads < 1 || key_dim < 1 || heads > (1 << 20) || key_dim > (1 << 20)) {
-        problems.add(k, "num_heads " + std::to_string(heads) + " and key_dim " +
-                            std::to_string(key_dim) + " (expected both from 1 up to 2^20)");
-        return;
-      }
-      layer["type"] = "attention";
-      layer["heads"] = heads;
-      layer["dropout"] = c.value("dropout", 0.0);
-      out_.attention_widths.push_back({k.name, heads * key_dim});
-      take_weights(k,
-                   {"query/kernel", "query/bias", "key/kernel", "key/bias", "value/kernel",
-                    "value/bias", "attention_output/kernel", "attention_output/bias"},
-                   true);
-    } else if (type == "Embedding") {
-      if (!embedding(k, layer))
-        return;
     } else {
       problems.add(k, "no ipusim layer type for it");
-      return;
+      return false;
     }
-    if (!k.inputs.empty() && (layers_.empty() || k.inputs != std::vector{last_id()}))
-      layer["inputs"] = k.inputs;
-    layers_.push_back(std::move(layer));
+    return true;
+  }
+
+  bool dense(const KerasLayer& k, json& layer, bool ends_model) {
+    layer["type"] = "dense";
+    layer["units"] = k.config.at("units");
+    if (!set_activation(k, layer, ends_model))
+      return false;
+    layer["bias"] = k.config.value("use_bias", true);
+    take_weights(k, layer["bias"] ? std::vector<std::string>{"kernel", "bias"}
+                                  : std::vector<std::string>{"kernel"});
+    return true;
+  }
+
+  // ipusim pools [H, W, C] images to [C]: channels last, the pooled axes dropped.
+  bool global_average_pool(const KerasLayer& k, json& layer) {
+    const auto& c = k.config;
+    if (c.value("data_format", "channels_last") != "channels_last" || c.value("keepdims", false)) {
+      problems.add(k, "only channels_last pooling to [channels] (keepdims false) is supported");
+      return false;
+    }
+    layer["type"] = "global_average_pool2d";
+    return true;
+  }
+
+  bool attention(const KerasLayer& k, json& layer) {
+    const auto& c = k.config;
+    const std::int64_t heads = c.at("num_heads"), key_dim = c.at("key_dim");
+    // Counts from 1 up and small enough that their product is exact.
+    if (heads < 1 || key_dim < 1 || heads > (1 << 20) || key_dim > (1 << 20)) {
+      problems.add(k, "num_heads " + std::to_string(heads) + " and key_dim " +
+                          std::to_string(key_dim) + " (expected both from 1 up to 2^20)");
+      return false;
+    }
+    layer["type"] = "attention";
+    layer["heads"] = heads;
+    layer["dropout"] = c.value("dropout", 0.0);
+    out_.attention_widths.push_back({k.name, heads * key_dim});
+    take_weights(k,
+                 {"query/kernel", "query/bias", "key/kernel", "key/bias", "value/kernel",
+                  "value/bias", "attention_output/kernel", "attention_output/bias"},
+                 true);
+    return true;
   }
 
   // The loss after a final softmax, or after logits: a last Dense without an activation over

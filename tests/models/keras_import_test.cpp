@@ -170,3 +170,32 @@ TEST_CASE("a Keras layer whose config lacks a key or has one of another type is 
         "model.json: expected a Keras model as model.to_json() writes it (type must be "
         "string, but is number)");
 }
+
+json pooled_model(const json& pool_config) {
+  return {
+      {"class_name", "Sequential"},
+      {"config",
+       {{"name", "pooled"},
+        {"layers",
+         {{{"class_name", "InputLayer"},
+           {"config", {{"name", "images"}, {"batch_input_shape", {nullptr, 8, 8, 3}}}}},
+          {{"class_name", "Conv2D"},
+           {"config",
+            {{"name", "conv"}, {"filters", 4}, {"kernel_size", {3, 3}}, {"activation", "relu"}}}},
+          {{"class_name", "GlobalAveragePooling2D"}, {"config", pool_config}},
+          {{"class_name", "Dense"},
+           {"config", {{"name", "out"}, {"units", 5}, {"activation", "softmax"}}}}}}}}};
+}
+
+TEST_CASE("a Keras GlobalAveragePooling2D pools each image to its channels") {
+  const auto imported = models::import_keras(pooled_model({{"name", "gap"}}), "pooled.json");
+  const auto model = parse(imported.model);
+  REQUIRE(model.layers.size() == 5);
+  CHECK(model.layers[2].type == models::LayerType::kGlobalAveragePool2d);
+  CHECK(model.info[2].output == models::Shape{4});  // 6 x 6 x 4 pooled to the 4 channels
+  CHECK(model.total_params() == (3 * 3 * 3 * 4 + 4) + (4 * 5 + 5));
+  CHECK(import_error(pooled_model({{"name", "gap"}, {"keepdims", true}})) ==
+        "model.json: cannot import 1 layer(s), so nothing was written:\n"
+        "  'gap' (GlobalAveragePooling2D) at /config/layers/2: only channels_last pooling to "
+        "[channels] (keepdims false) is supported");
+}
