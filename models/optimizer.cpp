@@ -23,9 +23,9 @@ std::int64_t state_elements_per_parameter(OptimizerConfig::Kind kind) {
   return 0;
 }
 
-std::int64_t state_bytes_per_parameter(const OptimizerConfig& config) {
+std::int64_t state_bytes_per_parameter(const OptimizerConfig& config, DType weight_dtype) {
   if (state_elements_per_parameter(config.kind) < 2)
-    return 4 * state_elements_per_parameter(config.kind);
+    return dtype_bytes(weight_dtype) * state_elements_per_parameter(config.kind);
   return dtype_bytes(config.m_dtype) + dtype_bytes(config.v_dtype);
 }
 
@@ -89,10 +89,11 @@ void Optimizer::apply(Tensor& parameter, const Tensor& gradient, OptimizerState&
       break;
     case OptimizerConfig::Kind::kMomentum: {
       float* velocity = state.slots[0].data();
-      for (std::int64_t i = 0; i < parameter.elements(); ++i) {
+      for (std::int64_t i = 0; i < parameter.elements(); ++i)
         velocity[i] = static_cast<float>(config_.momentum * velocity[i] - lr * g[i]);
+      round_to_dtype(state.slots[0], weight_dtype_);  // the slot is stored as the weights are
+      for (std::int64_t i = 0; i < parameter.elements(); ++i)
         w[i] = static_cast<float>(w[i] + static_cast<double>(velocity[i]));
-      }
       break;
     }
     case OptimizerConfig::Kind::kAdam:
@@ -187,10 +188,11 @@ void Optimizer::apply_lars(Tensor& parameter, const Tensor& gradient, OptimizerS
                            : 1.0;
   const double step = config_.learning_rate * ratio;
   float* velocity = state.slots[0].data();
-  for (std::int64_t i = 0; i < parameter.elements(); ++i) {
+  for (std::int64_t i = 0; i < parameter.elements(); ++i)
     velocity[i] = static_cast<float>(config_.momentum * velocity[i] + step * (g[i] + decay * w[i]));
+  round_to_dtype(state.slots[0], weight_dtype_);
+  for (std::int64_t i = 0; i < parameter.elements(); ++i)
     w[i] = static_cast<float>(w[i] - static_cast<double>(velocity[i]));
-  }
 }
 
 }  // namespace ipusim::models

@@ -37,9 +37,10 @@ struct OptimizerConfig {
 // Optimizer state tensors per parameter tensor: 0 for SGD, 1 for momentum and LARS, 2 for Adam
 // and LAMB.
 std::int64_t state_elements_per_parameter(OptimizerConfig::Kind kind);
-// Bytes of optimizer state per parameter: 4 per fp32 slot (the velocity is fp32), the
-// moments' dtypes for Adam and LAMB.
-std::int64_t state_bytes_per_parameter(const OptimizerConfig& config);
+// Bytes of optimizer state per parameter: the velocity of momentum and LARS in the weights'
+// dtype (a TF optimizer's slot takes its variable's: fp16 under Graphcore's 16.16 precision),
+// the moments' dtypes for Adam and LAMB.
+std::int64_t state_bytes_per_parameter(const OptimizerConfig& config, DType weight_dtype);
 
 // Whether LAMB and LARS decay a parameter: not biases and normalisation parameters, which
 // Graphcore's BERT excludes ("bias", "beta", "gamma" in its TF LAMB; weight decay 0 for them in

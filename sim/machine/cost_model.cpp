@@ -300,7 +300,7 @@ std::int64_t shard_of(std::int64_t total, int group) {
 // parameters per IPU.
 std::vector<std::int64_t> add_layer_memory(const RunSpec& spec, CostModel& model) {
   const auto& p = spec.pipeline;
-  const auto state_bytes = models::state_bytes_per_parameter(p.optimizer);
+  const auto state_bytes = models::state_bytes_per_parameter(p.optimizer, p.dtype);
   const int group = sharding_group(spec);
   std::vector<std::int64_t> params(std::size_t(p.ipus_per_replica()), 0);
   for (const auto& stage : p.stages) {
@@ -343,7 +343,7 @@ void add_weight_update(const RunSpec& spec, int ipu, std::int64_t params, CostMo
   }
   if (p.offload_weight_update_variables)
     model.offload_bytes[ipu] = core::checked_mul(
-        shard, models::state_bytes_per_parameter(p.optimizer) * 2, "optimizer state byte count");
+        shard, models::state_bytes_per_parameter(p.optimizer, p.dtype) * 2, "optimizer state byte count");
   model.gradient_bytes[ipu] = core::checked_mul(
       params, models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
   model.weight_bytes[ipu] =

@@ -115,7 +115,7 @@ std::int64_t SplitPricer::optimizer_state_bytes(std::int64_t params) const {
   if (!p.training || p.offload_weight_update_variables)
     return 0;
   const std::int64_t group = sharding_group(spec_);
-  return (params * models::state_bytes_per_parameter(p.optimizer) + group - 1) / group;
+  return (params * models::state_bytes_per_parameter(p.optimizer, p.dtype) + group - 1) / group;
 }
 
 }  // namespace ipusim::sim::plan_detail

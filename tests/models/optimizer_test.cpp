@@ -112,12 +112,15 @@ TEST_CASE("an fp16 accumulator rounds after every add, so small gradients can va
 
 TEST_CASE("LAMB keeps two moments, in the dtypes it is given") {
   CHECK(state_elements_per_parameter(Kind::kLamb) == 2);
-  CHECK(state_bytes_per_parameter({.kind = Kind::kLamb}) == 8);
-  CHECK(state_bytes_per_parameter({.kind = Kind::kLamb, .m_dtype = DType::kFp16}) == 6);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kLamb}, DType::kFp32) == 8);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kLamb, .m_dtype = DType::kFp16}, DType::kFp32) ==
+        6);
   CHECK(state_bytes_per_parameter(
-            {.kind = Kind::kAdam, .m_dtype = DType::kFp16, .v_dtype = DType::kFp16}) == 4);
-  CHECK(state_bytes_per_parameter({.kind = Kind::kMomentum}) == 4);
-  CHECK(state_bytes_per_parameter({.kind = Kind::kSgd}) == 0);
+            {.kind = Kind::kAdam, .m_dtype = DType::kFp16, .v_dtype = DType::kFp16},
+            DType::kFp32) == 4);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kMomentum}, DType::kFp32) == 4);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kMomentum}, DType::kFp16) == 2);  // 16.16
+  CHECK(state_bytes_per_parameter({.kind = Kind::kSgd}, DType::kFp32) == 0);
 }
 
 TEST_CASE("LAMB decays weights and embeddings, not biases and normalisation parameters") {
@@ -220,5 +223,6 @@ TEST_CASE("one LARS step scales the decayed gradient by eta ||w|| / (||g|| + dec
     CHECK(w[1] == Approx(0.03).epsilon(1e-6));
   }
   CHECK(state_elements_per_parameter(Kind::kLars) == 1);
-  CHECK(state_bytes_per_parameter({.kind = Kind::kLars}) == 4);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kLars}, DType::kFp32) == 4);
+  CHECK(state_bytes_per_parameter({.kind = Kind::kLars}, DType::kFp16) == 2);
 }
