@@ -11,9 +11,6 @@
 namespace ipusim::schedules {
 namespace {
 
-constexpr const char* kThenBackpropagate = "recompute_then_backpropagate";
-constexpr const char* kInterleavedRecompute = "recompute_and_backpropagate_interleaved";
-
 // The schedules ipusim builds: one row each. Adding a schedule is a builder file and a row.
 // `lanes` gives Graphcore's overlap length (0: a GPU schedule, which has no divisibility rule);
 // `placement` checks the stage-to-IPU mapping the schedule accepts.
@@ -332,14 +329,14 @@ RecomputationMode resolve_recomputation(const std::string& schedule, Recomputati
     return row.auto_recomputation;
   if (requested == RecomputationMode::kRecomputeThenBackpropagate && !row.then_backpropagate)
     throw ScheduleError(ScheduleOption::kRecomputationMode,
-                        std::string("recomputation mode ") + kThenBackpropagate +
+                        "recomputation mode " + to_string(requested) +
                             " is supported only by the grouped and interleaved schedules, not "
                             "by " +
                             schedule);
   if (requested == RecomputationMode::kRecomputeAndBackpropagateInterleaved &&
       !row.interleaved_recompute)
     throw ScheduleError(ScheduleOption::kRecomputationMode,
-                        std::string("recomputation mode ") + kInterleavedRecompute +
+                        "recomputation mode " + to_string(requested) +
                             " is supported only by the grouped and sequential schedules (and "
                             "the GPU schedules), not by interleaved");
   return requested;

@@ -16,6 +16,14 @@ enum class RecomputationMode {
   kRecomputeAndBackpropagateInterleaved,
 };
 
+// The config's names of the modes, in RecomputationMode order: "none", "auto",
+// "recompute_then_backpropagate" (Graphcore's RecomputeThenBackpropagate) and
+// "recompute_and_backpropagate_interleaved". Spelled here only.
+const std::vector<std::string>& recomputation_mode_names();
+const std::string& to_string(RecomputationMode mode);
+// The mode a name gives; the name is one of recomputation_mode_names().
+RecomputationMode recomputation_mode_of(const std::string& name);
+
 struct PipelineShape {
   // device_mapping[k] lists the IPUs of computational stage k. One entry is an ordinary stage;
   // several entries make a concurrent stage whose sub-stages run at once on those IPUs and

@@ -2,6 +2,8 @@
 
 #include "schedules/step_schedule.hpp"
 
+#include <algorithm>
+
 #include "schedules/schedule_error.hpp"
 #include "sim/core/error.hpp"
 
@@ -211,6 +213,23 @@ void Schedule::dependencies(const Task& task, std::vector<Task>& out, bool locat
     return;
   for (Task& dependency : out)
     this->locate(dependency);
+}
+
+const std::vector<std::string>& recomputation_mode_names() {
+  static const std::vector<std::string> names = {"none", "auto", "recompute_then_backpropagate",
+                                                 "recompute_and_backpropagate_interleaved"};
+  return names;
+}
+
+const std::string& to_string(RecomputationMode mode) {
+  return recomputation_mode_names()[static_cast<std::size_t>(mode)];
+}
+
+RecomputationMode recomputation_mode_of(const std::string& name) {
+  const auto& names = recomputation_mode_names();
+  const auto found = std::find(names.begin(), names.end(), name);
+  IPUSIM_CHECK(found != names.end());
+  return static_cast<RecomputationMode>(found - names.begin());
 }
 
 }  // namespace ipusim::schedules

@@ -1,5 +1,6 @@
 #include "sim/html/html_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/core/format.hpp"
@@ -22,18 +23,11 @@ using svg::escape;
 
 // ---- configuration and headline figures ----
 
+// "recompute then backpropagate": the config's name, in words.
 std::string recomputation_name(schedules::RecomputationMode mode) {
-  switch (mode) {
-    case schedules::RecomputationMode::kNone:
-      return "none";
-    case schedules::RecomputationMode::kAuto:
-      return "auto";
-    case schedules::RecomputationMode::kRecomputeThenBackpropagate:
-      return "recompute then backpropagate";
-    case schedules::RecomputationMode::kRecomputeAndBackpropagateInterleaved:
-      return "recompute and backpropagate interleaved";
-  }
-  return "";
+  std::string name = schedules::to_string(mode);
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return name;
 }
 
 std::string optimizer_name(const models::OptimizerConfig& optimizer) {

@@ -43,15 +43,8 @@ const std::vector<std::string> kPipelineKeys = {"splits",
                                                 "seed"};
 
 RecomputationMode read_recomputation(const ConfigNode& pipeline) {
-  const auto name = pipeline.get_enum("recomputation_mode", "none", recomputation_mode_names());
-  if (name == "auto")
-    return RecomputationMode::kAuto;
-  if (name == "recompute_then_backpropagate")
-    return RecomputationMode::kRecomputeThenBackpropagate;
-  if (name == "recompute_and_backpropagate_interleaved") {
-    return RecomputationMode::kRecomputeAndBackpropagateInterleaved;
-  }
-  return RecomputationMode::kNone;
+  return schedules::recomputation_mode_of(
+      pipeline.get_enum("recomputation_mode", "none", schedules::recomputation_mode_names()));
 }
 
 models::DType read_dtype(const ConfigNode& node) {
@@ -363,7 +356,7 @@ void check_stash_dtype(const RunSpec& spec, const ConfigNode& root) {
   if (!spec.pipeline.training)
     node.fail(what + "an inference pipeline stashes nothing");
   node.fail(what + "this run stashes none (recomputation_mode " +
-            recomputation_mode_names()[std::size_t(spec.pipeline.recomputation)] + " under the " +
+            schedules::to_string(spec.pipeline.recomputation) + " under the " +
             spec.schedule->name() +
             " schedule): use recompute_then_backpropagate, "
             "recompute_and_backpropagate_interleaved or auto");
@@ -407,12 +400,6 @@ int PipelineSpec::ipus_per_replica() const {
       count = std::max(count, ipu + 1);
   }
   return count;
-}
-
-const std::vector<std::string>& recomputation_mode_names() {
-  static const std::vector<std::string> names = {"none", "auto", "recompute_then_backpropagate",
-                                                 "recompute_and_backpropagate_interleaved"};
-  return names;
 }
 
 const std::vector<std::string>& schedule_names() {

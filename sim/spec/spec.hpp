@@ -103,7 +103,5 @@ RunSpec load_run_spec(const std::string& path, const std::vector<core::Override>
 RunSpec build_run_spec(const core::ConfigDocument& document);
 
 const std::vector<std::string>& schedule_names();
-// pipeline.recomputation_mode's values: none, auto and Graphcore's two modes.
-const std::vector<std::string>& recomputation_mode_names();
 
 }  // namespace ipusim::sim
