@@ -163,8 +163,10 @@ void OnnxConverter::max_pool(const onnx::NodeProto& node) {
     return;
   const auto k = ints_attribute(node, "kernel_shape");
   auto strides = ints_attribute(node, "strides");
+  // ONNX steps by 1 along each axis without strides (Keras and ipusim's maxpool2d step by the
+  // pool, so the layer always names its stride).
   if (strides.empty())
-    strides = k;
+    strides.assign(k.size(), 1);
   if (!in->channels_first || k.size() != 2 || padding(node, k) != "valid") {
     problem(node, "only a 2-D max pool of an image without padding");
     return;

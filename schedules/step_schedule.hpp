@@ -45,6 +45,9 @@ class StepSchedule final : public Schedule {
 
   // Steps of one repeat, the weight update excluded.
   std::int64_t steps() const { return steps_; }
+  // Steps from a slot's micro-batch m to its m + 1 (grouped 1, interleaved 2 when training,
+  // sequential S): in the steady state each window of this many steps runs every slot once.
+  std::int64_t period() const { return period_; }
   // The tasks `ipu` runs in `step`, in program order (infeed, stage programs, recomputation,
   // copies, outfeed). `out` is cleared first.
   void tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const;

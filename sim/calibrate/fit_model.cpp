@@ -131,6 +131,16 @@ void apply_unknowns(const Eigen::VectorXd& unknowns, const std::vector<bool>& wh
   }
 }
 
+namespace {
+
+// The field of an entry that chooses its variant: the overrides when there are any, else the
+// other config file it names.
+std::string variant_field(const Measurement& measurement) {
+  return !measurement.config.empty() && measurement.set.empty() ? "config" : "set";
+}
+
+}  // namespace
+
 MeasuredVariants::MeasuredVariants(const core::ConfigDocument& config,
                                    const std::vector<Measurement>& measured)
     : config_(build_run_spec(config)) {
@@ -158,13 +168,28 @@ std::size_t MeasuredVariants::variant_of(const Measurement& measurement,
          {},
          false});
   } catch (const core::ConfigError& error) {
-    // Blame the overrides when there are any, else the other config file the entry names.
-    const bool own_config = !measurement.config.empty() && measurement.set.empty();
-    measurement.source.fail(own_config ? "config" : "set",
+    measurement.source.fail(variant_field(measurement),
                             std::string("its config variant is not valid: ") + error.what());
   }
+  refuse_overflow(measurement, variants_.back().spec);
   sets_.push_back(key);
   return variants_.size() - 1;
+}
+
+// A variant that does not fit in memory never ran, so it cannot have been measured: the
+// replay's verdict (numerics off) names the IPU and its largest consumers.
+void MeasuredVariants::refuse_overflow(const Measurement& measurement, const RunSpec& spec) {
+  SimulateOptions options;
+  options.allow_oom = true;
+  options.numeric = NumericMode::kOff;
+  const auto report = simulate(spec, options);
+  if (report.fits_in_memory())
+    return;
+  measurement.source.fail(variant_field(measurement),
+                          "its config variant does not fit in memory, so it cannot have run on "
+                          "IPUs: " +
+                              report.replay.out_of_memory->message() +
+                              "; expected measurements of a variant that fits");
 }
 
 void MeasuredVariants::add_row(const Measurement& measurement, std::size_t variant) {

@@ -78,6 +78,8 @@ class MeasuredVariants {
 
   std::size_t variant_of(const Measurement& measurement, const core::ConfigDocument& config);
   void add_row(const Measurement& measurement, std::size_t variant);
+  // Refuses a variant that does not fit in memory, naming the entry that chose it.
+  static void refuse_overflow(const Measurement& measurement, const RunSpec& spec);
   void fill(const Variant& variant, const RunSpec& spec, Eigen::VectorXd& out) const;
   // Every prediction, or only the steps' (the rest zero); at `unknowns` for the parameters in
   // `which`, or as configured when `unknowns` is null.

@@ -2,8 +2,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include "schedules/task.hpp"
 #include "sim/core/config_file.hpp"
@@ -63,8 +66,8 @@ std::string config_path(const std::string& text, const MeasurementSource& source
 
 void check_cycles(double cycles, const std::string& shown, const MeasurementSource& source,
                   const std::string& field) {
-  if (!(cycles > 0 && cycles < kMaxCycles))
-    source.fail(field, "expected a number of cycles above 0 and below 2^62, found " + shown);
+  if (!(cycles >= 1 && cycles < kMaxCycles))
+    source.fail(field, "expected a number of cycles from 1 to below 2^62, found " + shown);
 }
 
 // An override as --set takes it. The fit moves the cost model's parameters for every variant
@@ -264,6 +267,37 @@ bool ends_with(const std::string& text, const std::string& suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The column (CSV) or key (JSON) a measurement's cycles came from.
+std::string field_of(Measured what) {
+  return kColumns[what == Measured::kForward ? 2 : what == Measured::kBackward ? 3 : 4];
+}
+
+// Where a measurement was read, for a message about another: "line 3" or "/measurements/2".
+std::string place_of(const MeasurementSource& source) {
+  return source.line == 0 ? source.pointer : "line " + std::to_string(source.line);
+}
+
+// Refuses two measurements of the same thing (variant, and stage and pass or step) that
+// disagree: the fit would be asked for two values at once. Equal repeats are kept.
+void refuse_contradictions(const std::vector<Measurement>& measurements) {
+  std::map<std::tuple<std::string, std::vector<std::string>, Measured, int>, const Measurement*>
+      first;
+  for (const auto& m : measurements) {
+    const auto [found, added] =
+        first.emplace(std::make_tuple(m.config, m.set, m.what, m.stage), &m);
+    if (added || found->second->cycles == m.cycles)
+      continue;
+    const Measurement& earlier = *found->second;
+    char value[96];
+    std::snprintf(value, sizeof value, "%.17g at %s", earlier.cycles,
+                  place_of(earlier.source).c_str());
+    m.source.fail(field_of(m.what),
+                  "this config variant's " + describe(m) + " was measured as " + value +
+                      "; expected one value per variant and measurement (give the mean of "
+                      "repeated measurements)");
+  }
+}
+
 }  // namespace
 
 void MeasurementSource::fail(const std::string& field, const std::string& message) const {
@@ -298,6 +332,7 @@ std::vector<Measurement> read_measurements(const std::string& path) {
   auto measurements = csv ? read_csv(path, text) : read_json(path, text);
   if (measurements.empty())
     throw core::ConfigError(path, "", "expected at least one measurement, found none");
+  refuse_contradictions(measurements);
   return measurements;
 }
 

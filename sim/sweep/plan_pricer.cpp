@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/optimizer.hpp"
+#include "schedules/step_schedule.hpp"
 #include "sim/machine/collectives.hpp"
 #include "sim/machine/cost_model.hpp"
 
@@ -24,17 +25,20 @@ SplitPricer::SplitPricer(const RunSpec& spec)
   for (const auto& stage : spec.pipeline.stages)
     ipu_.push_back(stage.ipus.front());
   find_ties();
+  find_window();
 }
 
 void SplitPricer::estimate(const std::vector<int>& cuts, PlanCandidate& out) {
   const int ipus = spec_.pipeline.ipus_per_replica();
   std::vector<std::int64_t> work(std::size_t(ipus), 0);
   std::vector<std::int64_t> live(std::size_t(ipus), 0);
+  std::vector<const RangeCost*> stage_costs;
   out.estimated_peak_bytes.assign(std::size_t(ipus), spec_.hardware.code.control_bytes);
   for (int k = 0; k < stages(); ++k) {
     const int begin = k == 0 ? 0 : cuts[k - 1];
     const int end = k + 1 == stages() ? layers_ : cuts[k];
     const RangeCost& c = range(k, begin, end);
+    stage_costs.push_back(&c);
     const auto ipu = std::size_t(ipu_[k]);
     work[ipu] += c.work;
     live[ipu] = std::max(live[ipu], c.live_bytes);
@@ -48,6 +52,48 @@ void SplitPricer::estimate(const std::vector<int>& cuts, PlanCandidate& out) {
   const auto busiest = std::max_element(work.begin(), work.end());
   out.bottleneck_cycles = *busiest;
   out.bottleneck_ipu = int(busiest - work.begin());
+  out.microbatch_cycles = window_.empty() ? out.bottleneck_cycles : window_cycles(stage_costs);
+}
+
+// The steps of one period in the middle of the schedule, where every slot runs once when the
+// pipeline is full (none for a schedule without steps).
+void SplitPricer::find_window() {
+  const auto* steps = spec_.schedule->as_steps();
+  if (steps == nullptr)
+    return;
+  const std::int64_t first = std::max<std::int64_t>(0, (steps->steps() - steps->period()) / 2);
+  std::vector<schedules::Task> tasks;
+  for (std::int64_t t = first; t < std::min(first + steps->period(), steps->steps()); ++t) {
+    StepWork step(std::size_t(spec_.pipeline.ipus_per_replica()));
+    for (std::size_t ipu = 0; ipu < step.size(); ++ipu) {
+      steps->tasks_in_step(t, int(ipu), tasks);
+      for (const auto& task : tasks)
+        if (schedules::is_compute(task.op))
+          step[ipu].emplace_back(task.stage, task.op);
+    }
+    window_.push_back(std::move(step));
+  }
+}
+
+// The window's cycles: each step lasts as long as its busiest IPU's compute.
+std::int64_t SplitPricer::window_cycles(const std::vector<const RangeCost*>& stage_costs) const {
+  std::int64_t total = 0;
+  for (const auto& step : window_) {
+    std::int64_t longest = 0;
+    for (const auto& ipu : step) {
+      std::int64_t busy = 0;
+      for (const auto& [stage, op] : ipu) {
+        const RangeCost& c = *stage_costs[std::size_t(stage)];
+        busy += op == schedules::Op::kForward     ? c.forward
+                : op == schedules::Op::kBackward  ? c.backward
+                : op == schedules::Op::kRecompute ? c.recompute
+                                                  : 0;
+      }
+      longest = std::max(longest, busy);
+    }
+    total += longest;
+  }
+  return total;
 }
 
 void SplitPricer::find_ties() {
@@ -90,7 +136,10 @@ SplitPricer::RangeCost SplitPricer::price(int k, int begin, int end) const {
   const bool recomputes =
       kind == schedules::StashKind::kStageInputs || kind == schedules::StashKind::kCheckpoints;
   RangeCost out;
-  out.work = cost.forward_cycles + cost.backward_cycles + (recomputes ? cost.recompute_cycles : 0);
+  out.forward = cost.forward_cycles;
+  out.backward = cost.backward_cycles;
+  out.recompute = recomputes ? cost.recompute_cycles : 0;
+  out.work = out.forward + out.backward + out.recompute;
   for (const auto& op : cost.operations)
     out.static_bytes += op.code_bytes;
   out.static_bytes += cost.params * bytes_per_parameter() + optimizer_state_bytes(cost.params);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "schedules/schedule.hpp"
@@ -27,7 +28,10 @@ class SplitPricer {
  private:
   // The cost-model figures of a range of layers as stage k.
   struct RangeCost {
-    std::int64_t work = 0;          // forward + backward + recomputation, per micro-batch
+    std::int64_t work = 0;  // forward + backward + recomputation, per micro-batch
+    std::int64_t forward = 0;
+    std::int64_t backward = 0;
+    std::int64_t recompute = 0;     // 0 unless the stage recomputes
     std::int64_t static_bytes = 0;  // code, weights, accumulators, optimizer state on chip
     std::int64_t stash_bytes = 0;   // one FIFO entry
     std::int64_t live_bytes = 0;
@@ -40,7 +44,12 @@ class SplitPricer {
     std::int64_t copy_bytes = 0;
   };
 
+  // One step of the steady-state window: per IPU, the compute tasks (stage, op) it runs.
+  using StepWork = std::vector<std::vector<std::pair<int, schedules::Op>>>;
+
   void find_ties();
+  void find_window();
+  std::int64_t window_cycles(const std::vector<const RangeCost*>& stage_costs) const;
   void add_tied_copies(const std::vector<int>& cuts, PlanCandidate& out) const;
   const RangeCost& range(int k, int begin, int end);
   RangeCost price(int k, int begin, int end) const;
@@ -53,6 +62,7 @@ class SplitPricer {
   std::vector<Tie> ties_;
   std::vector<schedules::StashKind> stash_kind_;
   std::vector<std::int64_t> depth_;
+  std::vector<StepWork> window_;  // one period of a step-based schedule's steady state
   std::unordered_map<std::int64_t, RangeCost> memo_;  // by (stage, begin, end)
 };
 

@@ -114,8 +114,9 @@ struct TableLayout {
   explicit TableLayout(const PlanResult& result)
       : shape(result.varies_shape), offload(result.varies_offload) {}
 
-  std::vector<std::string> header(const PlanResult& result) const {
-    std::vector<std::string> out = {"Rank", counted_header(*result.ranked.front().spec)};
+  std::vector<std::string> header(const PlanResult& result,
+                                  const std::string& first = "Rank") const {
+    std::vector<std::string> out = {first, counted_header(*result.ranked.front().spec)};
     if (shape)
       out.push_back("IPUs x replicas");
     for (const char* name : {"Schedule", "GAC", "Micro-batch", "Recomputation"})
@@ -140,10 +141,10 @@ struct TableLayout {
     return out;
   }
 
-  std::vector<std::string> row(std::size_t rank, const PlanCandidate& c, std::int64_t capacity,
-                               BytesText bytes = terminal_bytes) const {
+  std::vector<std::string> row(const std::string& first, const PlanCandidate& c,
+                               std::int64_t capacity, BytesText bytes = terminal_bytes) const {
     const auto& r = *c.report;
-    std::vector<std::string> out = {"#" + std::to_string(rank), layers_per_ipu(c)};
+    std::vector<std::string> out = {first, layers_per_ipu(c)};
     if (shape)
       out.push_back(std::to_string(c.ipus_per_replica) + " x " + std::to_string(c.replicas));
     for (auto cell :
@@ -323,6 +324,20 @@ std::string skipped_lines(const PlanResult& result) {
   return out;
 }
 
+// The settings skipped for their GAC, at the nearest GAC values their schedule accepts.
+std::string nearest_legal_gac_table(const PlanResult& result) {
+  if (result.nearest_legal_gac.empty())
+    return "";
+  const TableLayout layout(result);
+  std::vector<std::vector<std::string>> rows = {layout.header(result, "Instead of")};
+  for (const auto& c : result.nearest_legal_gac)
+    rows.push_back(layout.row("GAC " + std::to_string(c.instead_of_gac), c, result.capacity_bytes));
+  std::string out =
+      "at the nearest GAC values their schedule accepts (the best split of each, replayed; "
+      "not ranked above, plan at one with --gac):\n";
+  return out + render_table(rows, layout.right_aligned());
+}
+
 }  // namespace
 
 std::string render_plan(const PlanResult& result) {
@@ -332,7 +347,8 @@ std::string render_plan(const PlanResult& result) {
   const TableLayout layout(result);
   std::vector<std::vector<std::string>> rows = {layout.header(result)};
   for (std::size_t i = 0; i < shown; ++i)
-    rows.push_back(layout.row(i + 1, result.ranked[i], result.capacity_bytes));
+    rows.push_back(
+        layout.row("#" + std::to_string(i + 1), result.ranked[i], result.capacity_bytes));
   std::string out = "ipusim plan: " + result.config_path + ", best by " +
                     (result.objective == PlanObjective::kMemory ? "peak memory" : "throughput") +
                     " (replayed figures)\n";
@@ -343,6 +359,7 @@ std::string render_plan(const PlanResult& result) {
   out += "best: " + result.ranked.front().key() + "\n";
   out += counts(result);
   out += skipped_lines(result);
+  out += nearest_legal_gac_table(result);
   return out;
 }
 
@@ -419,7 +436,8 @@ std::string render_plan_html(const PlanResult& result) {
     const auto peak = peak_max(c, &fullest);
     plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1),
                            c.report->throughput(), peak, c.report->fits_in_memory(), fullest});
-    plot.table.push_back(layout.row(i + 1, c, result.capacity_bytes, memory_figure));
+    plot.table.push_back(
+        layout.row("#" + std::to_string(i + 1), c, result.capacity_bytes, memory_figure));
   }
   plot.evaluated = result.evaluated;
   plot.over_capacity = result.over_capacity;

@@ -8,6 +8,7 @@
 
 #include "schedules/build.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/sweep/planner_internal.hpp"
 
@@ -272,15 +273,62 @@ void refuse_explicit_stages(const core::ConfigDocument& document, const RunSpec&
                           "searches: write the stages as pipeline.splits, or plan without them");
 }
 
+namespace {
+
+// Values one list option may hold, and settings their product may make: each setting is
+// validated and its splits priced, so a longer search would run for hours (and its settings
+// alone take gigabytes).
+constexpr std::size_t kMaxListValues = 256;
+constexpr std::int64_t kMaxSettings = 100'000;
+// IPUs per replica plan tries at most, as --ipus.
+constexpr int kMaxIpusPerReplica = 1024;
+
+// Refuses a list longer than kMaxListValues, or lists whose product passes kMaxSettings.
+void check_sizes(const PlanRequest& request) {
+  const std::vector<std::pair<const char*, std::size_t>> lists = {
+      {"--ipus-per-replica", request.ipus_per_replica.size()},
+      {"--schedules", request.schedules.size()},
+      {"--gac", request.gacs.size()},
+      {"--micro-batch", request.micro_batches.size()},
+      {"--recomputation", request.recomputations.size()},
+      {"--offload", request.offloads.size()}};
+  std::int64_t settings = 1;
+  std::string given;
+  for (const auto& [flag, size] : lists) {
+    if (size > kMaxListValues)
+      throw core::ConfigError(flag, "",
+                              "expected at most " + std::to_string(kMaxListValues) +
+                                  " values, found " + with_commas(std::int64_t(size)) +
+                                  "; plan validates and prices every combination, so search "
+                                  "fewer values");
+    if (size > 1) {
+      settings *= std::int64_t(size);
+      given += (given.empty() ? "" : " x ") + std::to_string(size) + " " + flag;
+    }
+  }
+  if (settings > kMaxSettings)
+    throw core::ConfigError(given, "",
+                            "the lists make " + with_commas(settings) +
+                                " settings, more than the " + with_commas(kMaxSettings) +
+                                " plan searches in one run; search fewer values");
+}
+
+}  // namespace
+
 // Refuses what the command line got wrong before anything is priced.
 void check_request(const PlanRequest& request, const RunSpec& base, bool fixed_splits) {
   const auto fail = [&](const std::string& flag, const std::string& why) {
     throw core::ConfigError(flag, "", why);
   };
+  check_sizes(request);
   for (int n : request.ipus_per_replica) {
     if (n < 1 || (n & (n - 1)) != 0)
       fail("--ipus-per-replica " + std::to_string(n),
            "expected a power of two: multi-IPU devices come in 1, 2, 4, 8, 16, ... IPUs");
+    if (n > kMaxIpusPerReplica)
+      fail("--ipus-per-replica " + std::to_string(n),
+           "expected at most " + std::to_string(kMaxIpusPerReplica) +
+               " IPUs per replica, the most --ipus takes");
     if (fixed_splits && n != base.pipeline.ipus_per_replica())
       fail("--ipus-per-replica " + std::to_string(n),
            "the split is fixed (--splits or --set pipeline.splits), and with it the number of "

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "schedules/build.hpp"
 #include "sim/core/error.hpp"
@@ -71,11 +72,15 @@ std::vector<int> own_cuts(const RunSpec& spec) {
   return cuts;
 }
 
+// By the schedule's cycles per micro-batch, then the bottleneck IPU (which also sets the
+// weight update, run on every IPU at once: of sequential splits of equal sum the balanced win),
+// then the estimated peak; for the memory objective the peak first.
 bool better_estimate(const PlanCandidate& a, const PlanCandidate& b, PlanObjective objective) {
-  const auto ka = std::make_pair(a.bottleneck_cycles, a.estimated_peak_max());
-  const auto kb = std::make_pair(b.bottleneck_cycles, b.estimated_peak_max());
+  const auto ka = std::make_tuple(a.microbatch_cycles, a.bottleneck_cycles, a.estimated_peak_max());
+  const auto kb = std::make_tuple(b.microbatch_cycles, b.bottleneck_cycles, b.estimated_peak_max());
   if (objective == PlanObjective::kMemory)
-    return std::make_pair(ka.second, ka.first) < std::make_pair(kb.second, kb.first);
+    return std::make_tuple(std::get<2>(ka), std::get<0>(ka), std::get<1>(ka)) <
+           std::make_tuple(std::get<2>(kb), std::get<0>(kb), std::get<1>(kb));
   return ka < kb;
 }
 
@@ -337,11 +342,17 @@ std::string without_schedule(const Setting& setting) {
   return out;
 }
 
-// `one_stage` holds the one-stage settings searched so far: with one stage every schedule runs
-// the same program, so only the first schedule's is searched.
+// What the search of the settings keeps between them. `one_stage` holds the one-stage settings
+// searched so far: with one stage every schedule runs the same program, so only the first
+// schedule's is searched.
+struct SearchState {
+  std::set<std::string> one_stage;
+  std::vector<GacRuledOut> ruled_out;  // settings the schedule's divisibility rule rules out
+};
+
 std::vector<PlanCandidate> search_setting(const core::ConfigDocument& base, const Setting& setting,
                                           const PlanRequest& search, PlanResult& result,
-                                          std::set<std::string>& one_stage) {
+                                          SearchState& state) {
   if (!setting.error.empty()) {
     result.invalid_settings.push_back({setting.label, setting.error});
     return {};
@@ -351,9 +362,12 @@ std::vector<PlanCandidate> search_setting(const core::ConfigDocument& base, cons
     spec = build_run_spec(base.with_overrides(setting.overrides));
   } catch (const core::ConfigError& error) {
     result.invalid_settings.push_back({setting.label, error.what()});
+    if (auto ruled_out = ruled_out_by_gac(base, setting))
+      state.ruled_out.push_back(std::move(*ruled_out));
     return {};
   }
-  if (spec->pipeline.stages.size() == 1 && !one_stage.insert(without_schedule(setting)).second)
+  if (spec->pipeline.stages.size() == 1 &&
+      !state.one_stage.insert(without_schedule(setting)).second)
     return {};
   const auto too_many = search.fixed_splits ? std::string() : too_many_splits(*spec);
   if (!too_many.empty()) {
@@ -361,6 +375,53 @@ std::vector<PlanCandidate> search_setting(const core::ConfigDocument& base, cons
     return {};
   }
   return SettingSearch(base, setting, search, result).run(*spec);
+}
+
+// "; the nearest GAC values its schedule accepts instead of 2050: 2034 or 2052" for the error
+// when every setting is invalid, or empty when no GAC would make the first legal.
+std::string legal_gac_hint(const std::vector<GacRuledOut>& ruled_out,
+                           const std::string& first_label) {
+  if (ruled_out.empty() || ruled_out.front().setting.label != first_label)
+    return "";
+  const auto& first = ruled_out.front();
+  std::string values;
+  for (std::size_t i = 0; i < first.legal.size(); ++i)
+    values += (i == 0 ? "" : " or ") + std::to_string(first.legal[i]);
+  return "; the nearest GAC values its schedule accepts instead of " + std::to_string(first.gac) +
+         ": " + values;
+}
+
+}  // namespace
+
+namespace plan_detail {
+
+std::vector<PlanCandidate> search_splits(const core::ConfigDocument& base, const Setting& setting,
+                                         const PlanRequest& request, PlanResult& result,
+                                         const RunSpec& spec) {
+  return SettingSearch(base, setting, request, result).run(spec);
+}
+
+}  // namespace plan_detail
+
+namespace {
+
+PlanResult empty_result(const PlanRequest& request, const RunSpec& base_spec) {
+  PlanResult result;
+  result.config_path = request.config_path;
+  result.objective = request.objective;
+  result.top = request.top;
+  result.capacity_bytes = base_spec.hardware.memory_per_ipu_bytes;
+  result.shard = request.shard;
+  result.varies_shape = !request.ipus_per_replica.empty() || request.total_ipus > 0;
+  result.varies_offload = !request.offloads.empty();
+  return result;
+}
+
+void show_columns(std::vector<PlanCandidate>& candidates, const PlanResult& result) {
+  for (auto& c : candidates) {
+    c.show_shape = result.varies_shape;
+    c.show_offload = result.varies_offload;
+  }
 }
 
 }  // namespace
@@ -372,46 +433,38 @@ PlanResult plan(const PlanRequest& request) {
   auto search = request;
   search.fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
   check_request(request, base_spec, search.fixed_splits);
-  PlanResult result;
-  result.config_path = request.config_path;
-  result.objective = request.objective;
-  result.top = request.top;
-  result.capacity_bytes = base_spec.hardware.memory_per_ipu_bytes;
-  result.shard = request.shard;
-  result.varies_shape = !request.ipus_per_replica.empty() || request.total_ipus > 0;
-  result.varies_offload = !request.offloads.empty();
+  PlanResult result = empty_result(request, base_spec);
   const auto settings = settings_of(schedules_searched(request, base_spec), request, base_spec);
-  std::vector<std::size_t> mine;
+  std::vector<Setting> mine;
   for (std::size_t i = 0; i < settings.size(); ++i)
     if (request.shard.contains(i))
-      mine.push_back(i);
+      mine.push_back(settings[i]);
   result.settings = mine.size();
   std::vector<PlanCandidate> finalists;
-  std::set<std::string> one_stage;
+  SearchState state;
   for (std::size_t i = 0; i < mine.size(); ++i) {
-    for (auto& c : search_setting(base, settings[mine[i]], search, result, one_stage)) {
-      c.show_shape = result.varies_shape;
-      c.show_offload = result.varies_offload;
+    for (auto& c : search_setting(base, mine[i], search, result, state))
       finalists.push_back(std::move(c));
-    }
     if (request.progress)
       request.progress(i + 1, mine.size(), "settings");
   }
-  for (auto& c : result.nearest_over_capacity) {
-    c.show_shape = result.varies_shape;
-    c.show_offload = result.varies_offload;
-  }
   if (finalists.empty()) {
-    throw core::ConfigError(request.config_path, "",
-                            "no combination of the values asked for is a valid config" +
-                                (result.invalid_settings.empty()
-                                     ? std::string()
-                                     : "; the first: " + result.invalid_settings.front().first +
-                                           ": " + result.invalid_settings.front().second));
+    throw core::ConfigError(
+        request.config_path, "",
+        "no combination of the values asked for is a valid config" +
+            (result.invalid_settings.empty()
+                 ? std::string()
+                 : "; the first: " + result.invalid_settings.front().first + ": " +
+                       result.invalid_settings.front().second +
+                       legal_gac_hint(state.ruled_out, result.invalid_settings.front().first)));
   }
   replay_all(finalists, request, result);
   rank(finalists, request.objective);
   result.ranked = std::move(finalists);
+  search_nearest_legal(base, state.ruled_out, mine, search, result);
+  show_columns(result.ranked, result);
+  show_columns(result.nearest_over_capacity, result);
+  show_columns(result.nearest_legal_gac, result);
   return result;
 }
 

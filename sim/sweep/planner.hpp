@@ -77,10 +77,16 @@ struct PlanCandidate {
   bool show_offload = false;              // key() names the offload
   std::vector<core::Override> overrides;  // the setting and the split, over the base
   std::int64_t bottleneck_cycles = 0;     // per micro-batch, on the busiest IPU
+  // Per micro-batch by the schedule's own steps in the steady state: the sum over the steps of
+  // one period of each step's busiest IPU (grouped: the bottleneck; sequential: every stage
+  // one after another). The bottleneck for schedules without steps. What the search ranks by.
+  std::int64_t microbatch_cycles = 0;
   int bottleneck_ipu = 0;
   std::vector<std::int64_t> estimated_peak_bytes;  // per IPU
   std::shared_ptr<const RunSpec> spec;
   std::optional<RunReport> report;  // set once replayed
+  // Set on the candidates of result.nearest_legal_gac: the GAC the schedule ruled out.
+  std::int64_t instead_of_gac = 0;
 
   std::int64_t estimated_peak_max() const;
   // "splits=[...] schedule=... gac=... micro-batch=... recomputation=...", then
@@ -101,6 +107,9 @@ struct PlanResult {
   std::vector<PlanCandidate> nearest_over_capacity;
   // Settings whose config is invalid whatever the split: the setting's label and why.
   std::vector<std::pair<std::string, std::string>> invalid_settings;
+  // Of those ruled out by the schedule's divisibility rule alone, the same setting at the
+  // nearest legal GAC below and above: the best split of each, replayed, not in `ranked`.
+  std::vector<PlanCandidate> nearest_legal_gac;
   std::int64_t capacity_bytes = 0;
   std::size_t settings = 0;  // searched by this process (its shard's)
   SweepShard shard;

@@ -2,6 +2,8 @@
 // What the planner's files share (sim/sweep/planner.cpp searches, plan_settings.cpp turns the
 // value lists into settings, plan_merge.cpp joins a sharded plan's files); not for other rooms.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,5 +67,33 @@ void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& reque
 // Fitting candidates first; then by the objective, the other figure breaking ties; equal
 // candidates keep their order, so the result does not depend on --jobs.
 void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective);
+
+// The finalists of one setting whose config `spec` is (validated with an even split): every
+// split priced, the best validated (sim/sweep/planner.cpp). Counts go to `result`.
+std::vector<PlanCandidate> search_splits(const core::ConfigDocument& base, const Setting& setting,
+                                         const PlanRequest& request, PlanResult& result,
+                                         const RunSpec& spec);
+
+// A setting the schedule's divisibility rule rules out (its GAC is not a multiple of the
+// schedule's overlap length, or less than one), with the GAC values nearest it, below (when
+// there is one) and above, that the schedule accepts.
+struct GacRuledOut {
+  Setting setting;
+  std::int64_t gac = 0;
+  std::vector<std::int64_t> legal;
+};
+
+// What rules `setting` out when it is the divisibility rule alone; nullopt when something else
+// does (sim/sweep/plan_legal_gac.cpp).
+std::optional<GacRuledOut> ruled_out_by_gac(const core::ConfigDocument& base,
+                                            const Setting& setting);
+
+// Searches each ruled-out setting again at each of its nearest legal GAC values (once per
+// distinct setting, none that `searched` already holds) and keeps the best candidate of each,
+// replayed, in result.nearest_legal_gac.
+void search_nearest_legal(const core::ConfigDocument& base,
+                          const std::vector<GacRuledOut>& ruled_out,
+                          const std::vector<Setting>& searched, const PlanRequest& request,
+                          PlanResult& result);
 
 }  // namespace ipusim::sim::plan_detail

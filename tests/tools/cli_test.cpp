@@ -386,3 +386,16 @@ TEST_CASE("a count option given a word or nothing says what it expects") {
   CHECK(html.err == "error: --html expects a value (PATH), none was given\n");
   CHECK_FALSE(std::filesystem::exists("unused.csv"));
 }
+
+TEST_CASE("run refuses a replay of more than two billion tasks with its estimate") {
+  // The TF1 MLP on two IPUs gives 8 tasks a micro-batch: on IPU0 the infeed, F0, its copy to
+  // IPU1 and B0; on IPU1 F1, the outfeed, B1 and its gradient's copy back. 8 x 2^40 = 8.8e12.
+  const auto result = run_ipusim({"run", "configs/tf1_mnist_2ipu.json", "--gac", "1099511627776"});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: --gac 1099511627776: at /pipeline/gradient_accumulation_count: the replay would "
+        "run about 8.8e+12 tasks (8 a micro-batch x 1,099,511,627,776 micro-batches), more than "
+        "the 2,000,000,000 ipusim replays in one run (a few minutes); lower "
+        "gradient_accumulation_count\n");
+}

@@ -103,11 +103,12 @@ TEST_CASE("plan lists each setting it skipped with the error that rules it out")
   const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "6"});
   CHECK(result.code == 0);
   const auto text = lines(result.out);
-  REQUIRE(text.size() >= 2);
-  CHECK(text[text.size() - 2] ==
+  // Then the grouped setting at the nearest GAC values it accepts: a title, a header, two rows.
+  REQUIRE(text.size() >= 6);
+  CHECK(text[text.size() - 6] ==
         "12 candidate(s) evaluated on the cost model (0 over capacity by the estimate, 0 refused "
         "by validation), 12 replayed");
-  CHECK(text.back() ==
+  CHECK(text[text.size() - 5] ==
         "skipped: --schedules grouped --gac 6: --gac 6: at "
         "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline must be "
         "a multiple of 4, but it is 6. This number is gradient_accumulation_count; the grouped "
@@ -198,4 +199,42 @@ TEST_CASE("a plan shard where nothing fits still writes its CSV for the merge") 
   // sequential (settings 1 and 3 of 3).
   CHECK(lines(read_file(csv)).size() == 3);
   CHECK(!std::filesystem::exists(best));
+}
+
+TEST_CASE("plan refuses an empty value in a list as sweep does, and does not drop it") {
+  const auto gac = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "8,,16"});
+  CHECK(gac.code == 2);
+  CHECK(gac.out.empty());
+  CHECK(gac.err == "error: --gac 8,,16: a value is empty (two commas in a row, or none given)\n");
+  const auto schedules =
+      run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--schedules", "grouped,"});
+  CHECK(schedules.code == 2);
+  CHECK(schedules.err ==
+        "error: --schedules grouped,: a value is empty (two commas in a row, or none given)\n");
+}
+
+TEST_CASE("plan refuses IPUs per replica past --ipus's bound before building a mapping") {
+  const auto result =
+      run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--ipus-per-replica", "1073741824"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: --ipus-per-replica 1073741824: expected at most 1024 IPUs per replica, the most "
+        "--ipus takes\n");
+}
+
+TEST_CASE("plan shows a schedule its GAC rules out at the nearest GAC values it accepts") {
+  const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "6",
+                                  "--schedules", "grouped,sequential", "--jobs", "2"});
+  REQUIRE(result.code == 0);
+  const auto out = lines(result.out);
+  const auto header = std::find(out.begin(), out.end(),
+                                "at the nearest GAC values their schedule accepts (the best split "
+                                "of each, replayed; not ranked above, plan at one with --gac):");
+  REQUIRE(header != out.end());
+  REQUIRE(out.end() - header == 4);
+  CHECK(header[1].rfind("Instead of  dense layers per IPU  Schedule  GAC  Micro-batch", 0) == 0);
+  CHECK(header[2].rfind("GAC 6       2,3                   grouped     4           32  none", 0) ==
+        0);
+  CHECK(header[3].rfind("GAC 6       2,3                   grouped     8           32  none", 0) ==
+        0);
 }

@@ -3,6 +3,7 @@
 // lists of values to search instead of the single value of the other commands' what-if options.
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -20,6 +21,7 @@ namespace {
 struct PlanArgs {
   ConfigArgs config;
   sim::PlanRequest request;  // config_path, base_overrides and the fixed values set when it runs
+  std::vector<std::string> ipus_per_replica;  // as typed; request_of reads the counts
   std::string objective = "throughput";
   std::string shard = "1/1";
   std::vector<std::string> merge;
@@ -29,34 +31,47 @@ struct PlanArgs {
   bool quiet = false;
 };
 
-void add_list(CLI::App* command, const std::string& name, std::vector<std::string>& target,
-              const std::string& help) {
-  command->add_option(name, target, help)
-      ->delimiter(',')
-      ->allow_extra_args(false)
-      ->type_name("LIST");
+// A list option is kept as typed (it may also be repeated) and split by list_values, which
+// refuses an empty value rather than dropping it.
+CLI::Option* add_list(CLI::App* command, const std::string& name, std::vector<std::string>& target,
+                      const std::string& help) {
+  return command->add_option(name, target, help)->allow_extra_args(false)->type_name("LIST");
+}
+
+// The values of list option `flag` as typed: each occurrence split at its commas. An empty value
+// (two commas in a row, a comma at either end, or none given) is a config error, as sweep's
+// --vary gives one.
+std::vector<std::string> list_values(const std::string& flag,
+                                     const std::vector<std::string>& typed) {
+  std::vector<std::string> out;
+  for (const auto& item : typed) {
+    for (std::size_t start = 0;;) {
+      const auto comma = item.find(',', start);
+      const auto value = item.substr(start, comma == std::string::npos ? comma : comma - start);
+      if (value.empty())
+        throw core::ConfigError(flag + " " + (item.size() > 60 ? item.substr(0, 57) + "..." : item),
+                                "", "a value is empty (two commas in a row, or none given)");
+      out.push_back(value);
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+  }
+  return out;
 }
 
 void add_plan_options(CLI::App* command, PlanArgs& a) {
   add_list(command, "--schedules", a.request.schedules,
            "Schedules to try (comma separated), or 'all'; default Graphcore's step-based ones");
-  command
-      ->add_option("--ipus-per-replica", a.request.ipus_per_replica,
-                   "IPUs per replica to try, powers of two, e.g. 2,4,8 (default: the config's)")
-      ->delimiter(',')
-      ->allow_extra_args(false)
-      ->type_name("LIST");
+  add_list(command, "--ipus-per-replica", a.ipus_per_replica,
+           "IPUs per replica to try, powers of two, e.g. 2,4,8 (default: the config's)");
   command
       ->add_option("--ipus", a.request.total_ipus,
                    "IPUs in all: each setting runs IPUs / IPUs-per-replica replicas")
       ->check(integer_in(1, 1024));
-  auto* gac = command
-                  ->add_option("--gac", a.request.gacs,
-                               "Gradient accumulation counts to try, e.g. 8,16,32 (default: the "
-                               "config's)")
-                  ->delimiter(',')
-                  ->allow_extra_args(false)
-                  ->type_name("LIST");
+  auto* gac = add_list(command, "--gac", a.request.gacs,
+                       "Gradient accumulation counts to try, e.g. 8,16,32 (default: the "
+                       "config's)");
   command
       ->add_option("--global-batch", a.request.global_batch,
                    "Samples per weight update: the GAC of each setting is this over micro-batch "
@@ -107,6 +122,18 @@ sim::PlanRequest request_of(const PlanArgs& a) {
   request.base_overrides = a.config.overrides();
   request.objective =
       a.objective == "memory" ? sim::PlanObjective::kMemory : sim::PlanObjective::kThroughput;
+  request.schedules = list_values("--schedules", request.schedules);
+  request.gacs = list_values("--gac", request.gacs);
+  request.micro_batches = list_values("--micro-batch", request.micro_batches);
+  request.recomputations = list_values("--recomputation", request.recomputations);
+  request.offloads = list_values("--offload", request.offloads);
+  for (const auto& value : list_values("--ipus-per-replica", a.ipus_per_replica)) {
+    int count = 0;
+    const auto [end, problem] = std::from_chars(value.data(), value.data() + value.size(), count);
+    if (problem != std::errc() || end != value.data() + value.size())
+      throw CLI::ConversionError("--ipus-per-replica", a.ipus_per_replica);
+    request.ipus_per_replica.push_back(count);
+  }
   if (request.schedules.size() == 1 && request.schedules.front() == "all")
     request.schedules = sim::schedule_names();
   request.shard = sim::parse_shard(a.shard);

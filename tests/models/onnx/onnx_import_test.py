@@ -494,6 +494,31 @@ def check_missing_weights(folder):
     print("initial_weights: a missing folder is an error naming the config and the key")
 
 
+def check_maxpool_default_stride(folder):
+    """A MaxPool without strides steps by ONNX's default, 1 along each axis, not by its kernel
+    as Keras's MaxPooling2D (and ipusim's maxpool2d without a stride) does."""
+    import json
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], name="pool", kernel_shape=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+             helper.make_node("MatMul", ["f", "w"], ["logits"], name="fc"),
+             helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1)]
+    graph = helper.make_graph(
+        nodes, "onnx_pool_stride",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])],
+        [weight("w", 9, 10)])
+    source = os.path.join(folder, "pool_stride.onnx")
+    save(graph, source)
+    config = os.path.join(folder, "pool_stride.json")
+    run("import", source, "-o", config)
+    with open(config) as f:
+        layers = json.load(f)["model"]["layers"]
+    pool = next(layer for layer in layers if layer["type"] == "maxpool2d")
+    if pool.get("stride") != [1, 1]:
+        sys.exit(f"MaxPool without strides: imported as {pool}, expected stride [1, 1]")
+    print("MaxPool without strides: stride [1, 1], a 4x4 image pooled to 3x3 (9 features)")
+
+
 def main():
     with tempfile.TemporaryDirectory() as folder:
         check_model(folder, "mlp", mlp, mlp_logits, lambda x: x)
@@ -506,6 +531,7 @@ def main():
         check_missing_weights(folder)
         check_refusals(folder)
         check_transformer_refusals(folder)
+        check_maxpool_default_stride(folder)
 
 
 if __name__ == "__main__":

@@ -326,3 +326,22 @@ TEST_CASE("a concurrent stage's passes are refused, and its pipeline is fitted b
       sim::calibrate(config, {{{}, sim::Measured::kStep, -1, 1.2 * double(step), source, {}}});
   CHECK(calibration.measurements[0].after == Approx(1.2 * double(step)).epsilon(0.001));
 }
+
+TEST_CASE("a variant that does not fit in memory is refused: it cannot have been measured") {
+  std::vector<sim::Measurement> measured;
+  measure(kTf1, {}, false, measured);
+  measured[1].source = {"m.json", "/measurements/1", 0};
+  measured[1].set = {"hardware.memory_per_ipu=\"4MB\""};
+  // What run says of the same variant: its out-of-memory outcome.
+  const auto spec = sim::load_run_spec(kTf1, {core::parse_set_argument(measured[1].set[0])});
+  sim::SimulateOptions options;
+  options.numeric = sim::NumericMode::kOff;
+  const std::string outcome =
+      testing::error_of<core::SimulationOutcome>([&] { sim::simulate(spec, options); });
+  CHECK(outcome.rfind("out of memory on 2 IPUs, the worst first: IPU0 (physical IPU0) needs ", 0) ==
+        0);
+  CHECK_THROWS_WITH(calibrate(kTf1, measured),
+                    "m.json: at /measurements/1/set: its config variant does not fit in memory, "
+                    "so it cannot have run on IPUs: " +
+                        outcome + "; expected measurements of a variant that fits");
+}

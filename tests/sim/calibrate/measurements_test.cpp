@@ -145,8 +145,11 @@ TEST_CASE("errors in a CSV file name the line and the column") {
   CHECK(csv_error(",0,12OO,,\n") ==
         "line 2, column forward_cycles: expected a number of cycles, found '12OO'");
   CHECK(csv_error(",,,,-5\n") ==
-        "line 2, column step_cycles: expected a number of cycles above 0 and below 2^62, found "
+        "line 2, column step_cycles: expected a number of cycles from 1 to below 2^62, found "
         "'-5'");
+  CHECK(csv_error(",0,0.5,,\n") ==
+        "line 2, column forward_cycles: expected a number of cycles from 1 to below 2^62, found "
+        "'0.5'");
   CHECK(csv_error(",,,,1e400\n") ==
         "line 2, column step_cycles: expected a number of cycles, found '1e400'");
   CHECK(csv_error(",1.5,100,,\n") ==
@@ -182,8 +185,11 @@ TEST_CASE("errors in a JSON file name the JSON path") {
   CHECK(json_error(R"({"measurements": [{"step_cycles": "1000"}]})") ==
         "at /measurements/0/step_cycles: expected a number, found a string \"1000\"");
   CHECK(json_error(R"({"measurements": [{"step_cycles": 0}]})") ==
-        "at /measurements/0/step_cycles: expected a number of cycles above 0 and below 2^62, "
+        "at /measurements/0/step_cycles: expected a number of cycles from 1 to below 2^62, "
         "found 0");
+  CHECK(json_error(R"({"measurements": [{"stage": 0, "backward_cycles": 0.999}]})") ==
+        "at /measurements/0/backward_cycles: expected a number of cycles from 1 to below 2^62, "
+        "found 0.999");
   CHECK(json_error(R"({"measurements": [{"stage": -1, "forward_cycles": 5}]})") ==
         "at /measurements/0/stage: expected an integer from 0 to 1048576, found -1");
   CHECK(json_error(R"({"measurements": [{"set": "pipeline.x=1", "step_cycles": 5}]})") ==
@@ -207,4 +213,22 @@ TEST_CASE("a file of more than 100,000 measurements is refused at the first one 
     rows += ",,,,1000\n";
   CHECK(csv_error(rows) ==
         "line 100002: the file holds more than 100,000 measurements, the most ipusim fits");
+}
+
+TEST_CASE("two different values for one variant's same measurement are refused at the second") {
+  CHECK(csv_error("pipeline.micro_batch_size=2,0,100,200,\n,0,100,250,\n"
+                  "pipeline.micro_batch_size=2,0,100,200,\npipeline.micro_batch_size=2,0,100,"
+                  "250,\n") ==
+        "line 5, column backward_cycles: this config variant's stage 0 backward was measured as "
+        "200 at line 2; expected one value per variant and measurement (give the mean of "
+        "repeated measurements)");
+  CHECK(csv_error(",,,,5000\n,,,,5000.5\n") ==
+        "line 3, column step_cycles: this config variant's step was measured as 5000 at line 2; "
+        "expected one value per variant and measurement (give the mean of repeated "
+        "measurements)");
+  CHECK(json_error(R"({"measurements": [{"stage": 1, "forward_cycles": 7},
+                                        {"stage": 1, "forward_cycles": 8}]})") ==
+        "at /measurements/1/forward_cycles: this config variant's stage 1 forward was measured "
+        "as 7 at /measurements/0; expected one value per variant and measurement (give the mean "
+        "of repeated measurements)");
 }
