@@ -37,6 +37,39 @@ void check_numeric(const sim::RunReport& report) {
   throw sim::NumericMismatch("numeric check failed: the pipelined run differs from the reference");
 }
 
+// Simulates the config and writes what the options ask for: the files first, then the text.
+void run_and_report(const RunOptions& o, std::ostream& out) {
+  core::OutputSet outputs;
+  const std::pair<const char*, std::string> given[] = {
+      {"--json", o.json_path}, {"--trace", o.trace_path}, {"--html", o.html_path}};
+  for (const auto& [option, path] : given) {
+    if (!path.empty())
+      outputs.add(path, option);
+  }
+  const auto spec = load(o.config);
+  core::add_inputs(outputs, *spec.document);
+  sim::SimulateOptions options;
+  options.allow_oom = o.allow_oom;
+  options.numeric = o.numeric_mode();
+  sim::TimelineRecorder recorder;
+  if (!o.trace_path.empty() || !o.html_path.empty())
+    options.observers.push_back(&recorder);
+  const auto report = sim::simulate(spec, options);
+  if (!o.json_path.empty())
+    outputs.write(o.json_path, sim::to_json(report).dump(2) + "\n");
+  if (!o.trace_path.empty())
+    outputs.write(o.trace_path, sim::chrome_trace(report, recorder.timeline()).dump() + "\n");
+  if (!o.html_path.empty())
+    outputs.write(o.html_path, sim::html_report(report, recorder.timeline()));
+  outputs.commit();
+  if (!o.quiet) {
+    out << sim::render_text(report);
+    if (o.operations)
+      out << sim::render_operations(report);
+  }
+  check_numeric(report);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, std::ostream& out) {
@@ -69,37 +102,7 @@ void add_run_command(CLI::App& app, std::ostream& out) {
   command->footer(
       "Example:\n  ipusim run configs/tf1_mnist_2ipu.json --gac 64 --json report.json "
       "--trace trace.json --html report.html");
-  command->callback([o, &out] {
-    core::OutputSet outputs;
-    const std::pair<const char*, std::string> given[] = {
-        {"--json", o->json_path}, {"--trace", o->trace_path}, {"--html", o->html_path}};
-    for (const auto& [option, path] : given) {
-      if (!path.empty())
-        outputs.add(path, option);
-    }
-    const auto spec = load(o->config);
-    core::add_inputs(outputs, *spec.document);
-    sim::SimulateOptions options;
-    options.allow_oom = o->allow_oom;
-    options.numeric = o->numeric_mode();
-    sim::TimelineRecorder recorder;
-    if (!o->trace_path.empty() || !o->html_path.empty())
-      options.observers.push_back(&recorder);
-    const auto report = sim::simulate(spec, options);
-    if (!o->json_path.empty())
-      outputs.write(o->json_path, sim::to_json(report).dump(2) + "\n");
-    if (!o->trace_path.empty())
-      outputs.write(o->trace_path, sim::chrome_trace(report, recorder.timeline()).dump() + "\n");
-    if (!o->html_path.empty())
-      outputs.write(o->html_path, sim::html_report(report, recorder.timeline()));
-    outputs.commit();
-    if (!o->quiet) {
-      out << sim::render_text(report);
-      if (o->operations)
-        out << sim::render_operations(report);
-    }
-    check_numeric(report);
-  });
+  command->callback([o, &out] { run_and_report(*o, out); });
 }
 
 }  // namespace ipusim::cli

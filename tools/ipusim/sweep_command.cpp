@@ -20,6 +20,31 @@ struct SweepArgs {
   bool json_lines = false;
 };
 
+// Runs the sweep into its CSV (and page), with a progress bar on a terminal.
+void run_sweep(const SweepArgs& a, std::ostream& out, std::ostream& err) {
+  core::OutputSet outputs;
+  outputs.add(a.request.csv_path, "-o");
+  if (!a.request.html_path.empty())
+    outputs.add(a.request.html_path, "--html");
+  add_config_inputs(outputs, a.config.path);
+  auto request = a.request;
+  request.config_path = a.config.path;
+  request.base_overrides = a.config.overrides();
+  auto bar = std::make_shared<ProgressBar>(err);
+  if (!a.quiet && is_terminal(err))
+    request.progress = [bar](std::size_t done, std::size_t total) {
+      bar->update(done, total, "runs");
+    };
+  if (a.json_lines)
+    request.on_json_line = [&out](const std::string& line) { out << line << std::flush; };
+  const auto outcome = sim::sweep(request, outputs);
+  outputs.commit();
+  if (!a.quiet)
+    (a.json_lines ? err : out) << outcome.summary;
+  if (outcome.none_valid)
+    throw *outcome.none_valid;
+}
+
 }  // namespace
 
 void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
@@ -62,29 +87,7 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "Example:\n  ipusim sweep configs/tf1_mnist_2ipu.json -o gac.csv "
       "--vary pipeline.gradient_accumulation_count=8,16,32,64,128 "
       "--vary pipeline.pipeline_schedule=grouped,interleaved");
-  command->callback([a, &out, &err] {
-    core::OutputSet outputs;
-    outputs.add(a->request.csv_path, "-o");
-    if (!a->request.html_path.empty())
-      outputs.add(a->request.html_path, "--html");
-    add_config_inputs(outputs, a->config.path);
-    auto request = a->request;
-    request.config_path = a->config.path;
-    request.base_overrides = a->config.overrides();
-    auto bar = std::make_shared<ProgressBar>(err);
-    if (!a->quiet && is_terminal(err))
-      request.progress = [bar](std::size_t done, std::size_t total) {
-        bar->update(done, total, "runs");
-      };
-    if (a->json_lines)
-      request.on_json_line = [&out](const std::string& line) { out << line << std::flush; };
-    const auto outcome = sim::sweep(request, outputs);
-    outputs.commit();
-    if (!a->quiet)
-      (a->json_lines ? err : out) << outcome.summary;
-    if (outcome.none_valid)
-      throw *outcome.none_valid;
-  });
+  command->callback([a, &out, &err] { run_sweep(*a, out, err); });
 }
 
 void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err) {
