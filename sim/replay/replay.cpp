@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 
 #include "schedules/step_schedule.hpp"
 #include "sim/core/checked.hpp"
@@ -180,6 +181,12 @@ void start_memory(ReplayState& state) {
     state.memory.observe(ipu, 1, Cycles{0});
 }
 
+std::int64_t sum_of(const std::array<std::int64_t, 4>& by_phase) {
+  return std::accumulate(by_phase.begin(), by_phase.end(), std::int64_t{0});
+}
+
+// The totals, with the invariants every engine keeps: an IPU's busy cycles by phase add up to
+// its busy cycles, and the phases to the step.
 ReplayResult result_of(const ReplayState& state, Cycles end) {
   ReplayResult result;
   result.step_cycles = end.count;
@@ -196,7 +203,9 @@ ReplayResult result_of(const ReplayState& state, Cycles end) {
     stats.host_busy_cycles = state.busy[ipu].host;
     stats.streaming_busy_cycles = state.busy[ipu].streaming;
     stats.streaming_bytes = state.busy[ipu].streamed_bytes;
+    IPUSIM_CHECK(sum_of(stats.busy_in_phase) == stats.busy_cycles);
   }
+  IPUSIM_CHECK(sum_of(result.phase_cycles) == result.step_cycles);
   result.links = state.topology.stats();
   result.tasks = state.tasks;
   auto overflows = state.memory.overflows();

@@ -50,8 +50,6 @@ struct IpuStats : MemoryPeak {
   std::int64_t streaming_bytes = 0;
 };
 
-// What one replayed repeat measured: its duration, per phase, per IPU and per link; an
-// overflow when allow_oom let the replay finish over capacity.
 // Where the weight-update phase's cycles go: the parts of the IPU whose update takes longest,
 // then the global sync and the host round trip that end the step, and the wait for the hosts'
 // input pipeline when it is slower than the step.
@@ -67,6 +65,8 @@ struct WeightUpdateBreakdown {
   std::int64_t input_wait = 0;       // for the hosts' input pipeline to prepare the next step
 };
 
+// What one replayed repeat measured: its duration, per phase, per IPU and per link; an
+// overflow when allow_oom let the replay finish over capacity.
 struct ReplayResult {
   std::int64_t step_cycles = 0;  // one repeat: ramp-up .. weight update
   std::array<std::int64_t, 4> phase_cycles{};
