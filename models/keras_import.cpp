@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
+#include "models/layer_parse.hpp"
 #include "models/model.hpp"
 #include "sim/core/error.hpp"
 
@@ -62,8 +64,9 @@ std::vector<std::string> inbound_names(const json& layer) {
     collect_history(first, names);
   }
   std::vector<std::string> unique;
+  std::set<std::string> seen;
   for (const auto& name : names)
-    if (std::find(unique.begin(), unique.end(), name) == unique.end())
+    if (seen.insert(name).second)
       unique.push_back(name);
   return unique;
 }
@@ -97,6 +100,8 @@ std::vector<KerasLayer> read_layers(const json& keras, const std::string& path) 
       KerasLayer l{layer.at("class_name").get<std::string>(), "", layer.at("config"),
                    inbound_names(layer), pointer};
       l.name = layer.value("name", l.config.value("name", "layer" + std::to_string(i)));
+      if (const auto problem = layer_id_problem(l.name))
+        fail(pointer + (layer.contains("name") ? "/name" : "/config/name"), *problem);
       out.push_back(std::move(l));
     } catch (const json::exception& e) {
       fail(pointer, "expected a layer as Keras writes it (" + without_prefix(e) + ")");
@@ -332,20 +337,52 @@ class Converter {
   }
 
  public:
-  // Rewrites the inputs of every layer that reads an aliased one.
-  void resolve_aliases() {
+  // Rewrites the inputs of every layer that reads an aliased one. Aliases that read each other
+  // in a cycle (a file edited by hand) are a core::ConfigError naming them.
+  void resolve_aliases(const std::string& path) {
+    const auto targets = alias_targets(path);
     for (auto& layer : layers_) {
       if (!layer.contains("inputs"))
         continue;
       for (auto& input : layer["inputs"]) {
-        for (auto a = aliases_.find(input.get<std::string>()); a != aliases_.end();
-             a = aliases_.find(input.get<std::string>()))
-          input = a->second;
+        if (const auto t = targets.find(input.get<std::string>()); t != targets.end())
+          input = t->second;
       }
     }
   }
 
  private:
+  // The layer each alias finally reads, each chain followed once.
+  std::map<std::string, std::string> alias_targets(const std::string& path) const {
+    std::map<std::string, std::string> targets;
+    for (const auto& [start, first] : aliases_) {
+      std::vector<std::string> chain;
+      std::set<std::string> on_chain;
+      std::string at = start;
+      for (auto a = aliases_.find(at); a != aliases_.end() && !targets.contains(at);
+           a = aliases_.find(at)) {
+        if (!on_chain.insert(at).second)
+          throw core::ConfigError(
+              path, "", "the layers " + cycle_text(chain, at) + " read each other in a cycle");
+        chain.push_back(at);
+        at = a->second;
+      }
+      const auto known = targets.find(at);
+      const std::string target = known == targets.end() ? at : known->second;
+      for (const auto& name : chain)
+        targets.emplace(name, target);
+    }
+    return targets;
+  }
+
+  // "'a' -> 'b' -> 'a'": the part of `chain` from `back` on, and `back` again.
+  static std::string cycle_text(const std::vector<std::string>& chain, const std::string& back) {
+    std::string text;
+    for (auto at = std::find(chain.begin(), chain.end(), back); at != chain.end(); ++at)
+      text += "'" + *at + "' -> ";
+    return text + "'" + back + "'";
+  }
+
   KerasImport& out_;
   json input_shape_;
   json layers_ = json::array();
@@ -391,7 +428,7 @@ KerasImport import_keras_model(const json& keras, const std::string& path) {
     }
   }
   converter.finish();
-  converter.resolve_aliases();
+  converter.resolve_aliases(path);
   if (!converter.problems.items.empty()) {
     std::string message = "cannot import " + std::to_string(converter.problems.items.size()) +
                           " layer(s), so nothing was written:";
