@@ -3,23 +3,21 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
+#include "models/keras_layers.hpp"
+#include "models/layer_parse.hpp"
 #include "models/model.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
 namespace {
 
+using keras::KerasLayer;
+using keras::read_layers;
+using keras::sample_shape;
+using keras::without_prefix;
 using nlohmann::json;
-
-// One Keras layer as read: its class, config, the names of the layers it reads and where it is.
-struct KerasLayer {
-  std::string class_name;
-  std::string name;
-  json config;
-  std::vector<std::string> inputs;  // Functional only; empty in a Sequential model
-  std::string pointer;
-};
 
 // What the import found that ipusim cannot represent, all reported at once.
 struct Problems {
@@ -29,91 +27,6 @@ struct Problems {
                     why);
   }
 };
-
-// The layer names of Keras 3's keras_history entries under `node`, in order.
-void collect_history(const json& node, std::vector<std::string>& out) {
-  if (node.is_object()) {
-    if (node.value("class_name", "") == "__keras_tensor__") {
-      const auto& history = node.at("config").at("keras_history");
-      out.push_back(history.at(0).get<std::string>());
-      return;
-    }
-    for (const auto& [key, value] : node.items())
-      collect_history(value, out);
-  } else if (node.is_array()) {
-    for (const auto& value : node)
-      collect_history(value, out);
-  }
-}
-
-// The layers a Functional layer reads: Keras 2 writes [[[name, node, tensor, kwargs], ...]],
-// Keras 3 {"args": [...], "kwargs": {...}} with keras_history entries. Repeats are dropped
-// (self-attention reads one tensor as query, key and value).
-std::vector<std::string> inbound_names(const json& layer) {
-  std::vector<std::string> names;
-  const auto nodes = layer.find("inbound_nodes");
-  if (nodes == layer.end() || !nodes->is_array() || nodes->empty())
-    return names;
-  const json& first = nodes->front();
-  if (first.is_array()) {
-    for (const auto& entry : first)
-      names.push_back(entry.at(0).get<std::string>());
-  } else {
-    collect_history(first, names);
-  }
-  std::vector<std::string> unique;
-  for (const auto& name : names)
-    if (std::find(unique.begin(), unique.end(), name) == unique.end())
-      unique.push_back(name);
-  return unique;
-}
-
-// A JSON library error without its "[json.exception.out_of_range.403] " prefix.
-std::string without_prefix(const json::exception& e) {
-  const std::string what = e.what();
-  const auto end = what.find("] ");
-  return end == std::string::npos ? what : what.substr(end + 2);
-}
-
-std::vector<KerasLayer> read_layers(const json& keras, const std::string& path) {
-  const auto fail = [&](const std::string& pointer, const std::string& why) {
-    throw core::ConfigError(path, pointer, why);
-  };
-  if (!keras.is_object() || !keras.contains("class_name") || !keras.contains("config"))
-    fail("",
-         "expected a Keras model as model.to_json() writes it: an object with \"class_name\" "
-         "and \"config\"");
-  const auto& config = keras.at("config");
-  if (!config.is_object() || !config.contains("layers") || !config.at("layers").is_array())
-    fail("/config", "expected the model's \"layers\" list");
-  std::vector<KerasLayer> out;
-  const auto& layers = config.at("layers");
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto& layer = layers[i];
-    const std::string pointer = "/config/layers/" + std::to_string(i);
-    if (!layer.is_object() || !layer.contains("class_name") || !layer.contains("config"))
-      fail(pointer, "expected a layer with \"class_name\" and \"config\"");
-    try {
-      KerasLayer l{layer.at("class_name").get<std::string>(), "", layer.at("config"),
-                   inbound_names(layer), pointer};
-      l.name = layer.value("name", l.config.value("name", "layer" + std::to_string(i)));
-      out.push_back(std::move(l));
-    } catch (const json::exception& e) {
-      fail(pointer, "expected a layer as Keras writes it (" + without_prefix(e) + ")");
-    }
-  }
-  return out;
-}
-
-// The per-sample shape of a batch shape [null, d1, d2, ...].
-std::optional<json> sample_shape(const json& config) {
-  for (const char* key : {"batch_input_shape", "batch_shape"}) {
-    const auto found = config.find(key);
-    if (found != config.end() && found->is_array() && found->size() > 1)
-      return json(std::vector<json>(found->begin() + 1, found->end()));
-  }
-  return std::nullopt;
-}
 
 // A Keras activation name as an ipusim one, or nullopt when ipusim has none.
 std::optional<std::string> activation_of(const std::string& name) {
@@ -386,20 +299,52 @@ class Converter {
   }
 
  public:
-  // Rewrites the inputs of every layer that reads an aliased one.
-  void resolve_aliases() {
+  // Rewrites the inputs of every layer that reads an aliased one. Aliases that read each other
+  // in a cycle (a file edited by hand) are a core::ConfigError naming them.
+  void resolve_aliases(const std::string& path) {
+    const auto targets = alias_targets(path);
     for (auto& layer : layers_) {
       if (!layer.contains("inputs"))
         continue;
       for (auto& input : layer["inputs"]) {
-        for (auto a = aliases_.find(input.get<std::string>()); a != aliases_.end();
-             a = aliases_.find(input.get<std::string>()))
-          input = a->second;
+        if (const auto t = targets.find(input.get<std::string>()); t != targets.end())
+          input = t->second;
       }
     }
   }
 
  private:
+  // The layer each alias finally reads, each chain followed once.
+  std::map<std::string, std::string> alias_targets(const std::string& path) const {
+    std::map<std::string, std::string> targets;
+    for (const auto& [start, first] : aliases_) {
+      std::vector<std::string> chain;
+      std::set<std::string> on_chain;
+      std::string at = start;
+      for (auto a = aliases_.find(at); a != aliases_.end() && !targets.contains(at);
+           a = aliases_.find(at)) {
+        if (!on_chain.insert(at).second)
+          throw core::ConfigError(
+              path, "", "the layers " + cycle_text(chain, at) + " read each other in a cycle");
+        chain.push_back(at);
+        at = a->second;
+      }
+      const auto known = targets.find(at);
+      const std::string target = known == targets.end() ? at : known->second;
+      for (const auto& name : chain)
+        targets.emplace(name, target);
+    }
+    return targets;
+  }
+
+  // "'a' -> 'b' -> 'a'": the part of `chain` from `back` on, and `back` again.
+  static std::string cycle_text(const std::vector<std::string>& chain, const std::string& back) {
+    std::string text;
+    for (auto at = std::find(chain.begin(), chain.end(), back); at != chain.end(); ++at)
+      text += "'" + *at + "' -> ";
+    return text + "'" + back + "'";
+  }
+
   KerasImport& out_;
   json input_shape_;
   json layers_ = json::array();
@@ -445,7 +390,7 @@ KerasImport import_keras_model(const json& keras, const std::string& path) {
     }
   }
   converter.finish();
-  converter.resolve_aliases();
+  converter.resolve_aliases(path);
   if (!converter.problems.items.empty()) {
     std::string message = "cannot import " + std::to_string(converter.problems.items.size()) +
                           " layer(s), so nothing was written:";

@@ -1,5 +1,6 @@
 #include "models/layer_parse.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -71,8 +72,8 @@ LayerType read_type(const ConfigNode& node) {
 
 std::string read_id(const ConfigNode& node) {
   const std::string id = node.as_string();
-  if (id.empty())
-    node.fail("a layer id must not be empty");
+  if (const auto problem = layer_id_problem(id))
+    node.fail(*problem);
   return id;
 }
 
@@ -317,6 +318,27 @@ CyclesOverride read_cycles(const ConfigNode& node) {
 }
 
 }  // namespace
+
+std::optional<std::string> layer_id_problem(const std::string& id) {
+  if (id.empty())
+    return "a layer id must not be empty";
+  if (id.size() > kMaxNameBytes)
+    return "the layer id is " + std::to_string(id.size()) + " bytes long; the most is " +
+           std::to_string(kMaxNameBytes) + " (reports copy it and files are named after it)";
+  const auto control = std::find_if(id.begin(), id.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  std::string found = control != id.end()                  ? "a control character"
+                      : id.find('/') != std::string::npos  ? "'/'"
+                      : id.find('\\') != std::string::npos ? "'\\'"
+                      : id.find("..") != std::string::npos ? "'..'"
+                                                           : "";
+  if (found.empty())
+    return std::nullopt;
+  return "the layer id '" + id + "' holds " + found +
+         "; numeric mode names files after layer ids (<id>.kernel.initial.npy), so an id must "
+         "be a plain file name, without '/', '\\', '..' or control characters";
+}
 
 Layer parse_layer(const ConfigNode& node) {
   Layer layer;

@@ -226,6 +226,10 @@ Model parse_model(const ConfigNode& node) {
   node.expect_only_keys({"name", "input", "classes", "layers", "initial_weights"});
   Model model;
   model.name = node.get_string("name", "model");
+  if (model.name.size() > kMaxNameBytes)
+    node.at("name").fail("the model name is " + std::to_string(model.name.size()) +
+                         " bytes long; the most is " + std::to_string(kMaxNameBytes) +
+                         " (every report copies it)");
   if (const auto weights = node.find("initial_weights")) {
     model.initial_weights = weights->as_string();
     if (model.initial_weights.empty())

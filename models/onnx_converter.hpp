@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -85,7 +86,12 @@ class OnnxConverter {
 
   const Activation* value(const onnx::NodeProto& node);
 
+  // `wanted`, or `wanted_2`, `wanted_3`, ... when a layer has it: in time linear in the layers
+  // over all calls, however many nodes share a name.
   std::string unique_id(const std::string& wanted) const;
+
+  // Appends `layer` to the model, indexing it by id.
+  void push_layer(json layer);
 
   std::string id_of(const onnx::NodeProto& node) const;
 
@@ -179,6 +185,9 @@ class OnnxConverter {
   std::set<int> skipped_;
   std::set<std::string> failed_;  // outputs of nodes that could not be imported
   json layers_ = json::array();
+  std::unordered_map<std::string, std::size_t> layer_at_;  // layers_ by id
+  // By wanted name, the first suffix unique_id still has to try: every lower one is taken.
+  mutable std::unordered_map<std::string, int> next_suffix_;
   std::string problems_;
   int problem_count_ = 0;
   bool softmax_end_ = false;

@@ -89,7 +89,7 @@ void OnnxConverter::convert() {
                             "the graph ends in neither a Softmax nor logits (a Gemm or MatMul "
                             "without an activation), so ipusim has no loss to train it with");
   }
-  layers_.push_back({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
+  push_layer({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
   out_.model["layers"] = layers_;
   for (const auto& init : graph_.initializer())  // each count checked by check_onnx_graph
     out_.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
@@ -126,7 +126,7 @@ void OnnxConverter::add_input() {
     check_sample_shape(input.name(), shape);
     const bool image = shape.size() == 3;
     out_.model["input"] = {{"shape", image ? Shape{shape[1], shape[2], shape[0]} : shape}};
-    layers_.push_back({{"id", "input"}, {"type", "input"}});
+    push_layer({{"id", "input"}, {"type", "input"}});
     values_[input.name()] = {"input", shape, image};
     return;
   }
@@ -242,13 +242,19 @@ const Activation* OnnxConverter::value(const onnx::NodeProto& node) {
 }
 
 std::string OnnxConverter::unique_id(const std::string& wanted) const {
-  std::string id = wanted.empty() ? "layer" : wanted;
-  for (int n = 2;
-       std::any_of(layers_.begin(), layers_.end(),
-                   [&](const json& l) { return l.at("id").get_ref<const std::string&>() == id; });
-       ++n)
-    id = wanted + "_" + std::to_string(n);
-  return id;
+  const std::string base = wanted.empty() ? "layer" : wanted;
+  if (!layer_at_.contains(base))
+    return base;
+  // Layers are only ever added, so the suffixes below `next` stay taken.
+  int& next = next_suffix_.try_emplace(base, 2).first->second;
+  while (layer_at_.contains(base + "_" + std::to_string(next)))
+    ++next;
+  return base + "_" + std::to_string(next);
+}
+
+void OnnxConverter::push_layer(json layer) {
+  layer_at_.emplace(layer.at("id").get<std::string>(), layers_.size());
+  layers_.push_back(std::move(layer));
 }
 
 std::string OnnxConverter::id_of(const onnx::NodeProto& node) const {
@@ -263,7 +269,7 @@ void OnnxConverter::add_layer(json layer, const std::string& output, Activation 
     layer["inputs"] = inputs;
   if (!weights.empty())
     out_.weights.emplace_back(produced.layer, std::move(weights));
-  layers_.push_back(std::move(layer));
+  push_layer(std::move(layer));
   values_[output] = std::move(produced);
 }
 

@@ -95,8 +95,7 @@ void OnnxConverter::add(const onnx::NodeProto& node) {
 // A [sequence, hidden] table added to a plain lookup's output: the lookup's position table.
 void OnnxConverter::add_positions(const onnx::NodeProto& node, const Activation& in,
                                   const onnx::TensorProto& constant) {
-  auto layer = std::find_if(layers_.begin(), layers_.end(),
-                            [&](const json& l) { return l.at("id") == in.layer; });
+  json* layer = &layers_.at(layer_at_.at(in.layer));
   Tensor table = onnx_float_tensor(constant, path_);
   const bool lookup = layer->at("type") == "embedding" && layer->contains("positions");
   if (!lookup || !is_constant_of(table, in.onnx_shape[0], in.onnx_shape[1]) ||

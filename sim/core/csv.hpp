@@ -9,9 +9,17 @@
 
 namespace ipusim::core {
 
-// The cells of `line` (without its '\n'); a quote left open is a ConfigError naming `path` and
-// `line_number`.
+// The cells of `line` (without its '\n'), each as csv_cell was given it; a quote left open is a
+// ConfigError naming `path` and `line_number`.
 std::vector<std::string> split_csv_line(const std::string& line, const std::string& path,
                                         std::size_t line_number);
+
+// One cell as CSV text, the one way ipusim writes cells. A cell a spreadsheet would run as a
+// formula (one starting with '=', '+', '-', '@', a tab or a carriage return, as OWASP lists
+// them) gets a leading single quote, which spreadsheets hide and pandas keeps, unless it is a
+// number ("-1.5" stays a number); so does a cell of quotes before such a character, so that
+// split_csv_line can take the quote off again. A cell with a comma, a quote or a line break is
+// then quoted as RFC 4180 says ("" for a quote).
+std::string csv_cell(const std::string& cell);
 
 }  // namespace ipusim::core

@@ -265,9 +265,13 @@ void OutputSet::check_not_input(const Output& output, const Input& input) const 
     refuse(output.path, output.what, "it is " + input.role + "; choose another file");
 }
 
-void OutputSet::add_folder(const std::string& folder, const std::string& option) {
+void OutputSet::add_folder(const std::string& folder, const std::string& option, FolderLink link) {
   IPUSIM_CHECK(!folder.empty() && !committed_);
   struct stat info {};
+  if (link == FolderLink::kRefuse && ::lstat(folder.c_str(), &info) == 0 && S_ISLNK(info.st_mode))
+    refuse(folder, what_of(option),
+           "it is a symbolic link; ipusim writes into a folder of its own name, never through a "
+           "link (remove the link or write the config elsewhere)");
   if (::stat(folder.c_str(), &info) == 0) {
     if (!S_ISDIR(info.st_mode))
       refuse(folder, what_of(option), "it is " + file_kind(info.st_mode) + ", not a folder");

@@ -63,10 +63,15 @@ class OutputSet {
   // real folder and name), declared before or after, is refused with core::ConfigError naming the
   // output: replacing an input would lose it.
   void add_input(const std::string& path, const std::string& role);
+  // Whether a folder given as a symbolic link is written through: yes for one the user named
+  // (`train --save DIR`), no for one ipusim names itself (import's `<stem>.weights`), where a
+  // planted link would send the files elsewhere.
+  enum class FolderLink { kFollow, kRefuse };
   // Makes sure `folder` exists to hold outputs, creating it and its parents when missing (they
   // are removed again unless the set is committed). Throws core::ConfigError when `folder` is
-  // something other than a folder or cannot be created.
-  void add_folder(const std::string& folder, const std::string& option = "");
+  // something other than a folder (or, with kRefuse, a symbolic link) or cannot be created.
+  void add_folder(const std::string& folder, const std::string& option = "",
+                  FolderLink link = FolderLink::kFollow);
 
   // Writes the text of an output declared with add() to its temporary file, the parts one after
   // another (so that a large array need not be copied into one string).

@@ -13,7 +13,7 @@ namespace {
 
 // Far beyond what one machine simulates in a day, and small enough that the product of the
 // axes cannot overflow on the way.
-constexpr std::size_t kMaxRuns = 100'000'000;
+constexpr std::size_t kMaxRuns = kMaxSweepRuns;
 
 // Splits at commas outside quotes, brackets and braces.
 std::vector<std::string> split_top_level(const std::string& text) {

@@ -229,13 +229,6 @@ void prepare_file(core::AppendFile& out, const SweepFile& file, const SweepPlan&
     out.append(csv_line(plan.columns()));
 }
 
-// Two sweeps appending to one file would each rewrite it sorted at the end without the other's
-// rows.
-std::string busy_text() {
-  return "another ipusim sweep is writing this file; wait for it to finish or write to another "
-         "file";
-}
-
 // Checked before the file is opened, so that a refused sweep leaves nothing behind.
 void check_runs_per_file(const std::string& csv_path, const SweepPlan& plan,
                          const SweepShard& shard) {
@@ -399,7 +392,7 @@ SweepSummary run_sweep(const std::string& config_path, const SweepPlan& axes_pla
   check_axis_paths(config_path, plan, options.base_overrides);
   check_runs_per_file(csv_path, plan, options.shard);
   plan.set_ipu_columns(most_ipus(runner, plan));
-  core::AppendFile& file = outputs.open_append(csv_path, busy_text());
+  core::AppendFile& file = outputs.open_append(csv_path, sweep_file_busy_text());
   SweepFile existing = read_sweep_csv(csv_path);
   auto done = done_runs(existing, plan, csv_path);
   SweepSummary summary;

@@ -16,16 +16,15 @@ namespace {
 // it by holding at most kMaxRunsPerFile runs (sim/sweep/sweep.cpp).
 constexpr std::int64_t kMaxSweepFileBytes = std::int64_t{8} << 30;
 
-std::string csv_cell(const std::string& cell) {
-  if (cell.find_first_of(",\"") == std::string::npos)
-    return cell;
-  std::string out = "\"";
-  for (char c : cell)
-    out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
+// How many missing runs a merge names.
+constexpr std::size_t kListedMissing = 10;
 
 }  // namespace
+
+std::string sweep_file_busy_text() {
+  return "another ipusim sweep is writing this file; wait for it to finish or write to another "
+         "file";
+}
 
 std::optional<std::size_t> SweepTable::column(const std::string& name) const {
   const auto found = std::find(columns.begin(), columns.end(), name);
@@ -50,7 +49,7 @@ std::string one_line(std::string cell) {
 std::string csv_line(const std::vector<std::string>& cells) {
   std::string out;
   for (std::size_t i = 0; i < cells.size(); ++i)
-    out += (i ? "," : "") + csv_cell(one_line(cells[i]));
+    out += (i ? "," : "") + core::csv_cell(one_line(cells[i]));
   return out + "\n";
 }
 
@@ -61,6 +60,11 @@ SweepFile read_sweep_csv(const std::string& path) {
     return file;
   if (const auto problem = core::read_regular_file(path, &text, kMaxSweepFileBytes))
     throw core::ConfigError(path, "", "cannot read the sweep file: " + *problem);
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw core::ConfigError(
+        path, "",
+        "line " + std::to_string(1 + std::count(text.begin(), text.begin() + nul, '\n')) +
+            " holds a NUL byte; a sweep file is text");
   std::size_t start = 0;
   std::size_t line_number = 0;
   for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
@@ -76,6 +80,11 @@ SweepFile read_sweep_csv(const std::string& path) {
                                   std::to_string(cells.size()) + " cells for " +
                                   std::to_string(file.table.columns.size()) + " columns)");
     }
+    if (run_index(cells) >= kMaxSweepRuns)
+      throw core::ConfigError(path, "",
+                              "line " + std::to_string(line_number) + ": run " + cells[0] +
+                                  " is beyond the " + with_commas(std::int64_t(kMaxSweepRuns)) +
+                                  " runs a sweep may have");
     file.table.rows.push_back(std::move(cells));
   }
   file.complete_bytes = start;
@@ -114,7 +123,9 @@ MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths) {
       throw core::ConfigError(path, "", "cannot open the sweep file");
     const auto table = read_sweep_csv(path).table;
     if (table.columns.empty())
-      continue;
+      throw core::ConfigError(path, "",
+                              "is not a sweep file: it has no header line (it is empty, or its "
+                              "first line does not end)");
     if (first.empty()) {
       first = path;
       merged.table.columns = table.columns;
@@ -132,7 +143,9 @@ MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths) {
   }
   std::size_t expected = 0;
   for (auto& [run, row] : rows) {
-    for (; expected < run; ++expected)
+    // Counted, not listed: the rows present bound the work, not the largest index.
+    merged.missing_count += run - expected;
+    for (; expected < run && merged.missing.size() < kListedMissing; ++expected)
       merged.missing.push_back(expected);
     expected = run + 1;
     merged.table.rows.push_back(std::move(row));
@@ -144,12 +157,12 @@ std::string missing_runs_warning(const MergedSweep& merged) {
   const auto& missing = merged.missing;
   if (missing.empty())
     return "";
-  std::string out = "warning: " + with_commas(std::int64_t(missing.size())) +
+  std::string out = "warning: " + with_commas(std::int64_t(merged.missing_count)) +
                     " run(s) missing below the last one present (a shard not merged, or not "
                     "finished):";
-  for (std::size_t i = 0; i < missing.size() && i < 10; ++i)
-    out += " " + std::to_string(missing[i]);
-  return out + (missing.size() > 10 ? " ...\n" : "\n");
+  for (const std::size_t run : missing)
+    out += " " + std::to_string(run);
+  return out + (merged.missing_count > missing.size() ? " ...\n" : "\n");
 }
 
 }  // namespace ipusim::sim

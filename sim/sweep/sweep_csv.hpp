@@ -12,6 +12,13 @@
 
 namespace ipusim::sim {
 
+// The most runs a sweep has; a run index in a file is below it.
+constexpr std::size_t kMaxSweepRuns = 100'000'000;
+
+// What a sweep or a merge says when another sweep holds the lock on its file: two writers would
+// each rewrite it sorted at the end without the other's rows.
+std::string sweep_file_busy_text();
+
 // A sweep CSV in memory: the header and the rows, each a list of cells. Cell 0 is the run index.
 struct SweepTable {
   std::vector<std::string> columns;
@@ -24,8 +31,9 @@ struct SweepTable {
 // A cell as csv_line writes it, before quoting: line breaks become spaces.
 std::string one_line(std::string cell);
 
-// One CSV line with its '\n'. Cells with a comma or a quote are quoted ("" escapes a quote);
-// line breaks become spaces so that every row is one line.
+// One CSV line with its '\n', each cell through core::csv_cell (guarded against spreadsheet
+// formulas, quoted when it holds a comma or a quote); line breaks become spaces so that every
+// row is one line.
 std::string csv_line(const std::vector<std::string>& cells);
 
 // The result of reading a CSV: the table and the byte length of its whole lines (a trailing
@@ -35,8 +43,9 @@ struct SweepFile {
   std::size_t complete_bytes = 0;
 };
 
-// Reads a sweep CSV. A missing file reads as empty; a row whose cell count differs from the
-// header or whose run index is not a number is a core::ConfigError naming the file and line.
+// Reads a sweep CSV. A missing file reads as empty; a NUL byte, a row whose cell count differs
+// from the header or whose run index is not a number below kMaxSweepRuns is a core::ConfigError
+// naming the file and line.
 SweepFile read_sweep_csv(const std::string& path);
 
 // The run index of a row (its first cell).
@@ -49,10 +58,13 @@ std::optional<std::size_t> parse_index(const std::string& text);
 SweepTable sorted_by_run(const SweepTable& table);
 
 // Joins sweep CSVs (the shards of one sweep): the same header everywhere, each run once, sorted
-// by run index. A run present in two files with different cells is a core::ConfigError.
+// by run index. A file without a header line (an empty one) or a run present in two files with
+// different cells is a core::ConfigError.
 struct MergedSweep {
   SweepTable table;
-  std::vector<std::size_t> missing;  // run indices below the largest present that no file has
+  // Run indices below the largest present that no file has: how many, and the first ten.
+  std::size_t missing_count = 0;
+  std::vector<std::size_t> missing;
 };
 MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths);
 

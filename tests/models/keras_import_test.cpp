@@ -199,3 +199,29 @@ TEST_CASE("a Keras GlobalAveragePooling2D pools each image to its channels") {
         "  'gap' (GlobalAveragePooling2D) at /config/layers/2: only channels_last pooling to "
         "[channels] (keepdims false) is supported");
 }
+
+TEST_CASE("Keras activations that alias each other in a cycle are refused, naming them") {
+  const auto layer = [](const std::string& name, const std::string& reads) {
+    return json{{"class_name", "Activation"},
+                {"name", name},
+                {"config", {{"name", name}, {"activation", "linear"}}},
+                {"inbound_nodes", {{{reads, 0, 0, json::object()}}}}};
+  };
+  const json input = {{"class_name", "InputLayer"},
+                      {"name", "in"},
+                      {"config", {{"name", "in"}, {"batch_input_shape", {nullptr, 4}}}},
+                      {"inbound_nodes", json::array()}};
+  const json out = {{"class_name", "Dense"},
+                    {"name", "out"},
+                    {"config", {{"name", "out"}, {"units", 3}, {"activation", "softmax"}}},
+                    {"inbound_nodes", {{{"a", 0, 0, json::object()}}}}};
+  const json model = {
+      {"class_name", "Functional"},
+      {"config", {{"layers", {input, layer("a", "b"), layer("b", "c"), layer("c", "a"), out}}}}};
+  CHECK(import_error(model) ==
+        "model.json: the layers 'a' -> 'b' -> 'c' -> 'a' read each other "
+        "in a cycle");
+  const json self = {{"class_name", "Functional"},
+                     {"config", {{"layers", {input, layer("a", "a"), out}}}}};
+  CHECK(import_error(self) == "model.json: the layers 'a' -> 'a' read each other in a cycle");
+}

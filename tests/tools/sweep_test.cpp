@@ -151,7 +151,8 @@ TEST_CASE("an illegal gradient accumulation count is a row with its error, not a
                   csv, "--jobs", "1"});
   CHECK(result.code == 0);
   CHECK(read_file(csv).find(
-            "\n0,2,,,,,,,,,,,,,,,,,,,,,,\"--vary pipeline.gradient_accumulation_count=2: at "
+            // The error starts with '-', so it gets a quote against spreadsheet formulas.
+            "\n0,2,,,,,,,,,,,,,,,,,,,,,,\"'--vary pipeline.gradient_accumulation_count=2: at "
             "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline "
             "must be a multiple of 4, but it is 2. This number is gradient_accumulation_count; the "
             "grouped schedule with 2 stages runs 4 micro-batches at once (set "

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/printable.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/numeric/numeric.hpp"
 #include "sim/spec/hardware.hpp"
@@ -102,7 +103,11 @@ std::string presets_text() {
   return "Hardware presets (hardware.preset): " + presets + ".";
 }
 
-int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostream& raw_err) {
+  // Everything shown passes through core::printable: names from files reach the terminal
+  // without their control characters acting on it.
+  core::PrintableStream out(raw_out);
+  core::PrintableStream err(raw_err);
   CLI::App app{"ipusim: a simulator of pipelined training on Graphcore IPUs", "ipusim"};
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);

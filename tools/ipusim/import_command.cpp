@@ -130,7 +130,7 @@ void write_weights(const ImportedWeights& weights, const ImportedWeights& runnin
                    const sim::RunSpec& spec, const std::string& folder, const std::string& source,
                    core::OutputSet& outputs) {
   models::ParameterStore seeded(spec.model, sim::training_options(spec));
-  outputs.add_folder(folder, "-o");
+  outputs.add_folder(folder, "-o", core::OutputSet::FolderLink::kRefuse);
   for (const auto& [id, tensors] : weights) {
     const int layer = spec.model.index_of(id);
     write_tensors(id, sim::parameter_names(spec.model, layer), seeded.parameters(layer), tensors,

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sim/core/error.hpp"
+#include "sim/core/printable.hpp"
 #include "sim/spec/spec.hpp"
 #include "sim/sweep/planner.hpp"
 #include "tools/ipusim/command.hpp"
@@ -179,8 +180,8 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     if (!a->html_path.empty())
       outputs.add(a->html_path, "--html");
     auto request = request_of(*a);
-    auto bar = std::make_shared<ProgressBar>(err);
-    if (!a->quiet && is_terminal(err))
+    auto bar = std::make_shared<ProgressBar>(core::unescaped(err));
+    if (!a->quiet && is_terminal(core::unescaped(err)))
       request.progress = [bar](std::size_t done, std::size_t total, const char* unit) {
         bar->update(done, total, unit);
       };

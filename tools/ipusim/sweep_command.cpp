@@ -1,11 +1,13 @@
 // `ipusim sweep` runs the cartesian product of --vary values into a CSV that survives a kill;
 // `ipusim merge` joins the CSVs of a sweep's shards. Both are sim/sweep's.
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <thread>
 
 #include "sim/core/format.hpp"
+#include "sim/core/printable.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "tools/ipusim/command.hpp"
 #include "tools/ipusim/progress_bar.hpp"
@@ -30,8 +32,8 @@ void run_sweep(const SweepArgs& a, std::ostream& out, std::ostream& err) {
   auto request = a.request;
   request.config_path = a.config.path;
   request.base_overrides = a.config.overrides();
-  auto bar = std::make_shared<ProgressBar>(err);
-  if (!a.quiet && is_terminal(err))
+  auto bar = std::make_shared<ProgressBar>(core::unescaped(err));
+  if (!a.quiet && is_terminal(core::unescaped(err)))
     request.progress = [bar](std::size_t done, std::size_t total) {
       bar->update(done, total, "runs");
     };
@@ -110,6 +112,9 @@ void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     outputs.add(o->output, "-o");
     for (const auto& input : o->inputs)
       outputs.add_input(input, "one of the files this command merges");
+    // A sweep writing the file holds its lock; replacing the file under it would lose its rows.
+    if (std::filesystem::exists(o->output))
+      outputs.open_append(o->output, sim::sweep_file_busy_text());
     const auto merged = sim::merge_sweep_csvs(o->inputs);
     outputs.write(o->output, merged.table.to_csv());
     outputs.commit();

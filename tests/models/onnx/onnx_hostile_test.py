@@ -8,6 +8,7 @@ an internal error. A bounded random mutation of a valid model (fixed seed) only 
     tests/models/onnx/onnx_hostile_test.py IPUSIM
 """
 import io
+import json
 import os
 import random
 import struct
@@ -317,8 +318,54 @@ def mutations(folder, count=200, seed=11):
           "refused, none crashed")
 
 
+def check_symlinked_weights_folder(folder):
+    """A `<stem>.weights` link planted beside the config is refused, not written through."""
+    source = os.path.join(folder, "linked.onnx")
+    base.mlp(source)
+    elsewhere = os.path.join(folder, "elsewhere")
+    os.mkdir(elsewhere)
+    link = os.path.join(folder, "linked.weights")
+    os.symlink(elsewhere, link)
+    config = os.path.join(folder, "linked.json")
+    result = run("import", source, "-o", config)
+    want = (f"error: {link}: cannot write the -o output: it is a symbolic link; ipusim writes "
+            "into a folder of its own name, never through a link (remove the link or write the "
+            "config elsewhere)\n")
+    if result.returncode != 2 or result.stderr != want or os.path.exists(config) \
+            or os.listdir(elsewhere):
+        sys.exit(f"symlinked weights folder: exit {result.returncode}\n got: {result.stderr!r}\n"
+                 f"want: {want!r}\n wrote: {os.listdir(elsewhere)}")
+
+
+def check_repeated_names(folder):
+    """Layer ids from repeated node names: `r`, `r_2`, ... in linear time, even for 5,000 nodes
+    of one name (once a search over every layer for every suffix)."""
+    count = 5000
+    nodes = [helper.make_node("Relu", [f"h{i}" if i else "x"], [f"h{i + 1}"], name="r")
+             for i in range(count)]
+    nodes[2].name = "r_2"  # the third takes the name the second was given
+    nodes += [helper.make_node("Gemm", [f"h{count}", "w", "b"], ["logits"], name="fc", transB=1),
+              helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1)]
+    weights = [array("w", np.zeros((10, 4), np.float32)), array("b", np.zeros(10, np.float32))]
+    source = os.path.join(folder, "repeated.onnx")
+    with open(source, "wb") as f:
+        f.write(model_bytes(nodes, features(4), weights))
+    config = os.path.join(folder, "repeated.json")
+    result = run("import", source, "-o", config)
+    if result.returncode != 0:
+        sys.exit(f"repeated names: exit {result.returncode}\n{result.stderr}")
+    with open(config) as f:
+        ids = [layer["id"] for layer in json.load(f)["model"]["layers"]]
+    want = ["input", "r", "r_2", "r_2_2"] + [f"r_{n}" for n in range(3, count)] + ["fc", "loss"]
+    if ids != want:
+        sys.exit(f"repeated names: ids {ids[:6]} ... {ids[-4:]}, expected {want[:6]} ... "
+                 f"{want[-4:]}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as folder:
+        check_repeated_names(folder)
+        check_symlinked_weights_folder(folder)
         check_nodes(folder)
         check_windows(folder)
         check_initializers(folder)

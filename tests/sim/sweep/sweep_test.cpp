@@ -203,6 +203,7 @@ TEST_CASE("merging sorts by run, keeps a run found twice once and lists the runs
   const auto merged = sim::merge_sweep_csvs({first.path(), second.path()});
   CHECK(merged.table.to_csv() == kHeader + "0,x,0\n1,y,10\n4,x,40\n");
   CHECK(merged.missing == std::vector<std::size_t>{2, 3});
+  CHECK(merged.missing_count == 2);
 }
 
 TEST_CASE("merging refuses two different rows for one run") {

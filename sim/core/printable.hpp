@@ -1,0 +1,55 @@
+#pragma once
+// Text for a terminal. Names and descriptions come from files anyone may have written, and a
+// terminal obeys the control characters in what it shows (ESC starts a sequence that can retitle
+// the window, redraw the screen or, on some terminals, answer back as typed input). Everything
+// ipusim prints on its output and error streams passes through `printable`, so a name shows its
+// control characters as escapes (`\x1b`) instead of acting on them.
+
+#include <ostream>
+#include <streambuf>
+#include <string>
+#include <string_view>
+
+namespace ipusim::core {
+
+// `text` with every C0 control character but line feed and tab, and DEL, as `\xHH`, and every
+// C1 control character (U+0080 to U+009F, as UTF-8) as `\u00HH`. In JSON text the two are
+// already escaped, or stay valid escapes, so JSON lines keep their meaning.
+std::string printable(std::string_view text);
+
+// A stream that writes to `target` through `printable`, unbuffered so that it interleaves with
+// what is written to `target` directly (the progress bar's carriage returns).
+class PrintableStream : public std::ostream {
+ public:
+  explicit PrintableStream(std::ostream& target);
+  ~PrintableStream() override;
+  PrintableStream(const PrintableStream&) = delete;
+  PrintableStream& operator=(const PrintableStream&) = delete;
+
+  std::ostream& target() const { return target_; }
+
+ private:
+  class Buffer : public std::streambuf {
+   public:
+    explicit Buffer(std::ostream& target) : target_(target) {}
+    void finish();  // writes a lead byte held back at the end of the text
+
+   protected:
+    int_type overflow(int_type c) override;
+    std::streamsize xsputn(const char* text, std::streamsize count) override;
+    int sync() override;
+
+   private:
+    std::ostream& target_;
+    bool lead_held_ = false;  // a 0xC2 whose next byte decides whether it starts a C1 control
+  };
+
+  std::ostream& target_;
+  Buffer buffer_;
+};
+
+// The stream `stream` writes to when it is a PrintableStream, else `stream` itself: for the
+// progress bar, whose carriage return must reach the terminal.
+std::ostream& unescaped(std::ostream& stream);
+
+}  // namespace ipusim::core

@@ -1,0 +1,31 @@
+#include "sim/core/printable.hpp"
+
+#include <catch2/catch.hpp>
+#include <sstream>
+
+using namespace ipusim::core;
+
+TEST_CASE("control characters are shown as escapes, line feeds and tabs as they are") {
+  CHECK(printable("a\x1b]0;pwned\x07z") == "a\\x1b]0;pwned\\x07z");
+  CHECK(printable(std::string("n\0l", 3)) == "n\\x00l");
+  CHECK(printable("cr\rdel\x7f") == "cr\\x0ddel\\x7f");
+  CHECK(printable("two\n\tlines") == "two\n\tlines");
+}
+
+TEST_CASE("C1 controls in UTF-8 are escaped and other UTF-8 text is kept") {
+  CHECK(printable("csi\xc2\x9b") == "csi\\u009b");
+  CHECK(printable("caf\xc3\xa9 \xc2\xb5s") == "caf\xc3\xa9 \xc2\xb5s");
+  CHECK(printable("\xc2") == "\xc2");
+}
+
+TEST_CASE("a printable stream escapes what is written to it, one character at a time too") {
+  std::ostringstream target;
+  {
+    PrintableStream stream(target);
+    stream << "x\x1b[2J" << '\x07' << '\xc2' << '\x85' << "\xc2";
+    stream.put('\xb5');
+    CHECK(&unescaped(stream) == &target);
+  }
+  CHECK(target.str() == "x\\x1b[2J\\x07\\u0085\xc2\xb5");
+  CHECK(&unescaped(target) == &target);
+}
