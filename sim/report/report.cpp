@@ -12,6 +12,7 @@
 #include "sim/numeric/training.hpp"
 #include "sim/report/numeric_report.hpp"
 #include "sim/report/operations_report.hpp"
+#include "sim/report/replay_budget.hpp"
 #include "sim/report/weight_update_report.hpp"
 
 namespace ipusim::sim {
@@ -353,40 +354,15 @@ ReplayResult replay_numeric(const RunSpec& spec, const CostModel& cost,
   return result;
 }
 
-// Tasks a replay may run: at a few million a second, a few minutes' work.
-constexpr double kMaxReplayTasks = 2e9;
-
-// Refuses, before anything is built, a replay of more than kMaxReplayTasks tasks: the schedule's
-// tasks per micro-batch x the GAC, once, or once per repeat when the kernels run.
-void refuse_long_replay(const RunSpec& spec, bool numeric) {
-  const auto& p = spec.pipeline;
-  const std::int64_t per_repeat =
-      spec.schedule->tasks_per_microbatch() * p.gradient_accumulation_count;
-  const std::int64_t repeats = numeric ? p.repeat_count : 1;
-  const double tasks = double(per_repeat) * double(repeats);
-  if (tasks <= kMaxReplayTasks)
-    return;
-  const bool by_repeats = double(per_repeat) <= kMaxReplayTasks;
-  const std::string pointer =
-      by_repeats ? "/pipeline/repeat_count" : "/pipeline/gradient_accumulation_count";
-  char estimate[32];
-  std::snprintf(estimate, sizeof estimate, "%.2g", tasks);
-  throw core::ConfigError(
-      spec.source_of(pointer), pointer,
-      std::string("the replay would run about ") + estimate + " tasks (" +
-          with_commas(spec.schedule->tasks_per_microbatch()) + " a micro-batch x " +
-          with_commas(p.gradient_accumulation_count) + " micro-batches" +
-          (numeric ? " x " + with_commas(repeats) + " repeats, the kernels running in each" : "") +
-          "), more than the " + with_commas(std::int64_t(kMaxReplayTasks)) +
-          " ipusim replays in one run (a few minutes); lower " +
-          (by_repeats ? "repeat_count, or run with --no-numeric" : "gradient_accumulation_count"));
-}
-
 RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) {
   const auto& schedule = spec.schedule;
   RunReport report;
   const bool numeric = numeric_wanted(spec, options.numeric, report.numeric_skipped);
   refuse_long_replay(spec, numeric);
+  if (options.notify) {
+    if (const std::string notice = long_replay_notice(spec, numeric); !notice.empty())
+      options.notify(notice);
+  }
   report.cost = std::make_shared<const CostModel>(build_cost_model(spec));
   const CostModel& cost = *report.cost;
   report.spec = std::make_shared<const RunSpec>(spec);

@@ -3,6 +3,7 @@
 // throughput, phases, ramp overhead, bubble share, utilisation per IPU and phase, link use and
 // memory. Written as a terminal report or as JSON (keys documented in the README).
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,8 @@ struct SimulateOptions {
   bool allow_oom = false;
   NumericMode numeric = NumericMode::kOff;
   std::vector<ReplayObserver*> observers;  // told of the first repeat's events; not owned
+  // Told, before it starts, of a replay that will keep the user waiting (long_replay_notice).
+  std::function<void(const std::string&)> notify;
 };
 
 // Builds the cost model of `spec`, replays its schedule and returns the report. In numeric

@@ -112,7 +112,7 @@ int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostrea
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
   app.footer(help_footer());
-  add_run_command(app, out);
+  add_run_command(app, out, err);
   add_validate_command(app, out);
   add_model_command(app, out);
   add_schedule_command(app, out);

@@ -53,7 +53,7 @@ sim::RunSpec load(const ConfigArgs& args);
 // for a command that loads the config deeper down: no output may replace one of them.
 void add_config_inputs(core::OutputSet& outputs, const std::string& path);
 
-void add_run_command(CLI::App& app, std::ostream& out);
+void add_run_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_validate_command(CLI::App& app, std::ostream& out);
 void add_model_command(CLI::App& app, std::ostream& out);
 void add_schedule_command(CLI::App& app, std::ostream& out);

@@ -38,7 +38,7 @@ void check_numeric(const sim::RunReport& report) {
 }
 
 // Simulates the config and writes what the options ask for: the files first, then the text.
-void run_and_report(const RunOptions& o, std::ostream& out) {
+void run_and_report(const RunOptions& o, std::ostream& out, std::ostream& err) {
   core::OutputSet outputs;
   const std::pair<const char*, std::string> given[] = {
       {"--json", o.json_path}, {"--trace", o.trace_path}, {"--html", o.html_path}};
@@ -51,6 +51,8 @@ void run_and_report(const RunOptions& o, std::ostream& out) {
   sim::SimulateOptions options;
   options.allow_oom = o.allow_oom;
   options.numeric = o.numeric_mode();
+  if (!o.quiet)
+    options.notify = [&err](const std::string& notice) { err << "note: " << notice << "\n"; };
   sim::TimelineRecorder recorder;
   if (!o.trace_path.empty() || !o.html_path.empty())
     options.observers.push_back(&recorder);
@@ -72,7 +74,7 @@ void run_and_report(const RunOptions& o, std::ostream& out) {
 
 }  // namespace
 
-void add_run_command(CLI::App& app, std::ostream& out) {
+void add_run_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto o = std::make_shared<RunOptions>();
   auto* command = app.add_subcommand(
       "run", "Simulate one config: step time, throughput, utilisation per phase, memory");
@@ -102,7 +104,7 @@ void add_run_command(CLI::App& app, std::ostream& out) {
   command->footer(
       "Example:\n  ipusim run configs/tf1_mnist_2ipu.json --gac 64 --json report.json "
       "--trace trace.json --html report.html");
-  command->callback([o, &out] { run_and_report(*o, out); });
+  command->callback([o, &out, &err] { run_and_report(*o, out, err); });
 }
 
 }  // namespace ipusim::cli
