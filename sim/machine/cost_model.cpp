@@ -342,8 +342,9 @@ void add_weight_update(const RunSpec& spec, int ipu, std::int64_t params, CostMo
           cost_pass(spec.hardware, models::DType::kFp32, update.op_class, update.forward, 1).cycles;
   }
   if (p.offload_weight_update_variables)
-    model.offload_bytes[ipu] = core::checked_mul(
-        shard, models::state_bytes_per_parameter(p.optimizer, p.dtype) * 2, "optimizer state byte count");
+    model.offload_bytes[ipu] =
+        core::checked_mul(shard, models::state_bytes_per_parameter(p.optimizer, p.dtype) * 2,
+                          "optimizer state byte count");
   model.gradient_bytes[ipu] = core::checked_mul(
       params, models::dtype_bytes(p.gradient_accumulation_dtype), "gradient byte count");
   model.weight_bytes[ipu] =

@@ -98,8 +98,8 @@ const std::vector<std::string>& metric_columns() {
       names.push_back(std::string(schedules::phase_key(phase)) + "_cycles");
     for (const char* name :
          {"ramp_overhead", "bubble_fraction", "utilisation_mean", "utilisation_min",
-          "peak_memory_bytes_max", "peak_stash_bytes_max", "fits_in_memory",
-          "throughput_per_ipu", "collective_cycles", "input_wait_cycles"})
+          "peak_memory_bytes_max", "peak_stash_bytes_max", "fits_in_memory", "throughput_per_ipu",
+          "collective_cycles", "input_wait_cycles"})
       names.push_back(name);
     return names;
   }();
