@@ -16,6 +16,10 @@ constexpr double kMaxReplayTasks = 2e9;
 constexpr double kLongReplayTasks = 2e8;
 constexpr double kTasksPerSecond = 4e7;
 
+// What automatic numeric mode runs without being asked: about 20 s of one core's kernels at
+// most (ResNet-50's ran at 11 GFLOP/s on one core of the build machine, [M]).
+constexpr double kAutoNumericFlops = 2e11;
+
 struct Estimate {
   std::int64_t per_microbatch = 0;
   std::int64_t microbatches = 0;
@@ -72,6 +76,20 @@ std::string long_replay_notice(const RunSpec& spec, bool numeric) {
   std::snprintf(seconds, sizeof seconds, "%.0f", e.tasks / kTasksPerSecond);
   return "replaying " + tasks_text(e) + ": about " + seconds + " s at 40 million tasks a second" +
          (e.repeats > 1 ? ", and longer for the kernels" : "");
+}
+
+// Every sample of every repeat, forward and backward, in the pipeline and again in the reference.
+std::string numeric_over_budget(const RunSpec& spec) {
+  double per_sample = 0;
+  for (const auto& info : spec.model.info)
+    per_sample += info.forward_flops + info.backward_flops;
+  const auto& p = spec.pipeline;
+  const double flops = 2 * per_sample * double(p.micro_batch_size) *
+                       double(p.gradient_accumulation_count) * double(p.repeat_count);
+  if (flops <= kAutoNumericFlops)
+    return "";
+  return "its kernels would run " + si(flops, "FLOP") + ", pipeline and reference, beyond the " +
+         si(kAutoNumericFlops, "FLOP") + " numeric mode runs unasked; --numeric runs them";
 }
 
 }  // namespace ipusim::sim

@@ -1,6 +1,7 @@
 #pragma once
-// What a replay will cost, known before it runs from the schedule's tasks per micro-batch: past
-// a few minutes' work it is refused, past a few seconds the user is told what to expect.
+// What a run will cost, known before it runs: the replay's tasks (from the schedule's tasks per
+// micro-batch; past a few minutes' work it is refused, past a few seconds the user is told what
+// to expect) and the numeric kernels' FLOPs (past about 20 s automatic numeric mode skips them).
 
 #include <string>
 
@@ -15,5 +16,9 @@ void refuse_long_replay(const RunSpec& spec, bool numeric);
 // For a replay of more than 2e8 tasks (about 5 s at the 40 million tasks a second of
 // tools/bench/replay_bench), what it will run and about how long; empty for a shorter one.
 std::string long_replay_notice(const RunSpec& spec, bool numeric);
+
+// Why automatic numeric mode skips the kernels of `spec`: they would run more than 2e11 FLOPs,
+// pipeline and reference; empty within that budget.
+std::string numeric_over_budget(const RunSpec& spec);
 
 }  // namespace ipusim::sim

@@ -273,33 +273,15 @@ double RunReport::bubble_ratio() const {
 namespace {
 
 // Whether numeric mode runs; kOn on an unsupported spec is the user's error.
-// What automatic numeric mode runs without being asked: about 20 s of one core's kernels at
-// most (ResNet-50's ran at 11 GFLOP/s on one core of the build machine, [M]).
-constexpr double kAutoNumericFlops = 2e11;
-
-// FLOPs of the kernels numeric mode runs: every sample of every repeat, forward and backward, in
-// the pipeline and again in the reference.
-double numeric_flops(const RunSpec& spec) {
-  double per_sample = 0;
-  for (const auto& info : spec.model.info)
-    per_sample += info.forward_flops + info.backward_flops;
-  const auto& p = spec.pipeline;
-  return 2 * per_sample * double(p.micro_batch_size) * double(p.gradient_accumulation_count) *
-         double(p.repeat_count);
-}
-
 bool numeric_wanted(const RunSpec& spec, NumericMode mode, std::string& skipped) {
   if (mode == NumericMode::kOff)
     return false;
   const NumericSupport support = numeric_support(spec);
-  if (support.supported && mode == NumericMode::kAuto && numeric_flops(spec) > kAutoNumericFlops) {
-    skipped = "its kernels would run " + si(numeric_flops(spec), "FLOP") +
-              ", pipeline and reference, beyond the " + si(kAutoNumericFlops, "FLOP") +
-              " numeric mode runs unasked; --numeric runs them";
-    return false;
+  if (support.supported) {
+    // Asked for, the kernels run however long they take; unasked, only within the budget.
+    skipped = mode == NumericMode::kAuto ? numeric_over_budget(spec) : "";
+    return skipped.empty();
   }
-  if (support.supported)
-    return true;
   if (mode == NumericMode::kOn)
     throw_unsupported(support);
   if (models::has_numeric_kernels(spec.model))
