@@ -212,8 +212,8 @@ const char* const kZoomScript =
 
 TEST_CASE("zooming the run page's to-scale chart redraws its axes and box labels", "[browser]") {
   require_chromium();
-  // One repeat: the step ends with the host's whole round trip, which puts IPU1's narrow B8 at
-  // 8x about the middle.
+  // One repeat: the step ends with the host's whole round trip, which puts the main phase's
+  // steady state at 8x about the middle.
   const auto run = record(kTf1Config, {"pipeline.repeat_count=1"});
   const auto html = sim::html_report(run->report, run->timeline());
   const fs::path page = build_dir() / "run_zoom.html";
@@ -221,13 +221,13 @@ TEST_CASE("zooming the run page's to-scale chart redraws its axes and box labels
   const auto probe = run_in_page(page, html, kZoomScript);
   INFO(probe.lines);
   CHECK(probe.console_errors.empty());
-  // At 8x about the middle: five cycle ticks, seven ms ticks, every box wide enough labelled in
-  // full and IPU1's narrow B8 by its short label.
+  // At 8x about the middle: five cycle ticks, eight ms ticks, and every box in view labelled in
+  // full, none cut by the chart's edges.
   CHECK(probe.lines.find("8.0x\ncycles 380,000 400,000 420,000 440,000 460,000\n"
-                         "ms 0.28 0.29 0.3 0.31 0.32 0.33 0.34\n"
-                         "boxes B6 F9 B7 F10 8 F8 B8 F9 B9 F10\ncut 0\n") == 0);
+                         "ms 0.28 0.29 0.3 0.31 0.32 0.33 0.34 0.35\n"
+                         "boxes B6 F9 B7 F10 B8 F8 B8 F9 B9 F10\ncut 0\n") == 0);
   // At the most, 4096x, ticks 25 cycles and 20 ns apart, and the one box in view labelled.
-  CHECK(probe.lines.find("4096.0x\ncycles 412,075 412,100 412,125 412,150 412,175 412,200 "
-                         "412,225 412,250\nms 0.30982 0.30984 0.30986 0.30988 0.3099 0.30992 "
-                         "0.30994 0.30996\nboxes F9\ncut 0") != std::string::npos);
+  CHECK(probe.lines.find("4096.0x\ncycles 424,750 424,775 424,800 424,825 424,850 424,875 "
+                         "424,900 424,925\nms 0.31936 0.31938 0.3194 0.31942 0.31944 0.31946 "
+                         "0.31948\nboxes F9\ncut 0") != std::string::npos);
 }

@@ -51,9 +51,9 @@ TEST_CASE("validation: the Keras tutorial's CNN, on one IPU and pipelined over t
   const auto pipelined = run("configs/keras_cnn_2stage.json");
   const double single_ratio = per_micro_batch(single) / 170.5e-6;
   const double pipelined_ratio = per_micro_batch(pipelined) / 210e-6;
-  // With the conv efficiency fitted to MLPerf ResNet-50 (not to these): 123.3 us and 148.9 us.
-  CHECK(single_ratio > 0.70);
-  CHECK(single_ratio < 0.75);
+  // With the conv efficiency fitted to MLPerf ResNet-50 (not to these): 127.6 us and 152.7 us.
+  CHECK(single_ratio > 0.73);
+  CHECK(single_ratio < 0.77);
   CHECK(pipelined_ratio > 0.68);
   CHECK(pipelined_ratio < 0.74);
   // As measured, pipelining this small model is slower per micro-batch than one IPU.
@@ -104,8 +104,8 @@ void check_fitted(Figure figure, const std::string& name, double measured, doubl
   CHECK(ratio < high);
 }
 
-// Held-out rows, predicted before their measurements were looked up: each within 0.5% of the
-// README's figure.
+// Held-out rows: each within 0.5% of the README's figure by today's defaults (the README also
+// keeps the predictions made before the measurements were looked up).
 void check_held_out(Figure figure, const std::vector<std::pair<std::string, double>>& rows) {
   for (const auto& [name, predicted] : rows) {
     INFO(name);
@@ -117,36 +117,37 @@ void check_held_out(Figure figure, const std::vector<std::pair<std::string, doub
 
 TEST_CASE("validation: the MLPerf BERT training rows A1 and A6, which the defaults are fitted to") {
   // ../shared/fidelity/train.csv: 1,419.8 sequences/s (v1.0, IPU-POD16) and 2,306 (v2.0,
-  // Bow-POD16). One matmul efficiency serves both: A1 comes out 10.7% fast, A6 7.4% slow.
-  check_fitted(sequences_per_second, "bert_v1.0_pod16", 1419.8, 1.10, 1.115);
-  check_fitted(sequences_per_second, "bert_v2.0_pod16", 2306, 0.92, 0.93);
+  // Bow-POD16). Each preset's matmul efficiency is fitted to its own row, so both land within
+  // rounding of the fitted value's four digits.
+  check_fitted(sequences_per_second, "bert_v1.0_pod16", 1419.8, 0.999, 1.001);
+  check_fitted(sequences_per_second, "bert_v2.0_pod16", 2306, 0.999, 1.001);
 }
 
 TEST_CASE("validation: the held-out MLPerf BERT submissions are predicted as the README lists") {
-  check_held_out(sequences_per_second, {{"bert_v1.0_pod64", 5286.5},
-                                        {"bert_v1.1_pod16", 1674.6},
-                                        {"bert_v1.1_pod64", 5864.3},
-                                        {"bert_v1.1_pod128", 11680},
-                                        {"bert_v2.0_pod64", 8185.3},
-                                        {"bert_v2.0_pod128", 15775},
-                                        {"bert_v2.0_pod256", 29165.5}});
+  check_held_out(sequences_per_second, {{"bert_v1.0_pod64", 4777.2},
+                                        {"bert_v1.1_pod16", 1512.2},
+                                        {"bert_v1.1_pod64", 5297.6},
+                                        {"bert_v1.1_pod128", 10555.7},
+                                        {"bert_v2.0_pod64", 8831.5},
+                                        {"bert_v2.0_pod128", 17005.6},
+                                        {"bert_v2.0_pod256", 31391.2}});
 }
 
 TEST_CASE("validation: the MLPerf ResNet-50 training rows R1 and R7, which conv is fitted to") {
   // ../shared/fidelity/train.csv: 27,522 images/s (v1.0, IPU-POD16) and 43,133 (v2.0,
-  // Bow-POD16). One conv efficiency serves both: R1 comes out 6.1% fast, R7 4.9% slow.
-  check_fitted(images_per_second, "resnet50_v1.0_pod16", 27522, 1.055, 1.065);
-  check_fitted(images_per_second, "resnet50_v2.0_pod16", 43133, 0.945, 0.955);
+  // Bow-POD16). Each preset's conv efficiency is fitted to its own row.
+  check_fitted(images_per_second, "resnet50_v1.0_pod16", 27522, 0.999, 1.001);
+  check_fitted(images_per_second, "resnet50_v2.0_pod16", 43133, 0.999, 1.001);
 }
 
 TEST_CASE(
     "validation: the held-out MLPerf ResNet-50 submissions are predicted as the README lists") {
-  check_held_out(images_per_second, {{"resnet50_v1.0_pod64", 104533.9},
-                                     {"resnet50_v1.1_pod16", 29810.8},
-                                     {"resnet50_v1.1_pod64", 109633.7},
-                                     {"resnet50_v1.1_pod128", 206449.5},
-                                     {"resnet50_v1.1_pod256", 411702.3},
-                                     {"resnet50_v2.0_pod64", 151473.9},
-                                     {"resnet50_v2.0_pod128", 269848.4},
-                                     {"resnet50_v2.0_pod256", 537653.8}});
+  check_held_out(images_per_second, {{"resnet50_v1.0_pod64", 99106.3},
+                                     {"resnet50_v1.1_pod16", 28058.0},
+                                     {"resnet50_v1.1_pod64", 103678.7},
+                                     {"resnet50_v1.1_pod128", 195857.7},
+                                     {"resnet50_v1.1_pod256", 390638.1},
+                                     {"resnet50_v2.0_pod64", 158664.4},
+                                     {"resnet50_v2.0_pod128", 281199.7},
+                                     {"resnet50_v2.0_pod256", 560181.3}});
 }
