@@ -182,8 +182,7 @@ class OrderedSchedule::Simulation {
 std::int64_t OrderedSchedule::simulated_microbatches() const {
   const std::int64_t m = shape().microbatches;
   const std::int64_t n = layout().stages();
-  const std::int64_t settled =
-      kind_ == OrderKind::kInterleaved1F1B ? std::min<std::int64_t>(n, 2 * group_) : n;
+  const std::int64_t settled = rule_->virtual_stages() ? std::min<std::int64_t>(n, 2 * group_) : n;
   const std::int64_t base = settled + group_;
   if (m < base + group_)
     return m;
@@ -198,7 +197,7 @@ void OrderedSchedule::place_phases() {
   }
   PipelineShape shorter = shape();
   shorter.microbatches = simulated;
-  extrapolate_phases(OrderedSchedule(kind_, std::move(shorter), recomputation()),
+  extrapolate_phases(OrderedSchedule(*rule_, std::move(shorter), recomputation()),
                      (shape().microbatches - simulated) / group_);
 }
 

@@ -6,12 +6,13 @@
 
 namespace ipusim::schedules {
 
-OrderedSchedule::OrderedSchedule(OrderKind kind, PipelineShape shape, RecomputationMode resolved)
-    : Schedule(std::move(shape), resolved, false, kind == OrderKind::kZeroBubbleH1),
-      kind_(kind),
+OrderedSchedule::OrderedSchedule(const OrderRule& rule, PipelineShape shape,
+                                 RecomputationMode resolved)
+    : Schedule(std::move(shape), resolved, false, rule.splits_weight_grad()),
+      rule_(&rule),
       group_(1),
       chunks_(1) {
-  if (kind_ == OrderKind::kInterleaved1F1B) {
+  if (rule_->virtual_stages()) {
     group_ = layout().ipus();
     chunks_ = layout().stages() / group_;
   }
@@ -51,17 +52,7 @@ std::int64_t OrderedSchedule::unit_cost(Unit unit) const {
 }
 
 std::string OrderedSchedule::name() const {
-  switch (kind_) {
-    case OrderKind::kGPipe:
-      return "gpipe";
-    case OrderKind::kOneFOneB:
-      return "1f1b";
-    case OrderKind::kInterleaved1F1B:
-      return "interleaved_1f1b";
-    case OrderKind::kZeroBubbleH1:
-      return "zero_bubble_h1";
-  }
-  return "";
+  return rule_->name();
 }
 
 // One chunk per IPU and one IPU per round (all but interleaved_1f1b) need no division: the
@@ -100,21 +91,12 @@ std::int64_t OrderedSchedule::warmup(int ipu) const {
   const int n = layout().stages();
   if (!shape().training)
     return total;
-  switch (kind_) {
-    case OrderKind::kGPipe:
-      return total;
-    case OrderKind::kOneFOneB:
-    case OrderKind::kZeroBubbleH1:
-      return std::min<std::int64_t>(n - 1 - programs_[ipu].chunk_stages.front(), m);
-    case OrderKind::kInterleaved1F1B:
-      // Megatron-LM's get_pp_rank_microbatches (megatron/core/pipeline_parallel/schedules.py)
-      // and PyTorch's ScheduleInterleaved1F1B (torch/distributed/pipelining/schedules.py):
-      // 2 per hop to the last IPU plus a group per further chunk, capped at every unit. Until
-      // November 2024 Megatron-LM ran every forward first when M equalled the IPUs; no more.
-      return std::min<std::int64_t>(
-          static_cast<std::int64_t>(group_ - 1 - ipu) * 2 + (chunks_ - 1) * group_, total);
-  }
-  return total;
+  return rule_->warmup({.microbatches = m,
+                        .stages = n,
+                        .ipu = ipu,
+                        .first_stage = programs_[ipu].chunk_stages.front(),
+                        .group = group_,
+                        .chunks = chunks_});
 }
 
 void OrderedSchedule::add_segment(Program& program, std::vector<Unit> units, std::int64_t reps,
@@ -152,8 +134,8 @@ void OrderedSchedule::build_program(int ipu) {
     return;
   const int last = layout().stages() - 1;
   for (int chunk = 0; chunk < chunks_; ++chunk)
-    program.chunk_stages.push_back(kind_ == OrderKind::kInterleaved1F1B ? chunk * group_ + ipu
-                                                                        : hosted.front().stage);
+    program.chunk_stages.push_back(rule_->virtual_stages() ? chunk * group_ + ipu
+                                                           : hosted.front().stage);
   for (int stage : program.chunk_stages) {
     std::vector<Task> forward;
     if (stage == 0)

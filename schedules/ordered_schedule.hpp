@@ -42,18 +42,17 @@
 #include <span>
 #include <vector>
 
+#include "schedules/order_rule.hpp"
 #include "schedules/schedule.hpp"
 
 namespace ipusim::schedules {
 
-// The dependency-ordered schedules described above.
-enum class OrderKind { kGPipe, kOneFOneB, kInterleaved1F1B, kZeroBubbleH1 };
-
 // A dependency-ordered schedule: per IPU, a few segments of repeating unit patterns, from which
-// every task is computed; memory depends on N, not on M.
+// every task is computed; memory depends on N, not on M. `rule` (one of the orders described
+// above) outlives the schedule.
 class OrderedSchedule final : public Schedule {
  public:
-  OrderedSchedule(OrderKind kind, PipelineShape shape, RecomputationMode resolved);
+  OrderedSchedule(const OrderRule& rule, PipelineShape shape, RecomputationMode resolved);
 
   std::string name() const override;
   std::int64_t program_length(int ipu) const override;
@@ -127,7 +126,7 @@ class OrderedSchedule final : public Schedule {
   void extrapolate_phases(const OrderedSchedule& simulated, std::int64_t periods);
   void find_stash_depth();
 
-  OrderKind kind_;
+  const OrderRule* rule_;
   int group_;   // P: IPUs that one round of virtual indices cycles through
   int chunks_;  // v: stages per IPU
   std::vector<Program> programs_;

@@ -14,27 +14,17 @@ std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-StepSchedule::StepSchedule(StepKind kind, PipelineShape shape, RecomputationMode resolved,
+StepSchedule::StepSchedule(const StepRule& rule, PipelineShape shape, RecomputationMode resolved,
                            bool relaxed)
-    : Schedule(std::move(shape), resolved, relaxed, false), kind_(kind) {
+    : Schedule(std::move(shape), resolved, relaxed, false), rule_(&rule) {
   const int n = layout().stages();
   const std::int64_t m = this->shape().microbatches;
   const bool training = this->shape().training;
   slots_per_microbatch_ = training ? 2 * n : n;
   const int s = slots_per_microbatch_;
-  switch (kind_) {
-    case StepKind::kGrouped:
-      period_ = 1;
-      break;
-    case StepKind::kInterleaved:
-      period_ = training ? 2 : 1;
-      break;
-    case StepKind::kSequential:
-      period_ = s;
-      break;
-  }
-  steps_ = period_ * m + (kind_ == StepKind::kSequential ? 0 : s);
-  if (kind_ != StepKind::kSequential) {
+  period_ = rule_->period(s, training);
+  steps_ = period_ * m + (rule_->pipelined() ? s : 0);
+  if (rule_->pipelined()) {
     code_ramp_up_ = std::min<std::int64_t>(s, steps_);
     code_ramp_down_ = std::min<std::int64_t>(s, steps_ - code_ramp_up_);
   }
@@ -43,15 +33,7 @@ StepSchedule::StepSchedule(StepKind kind, PipelineShape shape, RecomputationMode
 }
 
 std::string StepSchedule::name() const {
-  switch (kind_) {
-    case StepKind::kGrouped:
-      return "grouped";
-    case StepKind::kInterleaved:
-      return "interleaved";
-    case StepKind::kSequential:
-      return "sequential";
-  }
-  return "";
+  return rule_->name();
 }
 
 std::int64_t StepSchedule::offset_of(Op op, int stage) const {
@@ -206,7 +188,7 @@ void StepSchedule::exchange_in_step(std::int64_t step, std::vector<Task>& out) c
 }
 
 void StepSchedule::slot_copies(std::int64_t step, std::vector<Task>& out) const {
-  const bool every_step = kind_ == StepKind::kGrouped;
+  const bool every_step = rule_->every_slot_every_step();
   for (int k = 0; k < layout().stages(); ++k) {
     const bool forward_slot = every_step || (step - k) % 2 == 0;
     const bool backward_slot = every_step || (step - k) % 2 != 0;
@@ -224,7 +206,7 @@ bool StepSchedule::fifo_runs(std::int64_t step, int stage) const {
     const std::int64_t since = step - offset_of(Op::kForward, stage);
     return since >= 0 && since % period_ == 0 && since / period_ < shape().microbatches;
   }
-  return kind_ == StepKind::kGrouped || (step - stage) % 2 == 0;
+  return rule_->every_slot_every_step() || (step - stage) % 2 == 0;
 }
 
 std::int64_t StepSchedule::next_busy_step(int ipu, std::int64_t from) const {
@@ -337,10 +319,10 @@ void StepSchedule::find_full_steps() {
 std::vector<std::int64_t> StepSchedule::stash_depth() const {
   const int n = layout().stages();
   std::vector<std::int64_t> depth(n, 0);
-  if (!shape().training || kind_ == StepKind::kSequential)
+  if (!shape().training || !rule_->pipelined())
     return depth;
   // TF's FIFO depth multiplier: grouped pushes the FIFO every step, interleaved every other.
-  const std::int64_t multiplier = kind_ == StepKind::kGrouped ? 2 : 1;
+  const std::int64_t multiplier = rule_->every_slot_every_step() ? 2 : 1;
   for (int k = 0; k < n; ++k)
     depth[k] = multiplier * (n - 1 - k);
   return depth;
@@ -348,7 +330,7 @@ std::vector<std::int64_t> StepSchedule::stash_depth() const {
 
 std::vector<StashKind> StepSchedule::stash_kind() const {
   const int n = layout().stages();
-  if (!shape().training || kind_ == StepKind::kSequential)
+  if (!shape().training || !rule_->pipelined())
     return std::vector<StashKind>(n, StashKind::kNone);
   std::vector<StashKind> kinds(n, StashKind::kActivations);
   for (int k = 0; k < n; ++k) {

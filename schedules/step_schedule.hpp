@@ -29,16 +29,15 @@
 #include <vector>
 
 #include "schedules/schedule.hpp"
+#include "schedules/step_rule.hpp"
 
 namespace ipusim::schedules {
 
-// Graphcore's three pipeline schedules (TF PipelineSchedule).
-enum class StepKind { kGrouped, kInterleaved, kSequential };
-
 // A step-based schedule; every task comes from a closed form, nothing is stored per micro-batch.
+// `rule` (one of Graphcore's three, TF PipelineSchedule) outlives the schedule.
 class StepSchedule final : public Schedule {
  public:
-  StepSchedule(StepKind kind, PipelineShape shape, RecomputationMode resolved, bool relaxed);
+  StepSchedule(const StepRule& rule, PipelineShape shape, RecomputationMode resolved, bool relaxed);
 
   std::string name() const override;
   const StepSchedule* as_steps() const override { return this; }
@@ -61,7 +60,7 @@ class StepSchedule final : public Schedule {
   // masked or not: Grouped runs every stage's forward and backward copy programs in every step
   // and Interleaved each in alternate steps. Otherwise (Sequential) it moves the copies the
   // step's programs list (tasks_in_step).
-  bool copies_every_slot() const { return kind_ != StepKind::kSequential; }
+  bool copies_every_slot() const { return rule_->pipelined(); }
   // When copies_every_slot(): the copies the exchange at the end of `step` moves, by sending
   // IPU; a masked slot's carry no micro-batch. `out` is cleared first.
   void exchange_in_step(std::int64_t step, std::vector<Task>& out) const;
@@ -99,7 +98,7 @@ class StepSchedule final : public Schedule {
   void find_full_steps();
   void slot_copies(std::int64_t step, std::vector<Task>& out) const;
 
-  StepKind kind_;
+  const StepRule* rule_;
   int slots_per_microbatch_;  // S
   std::int64_t period_;
   std::int64_t steps_;
