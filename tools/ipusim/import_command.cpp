@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <optional>
 #include <ostream>
 #include <span>
 
 #include "models/keras_import.hpp"
+#include "models/keras_weights.hpp"
 #include "models/npy.hpp"
-#include "models/npz.hpp"
 #include "models/onnx_import.hpp"
 #include "models/shape_inference.hpp"
 #include "models/stage_executor.hpp"
@@ -34,8 +32,9 @@ struct ImportArgs {
 // How an error names the model file when an output would replace it.
 constexpr const char* kModelRole = "the model file this command reads";
 
-// ONNX files above this are refused: ipusim's models hold at most a few hundred MB of weights.
-constexpr std::int64_t kMaxOnnxBytes = std::int64_t{1} << 30;
+// ONNX and .npz files above this are refused: ipusim's models hold at most a few hundred MB
+// of weights.
+constexpr std::int64_t kMaxModelFileBytes = std::int64_t{1} << 30;
 
 bool is_onnx(const std::string& path) {
   return std::filesystem::path(path).extension() == ".onnx";
@@ -43,7 +42,7 @@ bool is_onnx(const std::string& path) {
 
 std::string read_onnx_file(const std::string& path) {
   std::string bytes;
-  if (const auto why = core::read_regular_file(path, &bytes, kMaxOnnxBytes))
+  if (const auto why = core::read_regular_file(path, &bytes, kMaxModelFileBytes))
     throw core::ConfigError(path, "", *why);
   return bytes;
 }
@@ -101,7 +100,7 @@ sim::RunSpec with_data(nlohmann::json& config, const ImportArgs& a) {
   return validated(config, a);
 }
 
-using ImportedWeights = std::vector<std::pair<std::string, std::vector<models::Tensor>>>;
+using ImportedWeights = models::LayerTensors;
 
 // Declares and writes `<folder>/<name>.initial.npy` for each of one layer's tensors, checking
 // each against the shape the validated model gives it.
@@ -143,14 +142,6 @@ void write_weights(const ImportedWeights& weights, const ImportedWeights& runnin
   }
 }
 
-// 'a', 'b', 'c': every name, not a choice among them.
-std::string listed(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& name : names)
-    text += (text.empty() ? "'" : ", '") + name + "'";
-  return text;
-}
-
 // The Keras weights file: --weights, or `<model>.npz` beside the model's JSON when it exists.
 std::string keras_weights_path(const ImportArgs& a) {
   if (!a.weights.empty())
@@ -160,76 +151,10 @@ std::string keras_weights_path(const ImportArgs& a) {
   return std::filesystem::is_regular_file(beside) ? beside.string() : "";
 }
 
-// What a Keras weights file gives: each imported layer's parameters in ipusim's order and
-// shapes, the batch norms' moving statistics, and the arrays no layer takes.
-struct KerasWeightsFile {
-  ImportedWeights weights;
-  ImportedWeights running;
-  std::vector<std::string> ignored;
-};
-
-// The arrays of an .npz by Keras name, without tf.keras' ":0". The file may hold the weights,
-// their moving statistics and an optimizer's state (Adam's two moments): four float32s per
-// parameter and a megabyte of slack bound what is read.
-std::map<std::string, models::Tensor> keras_arrays(const std::string& npz,
-                                                   std::int64_t parameters) {
-  const std::int64_t max_bytes = std::min(kMaxOnnxBytes, 16 * parameters + (1 << 20));
-  std::map<std::string, models::Tensor> arrays;
-  for (auto& [name, tensor] : models::read_npz(npz, max_bytes)) {
-    const bool tf_name = name.size() > 2 && name.substr(name.size() - 2) == ":0";
-    arrays.insert_or_assign(tf_name ? name.substr(0, name.size() - 2) : name, std::move(tensor));
-  }
-  return arrays;
-}
-
-KerasWeightsFile keras_weights(const models::KerasImport& imported, const sim::RunSpec& spec,
-                               const std::string& npz) {
-  auto arrays = keras_arrays(npz, spec.model.total_params());
-  std::vector<std::string> missing;
-  // Takes `<layer>/<name>` out of the arrays; records it as missing when absent.
-  auto take = [&](const std::string& layer, const std::string& name) {
-    const auto found = arrays.find(layer + "/" + name);
-    if (found == arrays.end()) {
-      missing.push_back(layer + "/" + name);
-      return std::optional<models::Tensor>();
-    }
-    auto tensor = std::make_optional(std::move(found->second));
-    arrays.erase(found);
-    return tensor;
-  };
+models::KerasWeightsFile keras_weights(const models::KerasImport& imported,
+                                       const sim::RunSpec& spec, const std::string& npz) {
   const models::ParameterStore seeded(spec.model, sim::training_options(spec));
-  KerasWeightsFile file;
-  for (const auto& layer : imported.weights) {
-    const auto expected = seeded.parameters(spec.model.index_of(layer.layer));
-    std::vector<models::Tensor> tensors;
-    for (std::size_t i = 0; i < layer.names.size(); ++i) {
-      auto tensor = take(layer.layer, layer.names[i]);
-      if (tensor && layer.merge_heads && tensor->elements() == expected[i].elements())
-        tensor = std::move(*tensor).reshaped(expected[i].shape());
-      if (tensor)
-        tensors.push_back(std::move(*tensor));
-    }
-    file.weights.emplace_back(layer.layer, std::move(tensors));
-    // Moving statistics are optional: without them they start at 0 and 1.
-    const bool has_running =
-        std::any_of(layer.running.begin(), layer.running.end(),
-                    [&](const auto& n) { return arrays.contains(layer.layer + "/" + n); });
-    std::vector<models::Tensor> running;
-    for (const auto& name : has_running ? layer.running : std::vector<std::string>{}) {
-      if (auto tensor = take(layer.layer, name))
-        running.push_back(std::move(*tensor));
-    }
-    if (running.size() == 2)
-      file.running.emplace_back(layer.layer, std::move(running));
-  }
-  if (!missing.empty())
-    throw core::ConfigError(npz, "",
-                            "has no array for " + listed(missing) +
-                                "; name them <layer>/<weight> as Keras 3's w.path does, or "
-                                "<layer>/<weight>:0 as tf.keras' w.name does");
-  for (const auto& [name, tensor] : arrays)
-    file.ignored.push_back(name);
-  return file;
+  return models::read_keras_weights(imported, spec.model, seeded, npz, kMaxModelFileBytes);
 }
 
 void import_keras_file(const ImportArgs& a, std::ostream& out) {
@@ -250,7 +175,7 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
   const auto spec = with_data(config, a);
   const auto moving = models::check_keras_model(imported, spec.model, a.model_path);
   const std::string folder = (config_path.parent_path() / folder_name).string();
-  KerasWeightsFile weights;
+  models::KerasWeightsFile weights;
   if (!npz.empty()) {
     weights = keras_weights(imported, spec, npz);
     write_weights(weights.weights, weights.running, spec, folder, npz, outputs);
@@ -267,7 +192,7 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
     out << " and its initial weights from " << npz << " in " << folder << "/";
   out << "\n";
   if (!ignored.empty())
-    out << "not imported from " << npz << ": " << listed(ignored)
+    out << "not imported from " << npz << ": " << models::listed(ignored)
         << " (no layer of the model takes them)\n";
   for (const auto& note : imported.notes)
     out << "note: " << note << "\n";
