@@ -5,6 +5,7 @@
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/time.hpp"
+#include "sim/spec/config_keys.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -414,11 +415,7 @@ double HardwareSpec::unit_peak_per_tile_cycle(models::OpClass op_class, models::
 
 HardwareSpec parse_hardware(const ConfigNode& node, int ipus_needed, std::string* note) {
   reject_replaced_keys(node);
-  node.expect_only_keys({"preset", "ipus", "clock", "tiles", "memory_per_ipu", "peak_flops",
-                         "memory_bandwidth", "ipu_link", "gw_link", "ipus_per_ild", "topology",
-                         "selection_order", "host_link_bandwidth", "streaming_memory_bandwidth",
-                         "host_input_bandwidth", "ipus_per_host", "sync", "operations",
-                         "code_memory"});
+  node.expect_only_keys(key_names(hardware_keys()));
   HardwareSpec hw = preset(node.get_enum("preset", "gc200", hardware_preset_names()));
   if (auto topology = node.find("topology"))
     topology->as_enum({"ladder"});

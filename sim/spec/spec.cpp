@@ -7,6 +7,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/suggest.hpp"
+#include "sim/spec/config_keys.hpp"
 #include "sim/spec/stages.hpp"
 
 namespace ipusim::sim {
@@ -20,27 +21,6 @@ using schedules::RecomputationMode;
 constexpr std::int64_t kMaxSamplesPerUpdate = std::int64_t{1} << 50;
 constexpr std::int64_t kMaxMicroBatchBytes = std::int64_t{1} << 50;
 constexpr std::size_t kMaxDescriptionBytes = 10'000;
-
-const std::vector<std::string> kPipelineKeys = {"splits",
-                                                "stages",
-                                                "device_mapping",
-                                                "pipeline_schedule",
-                                                "gradient_accumulation_count",
-                                                "repeat_count",
-                                                "micro_batch_size",
-                                                "replication_factor",
-                                                "recomputation_mode",
-                                                "offload_weight_update_variables",
-                                                "replicated_optimizer_state_sharding",
-                                                "offload_activations",
-                                                "stash_dtype",
-                                                "gradient_accumulation_dtype",
-                                                "gradient_accumulation_reduction",
-                                                "optimizer",
-                                                "dtype",
-                                                "relaxed_divisibility",
-                                                "training",
-                                                "seed"};
 
 RecomputationMode read_recomputation(const ConfigNode& pipeline) {
   return schedules::recomputation_mode_of(
@@ -199,7 +179,7 @@ void check_samples_per_update(const ConfigNode& pipeline, const PipelineSpec& sp
 }
 
 PipelineSpec read_pipeline(const ConfigNode& pipeline, const models::Model& model) {
-  pipeline.expect_only_keys(kPipelineKeys);
+  pipeline.expect_only_keys(key_names(pipeline_keys()));
   PipelineSpec spec;
   spec.stages = read_stages(model, pipeline);
   read_scalars(pipeline, model, spec);

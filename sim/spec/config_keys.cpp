@@ -1,0 +1,156 @@
+#include "sim/spec/config_keys.hpp"
+
+#include "schedules/build.hpp"
+#include "schedules/pipeline_shape.hpp"
+#include "sim/spec/hardware.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+std::string code(const std::string& text) {
+  return "`" + text + "`";
+}
+
+// `a`, `b`, `c`
+std::string code_list(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names)
+    text += (text.empty() ? "" : ", ") + code(name);
+  return text;
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& info : schedules::schedule_catalogue())
+    names.push_back(info.name);
+  return names;
+}
+
+// "`gc200`, `bow`, `gc2` or `ideal`"
+std::string presets_text() {
+  const auto& names = hardware_preset_names();
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + code(names[i]);
+  return text;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& pipeline_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {"splits", "none", "layer ids, each starting the next stage (the TF1 tutorial's `--splits`)"},
+      {"stages", "one stage",
+       "explicit stages as lists of layer ids; an entry that is a list of lists is a concurrent "
+       "stage (its sub-stages run at once on different IPUs)"},
+      {"device_mapping", "one IPU per stage in order",
+       "an IPU per stage; a list entry gives the IPUs of a concurrent stage's sub-stages"},
+      {"pipeline_schedule", code(schedules::default_schedule()), code_list(schedule_names())},
+      {"gradient_accumulation_count", "1", "micro-batches per weight update (M)"},
+      {"repeat_count", "1", "times the whole program (ramp-up to weight update) runs"},
+      {"micro_batch_size", "1", "samples per micro-batch"},
+      {"replication_factor", "1", "data-parallel replicas of the whole pipeline"},
+      {"recomputation_mode", code("none"), code_list(schedules::recomputation_mode_names())},
+      {"offload_weight_update_variables", "false", "keep optimizer state in streaming memory"},
+      {"replicated_optimizer_state_sharding", "false",
+       "each replica keeps 1/G of the optimizer state (on chip, or in streaming memory with "
+       "`offload_weight_update_variables`), G the replicas of one IPU-Link domain; the weight "
+       "update becomes reduce-scatter, update of the shard, all-gather (see [Replicas' "
+       "collectives](#replicas-collectives)). With `replication_factor` 1 it has no effect "
+       "(Graphcore forces it off then). TF's `replicated_optimizer_state_sharding`, PopART's "
+       "`ReplicatedTensorSharding.On`. Example: `\"replicated_optimizer_state_sharding\": true`"},
+      {"offload_activations", "false",
+       "keep the stash FIFOs in streaming memory (grouped, interleaved; see [Stash FIFOs in "
+       "streaming memory](#stash-fifos-in-streaming-memory-pipelineoffload_activations))"},
+      {"stash_dtype", "`dtype`",
+       "`fp32`, `fp16` or `fp8`: the type of the stage inputs and checkpoints a recomputing "
+       "pipeline stashes, e.g. `\"stash_dtype\": \"fp8\"` (PopART BERT's "
+       "`activation_checkpoint_dtype`; see [the fp8 "
+       "stash](#lamb-lars-moment-dtypes-and-an-fp8-stash))"},
+      {"gradient_accumulation_dtype", "`dtype`", "`fp32` or `fp16` accumulators"},
+      {"gradient_accumulation_reduction", "`mean`", "`mean` or `sum`"},
+      {"optimizer", "sgd, 0.01",
+       "`{\"type\": \"sgd\", \"learning_rate\": 0.01}`, `momentum` (+`momentum`), `adam` "
+       "(+`beta1`, `beta2`, `epsilon`, `bias_correction`, `m_dtype`, `v_dtype`), `lamb` (Adam's "
+       "keys + `weight_decay`), `lars` (`momentum`, `weight_decay`, `eta`, `epsilon`), e.g. "
+       "`{\"type\": \"lamb\", \"learning_rate\": 0.002, \"weight_decay\": 0.01, "
+       "\"bias_correction\": false, \"m_dtype\": \"fp16\"}`"},
+      {"dtype", "the model input's", "`fp32` or `fp16` compute"},
+      {"relaxed_divisibility", "false",
+       "accept a `gradient_accumulation_count` that Graphcore rejects (outputs say so)"},
+      {"training", "true if the model has a loss", "false for inference"},
+      {"seed", "0", "weight initialisation and dropout"},
+  };
+  return keys;
+}
+
+const std::vector<ConfigKey>& hardware_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {"preset", code("\"gc200\""),
+       presets_text() +
+           ": the preset whose figures the other keys override; the defaults below are gc200's"},
+      {"ipus", "stages' IPUs x replicas, rounded up to a power of two (noted in the output)",
+       "§2 \"IPUs per model always a power of two\""},
+      {"clock", "`\"1.33GHz\"`", "§1 MLPerf v1"},
+      {"tiles", "1472", "§1"},
+      {"memory_per_ipu", "940,572,672 B (624 KB x 1472, \"900MB\")", "§1"},
+      {"peak_flops", "`{\"fp16\": \"250TFLOPS\", \"fp32\": \"62.5TFLOPS\"}`",
+       "§1 POD128 datasheet"},
+      {"memory_bandwidth", "`\"47.5TB/s\"`", "§1"},
+      {"ipu_link",
+       "`{\"bandwidth\": \"13.6GB/s\", \"latency_cycles\": 100, \"links_in_pair\": 4, "
+       "\"links_up_down\": 2, \"links_cross\": 1}`",
+       "§2 ladder model, 128 Gbit/s x 0.85 per link"},
+      {"ipus_per_ild", "64",
+       "§2: an IPU-Link domain is one POD64 (16 IPU-Machines of 4 IPUs); POD128 and POD256 are 2 "
+       "and 4 of them joined by GW-Links (MLPerf v1.1/v2.0 BERT `--num-ilds`). Replicas spanning "
+       "several domains must fill them alike. Example: `\"ipus_per_ild\": 64`"},
+      {"gw_link", "`{\"bandwidth\": \"6.25GB/s\", \"latency_cycles\": 2660}`",
+       "§2, Bow-2000 datasheet: \"GW-Link 2x 100Gbps\" per IPU-Machine (the IPU-M2000 has the same "
+       "2 ports), shared by its 4 IPUs: 25 GB/s / 4 per IPU. The latency, 2 µs at the clock (3,700 "
+       "cycles on bow), is a guess: a 100 GbE RoCE hop through the gateways. Example: "
+       "`\"gw_link\": {\"bandwidth\": \"6.25GB/s\", \"latency_cycles\": 2660}`"},
+      {"topology", "`\"ladder\"`", "§2"},
+      {"selection_order", "`\"snake\"`", "§2 (`snake`, `hoof`, `zigzag`)"},
+      {"host_link_bandwidth", "`\"12.5GB/s\"`", "§2 100 GbE RoCE"},
+      {"host_input_bandwidth", "`\"12.5GB/s\"`",
+       "The rate at which one host's input pipeline (read, decode, augment, send) prepares samples "
+       "for the replicas on its IPUs, beside their compute: a guess, one 100 GbE RoCE port's worth "
+       "(§2), calibratable; unlimited on `ideal`. See [Host "
+       "input](#host-input-and-the-host-round-trip)"},
+      {"ipus_per_host", "one host per IPU-Link domain (`ipus_per_ild`)",
+       "how many IPUs one host feeds, e.g. `16` for Graphcore's MLPerf ResNet-50 (one host per 16 "
+       "IPUs on every POD, 4 on a POD64: `poprun --num-hosts`)"},
+      {"streaming_memory_bandwidth", "`\"16GB/s\"`", "§2 PCIe Gen4 x8 upper bound"},
+      {"sync",
+       "`{\"base_cycles\": 40, \"per_ipu_cycles\": 10, \"exchange_overhead_cycles\": 100, "
+       "\"host_cycles\": 6650, \"host_round_trip_cycles\": 13300}`",
+       "§3 IPUModel formula; host figure uncalibrated. `host_round_trip_cycles` is charged once "
+       "per device program, which runs `repeat_count` weight updates (Graphcore's BERT runs "
+       "`batches_per_step` 1: the host starts each step and waits for it; its ResNet-50 runs a "
+       "fifth of an epoch per program): a guess, a host sync each way (10 µs), uncalibrated; 0 on "
+       "`ideal`"},
+      {"operations", "see [The cost of an operation](#the-cost-of-an-operation)",
+       "poplibs cycle estimators, §1, §3"},
+      {"code_memory",
+       "`{\"control\": \"7MB\", \"per_compute_set\": 23552, \"per_tile_per_compute_set\": 150}`",
+       "a Poplar profile summary (7 MB); the rest guesses"},
+  };
+  return keys;
+}
+
+std::vector<std::string> key_names(const std::vector<ConfigKey>& keys) {
+  std::vector<std::string> names;
+  for (const auto& key : keys)
+    names.push_back(key.name);
+  return names;
+}
+
+std::string markdown_table(const std::vector<ConfigKey>& keys, const std::string& header) {
+  std::string table = header + "\n|---|---|---|\n";
+  for (const auto& key : keys)
+    table += "| " + code(key.name) + " | " + key.default_text + " | " + key.meaning + " |\n";
+  return table;
+}
+
+}  // namespace ipusim::sim
