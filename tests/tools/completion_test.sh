@@ -34,5 +34,8 @@ check "interleaved interleaved_1f1b" ipusim run x --schedule inter
 check "grouped" ipusim compare x --schedules gr
 check "json" ipusim schedule x --format j
 check "stash_fifos" ipusim plan x --offload st
+check "pipeline.gradient_accumulation_count= pipeline.gradient_accumulation_dtype= pipeline.gradient_accumulation_reduction=" \
+  ipusim run x --set pipeline.grad
+check "hardware.host_link_bandwidth= hardware.host_input_bandwidth=" ipusim sweep x --vary hardware.host_
 "$ipusim" completion zsh | grep -q '^autoload -U +X bashcompinit && bashcompinit$'
-echo "completion: commands, options, option values and files complete"
+echo "completion: commands, options, option values, --set paths and files complete"
