@@ -1,5 +1,4 @@
 // GPipe (ordered_schedule.hpp): every forward, then every backward.
-#include "schedules/ordered_schedule.hpp"
 #include "schedules/registry.hpp"
 
 namespace ipusim::schedules {
@@ -13,28 +12,13 @@ class GPipeRule final : public OrderRule {
   }
 };
 
-const OrderRule& gpipe_rule() {
-  static const GPipeRule rule;
-  return rule;
-}
-
-std::unique_ptr<Schedule> make_gpipe(const PipelineShape& shape, RecomputationMode mode, bool) {
-  return std::make_unique<OrderedSchedule>(gpipe_rule(), shape, mode);
-}
-
 }  // namespace
 
 ScheduleRow gpipe_row() {
-  return {.info = {gpipe_rule().name(),
-                   "GPU: all forwards, then all backwards. Simplest; stashes all M "
-                   "micro-batches."},
-          .graphcore = false,
-          .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
-          .then_backpropagate = false,
-          .interleaved_recompute = true,
-          .lanes = no_lanes,
-          .placement = one_stage_per_ipu,
-          .make = make_gpipe};
+  return gpu_row<GPipeRule>(
+      "GPU: all forwards, then all backwards. Simplest; stashes all M "
+      "micro-batches.",
+      one_stage_per_ipu);
 }
 
 }  // namespace ipusim::schedules

@@ -1,7 +1,6 @@
 // Graphcore's Grouped schedule (graphcore-schedules.md): T = m + s, every IPU runs its backward
 // then its forward in every step.
 #include "schedules/registry.hpp"
-#include "schedules/step_schedule.hpp"
 
 namespace ipusim::schedules {
 namespace {
@@ -13,24 +12,14 @@ class GroupedRule final : public StepRule {
   bool every_slot_every_step() const override { return true; }
 };
 
-const StepRule& grouped_rule() {
-  static const GroupedRule rule;
-  return rule;
-}
-
 std::int64_t grouped_lanes(const PipelineShape& shape) {
   return shape.training ? 2 * shape.stages() : shape.stages();
-}
-
-std::unique_ptr<Schedule> make_grouped(const PipelineShape& shape, RecomputationMode mode,
-                                       bool relaxed) {
-  return std::make_unique<StepSchedule>(grouped_rule(), shape, mode, relaxed);
 }
 
 }  // namespace
 
 ScheduleRow grouped_row() {
-  return {.info = {grouped_rule().name(),
+  return {.info = {rule_instance<GroupedRule>().name(),
                    "Graphcore's default: each step every IPU runs its backward then its forward. "
                    "Fastest when stages are balanced; stashes 2(N-1-k) micro-batches on stage k; "
                    "M a multiple of 2N."},
@@ -40,7 +29,7 @@ ScheduleRow grouped_row() {
           .interleaved_recompute = true,
           .lanes = grouped_lanes,
           .placement = any_placement,
-          .make = make_grouped};
+          .make = make_stepped<GroupedRule>};
 }
 
 }  // namespace ipusim::schedules

@@ -2,7 +2,6 @@
 // alternate forward and backward steps; one stage per IPU when training.
 #include "schedules/registry.hpp"
 #include "schedules/schedule_error.hpp"
-#include "schedules/step_schedule.hpp"
 
 namespace ipusim::schedules {
 namespace {
@@ -12,11 +11,6 @@ class InterleavedRule final : public StepRule {
   std::string name() const override { return "interleaved"; }
   std::int64_t period(int, bool training) const override { return training ? 2 : 1; }
 };
-
-const StepRule& interleaved_rule() {
-  static const InterleavedRule rule;
-  return rule;
-}
 
 std::int64_t interleaved_lanes(const PipelineShape& shape) {
   return shape.stages();
@@ -33,15 +27,10 @@ void interleaved_placement(const std::string&, const PipelineShape& shape) {
                             shared + ")");
 }
 
-std::unique_ptr<Schedule> make_interleaved(const PipelineShape& shape, RecomputationMode mode,
-                                           bool relaxed) {
-  return std::make_unique<StepSchedule>(interleaved_rule(), shape, mode, relaxed);
-}
-
 }  // namespace
 
 ScheduleRow interleaved_row() {
-  return {.info = {interleaved_rule().name(),
+  return {.info = {rule_instance<InterleavedRule>().name(),
                    "Graphcore: IPUs alternate forward and backward steps. Half grouped's stash, "
                    "but every step waits for the slower of a forward and a backward; M a "
                    "multiple of N, one stage per IPU."},
@@ -51,7 +40,7 @@ ScheduleRow interleaved_row() {
           .interleaved_recompute = false,
           .lanes = interleaved_lanes,
           .placement = interleaved_placement,
-          .make = make_interleaved};
+          .make = make_stepped<InterleavedRule>};
 }
 
 }  // namespace ipusim::schedules

@@ -2,7 +2,6 @@
 // k mod P, which divide 1F1B's bubble by v.
 #include <algorithm>
 
-#include "schedules/ordered_schedule.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_error.hpp"
 
@@ -23,11 +22,6 @@ class Interleaved1F1BRule final : public OrderRule {
         at.microbatches * at.chunks);
   }
 };
-
-const OrderRule& interleaved_1f1b_rule() {
-  static const Interleaved1F1BRule rule;
-  return rule;
-}
 
 void fail_placement(ScheduleOption option, const std::string& message) {
   throw ScheduleError(option, message);
@@ -70,24 +64,13 @@ void virtual_stages(const std::string&, const PipelineShape& shape) {
                        "interleaved_1f1b)");
 }
 
-std::unique_ptr<Schedule> make_interleaved_1f1b(const PipelineShape& shape, RecomputationMode mode,
-                                                bool) {
-  return std::make_unique<OrderedSchedule>(interleaved_1f1b_rule(), shape, mode);
-}
-
 }  // namespace
 
 ScheduleRow interleaved_1f1b_row() {
-  return {.info = {interleaved_1f1b_rule().name(),
-                   "GPU, Megatron-LM interleaved: v stages per IPU (stage k on IPU k mod P) "
-                   "divide the bubble by v at the cost of more copies; M a multiple of P."},
-          .graphcore = false,
-          .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
-          .then_backpropagate = false,
-          .interleaved_recompute = true,
-          .lanes = no_lanes,
-          .placement = virtual_stages,
-          .make = make_interleaved_1f1b};
+  return gpu_row<Interleaved1F1BRule>(
+      "GPU, Megatron-LM interleaved: v stages per IPU (stage k on IPU k mod P) "
+      "divide the bubble by v at the cost of more copies; M a multiple of P.",
+      virtual_stages);
 }
 
 }  // namespace ipusim::schedules

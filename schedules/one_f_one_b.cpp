@@ -2,7 +2,6 @@
 // forward one backward.
 #include <algorithm>
 
-#include "schedules/ordered_schedule.hpp"
 #include "schedules/registry.hpp"
 
 namespace ipusim::schedules {
@@ -19,30 +18,14 @@ class OneFOneBRule final : public OrderRule {
   std::int64_t warmup(const OrderPosition& at) const override { return one_f_one_b_warmup(at); }
 };
 
-const OrderRule& one_f_one_b_rule() {
-  static const OneFOneBRule rule;
-  return rule;
-}
-
-std::unique_ptr<Schedule> make_one_f_one_b(const PipelineShape& shape, RecomputationMode mode,
-                                           bool) {
-  return std::make_unique<OrderedSchedule>(one_f_one_b_rule(), shape, mode);
-}
-
 }  // namespace
 
 ScheduleRow one_f_one_b_row() {
-  return {.info = {one_f_one_b_rule().name(),
-                   "GPU, PipeDream-flush / Megatron-LM: a warm-up of forwards, then one forward "
-                   "one backward. Gpipe's bubble with at most N-k micro-batches stashed on stage "
-                   "k."},
-          .graphcore = false,
-          .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
-          .then_backpropagate = false,
-          .interleaved_recompute = true,
-          .lanes = no_lanes,
-          .placement = one_stage_per_ipu,
-          .make = make_one_f_one_b};
+  return gpu_row<OneFOneBRule>(
+      "GPU, PipeDream-flush / Megatron-LM: a warm-up of forwards, then one forward "
+      "one backward. Gpipe's bubble with at most N-k micro-batches stashed on stage "
+      "k.",
+      one_stage_per_ipu);
 }
 
 }  // namespace ipusim::schedules

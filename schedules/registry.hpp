@@ -9,8 +9,12 @@
 
 #include "schedules/build.hpp"
 #include "schedules/order_rule.hpp"
+#include "schedules/ordered_schedule.hpp"
+#include "schedules/step_schedule.hpp"
 
 namespace ipusim::schedules {
+
+using PlacementCheck = void (*)(const std::string& name, const PipelineShape& shape);
 
 struct ScheduleRow {
   ScheduleInfo info;
@@ -21,7 +25,7 @@ struct ScheduleRow {
   // Graphcore's overlap length (0: a GPU schedule, which has no divisibility rule).
   std::int64_t (*lanes)(const PipelineShape& shape) = nullptr;
   // Throws ScheduleError when the stage-to-IPU mapping does not suit the schedule.
-  void (*placement)(const std::string& name, const PipelineShape& shape) = nullptr;
+  PlacementCheck placement = nullptr;
   std::unique_ptr<Schedule> (*make)(const PipelineShape& shape, RecomputationMode mode,
                                     bool relaxed) = nullptr;
 };
@@ -43,5 +47,37 @@ void one_stage_per_ipu(const std::string& name, const PipelineShape& shape);
 std::string shared_ipu(const PipelineShape& shape);
 // 1F1B's warm-up, which ZB-H1 keeps (one_f_one_b.cpp).
 std::int64_t one_f_one_b_warmup(const OrderPosition& at);
+
+// The one instance of a schedule's rule, made on first use.
+template <class Rule>
+const Rule& rule_instance() {
+  static const Rule rule;
+  return rule;
+}
+
+template <class Rule>
+std::unique_ptr<Schedule> make_stepped(const PipelineShape& shape, RecomputationMode mode,
+                                       bool relaxed) {
+  return std::make_unique<StepSchedule>(rule_instance<Rule>(), shape, mode, relaxed);
+}
+
+template <class Rule>
+std::unique_ptr<Schedule> make_ordered(const PipelineShape& shape, RecomputationMode mode, bool) {
+  return std::make_unique<OrderedSchedule>(rule_instance<Rule>(), shape, mode);
+}
+
+// A GPU-world schedule's row: no divisibility rule, and activation checkpointing
+// (recompute_and_backpropagate_interleaved, also its auto) as its one recomputation.
+template <class Rule>
+ScheduleRow gpu_row(std::string when_to_use, PlacementCheck placement) {
+  return {.info = {rule_instance<Rule>().name(), std::move(when_to_use)},
+          .graphcore = false,
+          .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
+          .then_backpropagate = false,
+          .interleaved_recompute = true,
+          .lanes = no_lanes,
+          .placement = placement,
+          .make = make_ordered<Rule>};
+}
 
 }  // namespace ipusim::schedules

@@ -1,6 +1,5 @@
 // Graphcore's Sequential schedule (graphcore-schedules.md): T = S m + s, one slot at a time.
 #include "schedules/registry.hpp"
-#include "schedules/step_schedule.hpp"
 
 namespace ipusim::schedules {
 namespace {
@@ -12,24 +11,14 @@ class SequentialRule final : public StepRule {
   bool pipelined() const override { return false; }
 };
 
-const StepRule& sequential_rule() {
-  static const SequentialRule rule;
-  return rule;
-}
-
 std::int64_t sequential_lanes(const PipelineShape&) {
   return 1;
-}
-
-std::unique_ptr<Schedule> make_sequential(const PipelineShape& shape, RecomputationMode mode,
-                                          bool relaxed) {
-  return std::make_unique<StepSchedule>(sequential_rule(), shape, mode, relaxed);
 }
 
 }  // namespace
 
 ScheduleRow sequential_row() {
-  return {.info = {sequential_rule().name(),
+  return {.info = {rule_instance<SequentialRule>().name(),
                    "Graphcore's debug mode: one stage at a time, like a sharded model. No "
                    "overlap, no stash, any M."},
           .graphcore = true,
@@ -38,7 +27,7 @@ ScheduleRow sequential_row() {
           .interleaved_recompute = true,
           .lanes = sequential_lanes,
           .placement = any_placement,
-          .make = make_sequential};
+          .make = make_stepped<SequentialRule>};
 }
 
 }  // namespace ipusim::schedules
