@@ -26,6 +26,18 @@ expect() {  # expect TEXT: the rendered page holds TEXT
 }
 
 expect "EXIT STATUS"
+expect "CONFIG KEYS"
+# Every declared key of the pipeline and hardware sections, as the README's key tables list them.
+readme="$(dirname "$0")/../../README.md"
+for section in pipeline hardware; do
+  keys="$(awk -v heading="### \`$section\`" '$0 == heading {on = 1; next}
+    on && /^\| `/ {split($0, cell, "`"); print cell[2]; next} on && /^\|/ {table = 1; next}
+    table {exit}' "$readme")"
+  [[ "$(wc -w <<<"$keys")" -ge 15 ]] || { echo "too few $section keys in the README: $keys" >&2; exit 1; }
+  for key in $keys; do
+    expect "$key (default: "
+  done
+done
 expect "3 does not fit in memory"
 # The commands and options as --help prints them, which CLI11 formats apart from the page.
 commands="$("$prefix/bin/ipusim" --help | awk '/^Subcommands:/ {on = 1; next} on && !NF {exit} on {print $1}')"

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "sim/core/output_file.hpp"
+#include "sim/spec/config_keys.hpp"
 #include "tools/ipusim/cli.hpp"
 #include "tools/ipusim/command.hpp"
 
@@ -54,6 +55,38 @@ std::string command_section(const CLI::App& command) {
   return out;
 }
 
+// A README table cell as plain text: no code marks, links as their text.
+std::string plain(const std::string& markdown) {
+  std::string out;
+  for (std::size_t i = 0; i < markdown.size(); ++i) {
+    if (markdown[i] == '`')
+      continue;
+    if (markdown.compare(i, 3, "](#") == 0) {
+      i = markdown.find(')', i);
+      if (i == std::string::npos)
+        break;
+      continue;
+    }
+    if (markdown[i] != '[')
+      out += markdown[i];
+  }
+  return out;
+}
+
+// Every declared key of the config's pipeline and hardware sections, as the README lists them.
+std::string config_keys_section() {
+  std::string out = ".SH \"CONFIG KEYS\"\n" +
+                    roff("Set in the config file or with --set SECTION.KEY=VALUE.") + "\n";
+  for (const auto& [section, keys] : {std::pair{"pipeline", &sim::pipeline_keys()},
+                                      std::pair{"hardware", &sim::hardware_keys()}}) {
+    out += ".SS " + std::string(section) + "\n";
+    for (const auto& key : *keys)
+      out += ".TP\n\\fB" + roff(key.name) + "\\fR (default: " + roff(plain(key.default_text)) +
+             ")\n" + roff(plain(key.meaning)) + "\n";
+  }
+  return out;
+}
+
 std::string man_page(const CLI::App& app) {
   std::string out =
       ".TH IPUSIM 1 \"\" \"" + std::string(kVersion) +
@@ -71,6 +104,7 @@ std::string man_page(const CLI::App& app) {
       "\n.SH COMMANDS\n";
   for (const auto* command : app.get_subcommands([](const CLI::App*) { return true; }))
     out += command_section(*command);
+  out += config_keys_section();
   out += ".SH \"EXIT STATUS\"\n" + roff(exit_codes_text()) + "\n";
   out += ".SH \"HARDWARE PRESETS\"\n" + roff(presets_text()) + "\n";
   out +=
