@@ -236,9 +236,14 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
       return {0, kSoftmaxFlops * double(size.out), 3 * double(size.out), size.out * size.d, 0};
     case LayerType::kTanh:
       return elementwise_cost(activation_flops(Activation::kTanh), size, size.out * size.d);
-    default:  // input, flatten, reshape, concat: copies at most
-      return {};
+    case LayerType::kInput:
+    case LayerType::kFlatten:
+    case LayerType::kReshape:
+    case LayerType::kConcat:
+    case LayerType::kSlice:
+      return {};  // views of their inputs (a concat copies at most): no arithmetic, nothing kept
   }
+  core::fail_invariant("layer.type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 // Input, flatten and reshape relabel their input's memory, so they move nothing.

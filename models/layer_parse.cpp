@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "models/layer_types.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
 
 namespace ipusim::models {
@@ -45,9 +46,17 @@ std::vector<std::string> keys_of(LayerType type) {
       return {"epsilon", "momentum"};
     case LayerType::kAttention:
       return {"heads", "dropout"};
-    default:
+    case LayerType::kFlatten:
+    case LayerType::kGlobalAveragePool2d:
+    case LayerType::kRelu:
+    case LayerType::kGelu:
+    case LayerType::kAdd:
+    case LayerType::kSoftmaxCrossEntropy:
+    case LayerType::kSoftmax:
+    case LayerType::kTanh:
       return {};
   }
+  core::fail_invariant("type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 std::vector<std::string> allowed_keys(LayerType type) {
@@ -274,9 +283,17 @@ void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
       return read_batch_norm(node, params);
     case LayerType::kAttention:
       return read_attention(node, params);
-    default:
+    case LayerType::kFlatten:
+    case LayerType::kGlobalAveragePool2d:
+    case LayerType::kRelu:
+    case LayerType::kGelu:
+    case LayerType::kAdd:
+    case LayerType::kSoftmaxCrossEntropy:
+    case LayerType::kSoftmax:
+    case LayerType::kTanh:
       return;
   }
+  core::fail_invariant("type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 bool merges_inputs(LayerType type) {

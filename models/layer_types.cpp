@@ -6,7 +6,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array<std::pair<LayerType, const char*>, 23> kLayerTypes = {{
+constexpr std::array<std::pair<LayerType, const char*>, kLayerTypeCount> kLayerTypes = {{
     {LayerType::kInput, "input"},
     {LayerType::kFlatten, "flatten"},
     {LayerType::kReshape, "reshape"},
@@ -31,6 +31,16 @@ constexpr std::array<std::pair<LayerType, const char*>, 23> kLayerTypes = {{
     {LayerType::kTransformerAttention, "transformer_attention"},
     {LayerType::kTransformerFeedForward, "transformer_feed_forward"},
 }};
+
+// Each type once, in the enum's order, so that none goes without a name.
+constexpr bool lists_every_type_in_order() {
+  for (std::size_t i = 0; i < kLayerTypes.size(); ++i) {
+    if (kLayerTypes[i].first != static_cast<LayerType>(i))
+      return false;
+  }
+  return true;
+}
+static_assert(lists_every_type_in_order());
 
 constexpr std::array<std::pair<Activation, const char*>, 4> kActivations = {{
     {Activation::kNone, "none"},

@@ -1,6 +1,7 @@
 #pragma once
 // Names of layer types and activations as configs spell them.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,12 @@
 #include "models/layer.hpp"
 
 namespace ipusim::models {
+
+// How many layer types there are: LayerType's values run from 0 to its last, which a type added
+// at the end of the enum must replace here. Every switch over LayerType lists each type and has
+// no default, so that -Wswitch (an error under -Werror) refuses a type some switch forgets.
+inline constexpr std::size_t kLayerTypeCount =
+    static_cast<std::size_t>(LayerType::kTransformerFeedForward) + 1;
 
 const std::vector<std::string>& layer_type_names();
 std::optional<LayerType> layer_type_from_name(const std::string& name);

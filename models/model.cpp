@@ -88,9 +88,28 @@ bool passes_model_input(const Model& model, int layer) {
       const auto& producers = model.graph.inputs_of(layer);
       return producers.empty() || passes_model_input(model, producers.front());
     }
-    default:
+    case LayerType::kDense:
+    case LayerType::kConv2d:
+    case LayerType::kMaxPool2d:
+    case LayerType::kGlobalAveragePool2d:
+    case LayerType::kDropout:
+    case LayerType::kRelu:
+    case LayerType::kGelu:
+    case LayerType::kAdd:
+    case LayerType::kConcat:
+    case LayerType::kSoftmaxCrossEntropy:
+    case LayerType::kEmbedding:
+    case LayerType::kTransformerEncoder:
+    case LayerType::kLayerNorm:
+    case LayerType::kBatchNorm:
+    case LayerType::kSoftmax:
+    case LayerType::kTanh:
+    case LayerType::kAttention:
+    case LayerType::kTransformerAttention:
+    case LayerType::kTransformerFeedForward:
       return false;
   }
+  core::fail_invariant("layer.type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 std::vector<InputShape> input_shapes(const Model& model, int layer) {
