@@ -1,5 +1,6 @@
 #include "models/layer_info.hpp"
 
+#include "models/layer_types.hpp"
 #include "models/shape_inference.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
@@ -229,16 +230,10 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
   core::fail_invariant("layer.type is one of LayerType's values", __FILE__, __LINE__);
 }
 
-// Input, flatten and reshape relabel their input's memory, so they move nothing.
-bool is_view(LayerType type) {
-  return type == LayerType::kInput || type == LayerType::kFlatten || type == LayerType::kReshape ||
-         type == LayerType::kSlice;
-}
-
 void fill_traffic(const Layer& layer, const std::vector<Shape>& inputs, LayerInfo& info,
                   std::int64_t d) {
-  if (is_view(layer.type))
-    return;
+  if (layer_type_row(layer.type).view)
+    return;  // it relabels its input's memory
   std::int64_t input_bytes = 0;
   for (const Shape& input : inputs)
     input_bytes += element_count(input) * d;

@@ -26,9 +26,9 @@
 // loss E(in), layer_norm, batch_norm and embedding twice their forward. The golden files pin both
 // figures, so bringing them together is a change of output, not a refactoring.
 //
-// saved_bytes follows the rule the numeric kernels implement (E = element count, d = dtype
-// bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu, tanh and
-// softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
+// saved_bytes is the rule the numeric kernels keep to, as stash_bytes gives it them (E = element
+// count, d = dtype bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu,
+// tanh and softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
 // argmax); softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of
 // logits); dropout, input, flatten, reshape, add, concat and global_average_pool2d (whose
 // backward needs only the input's shape) nothing. An embedding keeps its
