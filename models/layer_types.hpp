@@ -21,7 +21,7 @@ namespace ipusim::models {
 inline constexpr std::size_t kLayerTypeCount =
     static_cast<std::size_t>(LayerType::kTransformerFeedForward) + 1;
 
-// How many layers a type takes as inputs ("inputs" in the config; none for the first layer).
+// How many layers a type takes as inputs ("inputs" in the config; without it, the layer before).
 enum class LayerInputs {
   kOne,
   kOneOrTwo,   // an optional second: an embedding's token types, an attention's padding mask
