@@ -22,9 +22,10 @@ bool has_kernel(LayerType type) {
   return type != LayerType::kInput;
 }
 
-std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>& input_shapes,
-                                    DType dtype, std::uint64_t seed) {
-  pin_eigen_blocking();
+namespace {
+
+std::unique_ptr<Kernel> kernel_of_type(const Layer& layer, const std::vector<Shape>& input_shapes,
+                                       DType dtype, std::uint64_t seed) {
   switch (layer.type) {
     case LayerType::kDense:
       return detail::make_dense(layer, input_shapes, dtype);
@@ -73,6 +74,16 @@ std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>
   }
   IPUSIM_CHECK(has_kernel(layer.type));
   return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>& input_shapes,
+                                    DType dtype, std::uint64_t seed) {
+  pin_eigen_blocking();
+  std::unique_ptr<Kernel> kernel = kernel_of_type(layer, input_shapes, dtype, seed);
+  kernel->stash_ = stash_bytes(layer, input_shapes, kernel->output_shape(), dtype);
+  return kernel;
 }
 
 namespace detail {

@@ -35,21 +35,18 @@
 #include "models/dtype.hpp"
 #include "models/init.hpp"
 #include "models/layer.hpp"
+#include "models/layer_info.hpp"
 #include "models/optimizer.hpp"
 #include "models/tensor.hpp"
 
 namespace ipusim::models {
 
-// What a forward pass keeps for its backward pass. saved_bytes() is what the memory model
-// (models/layer_info.hpp) charges for the stash; per sample it is, with E the element count and
-// d the bytes of the dtype (4 for fp32, 2 for fp16, whose values the tensors hold exactly):
-//   dense, conv2d: input E x d, plus the output E x d for relu/tanh or the pre-activation E x d
-//     for gelu; relu: output E x d; gelu: input E x d; maxpool2d: output E x 4 (int32 argmax);
-//   softmax_cross_entropy: logits E x d (probabilities) + 4 per row of logits (int32 label);
-//   flatten, reshape, add, concat, global_average_pool2d: nothing; the others as
-//   models/layer_info.hpp lists them. Dropout keeps the 8-byte seed of its mask per micro-batch,
-//   not per sample, as Graphcore's IPU dropout does; attention with dropout one, a transformer
-//   encoder three (its attention half two, its feed-forward half one).
+// What a forward pass keeps for its backward pass. Its saved_bytes() after a forward over a
+// micro-batch of n samples is n x Kernel::saved_bytes_per_sample() + saved_bytes_per_micro_batch(),
+// the figures of models/layer_info.hpp's stash_bytes, which the memory model charges for the
+// stash; the kernel tests hold every kernel to them. Dropout keeps the 8-byte seed of its mask
+// per micro-batch, not per sample, as Graphcore's IPU dropout does; attention with dropout one,
+// a transformer encoder three (its attention half two, its feed-forward half one).
 struct SavedState {
   DType dtype = DType::kFp32;  // of `tensors`
   std::vector<Tensor> tensors;
@@ -101,9 +98,10 @@ class Kernel {
   // Folds a training forward's `statistics` into `running`.
   virtual void update_running_statistics(std::span<Tensor> /*running*/,
                                          std::span<const Tensor> /*statistics*/) const {}
-  // The rule of SavedState: per sample, plus a part per micro-batch (dropout's seed).
-  virtual std::int64_t saved_bytes_per_sample() const = 0;
-  virtual std::int64_t saved_bytes_per_micro_batch() const { return 0; }
+  // What SavedState holds: per sample, plus a part per micro-batch (dropout's seed). make_kernel
+  // sets them from the layer's stash_bytes, so the kernels and the memory model share one rule.
+  std::int64_t saved_bytes_per_sample() const { return stash_.per_sample; }
+  std::int64_t saved_bytes_per_micro_batch() const { return stash_.per_micro_batch; }
 
   virtual ForwardResult forward(const std::vector<const Tensor*>& inputs,
                                 std::span<const Tensor> parameters,
@@ -126,6 +124,11 @@ class Kernel {
   DType dtype_;
   std::vector<Shape> input_shapes_;
   Shape output_shape_;
+  StashBytes stash_;
+
+  friend std::unique_ptr<Kernel> make_kernel(const Layer& layer,
+                                             const std::vector<Shape>& input_shapes, DType dtype,
+                                             std::uint64_t seed);
 };
 
 // False for input layers only: every other type has a kernel.

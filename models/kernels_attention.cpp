@@ -36,10 +36,6 @@ class AttentionKernel final : public Kernel {
   }
 
   std::vector<ParameterSpec> parameters() const override { return core_.parameters(); }
-  std::int64_t saved_bytes_per_sample() const override { return core_.saved_bytes_per_sample(); }
-  std::int64_t saved_bytes_per_micro_batch() const override {
-    return core_.drops_out() ? kDropoutSeedBytes : 0;
-  }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,
                         const ForwardContext& context) const override {
@@ -91,11 +87,6 @@ std::vector<ParameterSpec> AttentionCore::parameters() const {
     specs.push_back({ParameterSpec::Role::kBias, {hidden_}, hidden_, hidden_});
   }
   return specs;
-}
-
-std::int64_t AttentionCore::saved_bytes_per_sample() const {
-  const std::int64_t probabilities = heads_ * sequence_ * sequence_;
-  return (5 * sequence_ * hidden_ + (drops_out() ? 2 : 1) * probabilities) * dtype_bytes(dtype_);
 }
 
 // Writes the softmax of each head's scaled (and masked) scores into `p`, [batch, heads, s, s].

@@ -20,10 +20,6 @@ class ActivationKernel final : public Kernel {
     IPUSIM_CHECK(inputs.size() == 1);
   }
 
-  std::int64_t saved_bytes_per_sample() const override {
-    return element_count(output_shape()) * dtype_bytes(dtype());
-  }
-
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& /*context*/) const override {
@@ -64,9 +60,6 @@ class DropoutKernel final : public Kernel {
 
   // Like poprand's dropout, the kernel keeps only the seed of its mask (2 x uint32) and draws
   // the mask again in backward.
-  std::int64_t saved_bytes_per_sample() const override { return 0; }
-  std::int64_t saved_bytes_per_micro_batch() const override { return kDropoutSeedBytes; }
-
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& context) const override {
@@ -101,8 +94,6 @@ class AddKernel final : public Kernel {
     for (const Shape& shape : inputs)
       IPUSIM_CHECK(shape == inputs[0]);
   }
-
-  std::int64_t saved_bytes_per_sample() const override { return 0; }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,

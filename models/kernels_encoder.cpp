@@ -49,9 +49,6 @@ class AttentionBlock {
     return specs;
   }
 
-  std::int64_t saved_bytes_per_sample(std::int64_t sequence) const {
-    return attention_.saved_bytes_per_sample() + sequence * hidden_ * dtype_bytes(dtype_);
-  }
   std::size_t saved_tensors() const { return attention_.saved_tensors() + 1; }
 
   // Without `seeds` (inference) nothing is dropped out.
@@ -105,10 +102,6 @@ class FeedForwardBlock {
             feature_vector(ParameterSpec::Role::kBias, hidden_),
             feature_vector(ParameterSpec::Role::kScale, hidden_),
             feature_vector(ParameterSpec::Role::kBias, hidden_)};
-  }
-
-  std::int64_t saved_bytes_per_sample(std::int64_t sequence) const {
-    return (2 * sequence * hidden_ + 2 * sequence * ffn_) * dtype_bytes(dtype_);
   }
 
   Tensor forward(const Tensor& x, std::span<const Tensor> params,
@@ -175,7 +168,6 @@ class TransformerKernel final : public Kernel {
   TransformerKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype,
                     std::uint64_t seed)
       : Kernel(layer.type, dtype, inputs, inputs.at(0)),
-        sequence_(layer.params.sequence_length),
         rate_(layer.params.rate),
         seed_(derive_seed(seed, layer.id)) {
     if (layer.type != LayerType::kTransformerFeedForward) {
@@ -187,7 +179,7 @@ class TransformerKernel final : public Kernel {
       dropouts_.push_back(kFeedForwardDropout);
     }
     IPUSIM_CHECK(inputs.size() <= (attention_ ? 2u : 1u) &&
-                 inputs[0] == (Shape{sequence_, layer.params.hidden}));
+                 inputs[0] == (Shape{layer.params.sequence_length, layer.params.hidden}));
   }
 
   std::vector<ParameterSpec> parameters() const override {
@@ -199,14 +191,6 @@ class TransformerKernel final : public Kernel {
         specs.push_back(std::move(spec));
     }
     return specs;
-  }
-
-  std::int64_t saved_bytes_per_sample() const override {
-    return (attention_ ? attention_->saved_bytes_per_sample(sequence_) : 0) +
-           (feed_forward_ ? feed_forward_->saved_bytes_per_sample(sequence_) : 0);
-  }
-  std::int64_t saved_bytes_per_micro_batch() const override {
-    return rate_ > 0 ? std::int64_t(dropouts_.size()) * kDropoutSeedBytes : 0;
   }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,
@@ -264,7 +248,6 @@ class TransformerKernel final : public Kernel {
   std::optional<AttentionBlock> attention_;
   std::optional<FeedForwardBlock> feed_forward_;
   std::vector<std::size_t> dropouts_;  // which of the encoder's dropouts this layer draws
-  std::int64_t sequence_;
   double rate_;
   std::uint64_t seed_;
 };

@@ -110,7 +110,6 @@ class AttentionCore {
                 DType dtype);
 
   std::vector<ParameterSpec> parameters() const;
-  std::int64_t saved_bytes_per_sample() const;
 
   // Appends what backward needs to `saved` and returns the output. Without `seed` (inference)
   // nothing is dropped out.

@@ -44,13 +44,6 @@ const Tensor& pre_activation_gradient(Activation activation, DType dtype,
   return scratch;
 }
 
-std::int64_t linear_saved_bytes(Activation activation, DType dtype, std::int64_t input_elements,
-                                std::int64_t output_elements) {
-  const std::int64_t saved =
-      input_elements + (activation_saves_tensor(activation) ? output_elements : 0);
-  return saved * dtype_bytes(dtype);
-}
-
 // A dense layer on the last axis: y = act(x W + b), W of shape [in, units]. A layer tied to an
 // embedding takes the word matrix E of shape [units, in] (vocabulary by hidden) as its first
 // parameter instead and computes y = act(x E^T + b); its gradient g^T x has E's shape.
@@ -71,11 +64,6 @@ class DenseKernel final : public Kernel {
     if (bias_)
       specs.push_back({ParameterSpec::Role::kBias, {units_}, in_, units_});
     return specs;
-  }
-
-  std::int64_t saved_bytes_per_sample() const override {
-    return linear_saved_bytes(activation_, dtype(), element_count(input_shapes()[0]),
-                              element_count(output_shape()));
   }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,
@@ -161,11 +149,6 @@ class Conv2dKernel final : public Kernel {
     if (bias_)
       specs.push_back({ParameterSpec::Role::kBias, {filters_}, taps * channels_, taps * filters_});
     return specs;
-  }
-
-  std::int64_t saved_bytes_per_sample() const override {
-    return linear_saved_bytes(activation_, dtype(), element_count(input_shapes()[0]),
-                              element_count(output_shape()));
   }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,

@@ -22,11 +22,6 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
     IPUSIM_CHECK(inputs.size() == 1 && !inputs[0].empty() && inputs[0].back() > 0);
   }
 
-  std::int64_t saved_bytes_per_sample() const override {
-    const std::int64_t logits = element_count(input_shapes()[0]);
-    return logits * dtype_bytes(dtype()) + 4 * (logits / classes());
-  }
-
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& context) const override {

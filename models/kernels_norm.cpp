@@ -80,10 +80,6 @@ class LayerNormKernel final : public Kernel {
             {ParameterSpec::Role::kBias, {width_}, width_, width_}};
   }
 
-  std::int64_t saved_bytes_per_sample() const override {
-    return element_count(input_shapes()[0]) * dtype_bytes(dtype());
-  }
-
   ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,
                         const ForwardContext& /*context*/) const override {
     IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
@@ -149,10 +145,6 @@ class BatchNormKernel final : public Kernel {
       }
       round_to_dtype(running[k], dtype());
     }
-  }
-
-  std::int64_t saved_bytes_per_sample() const override {
-    return element_count(input_shapes()[0]) * dtype_bytes(dtype());
   }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,
@@ -221,10 +213,6 @@ class SoftmaxKernel final : public Kernel {
   SoftmaxKernel(const std::vector<Shape>& inputs, DType dtype)
       : Kernel(LayerType::kSoftmax, dtype, inputs, inputs.at(0)), width_(inputs.at(0).back()) {
     IPUSIM_CHECK(inputs.size() == 1);
-  }
-
-  std::int64_t saved_bytes_per_sample() const override {
-    return element_count(output_shape()) * dtype_bytes(dtype());
   }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,

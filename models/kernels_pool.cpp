@@ -22,8 +22,6 @@ class MaxPool2dKernel final : public Kernel {
                           layer.params.padding)),
         channels_(inputs[0][2]) {}
 
-  std::int64_t saved_bytes_per_sample() const override { return 4 * element_count(output_shape()); }
-
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& /*context*/) const override {
@@ -107,8 +105,6 @@ class GlobalAveragePool2dKernel final : public Kernel {
       : Kernel(LayerType::kGlobalAveragePool2d, dtype, inputs, output_shape_of(inputs)),
         pixels_(inputs[0][0] * inputs[0][1]),
         channels_(inputs[0][2]) {}
-
-  std::int64_t saved_bytes_per_sample() const override { return 0; }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,

@@ -18,8 +18,6 @@ class ReshapeKernel final : public Kernel {
                  element_count(inputs[0]) == element_count(this->output_shape()));
   }
 
-  std::int64_t saved_bytes_per_sample() const override { return 0; }
-
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,
                         const ForwardContext& /*context*/) const override {
@@ -60,8 +58,6 @@ class ConcatKernel final : public Kernel {
   ConcatKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
       : Kernel(LayerType::kConcat, dtype, inputs, output_shape_of(layer, inputs)),
         axis_(resolve_axis(layer.params.axis, inputs.at(0))) {}
-
-  std::int64_t saved_bytes_per_sample() const override { return 0; }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,
@@ -135,8 +131,6 @@ class SliceKernel final : public Kernel {
       : Kernel(LayerType::kSlice, dtype, inputs, output_shape_of(layer, inputs.at(0))),
         axis_(resolve_axis(layer.params.axis, inputs.at(0))),
         start_(layer.params.slice_start) {}
-
-  std::int64_t saved_bytes_per_sample() const override { return 0; }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
                         std::span<const Tensor> /*params*/,

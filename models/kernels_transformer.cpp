@@ -87,12 +87,6 @@ class EmbeddingKernel final : public Kernel {
     return specs;
   }
 
-  std::int64_t saved_bytes_per_sample() const override {
-    const std::int64_t sum = p_.normalized ? p_.sequence_length * p_.hidden : 0;
-    return sum * dtype_bytes(dtype()) +
-           4 * p_.sequence_length * static_cast<std::int64_t>(input_shapes().size());
-  }
-
   ForwardResult forward(const std::vector<const Tensor*>& inputs, std::span<const Tensor> params,
                         const ForwardContext& /*context*/) const override {
     IPUSIM_CHECK(inputs.size() == input_shapes().size());

@@ -1,27 +1,12 @@
 #include "models/layer_info.hpp"
 
+#include "models/layer_types.hpp"
 #include "models/shape_inference.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
 namespace {
-
-// Rough FLOPs per element. GELU (tanh or erf form) and tanh evaluate a transcendental function
-// and a few multiply-adds; the figures only matter when they are not memory-bound.
-double activation_flops(Activation activation) {
-  switch (activation) {
-    case Activation::kNone:
-      return 0;
-    case Activation::kRelu:
-      return 1;
-    case Activation::kTanh:
-      return 4;
-    case Activation::kGelu:
-      return 8;
-  }
-  return 0;
-}
 
 // What an overflow names: "its parameter count does not fit in 64 bits".
 constexpr const char* kParams = "parameter count";
@@ -30,13 +15,21 @@ constexpr const char* kAttention = "attention matrix (heads x sequence_length^2)
 // Per logit: max, subtract, exp, sum and normalise (the log is once per row).
 constexpr double kSoftmaxCrossEntropyFlops = kSoftmaxFlops;
 
+// Where a layer's FLOPs come from (see the header for which layer takes which).
+enum class FlopsRule {
+  kOperations,  // the sum over its operations, so that the two cannot disagree
+  kProducts,    // the sum over its operations on the AMP units: the model FLOPs of attention
+  kOwn,         // Cost's forward_flops and backward_flops
+};
+
 // The figures that differ by layer type; the rest follows from the shapes.
 struct Cost {
   std::int64_t params = 0;
-  double forward_flops = 0;
+  double forward_flops = 0;  // kOwn only
   double backward_flops = 0;
   std::int64_t saved_bytes = 0;
   std::int64_t seed_bytes = 0;
+  FlopsRule flops = FlopsRule::kOwn;
 };
 
 struct Sizes {
@@ -45,26 +38,19 @@ struct Sizes {
   std::int64_t d = 0;    // bytes per element
 };
 
-// Dense and conv2d share the bias, activation and saved-input rules; `products` counts
-// multiply-adds.
-Cost linear_cost(const Layer& layer, const Sizes& size, std::int64_t weights, double products) {
+// Dense and conv2d share the bias, activation and saved-input rules.
+Cost linear_cost(const Layer& layer, const Sizes& size, std::int64_t weights) {
   const LayerParams& p = layer.params;
-  const double bias_flops = p.bias ? double(size.out) : 0;
-  const double act_flops = activation_flops(p.activation) * double(size.out);
   Cost cost;
   cost.params = core::checked_add(
       weights, p.bias ? (layer.type == LayerType::kDense ? p.units : p.filters) : 0, kParams);
-  cost.forward_flops = 2 * products + bias_flops + act_flops;
-  cost.backward_flops = 4 * products + bias_flops + act_flops;
   cost.saved_bytes = size.in * size.d + (p.activation == Activation::kNone ? 0 : size.out * size.d);
+  cost.flops = FlopsRule::kOperations;
   return cost;
 }
 
 Cost dense_cost(const Layer& layer, const Shape& input, const Sizes& size) {
-  const std::int64_t in = input.back();
-  const double rows = double(size.in / in);
-  return linear_cost(layer, size, core::checked_mul(in, layer.params.units, kParams),
-                     rows * double(in) * double(layer.params.units));
+  return linear_cost(layer, size, core::checked_mul(input.back(), layer.params.units, kParams));
 }
 
 Cost conv2d_cost(const Layer& layer, const Shape& input, const Sizes& size) {
@@ -72,12 +58,15 @@ Cost conv2d_cost(const Layer& layer, const Shape& input, const Sizes& size) {
   const std::int64_t weights = core::checked_mul(
       core::checked_mul(core::checked_mul(p.kernel_h, p.kernel_w, kParams), input[2], kParams),
       p.filters, kParams);
-  return linear_cost(layer, size, weights, double(size.out) * double(weights / p.filters));
+  return linear_cost(layer, size, weights);
 }
 
-Cost elementwise_cost(double flops_per_element, const Sizes& size, std::int64_t saved) {
-  const double flops = flops_per_element * double(size.out);
-  return {0, flops, flops, saved, 0};
+// relu, gelu, tanh, add and the views: their operations' FLOPs, and `saved` bytes kept.
+Cost elementwise_cost(std::int64_t saved) {
+  Cost cost;
+  cost.saved_bytes = saved;
+  cost.flops = FlopsRule::kOperations;
+  return cost;
 }
 
 Cost maxpool2d_cost(const Layer& layer, const Sizes& size) {
@@ -128,10 +117,7 @@ Cost attention_cost(const AttentionShape& a, const Sizes& size) {
   const std::int64_t scores = checked_mul(a.heads, checked_mul(a.s, a.s, kAttention), kAttention);
   Cost cost;
   cost.params = checked_mul(4, checked_add(checked_mul(a.h, a.h, kParams), a.h, kParams), kParams);
-  const double sd = double(a.s);
-  const double hd = double(a.h);
-  cost.forward_flops = 8 * sd * hd * hd + 4 * sd * sd * hd;
-  cost.backward_flops = 2 * cost.forward_flops;
+  cost.flops = FlopsRule::kProducts;
   cost.seed_bytes = a.dropout ? kDropoutSeedBytes : 0;
   // Input, Q, K, V and the context; the probabilities, and their dropped-out copy.
   const std::int64_t kept =
@@ -167,8 +153,7 @@ Cost transformer_feed_forward_cost(const LayerParams& p, const Sizes& size) {
   const std::int64_t first = checked_add(checked_mul(h, p.ffn, kParams), p.ffn, kParams);
   Cost cost;
   cost.params = checked_add(first, checked_add(first - p.ffn + h, 2 * h, kParams), kParams);
-  cost.forward_flops = 4 * double(s) * double(h) * double(p.ffn);
-  cost.backward_flops = 2 * cost.forward_flops;
+  cost.flops = FlopsRule::kProducts;
   cost.seed_bytes = p.rate > 0 ? kDropoutSeedBytes : 0;
   const std::int64_t kept =
       checked_add(checked_mul(2, s * h, kAttention),
@@ -183,10 +168,11 @@ Cost transformer_encoder_cost(const LayerParams& p, const Sizes& size) {
   const Cost attention = transformer_attention_cost(p, size);
   const Cost feed_forward = transformer_feed_forward_cost(p, size);
   return {checked_add(attention.params, feed_forward.params, kParams),
-          attention.forward_flops + feed_forward.forward_flops,
-          attention.backward_flops + feed_forward.backward_flops,
+          0,
+          0,
           checked_add(attention.saved_bytes, feed_forward.saved_bytes, kAttention),
-          attention.seed_bytes + feed_forward.seed_bytes};
+          attention.seed_bytes + feed_forward.seed_bytes,
+          FlopsRule::kProducts};
 }
 
 // layer_norm and batch_norm: a scale and a bias per channel (the last axis); the kernel keeps
@@ -209,13 +195,11 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
     case LayerType::kDropout:
       return {0, double(size.out), double(size.out), 0, kDropoutSeedBytes};
     case LayerType::kRelu:
-      return elementwise_cost(activation_flops(Activation::kRelu), size, size.out * size.d);
+      return elementwise_cost(size.out * size.d);
     case LayerType::kGelu:
-      return elementwise_cost(activation_flops(Activation::kGelu), size, size.in * size.d);
-    case LayerType::kAdd: {
-      const double sums = double(inputs.size() - 1) * double(size.out);
-      return {0, sums, 0, 0, 0};  // the gradient passes through unchanged
-    }
+      return elementwise_cost(size.in * size.d);
+    case LayerType::kAdd:
+      return elementwise_cost(0);
     case LayerType::kSoftmaxCrossEntropy:
       return softmax_cross_entropy_cost(inputs.front(), size);
     case LayerType::kEmbedding:
@@ -235,22 +219,21 @@ Cost type_cost(const Layer& layer, const std::vector<Shape>& inputs, const Sizes
     case LayerType::kSoftmax:
       return {0, kSoftmaxFlops * double(size.out), 3 * double(size.out), size.out * size.d, 0};
     case LayerType::kTanh:
-      return elementwise_cost(activation_flops(Activation::kTanh), size, size.out * size.d);
-    default:  // input, flatten, reshape, concat: copies at most
-      return {};
+      return elementwise_cost(size.out * size.d);
+    case LayerType::kInput:
+    case LayerType::kFlatten:
+    case LayerType::kReshape:
+    case LayerType::kConcat:
+    case LayerType::kSlice:
+      return elementwise_cost(0);  // views of their inputs (a concat copies at most)
   }
-}
-
-// Input, flatten and reshape relabel their input's memory, so they move nothing.
-bool is_view(LayerType type) {
-  return type == LayerType::kInput || type == LayerType::kFlatten || type == LayerType::kReshape ||
-         type == LayerType::kSlice;
+  core::fail_invariant("layer.type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 void fill_traffic(const Layer& layer, const std::vector<Shape>& inputs, LayerInfo& info,
                   std::int64_t d) {
-  if (is_view(layer.type))
-    return;
+  if (layer_type_row(layer.type).view)
+    return;  // it relabels its input's memory
   std::int64_t input_bytes = 0;
   for (const Shape& input : inputs)
     input_bytes += element_count(input) * d;
@@ -260,6 +243,21 @@ void fill_traffic(const Layer& layer, const std::vector<Shape>& inputs, LayerInf
   const bool integer_input = layer.type == LayerType::kEmbedding;
   info.bytes_moved_backward =
       (loss ? 0 : info.activation_bytes) + info.saved_bytes + (integer_input ? 0 : input_bytes);
+}
+
+// Sums in operation order, so that a layer's figure is bit for bit its operations' sum.
+void fill_flops(const Cost& cost, LayerInfo& info) {
+  if (cost.flops == FlopsRule::kOwn) {
+    info.forward_flops = cost.forward_flops;
+    info.backward_flops = cost.backward_flops;
+    return;
+  }
+  for (const Operation& op : info.operations) {
+    if (cost.flops == FlopsRule::kProducts && !on_amp(op.op_class))
+      continue;
+    info.forward_flops += operation_flops(op, op.forward);
+    info.backward_flops += operation_flops(op, op.backward);
+  }
 }
 
 }  // namespace
@@ -273,8 +271,8 @@ LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const
   info.output = output;
   info.params = cost.params;
   info.weight_elements = cost.params;
-  info.forward_flops = cost.forward_flops;
-  info.backward_flops = cost.backward_flops;
+  info.operations = lower_layer(layer, inputs, output);
+  fill_flops(cost, info);
   info.activation_bytes = size.out * size.d;
   // An attention half's output is a tensor inside the encoder it halves, which the live
   // activations count no more than the encoder's others (Q, K, V, the FFN's hidden layer).
@@ -283,8 +281,15 @@ LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const
   info.seed_bytes = cost.seed_bytes;
   info.weight_bytes = cost.params * size.d;
   fill_traffic(layer, inputs, info, size.d);
-  info.operations = lower_layer(layer, inputs, output);
   return info;
+}
+
+StashBytes stash_bytes(const Layer& layer, const std::vector<Shape>& inputs, const Shape& output,
+                       DType dtype) {
+  IPUSIM_CHECK(!inputs.empty());
+  const Sizes size = {element_count(inputs.front()), element_count(output), dtype_bytes(dtype)};
+  const Cost cost = type_cost(layer, inputs, size);
+  return {cost.saved_bytes, cost.seed_bytes};
 }
 
 }  // namespace ipusim::models

@@ -3,21 +3,32 @@
 // activation figures are per sample (the caller multiplies by the micro-batch size); weights
 // are given apart because they do not scale with the batch.
 //
-// FLOPs count a multiply-add as two. Forward: dense 2·in·units per row (+units for the bias),
-// conv2d 2·Hout·Wout·kh·kw·Cin·Cout (+Hout·Wout·Cout for the bias), a transformer encoder
-// 8·s·h² + 4·s·h·ffn + 4·s²·h (Q, K, V and output projections, the FFN, QKᵀ and the attention-
-// weighted sum: 24·s·h² + 4·s²·h when ffn = 4h, as Narayanan et al. 2021 count it), attention
-// alone 8·s·h² + 4·s²·h. Backward
-// is the gradient with respect to the input plus that with respect to the weights, so twice
-// the forward products; every layer computes its input gradient, even the first.
-// Elementwise work costs a few FLOPs per element (see activation_flops in the .cpp): these
-// layers are bound by memory traffic, which bytes_moved_* give for a roofline floor; so are
-// the pools: global_average_pool2d H·W·C + C forward (sums and a division per channel) and
-// H·W·C backward (each pixel's share of its channel's gradient).
+// FLOPs count a multiply-add as two, and come from one place where they can. Those of dense,
+// conv2d, relu, gelu, tanh and add are the sums over their operations (models/operations.hpp),
+// so that the layer and its lowering cannot disagree: dense 2·in·units per row (+units for the
+// bias, + the activation's per element), conv2d 2·Hout·Wout·kh·kw·Cin·Cout (+Hout·Wout·Cout for
+// the bias). Those of attention and the transformer layers are the sums over their matrix
+// products alone (the operations on the AMP units), as Narayanan et al. 2021 count a model's
+// FLOPs: a transformer encoder 8·s·h² + 4·s·h·ffn + 4·s²·h (Q, K, V and output projections, the
+// FFN, QKᵀ and the attention-weighted sum: 24·s·h² + 4·s²·h when ffn = 4h), attention alone
+// 8·s·h² + 4·s²·h; their softmax, dropout and layer norms are operations but not model FLOPs.
+// Backward is the gradient with respect to the input plus that with respect to the weights, so
+// twice the forward products; every layer computes its input gradient, even the first.
 //
-// saved_bytes follows the rule the numeric kernels implement (E = element count, d = dtype
-// bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu, tanh and
-// softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
+// The other layers with work (maxpool2d, global_average_pool2d, dropout, softmax,
+// softmax_cross_entropy, layer_norm, batch_norm, embedding) count their own, a few FLOPs per
+// element: they are bound by memory traffic, which bytes_moved_* give for a roofline floor. Their
+// forward equals their operations' but for global_average_pool2d (H·W·C + C: the sums and a
+// division per channel; its operation counts H·W·C) and dropout (one per element; its operation
+// counts two, the draw and the multiply). Their backward differs from their operations', which
+// count each element of a pass at the forward's rate (one flops_per_work for both passes):
+// maxpool2d E(out) (one per window, to its argmax; its operation counts E(in)), softmax 3·E, the
+// loss E(in), layer_norm, batch_norm and embedding twice their forward. The golden files pin both
+// figures, so bringing them together is a change of output, not a refactoring.
+//
+// saved_bytes is the rule the numeric kernels keep to, as stash_bytes gives it them (E = element
+// count, d = dtype bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu,
+// tanh and softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
 // argmax); softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of
 // logits); dropout, input, flatten, reshape, add, concat and global_average_pool2d (whose
 // backward needs only the input's shape) nothing. An embedding keeps its
@@ -74,5 +85,15 @@ struct LayerInfo {
 // `inputs` are the shapes of the layer's inputs, in order; `output` its inferred shape.
 LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const Shape& output,
                      DType dtype);
+
+// What a layer keeps from its forward pass for its backward: LayerInfo's saved_bytes and
+// seed_bytes, alone. The numeric kernels state these (Kernel::saved_bytes_per_sample), so the
+// memory model and what the kernels keep follow one rule.
+struct StashBytes {
+  std::int64_t per_sample = 0;
+  std::int64_t per_micro_batch = 0;  // dropout seeds
+};
+StashBytes stash_bytes(const Layer& layer, const std::vector<Shape>& inputs, const Shape& output,
+                       DType dtype);
 
 }  // namespace ipusim::models

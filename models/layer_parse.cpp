@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "models/layer_types.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
 
 namespace ipusim::models {
@@ -13,50 +14,13 @@ namespace {
 
 using core::ConfigNode;
 
-std::vector<std::string> keys_of(LayerType type) {
-  switch (type) {
-    case LayerType::kInput:
-    case LayerType::kReshape:
-      return {"shape"};
-    case LayerType::kDense:
-      return {"units", "activation", "bias", "tied_to"};
-    case LayerType::kConv2d:
-      return {"filters", "kernel", "stride", "padding", "activation", "bias"};
-    case LayerType::kMaxPool2d:
-      return {"pool", "stride", "padding"};
-    case LayerType::kDropout:
-      return {"rate"};
-    case LayerType::kConcat:
-      return {"axis"};
-    case LayerType::kSlice:
-      return {"axis", "start", "size"};
-    case LayerType::kEmbedding:
-      return {"vocab_size",  "hidden",    "sequence_length", "max_positions",
-              "token_types", "positions", "layer_norm",      "epsilon"};
-    case LayerType::kTransformerEncoder:
-      return {"hidden", "heads", "sequence_length", "ffn", "dropout"};
-    case LayerType::kTransformerAttention:
-      return {"hidden", "heads", "sequence_length", "dropout"};
-    case LayerType::kTransformerFeedForward:
-      return {"hidden", "sequence_length", "ffn", "dropout"};
-    case LayerType::kLayerNorm:
-      return {"epsilon"};
-    case LayerType::kBatchNorm:
-      return {"epsilon", "momentum"};
-    case LayerType::kAttention:
-      return {"heads", "dropout"};
-    default:
-      return {};
-  }
-}
-
 std::vector<std::string> allowed_keys(LayerType type) {
   std::vector<std::string> keys = {"id", "type"};
   // An input layer is where the model input enters, so it cannot take other layers.
   if (type != LayerType::kInput)
     keys.push_back("inputs");
   keys.insert(keys.end(), {"cycles", "checkpoint"});
-  for (auto& key : keys_of(type))
+  for (auto& key : layer_type_keys(type))
     keys.push_back(std::move(key));
   return keys;
 }
@@ -274,27 +238,25 @@ void read_params(const ConfigNode& node, LayerType type, LayerParams& params) {
       return read_batch_norm(node, params);
     case LayerType::kAttention:
       return read_attention(node, params);
-    default:
+    case LayerType::kFlatten:
+    case LayerType::kGlobalAveragePool2d:
+    case LayerType::kRelu:
+    case LayerType::kGelu:
+    case LayerType::kAdd:
+    case LayerType::kSoftmaxCrossEntropy:
+    case LayerType::kSoftmax:
+    case LayerType::kTanh:
       return;
   }
-}
-
-bool merges_inputs(LayerType type) {
-  return type == LayerType::kAdd || type == LayerType::kConcat;
-}
-
-// Layers with an optional second input: an embedding's token types, an attention's (or an
-// encoder's, or its attention half's) padding mask.
-bool takes_optional_second_input(LayerType type) {
-  return type == LayerType::kEmbedding || type == LayerType::kAttention ||
-         type == LayerType::kTransformerEncoder || type == LayerType::kTransformerAttention;
+  core::fail_invariant("type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 void read_inputs(const ConfigNode& node, Layer& layer) {
   const std::string named = layer_label(layer);
+  const LayerInputs takes = layer_type_row(layer.type).inputs;
   const auto inputs = node.find("inputs");
   if (!inputs) {
-    if (merges_inputs(layer.type))
+    if (takes == LayerInputs::kTwoOrMore)
       node.fail(named + " needs \"inputs\" listing at least two layers");
     return;
   }
@@ -302,11 +264,11 @@ void read_inputs(const ConfigNode& node, Layer& layer) {
   const std::size_t count = layer.inputs.size();
   if (count == 0)
     inputs->fail("expected at least one layer id, found []");
-  if (merges_inputs(layer.type) && count < 2)
+  if (takes == LayerInputs::kTwoOrMore && count < 2)
     inputs->fail(named + " needs at least two inputs, found 1");
-  if (takes_optional_second_input(layer.type) && count > 2)
+  if (takes == LayerInputs::kOneOrTwo && count > 2)
     inputs->fail(named + " takes one or two inputs, but \"inputs\" lists " + std::to_string(count));
-  if (!merges_inputs(layer.type) && !takes_optional_second_input(layer.type) && count > 1)
+  if (takes == LayerInputs::kOne && count > 1)
     inputs->fail(named + " takes one input, but \"inputs\" lists " + std::to_string(count));
 }
 

@@ -79,18 +79,10 @@ void check_loss_rules(const std::vector<Layer>& layers) {
 // Whether `layer` outputs numbers of the model input unchanged: an input layer, or a view
 // (flatten, reshape, slice) of such numbers. Token ids, types and masks travel this way.
 bool passes_model_input(const Model& model, int layer) {
-  switch (model.layers[layer].type) {
-    case LayerType::kInput:
-      return true;
-    case LayerType::kFlatten:
-    case LayerType::kReshape:
-    case LayerType::kSlice: {
-      const auto& producers = model.graph.inputs_of(layer);
-      return producers.empty() || passes_model_input(model, producers.front());
-    }
-    default:
-      return false;
-  }
+  if (!layer_type_row(model.layers[layer].type).view)
+    return false;
+  const auto& producers = model.graph.inputs_of(layer);
+  return producers.empty() || passes_model_input(model, producers.front());
 }
 
 std::vector<InputShape> input_shapes(const Model& model, int layer) {

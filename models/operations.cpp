@@ -1,6 +1,7 @@
 #include "models/operations.hpp"
 
 #include "models/shape_inference.hpp"
+#include "sim/core/error.hpp"
 
 namespace ipusim::models {
 namespace {
@@ -148,6 +149,21 @@ std::vector<Operation> transformer_feed_forward_ops(const LayerParams& p) {
           product("ffn2", OpClass::kMatmul, {s, f, h}), add_layer_norm("add_layer_norm_2", s * h)};
 }
 
+Operation maxpool_op(const LayerParams& p, double in, double out) {
+  Operation pool =
+      vector_op("maxpool", OpClass::kReduction, out * double(p.pool_h) * double(p.pool_w), 1);
+  pool.backward.work = in;  // each window's gradient goes to its argmax
+  return pool;
+}
+
+// Backward reads one gradient per channel and writes every pixel's share of it.
+Operation global_average_pool_op(double in, double out) {
+  Operation pool{"global_average_pool", OpClass::kReduction, 1, {}, {}};
+  pool.forward = {in, in, 0, 1};
+  pool.backward = {in, out, 0, 1};
+  return pool;
+}
+
 std::vector<Operation> encoder_ops(const LayerParams& p) {
   std::vector<Operation> ops = transformer_attention_ops(p);
   for (Operation& op : transformer_feed_forward_ops(p))
@@ -195,19 +211,10 @@ std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>&
       return dense_ops(layer, inputs.front());
     case LayerType::kConv2d:
       return conv2d_ops(layer, inputs.front(), output);
-    case LayerType::kMaxPool2d: {
-      Operation pool =
-          vector_op("maxpool", OpClass::kReduction, out * double(p.pool_h) * double(p.pool_w), 1);
-      pool.backward.work = in;  // each window's gradient goes to its argmax
-      return {pool};
-    }
-    case LayerType::kGlobalAveragePool2d: {
-      // Backward reads one gradient per channel and writes every pixel's share of it.
-      Operation pool{"global_average_pool", OpClass::kReduction, 1, {}, {}};
-      pool.forward = {in, in, 0, 1};
-      pool.backward = {in, out, 0, 1};
-      return {pool};
-    }
+    case LayerType::kMaxPool2d:
+      return {maxpool_op(p, in, out)};
+    case LayerType::kGlobalAveragePool2d:
+      return {global_average_pool_op(in, out)};
     case LayerType::kDropout:
       return {vector_op("dropout", OpClass::kElementwise, in, kDropoutFlops)};
     case LayerType::kRelu:
@@ -240,9 +247,14 @@ std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>&
       return {vector_op("softmax", OpClass::kNonLinear, out, kSoftmaxFlops, 2, 1)};
     case LayerType::kTanh:
       return {vector_op("tanh", OpClass::kNonLinear, out, kTanhFlops)};
-    default:  // input, flatten, reshape and concat are views of their inputs' memory
-      return {};
+    case LayerType::kInput:
+    case LayerType::kFlatten:
+    case LayerType::kReshape:
+    case LayerType::kConcat:
+    case LayerType::kSlice:
+      return {};  // views of their inputs' memory
   }
+  core::fail_invariant("layer.type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 }  // namespace ipusim::models

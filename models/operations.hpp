@@ -52,6 +52,12 @@ struct Operation {
   OpPass backward;
 };
 
+// The FLOPs of one pass of `op`, per sample: what the operations report shows and what the
+// layer figures of models/layer_info.hpp sum.
+inline double operation_flops(const Operation& op, const OpPass& pass) {
+  return pass.work * op.flops_per_work;
+}
+
 // The operations of `layer` with inputs `inputs` (per sample) producing `output`.
 std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>& inputs,
                                    const Shape& output);

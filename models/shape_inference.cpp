@@ -205,29 +205,10 @@ Shape infer_attention(const Layer& layer, const std::vector<InputShape>& inputs)
   return x;
 }
 
-Shape infer_single(const Layer& layer, const InputShape& input) {
-  switch (layer.type) {
-    case LayerType::kInput:
-      return infer_input(layer, input);
-    case LayerType::kFlatten:
-      return {element_count(input.shape)};
-    case LayerType::kReshape:
-      return infer_reshape(layer, input);
-    case LayerType::kDense:
-      return infer_dense(layer, input);
-    case LayerType::kConv2d:
-      return infer_conv2d(layer, input);
-    case LayerType::kMaxPool2d:
-      return infer_maxpool2d(layer, input);
-    case LayerType::kGlobalAveragePool2d:
-      return infer_global_average_pool2d(layer, input);
-    case LayerType::kSoftmaxCrossEntropy:
-      return {};
-    case LayerType::kSlice:
-      return infer_slice(layer, input);
-    default:  // dropout, relu, gelu, tanh, softmax, layer_norm, batch_norm
-      return input.shape;
-  }
+// The input of a layer that takes one; the layer graph has checked the count.
+const InputShape& only_input(const std::vector<InputShape>& inputs) {
+  IPUSIM_CHECK(inputs.size() == 1);
+  return inputs.front();
 }
 
 }  // namespace
@@ -257,21 +238,49 @@ Shape infer_output_shape(const Layer& layer, const std::vector<InputShape>& inpu
   // Only the loss yields a scalar, and nothing consumes the loss.
   for (const InputShape& input : inputs)
     IPUSIM_CHECK(!input.shape.empty());
-  if (layer.type == LayerType::kAdd)
-    return infer_add(layer, inputs);
-  if (layer.type == LayerType::kConcat)
-    return infer_concat(layer, inputs);
-  if (layer.type == LayerType::kEmbedding)
-    return infer_embedding(layer, inputs);
-  // A half of an encoder keeps its shape as the whole does; only the attention takes a mask.
-  if (layer.type == LayerType::kTransformerEncoder ||
-      layer.type == LayerType::kTransformerAttention ||
-      layer.type == LayerType::kTransformerFeedForward)
-    return infer_transformer_encoder(layer, inputs);
-  if (layer.type == LayerType::kAttention)
-    return infer_attention(layer, inputs);
-  IPUSIM_CHECK(inputs.size() == 1);
-  return infer_single(layer, inputs.front());
+  switch (layer.type) {
+    case LayerType::kAdd:
+      return infer_add(layer, inputs);
+    case LayerType::kConcat:
+      return infer_concat(layer, inputs);
+    case LayerType::kEmbedding:
+      return infer_embedding(layer, inputs);
+    // A half of an encoder keeps its shape as the whole does; only the attention takes a mask.
+    case LayerType::kTransformerEncoder:
+    case LayerType::kTransformerAttention:
+    case LayerType::kTransformerFeedForward:
+      return infer_transformer_encoder(layer, inputs);
+    case LayerType::kAttention:
+      return infer_attention(layer, inputs);
+    case LayerType::kInput:
+      return infer_input(layer, only_input(inputs));
+    case LayerType::kFlatten:
+      return {element_count(only_input(inputs).shape)};
+    case LayerType::kReshape:
+      return infer_reshape(layer, only_input(inputs));
+    case LayerType::kDense:
+      return infer_dense(layer, only_input(inputs));
+    case LayerType::kConv2d:
+      return infer_conv2d(layer, only_input(inputs));
+    case LayerType::kMaxPool2d:
+      return infer_maxpool2d(layer, only_input(inputs));
+    case LayerType::kGlobalAveragePool2d:
+      return infer_global_average_pool2d(layer, only_input(inputs));
+    case LayerType::kSoftmaxCrossEntropy:
+      IPUSIM_CHECK(inputs.size() == 1);
+      return {};  // the loss is a scalar
+    case LayerType::kSlice:
+      return infer_slice(layer, only_input(inputs));
+    case LayerType::kDropout:
+    case LayerType::kRelu:
+    case LayerType::kGelu:
+    case LayerType::kTanh:
+    case LayerType::kSoftmax:
+    case LayerType::kLayerNorm:
+    case LayerType::kBatchNorm:
+      return only_input(inputs).shape;
+  }
+  core::fail_invariant("layer.type is one of LayerType's values", __FILE__, __LINE__);
 }
 
 }  // namespace ipusim::models

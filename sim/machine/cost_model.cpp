@@ -181,8 +181,8 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   cost.op_class = op.op_class;
   cost.forward = cost_pass(hw, dtype, op.op_class, op.forward, batch);
   cost.backward = cost_pass(hw, dtype, op.op_class, op.backward, batch);
-  cost.forward_flops = op.forward.work * op.flops_per_work * double(batch);
-  cost.backward_flops = op.backward.work * op.flops_per_work * double(batch);
+  cost.forward_flops = models::operation_flops(op, op.forward) * double(batch);
+  cost.backward_flops = models::operation_flops(op, op.backward) * double(batch);
   const std::int64_t forward_code = code_bytes(hw.code, op.forward, cost.forward);
   cost.code_bytes = forward_code;
   if (spec.pipeline.training)

@@ -61,8 +61,10 @@ TEST_CASE("an encoder's halves hold 4h² + 4h + 2h and 2h·ffn + ffn + h + 2h pa
     for (const DType dtype : {DType::kFp32, DType::kFp16}) {
       const LayerInfo info = layer_info(layer, {{8, 16}}, {8, 16}, dtype);
       CHECK(info.params == parameter_count(*kernel));
-      CHECK(kernel_for(layer, {{8, 16}}, dtype)->saved_bytes_per_sample() == info.saved_bytes);
-      CHECK(kernel->saved_bytes_per_micro_batch() == info.seed_bytes);
+      const auto typed = kernel_for(layer, {{8, 16}}, dtype);
+      const Tensor x = random_tensor({2, 8, 16}, 3);
+      CHECK(typed->forward({&x}, parameters_of(*typed, 4), {}).saved.saved_bytes() ==
+            2 * info.saved_bytes + info.seed_bytes);
     }
   }
   CHECK(attention->saved_bytes_per_micro_batch() == 16);

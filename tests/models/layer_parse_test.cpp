@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "model_test_support.hpp"
+#include "models/layer_types.hpp"
 
 using namespace ipusim::models;
 using ipusim::models::testing::model_error;
@@ -75,6 +76,19 @@ TEST_CASE("profiled cycles replace the cost model for a layer") {
   CHECK(layer.cycles->forward == 1000);
   CHECK(layer.cycles->backward == 2000);
   CHECK(layer.inputs == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("every layer type has its row, found by its name, with its config keys in order") {
+  REQUIRE(layer_type_names().size() == kLayerTypeCount);
+  for (std::size_t i = 0; i < kLayerTypeCount; ++i) {
+    const auto type = static_cast<LayerType>(i);
+    INFO(layer_type_name(type));
+    CHECK(layer_type_row(type).type == type);
+    CHECK(layer_type_from_name(layer_type_name(type)) == type);
+  }
+  CHECK(layer_type_keys(LayerType::kConv2d) ==
+        std::vector<std::string>{"filters", "kernel", "stride", "padding", "activation", "bias"});
+  CHECK(layer_type_keys(LayerType::kRelu).empty());
 }
 
 TEST_CASE("a misspelt layer type suggests the closest type") {
