@@ -9,10 +9,6 @@
 namespace ipusim::sim {
 namespace {
 
-double busy_share(std::int64_t busy_cycles, std::int64_t step_cycles) {
-  return step_cycles > 0 ? double(busy_cycles) / double(step_cycles) : 0.0;
-}
-
 // Reads one cell of a sweep file back; `what` names its column in the error.
 class CellReader {
  public:
@@ -61,32 +57,26 @@ class CellReader {
 }  // namespace
 
 RunMetrics run_metrics(const RunReport& report) {
-  const auto& replay = report.replay;
+  const auto& f = report.figures;
   RunMetrics m;
-  m.step_cycles = replay.step_cycles;
-  m.step_seconds = report.step_seconds();
-  m.throughput = report.throughput();
-  m.phase_cycles = replay.phase_cycles;
-  m.ramp_overhead = report.ramp_overhead();
-  m.bubble_fraction = report.bubble_fraction();
-  double utilisation_sum = 0;
-  m.utilisation_min = replay.ipus.empty() ? 0.0 : 1.0;
-  for (const auto& ipu : replay.ipus) {
-    const double utilisation = busy_share(ipu.busy_cycles, replay.step_cycles);
-    utilisation_sum += utilisation;
-    m.utilisation_min = std::min(m.utilisation_min, utilisation);
-    m.peak_memory_bytes_max = std::max(m.peak_memory_bytes_max, ipu.peak_memory_bytes);
-    m.peak_stash_bytes_max = std::max(m.peak_stash_bytes_max, ipu.peak_stash_bytes);
-    m.utilisation_per_ipu.push_back(utilisation);
-    m.peak_memory_bytes_per_ipu.push_back(ipu.peak_memory_bytes);
+  m.step_cycles = report.replay.step_cycles;
+  m.step_seconds = f.step_seconds;
+  m.throughput = f.throughput;
+  m.phase_cycles = report.replay.phase_cycles;
+  m.ramp_overhead = f.ramp_overhead;
+  m.bubble_fraction = f.bubble_fraction;
+  m.utilisation_mean = f.utilisation_mean;
+  m.utilisation_min = f.utilisation_min;
+  m.peak_memory_bytes_max = f.peak_memory_bytes_max;
+  m.peak_stash_bytes_max = f.peak_stash_bytes_max;
+  m.fits_in_memory = f.fits_in_memory;
+  m.throughput_per_ipu = f.throughput_per_ipu;
+  m.collective_cycles = f.collective_cycles;
+  m.input_wait_cycles = f.input_wait_cycles;
+  for (std::size_t i = 0; i < f.ipus.size(); ++i) {
+    m.utilisation_per_ipu.push_back(f.ipus[i].utilisation);
+    m.peak_memory_bytes_per_ipu.push_back(report.replay.ipus[i].peak_memory_bytes);
   }
-  m.utilisation_mean = replay.ipus.empty() ? 0.0 : utilisation_sum / double(replay.ipus.size());
-  m.fits_in_memory = report.fits_in_memory();
-  const auto& p = report.spec->pipeline;
-  m.throughput_per_ipu = m.throughput / double(p.ipus_per_replica() * p.replication_factor);
-  const auto& w = replay.weight_update;
-  m.collective_cycles = w.reduce_scatter + w.all_reduce + w.all_gather;
-  m.input_wait_cycles = w.input_wait;
   return m;
 }
 

@@ -152,9 +152,9 @@ struct TableLayout {
       out.push_back(std::move(cell));
     if (offload)
       out.push_back(c.offload);
-    for (auto cell :
-         {with_commas(std::int64_t(r.throughput() + 0.5)), fixed(r.step_seconds() * 1000, 4),
-          memory_cell(c, capacity, bytes), std::string(r.fits_in_memory() ? "yes" : "NO")})
+    for (auto cell : {with_commas(std::int64_t(r.figures.throughput + 0.5)),
+                      fixed(r.figures.step_seconds * 1000, 4), memory_cell(c, capacity, bytes),
+                      std::string(r.figures.fits_in_memory ? "yes" : "NO")})
       out.push_back(std::move(cell));
     return out;
   }
@@ -178,8 +178,8 @@ std::vector<std::string> setting_differences(const PlanCandidate& winner,
                       std::to_string(winner.replicas));
   if (loser.schedule != winner.schedule)
     reasons.push_back("schedule " + loser.schedule + ", bubble " +
-                      percent(loser.report->bubble_fraction()) + " vs " +
-                      percent(winner.report->bubble_fraction()));
+                      percent(loser.report->figures.bubble_fraction) + " vs " +
+                      percent(winner.report->figures.bubble_fraction));
   if (loser.gac != winner.gac)
     reasons.push_back("GAC " + std::to_string(loser.gac) + " vs " + std::to_string(winner.gac));
   if (loser.micro_batch != winner.micro_batch)
@@ -212,7 +212,7 @@ std::string split_difference(const PlanCandidate& winner, const PlanCandidate& l
 // Why `loser` ranks below `winner`, in a few words: what differs, then the figure that ranks.
 std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
                      const PlanResult& result) {
-  if (!loser.report->fits_in_memory())
+  if (!loser.report->figures.fits_in_memory)
     return "does not fit: peak memory " +
            percent(double(peak_max(loser)) / double(result.capacity_bytes)) + " of capacity";
   auto reasons = setting_differences(winner, loser);
@@ -223,8 +223,8 @@ std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
                 : split_difference(winner, loser, reasons.empty());
   if (!split.empty())
     reasons.push_back(split);
-  const double tw = winner.report->throughput();
-  const double tl = loser.report->throughput();
+  const double tw = winner.report->figures.throughput;
+  const double tl = loser.report->figures.throughput;
   int ipu = 0;
   const auto peak = peak_max(loser, &ipu);
   const std::string memory = "peak memory " + relative(double(peak), double(peak_max(winner))) +
@@ -435,7 +435,8 @@ std::string render_plan_html(const PlanResult& result) {
     int fullest = 0;
     const auto peak = peak_max(c, &fullest);
     plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1),
-                           c.report->throughput(), peak, c.report->fits_in_memory(), fullest});
+                           c.report->figures.throughput, peak, c.report->figures.fits_in_memory,
+                           fullest});
     plot.table.push_back(
         layout.row("#" + std::to_string(i + 1), c, result.capacity_bytes, memory_figure));
   }

@@ -383,8 +383,8 @@ TEST_CASE("a comparison draws a run that does not fit hollow in every chart") {
   const auto grouped = testing::record_allowing_oom(kTf1Config, {kTightMemory});
   const auto sequential = testing::record_allowing_oom(
       kTf1Config, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
-  REQUIRE(!grouped->report.fits_in_memory());
-  REQUIRE(sequential->report.fits_in_memory());
+  REQUIRE(!grouped->report.figures.fits_in_memory);
+  REQUIRE(sequential->report.figures.fits_in_memory);
   const auto html =
       sim::compare_html({&grouped->report, &sequential->report},
                         {&grouped->timeline(), &sequential->timeline()}, {"grouped", "sequential"});

@@ -101,12 +101,12 @@ TEST_CASE("a sweep page draws a Pareto chart with rings and fits 1,400 px", "[br
       std::int64_t peak = 0;
       for (const auto& ipu : r.replay.ipus)
         peak = std::max(peak, ipu.peak_memory_bytes);
-      table.rows.push_back({gac, i == 0 ? "grouped" : "sequential",
-                            std::to_string(r.replay.step_cycles), sim::fixed(r.ramp_overhead(), 6),
-                            sim::fixed(r.throughput(), 3), std::to_string(peak),
-                            r.fits_in_memory() ? "true" : "false",
-                            std::to_string(r.replay.ipus.at(0).peak_memory_bytes),
-                            std::to_string(r.replay.ipus.at(1).peak_memory_bytes)});
+      table.rows.push_back(
+          {gac, i == 0 ? "grouped" : "sequential", std::to_string(r.replay.step_cycles),
+           sim::fixed(r.figures.ramp_overhead, 6), sim::fixed(r.figures.throughput, 3),
+           std::to_string(peak), r.figures.fits_in_memory ? "true" : "false",
+           std::to_string(r.replay.ipus.at(0).peak_memory_bytes),
+           std::to_string(r.replay.ipus.at(1).peak_memory_bytes)});
     }
   }
   const auto html = sim::sweep_html(table);
