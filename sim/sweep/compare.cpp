@@ -15,7 +15,7 @@
 #include "sim/html/html_report.hpp"
 #include "sim/replay/timeline.hpp"
 #include "sim/report/report.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {

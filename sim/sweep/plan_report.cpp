@@ -9,7 +9,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/sweep/planner.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 

@@ -1,9 +1,8 @@
 #pragma once
-// The figures of one run that sweep and compare report, typed: computed once from a RunReport,
-// written as the metric cells of their CSVs, read back from a sweep file being resumed, and
-// ranked by throughput to name the fastest run.
-//
-// May include sim/core and sim/report.
+// The figures of one run that sweep, compare and plan report, typed: taken from a RunReport's
+// RunFigures, written as the metric cells of their CSVs, read back by column name from a sweep
+// file being resumed or merged, and ranked by throughput to name the fastest run. The sweep
+// page (sim/html) plots them as they are.
 
 #include <array>
 #include <cstddef>
@@ -48,25 +47,45 @@ RunMetrics run_metrics(const RunReport& report);
 const std::vector<std::string>& metric_columns();
 std::vector<std::string> metric_cells(const RunMetrics& metrics);
 
+// What a metric column holds, which decides how it is written and whether it is a number.
+enum class MetricUnit { kCycles, kSeconds, kSamplesPerSecond, kShare, kBytes, kYesNo };
+
+// The unit of each of metric_columns(), then of each of per_ipu_columns(ipus).
+std::vector<MetricUnit> metric_units(std::size_t ipus);
+
 // The per-IPU columns of sweep and compare CSVs for `ipus` IPUs, after the metric columns:
 // utilisation_ipu0 .. utilisation_ipu{ipus-1}, then peak_memory_bytes_ipu0 ..., so that pandas
 // users plot the balance between IPUs. A run with fewer IPUs leaves its last cells empty.
 std::vector<std::string> per_ipu_columns(std::size_t ipus);
 std::vector<std::string> per_ipu_cells(const RunMetrics& metrics, std::size_t ipus);
-// The inverse of per_ipu_cells into `metrics`: an empty cell ends an IPU list.
-void parse_per_ipu_cells(const std::vector<std::string>& cells, std::size_t ipus,
-                         const std::string& file, std::size_t line, RunMetrics& metrics);
 
 // The figures as one JSON object, keyed like the CSV columns (the per-IPU ones as the lists
 // utilisation_per_ipu and peak_memory_bytes_per_ipu), numbers rounded as the CSV prints them so
 // a run read back from a file gives the same object as the run itself.
 nlohmann::ordered_json metrics_json(const RunMetrics& metrics);
 
-// The inverse of metric_cells, for the rows of a sweep file: `cells` holds the metric columns.
-// A cell that is not a number (or "true"/"false") is a core::ConfigError naming `file` and
-// `line`.
-RunMetrics parse_metric_cells(const std::vector<std::string>& cells, const std::string& file,
-                              std::size_t line);
+// Reads the figures back from the rows of a sweep or plan CSV by the names in its header,
+// wherever its columns are: the metric columns, and the per-IPU columns of as many IPUs as the
+// header has (an empty cell ends a run's IPUs). The inverse of metric_cells and per_ipu_cells.
+class MetricsReader {
+ public:
+  // A header without one of the metric columns, or with one IPU's utilisation column but not
+  // its peak memory, is a core::ConfigError naming `file` and the missing column.
+  MetricsReader(const std::vector<std::string>& header, std::string file);
+
+  // A cell that is not a number (or "true"/"false") is a core::ConfigError naming the file,
+  // `line` and the column. `row` has a cell for each column of the header.
+  RunMetrics read(const std::vector<std::string>& row, std::size_t line) const;
+
+  // The IPUs the header has per-IPU columns for.
+  std::size_t ipus() const { return utilisation_at_.size(); }
+
+ private:
+  std::string file_;
+  std::vector<std::size_t> metric_at_;       // by metric_columns()
+  std::vector<std::size_t> utilisation_at_;  // by IPU
+  std::vector<std::size_t> peak_at_;         // by IPU
+};
 
 // The runs that fit in memory, fastest first, as indices into `runs`. By throughput, since step
 // times of runs with different batch sizes do not compare; equal throughputs keep their order,

@@ -1,7 +1,8 @@
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
@@ -116,6 +117,17 @@ std::vector<std::string> metric_cells(const RunMetrics& m) {
           std::to_string(m.input_wait_cycles)};
 }
 
+std::vector<MetricUnit> metric_units(std::size_t ipus) {
+  using enum MetricUnit;
+  std::vector<MetricUnit> units = {kCycles, kSeconds, kSamplesPerSecond};
+  units.insert(units.end(), schedules::kPhases.size(), kCycles);
+  units.insert(units.end(), {kShare, kShare, kShare, kShare, kBytes, kBytes, kYesNo,
+                             kSamplesPerSecond, kCycles, kCycles});
+  units.insert(units.end(), ipus, kShare);
+  units.insert(units.end(), ipus, kBytes);
+  return units;
+}
+
 nlohmann::ordered_json metrics_json(const RunMetrics& m) {
   const auto& names = metric_columns();
   const auto cells = metric_cells(m);
@@ -151,38 +163,62 @@ std::vector<std::string> per_ipu_cells(const RunMetrics& m, std::size_t ipus) {
   return cells;
 }
 
-void parse_per_ipu_cells(const std::vector<std::string>& cells, std::size_t ipus,
-                         const std::string& file, std::size_t line, RunMetrics& m) {
-  IPUSIM_CHECK(cells.size() == 2 * ipus);
-  const CellReader read(file, line);
-  const auto names = per_ipu_columns(ipus);
-  for (std::size_t ipu = 0; ipu < ipus && !cells[ipu].empty(); ++ipu) {
-    m.utilisation_per_ipu.push_back(read.number(cells[ipu], names[ipu]));
-    m.peak_memory_bytes_per_ipu.push_back(read.integer(cells[ipus + ipu], names[ipus + ipu]));
+namespace {
+
+// Where column `name` is in `header`; a header without it is the file's error.
+std::size_t column_at(const std::vector<std::string>& header, const std::string& name,
+                      const std::string& file) {
+  const auto found = std::find(header.begin(), header.end(), name);
+  if (found == header.end())
+    throw core::ConfigError(file, "",
+                            "its header has no column " + name +
+                                "; expected a CSV written by ipusim sweep, compare or plan");
+  return std::size_t(found - header.begin());
+}
+
+bool has_column(const std::vector<std::string>& header, const std::string& name) {
+  return std::find(header.begin(), header.end(), name) != header.end();
+}
+
+}  // namespace
+
+MetricsReader::MetricsReader(const std::vector<std::string>& header, std::string file)
+    : file_(std::move(file)) {
+  for (const auto& name : metric_columns())
+    metric_at_.push_back(column_at(header, name, file_));
+  for (std::size_t ipu = 0; has_column(header, per_ipu_columns(ipu + 1)[ipu]); ++ipu) {
+    const auto names = per_ipu_columns(ipu + 1);
+    utilisation_at_.push_back(column_at(header, names[ipu], file_));
+    peak_at_.push_back(column_at(header, names[2 * ipu + 1], file_));
   }
 }
 
-RunMetrics parse_metric_cells(const std::vector<std::string>& cells, const std::string& file,
-                              std::size_t line) {
-  IPUSIM_CHECK(cells.size() == metric_columns().size());
-  const CellReader read(file, line);
+RunMetrics MetricsReader::read(const std::vector<std::string>& row, std::size_t line) const {
+  const CellReader read(file_, line);
   const auto& name = metric_columns();
+  auto cell = [&](std::size_t column) -> const std::string& { return row.at(metric_at_[column]); };
   RunMetrics m;
-  m.step_cycles = read.integer(cells[0], name[0]);
-  m.step_seconds = read.number(cells[1], name[1]);
-  m.throughput = read.number(cells[2], name[2]);
+  m.step_cycles = read.integer(cell(0), name[0]);
+  m.step_seconds = read.number(cell(1), name[1]);
+  m.throughput = read.number(cell(2), name[2]);
   for (std::size_t phase = 0; phase < m.phase_cycles.size(); ++phase)
-    m.phase_cycles[phase] = read.integer(cells[3 + phase], name[3 + phase]);
-  m.ramp_overhead = read.number(cells[7], name[7]);
-  m.bubble_fraction = read.number(cells[8], name[8]);
-  m.utilisation_mean = read.number(cells[9], name[9]);
-  m.utilisation_min = read.number(cells[10], name[10]);
-  m.peak_memory_bytes_max = read.integer(cells[11], name[11]);
-  m.peak_stash_bytes_max = read.integer(cells[12], name[12]);
-  m.fits_in_memory = read.boolean(cells[13], name[13]);
-  m.throughput_per_ipu = read.number(cells[14], name[14]);
-  m.collective_cycles = read.integer(cells[15], name[15]);
-  m.input_wait_cycles = read.integer(cells[16], name[16]);
+    m.phase_cycles[phase] = read.integer(cell(3 + phase), name[3 + phase]);
+  m.ramp_overhead = read.number(cell(7), name[7]);
+  m.bubble_fraction = read.number(cell(8), name[8]);
+  m.utilisation_mean = read.number(cell(9), name[9]);
+  m.utilisation_min = read.number(cell(10), name[10]);
+  m.peak_memory_bytes_max = read.integer(cell(11), name[11]);
+  m.peak_stash_bytes_max = read.integer(cell(12), name[12]);
+  m.fits_in_memory = read.boolean(cell(13), name[13]);
+  m.throughput_per_ipu = read.number(cell(14), name[14]);
+  m.collective_cycles = read.integer(cell(15), name[15]);
+  m.input_wait_cycles = read.integer(cell(16), name[16]);
+  for (std::size_t ipu = 0; ipu < utilisation_at_.size() && !row.at(utilisation_at_[ipu]).empty();
+       ++ipu) {
+    const auto names = per_ipu_columns(ipu + 1);
+    m.utilisation_per_ipu.push_back(read.number(row.at(utilisation_at_[ipu]), names[ipu]));
+    m.peak_memory_bytes_per_ipu.push_back(read.integer(row.at(peak_at_[ipu]), names[2 * ipu + 1]));
+  }
   return m;
 }
 
