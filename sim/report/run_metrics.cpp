@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
@@ -55,6 +58,49 @@ class CellReader {
   std::size_t line_;
 };
 
+using MetricValue = std::variant<std::int64_t, double, bool>;
+
+MetricValue value_of(const MetricColumn& column, const RunMetrics& m) {
+  return std::visit(
+      [&](const auto& field) -> MetricValue {
+        if constexpr (std::is_same_v<std::decay_t<decltype(field)>, schedules::Phase>)
+          return m.phase_cycles[schedules::index(field)];
+        else
+          return m.*field;
+      },
+      column.field);
+}
+
+// Reads `cell` into the field of `column`, as metric_cells wrote it.
+void read_cell(const MetricColumn& column, const std::string& cell, const CellReader& read,
+               RunMetrics& m) {
+  std::visit(
+      [&](const auto& field) {
+        using F = std::decay_t<decltype(field)>;
+        if constexpr (std::is_same_v<F, schedules::Phase>)
+          m.phase_cycles[schedules::index(field)] = read.integer(cell, column.key);
+        else if constexpr (std::is_same_v<F, std::int64_t RunMetrics::*>)
+          m.*field = read.integer(cell, column.key);
+        else if constexpr (std::is_same_v<F, double RunMetrics::*>)
+          m.*field = read.number(cell, column.key);
+        else
+          m.*field = read.boolean(cell, column.key);
+      },
+      column.field);
+}
+
+// The decimals a CSV gives a figure that is not an integer.
+int decimals(MetricUnit unit) {
+  switch (unit) {
+    case MetricUnit::kSeconds:
+      return 12;
+    case MetricUnit::kSamplesPerSecond:
+      return 3;
+    default:
+      return 6;
+  }
+}
+
 }  // namespace
 
 RunMetrics run_metrics(const RunReport& report) {
@@ -81,50 +127,97 @@ RunMetrics run_metrics(const RunReport& report) {
   return m;
 }
 
+const std::vector<MetricColumn>& metric_table() {
+  using enum MetricUnit;
+  using M = RunMetrics;
+  static const std::vector<MetricColumn> table = [] {
+    std::vector<MetricColumn> t = {
+        {"step_cycles", "Step", kCycles, &M::step_cycles},
+        {"step_seconds", "Step time", kSeconds, &M::step_seconds},
+        {"throughput_samples_per_second", "Throughput", kSamplesPerSecond, &M::throughput}};
+    for (const auto phase : schedules::kPhases) {
+      t.push_back({std::string(schedules::phase_key(phase)) + "_cycles",
+                   schedules::phase_heading(phase), kCycles, phase});
+    }
+    t.insert(
+        t.end(),
+        {{"ramp_overhead", "Ramp overhead", kShare, &M::ramp_overhead},
+         {"bubble_fraction", "Bubble", kShare, &M::bubble_fraction},
+         {"utilisation_mean", "Utilisation (mean of IPUs)", kShare, &M::utilisation_mean},
+         {"utilisation_min", "Utilisation (least busy IPU)", kShare, &M::utilisation_min},
+         {"peak_memory_bytes_max", "Peak memory (fullest IPU)", kBytes, &M::peak_memory_bytes_max},
+         {"peak_stash_bytes_max", "Peak stash (fullest IPU)", kBytes, &M::peak_stash_bytes_max},
+         {"fits_in_memory", "Fits in memory", kYesNo, &M::fits_in_memory},
+         {"throughput_per_ipu", "Throughput per IPU", kSamplesPerSecond, &M::throughput_per_ipu},
+         {"collective_cycles", "Collectives", kCycles, &M::collective_cycles},
+         {"input_wait_cycles", "Wait for host input", kCycles, &M::input_wait_cycles}});
+    return t;
+  }();
+  return table;
+}
+
+const MetricColumn& metric_column(const std::string& key) {
+  const auto& table = metric_table();
+  const auto found = std::find_if(table.begin(), table.end(),
+                                  [&](const MetricColumn& column) { return column.key == key; });
+  IPUSIM_CHECK(found != table.end());
+  return *found;
+}
+
 const std::vector<std::string>& metric_columns() {
   static const std::vector<std::string> columns = [] {
-    std::vector<std::string> names = {"step_cycles", "step_seconds",
-                                      "throughput_samples_per_second"};
-    for (const auto phase : schedules::kPhases)
-      names.push_back(std::string(schedules::phase_key(phase)) + "_cycles");
-    for (const char* name :
-         {"ramp_overhead", "bubble_fraction", "utilisation_mean", "utilisation_min",
-          "peak_memory_bytes_max", "peak_stash_bytes_max", "fits_in_memory", "throughput_per_ipu",
-          "collective_cycles", "input_wait_cycles"})
-      names.push_back(name);
-    return names;
+    std::vector<std::string> keys;
+    for (const auto& column : metric_table())
+      keys.push_back(column.key);
+    return keys;
   }();
   return columns;
 }
 
 std::vector<std::string> metric_cells(const RunMetrics& m) {
-  return {std::to_string(m.step_cycles),
-          fixed(m.step_seconds, 12),
-          fixed(m.throughput, 3),
-          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kRampUp)]),
-          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kMain)]),
-          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kRampDown)]),
-          std::to_string(m.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)]),
-          fixed(m.ramp_overhead, 6),
-          fixed(m.bubble_fraction, 6),
-          fixed(m.utilisation_mean, 6),
-          fixed(m.utilisation_min, 6),
-          std::to_string(m.peak_memory_bytes_max),
-          std::to_string(m.peak_stash_bytes_max),
-          m.fits_in_memory ? "true" : "false",
-          fixed(m.throughput_per_ipu, 3),
-          std::to_string(m.collective_cycles),
-          std::to_string(m.input_wait_cycles)};
+  std::vector<std::string> cells;
+  for (const auto& column : metric_table()) {
+    cells.push_back(std::visit(
+        [&](const auto& value) -> std::string {
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, bool>)
+            return value ? "true" : "false";
+          else if constexpr (std::is_same_v<T, std::int64_t>)
+            return std::to_string(value);
+          else
+            return fixed(value, decimals(column.unit));
+        },
+        value_of(column, m)));
+  }
+  return cells;
+}
+
+std::string metric_text(const MetricColumn& column, const RunMetrics& m) {
+  const MetricValue value = value_of(column, m);
+  switch (column.unit) {
+    case MetricUnit::kCycles:
+      return with_commas(std::get<std::int64_t>(value)) + " cycles";
+    case MetricUnit::kBytes:
+      return fixed(double(std::get<std::int64_t>(value)) / 1e6, 2) + " MB";
+    case MetricUnit::kSeconds:
+      return fixed(std::get<double>(value) * 1e3, 4) + " ms";
+    case MetricUnit::kSamplesPerSecond:
+      return with_commas(std::llround(std::get<double>(value))) + " samples/s";
+    case MetricUnit::kShare:
+      return percent(std::get<double>(value));
+    case MetricUnit::kYesNo:
+      return std::get<bool>(value) ? "yes" : "NO";
+  }
+  IPUSIM_CHECK(false);
+  return "";
 }
 
 std::vector<MetricUnit> metric_units(std::size_t ipus) {
-  using enum MetricUnit;
-  std::vector<MetricUnit> units = {kCycles, kSeconds, kSamplesPerSecond};
-  units.insert(units.end(), schedules::kPhases.size(), kCycles);
-  units.insert(units.end(), {kShare, kShare, kShare, kShare, kBytes, kBytes, kYesNo,
-                             kSamplesPerSecond, kCycles, kCycles});
-  units.insert(units.end(), ipus, kShare);
-  units.insert(units.end(), ipus, kBytes);
+  std::vector<MetricUnit> units;
+  for (const auto& column : metric_table())
+    units.push_back(column.unit);
+  units.insert(units.end(), ipus, MetricUnit::kShare);
+  units.insert(units.end(), ipus, MetricUnit::kBytes);
   return units;
 }
 
@@ -186,38 +279,25 @@ MetricsReader::MetricsReader(const std::vector<std::string>& header, std::string
     : file_(std::move(file)) {
   for (const auto& name : metric_columns())
     metric_at_.push_back(column_at(header, name, file_));
-  for (std::size_t ipu = 0; has_column(header, per_ipu_columns(ipu + 1)[ipu]); ++ipu) {
+  for (std::size_t ipu = 0; has_column(header, "utilisation_ipu" + std::to_string(ipu)); ++ipu) {
     const auto names = per_ipu_columns(ipu + 1);
-    utilisation_at_.push_back(column_at(header, names[ipu], file_));
-    peak_at_.push_back(column_at(header, names[2 * ipu + 1], file_));
+    per_ipu_.push_back({column_at(header, names[ipu], file_), names[ipu],
+                        column_at(header, names[2 * ipu + 1], file_), names[2 * ipu + 1]});
   }
 }
 
 RunMetrics MetricsReader::read(const std::vector<std::string>& row, std::size_t line) const {
   const CellReader read(file_, line);
-  const auto& name = metric_columns();
-  auto cell = [&](std::size_t column) -> const std::string& { return row.at(metric_at_[column]); };
+  const auto& table = metric_table();
   RunMetrics m;
-  m.step_cycles = read.integer(cell(0), name[0]);
-  m.step_seconds = read.number(cell(1), name[1]);
-  m.throughput = read.number(cell(2), name[2]);
-  for (std::size_t phase = 0; phase < m.phase_cycles.size(); ++phase)
-    m.phase_cycles[phase] = read.integer(cell(3 + phase), name[3 + phase]);
-  m.ramp_overhead = read.number(cell(7), name[7]);
-  m.bubble_fraction = read.number(cell(8), name[8]);
-  m.utilisation_mean = read.number(cell(9), name[9]);
-  m.utilisation_min = read.number(cell(10), name[10]);
-  m.peak_memory_bytes_max = read.integer(cell(11), name[11]);
-  m.peak_stash_bytes_max = read.integer(cell(12), name[12]);
-  m.fits_in_memory = read.boolean(cell(13), name[13]);
-  m.throughput_per_ipu = read.number(cell(14), name[14]);
-  m.collective_cycles = read.integer(cell(15), name[15]);
-  m.input_wait_cycles = read.integer(cell(16), name[16]);
-  for (std::size_t ipu = 0; ipu < utilisation_at_.size() && !row.at(utilisation_at_[ipu]).empty();
-       ++ipu) {
-    const auto names = per_ipu_columns(ipu + 1);
-    m.utilisation_per_ipu.push_back(read.number(row.at(utilisation_at_[ipu]), names[ipu]));
-    m.peak_memory_bytes_per_ipu.push_back(read.integer(row.at(peak_at_[ipu]), names[2 * ipu + 1]));
+  for (std::size_t c = 0; c < table.size(); ++c)
+    read_cell(table[c], row.at(metric_at_[c]), read, m);
+  for (const auto& ipu : per_ipu_) {
+    const auto& utilisation = row.at(ipu.utilisation_at);
+    if (utilisation.empty())
+      break;  // the run has fewer IPUs
+    m.utilisation_per_ipu.push_back(read.number(utilisation, ipu.utilisation_name));
+    m.peak_memory_bytes_per_ipu.push_back(read.integer(row.at(ipu.peak_at), ipu.peak_name));
   }
   return m;
 }

@@ -1,13 +1,15 @@
 #pragma once
 // The figures of one run that sweep, compare and plan report, typed: taken from a RunReport's
-// RunFigures, written as the metric cells of their CSVs, read back by column name from a sweep
-// file being resumed or merged, and ranked by throughput to name the fastest run. The sweep
-// page (sim/html) plots them as they are.
+// RunFigures, written as the metric cells of their CSVs and JSON, read back by column name from
+// a sweep file being resumed or merged, and ranked by throughput to name the fastest run. The
+// sweep page (sim/html) plots them as they are. One table, metric_table(), names each figure's
+// column, heading and unit: a new figure is a RunMetrics field and a row there.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,14 +43,38 @@ struct RunMetrics {
 
 RunMetrics run_metrics(const RunReport& report);
 
-// The metric columns shared by sweep and compare CSVs: step_cycles .. input_wait_cycles, in
-// the order of RunMetrics. Integers are exact; seconds print with 12 decimals, throughput with 3
-// and shares with 6, so equal runs give equal bytes.
+// What a metric column holds, which decides how it is written and whether it is a number.
+enum class MetricUnit { kCycles, kSeconds, kSamplesPerSecond, kShare, kBytes, kYesNo };
+
+// Where RunMetrics holds a figure: an integer for cycles and bytes (a phase's cycles by its
+// phase), a double for seconds, rates and shares, a bool for yes/no.
+using MetricField = std::variant<std::int64_t RunMetrics::*, double RunMetrics::*,
+                                 bool RunMetrics::*, schedules::Phase>;
+
+// One metric column: its CSV column and JSON key, its heading in text tables, its unit and
+// its field.
+struct MetricColumn {
+  std::string key;
+  std::string heading;
+  MetricUnit unit;
+  MetricField field;
+};
+
+// The metric columns shared by sweep, compare and plan CSVs and their JSON, in order:
+// step_cycles .. input_wait_cycles.
+const std::vector<MetricColumn>& metric_table();
+// The column `key` of metric_table(); an unknown key is a bug.
+const MetricColumn& metric_column(const std::string& key);
+
+// The keys of metric_table(), and `metrics` as those columns' cells. Integers are exact;
+// seconds print with 12 decimals, samples/s with 3 and shares with 6, so equal runs give equal
+// bytes.
 const std::vector<std::string>& metric_columns();
 std::vector<std::string> metric_cells(const RunMetrics& metrics);
 
-// What a metric column holds, which decides how it is written and whether it is a number.
-enum class MetricUnit { kCycles, kSeconds, kSamplesPerSecond, kShare, kBytes, kYesNo };
+// The figure of `column` in words for a text table: "159,151 cycles", "0.1197 ms",
+// "2,139,352 samples/s", "15.7%", "104.46 MB", "yes" or "NO".
+std::string metric_text(const MetricColumn& column, const RunMetrics& metrics);
 
 // The unit of each of metric_columns(), then of each of per_ipu_columns(ipus).
 std::vector<MetricUnit> metric_units(std::size_t ipus);
@@ -78,13 +104,20 @@ class MetricsReader {
   RunMetrics read(const std::vector<std::string>& row, std::size_t line) const;
 
   // The IPUs the header has per-IPU columns for.
-  std::size_t ipus() const { return utilisation_at_.size(); }
+  std::size_t ipus() const { return per_ipu_.size(); }
 
  private:
+  // Where an IPU's two columns are, and their names for errors.
+  struct IpuColumns {
+    std::size_t utilisation_at;
+    std::string utilisation_name;
+    std::size_t peak_at;
+    std::string peak_name;
+  };
+
   std::string file_;
-  std::vector<std::size_t> metric_at_;       // by metric_columns()
-  std::vector<std::size_t> utilisation_at_;  // by IPU
-  std::vector<std::size_t> peak_at_;         // by IPU
+  std::vector<std::size_t> metric_at_;  // by metric_table()
+  std::vector<IpuColumns> per_ipu_;
 };
 
 // The runs that fit in memory, fastest first, as indices into `runs`. By throughput, since step
