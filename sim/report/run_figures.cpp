@@ -41,7 +41,10 @@ void per_ipu(const RunSpec& spec, const ReplayResult& replay, RunFigures& f) {
     f.ipus.push_back(ipu_figures(ipu, replay, spec.hardware.memory_per_ipu_bytes));
     utilisation_sum += f.ipus.back().utilisation;
     f.utilisation_min = std::min(f.utilisation_min, f.ipus.back().utilisation);
-    f.peak_memory_bytes_max = std::max(f.peak_memory_bytes_max, ipu.peak_memory_bytes);
+    if (ipu.peak_memory_bytes > f.peak_memory_bytes_max) {
+      f.peak_memory_bytes_max = ipu.peak_memory_bytes;
+      f.fullest_ipu = int(f.ipus.size() - 1);
+    }
     f.peak_stash_bytes_max = std::max(f.peak_stash_bytes_max, ipu.peak_stash_bytes);
     busy += double(ipu.busy_in_phase[kRampUp] + ipu.busy_in_phase[kMain] +
                    ipu.busy_in_phase[kRampDown]);

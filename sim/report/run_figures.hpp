@@ -47,6 +47,7 @@ struct RunFigures {
   double utilisation_mean = 0;             // of the IPUs' utilisations
   double utilisation_min = 0;              // the least busy IPU's
   std::int64_t peak_memory_bytes_max = 0;  // of the fullest IPU
+  int fullest_ipu = 0;                     // the first IPU with that peak
   std::int64_t peak_stash_bytes_max = 0;
   double peak_memory_capacity_share = 0;  // the fullest IPU's peak over the capacity
   bool fits_in_memory = false;            // no IPU overflowed

@@ -16,17 +16,8 @@
 namespace ipusim::sim {
 namespace {
 
-std::int64_t peak_max(const PlanCandidate& c, int* ipu = nullptr) {
-  std::int64_t peak = 0;
-  const auto& ipus = c.report->replay.ipus;
-  for (std::size_t i = 0; i < ipus.size(); ++i) {
-    if (ipus[i].peak_memory_bytes > peak) {
-      peak = ipus[i].peak_memory_bytes;
-      if (ipu)
-        *ipu = int(i);
-    }
-  }
-  return peak;
+std::int64_t peak_max(const PlanCandidate& c) {
+  return c.report->figures.peak_memory_bytes_max;
 }
 
 // The layer types the per-IPU column counts: the one the model repeats most (BERT's encoders,
@@ -225,8 +216,8 @@ std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
     reasons.push_back(split);
   const double tw = winner.report->figures.throughput;
   const double tl = loser.report->figures.throughput;
-  int ipu = 0;
-  const auto peak = peak_max(loser, &ipu);
+  const int ipu = loser.report->figures.fullest_ipu;
+  const auto peak = peak_max(loser);
   const std::string memory = "peak memory " + relative(double(peak), double(peak_max(winner))) +
                              " (" + percent(double(peak) / double(result.capacity_bytes)) +
                              " of capacity on IPU" + std::to_string(ipu) + ")";
@@ -432,11 +423,9 @@ std::string render_plan_html(const PlanResult& result) {
   plot.right_aligned = layout.right_aligned();
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& c = result.ranked[i];
-    int fullest = 0;
-    const auto peak = peak_max(c, &fullest);
-    plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1),
-                           c.report->figures.throughput, peak, c.report->figures.fits_in_memory,
-                           fullest});
+    const auto& f = c.report->figures;
+    plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1), f.throughput,
+                           f.peak_memory_bytes_max, f.fits_in_memory, f.fullest_ipu});
     plot.table.push_back(
         layout.row("#" + std::to_string(i + 1), c, result.capacity_bytes, memory_figure));
   }

@@ -88,6 +88,7 @@ TEST_CASE("a run's memory figures are its fullest IPU's, against the capacity") 
   const auto& f = run.report.figures;
   const auto fullest = std::max(ipus[0].peak_memory_bytes, ipus[1].peak_memory_bytes);
   CHECK(f.peak_memory_bytes_max == fullest);
+  CHECK(f.fullest_ipu == (ipus[1].peak_memory_bytes > ipus[0].peak_memory_bytes ? 1 : 0));
   CHECK(f.peak_stash_bytes_max == std::max(ipus[0].peak_stash_bytes, ipus[1].peak_stash_bytes));
   CHECK(f.peak_memory_capacity_share ==
         Approx(double(fullest) / double(run.spec.hardware.memory_per_ipu_bytes)));
