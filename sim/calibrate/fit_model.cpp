@@ -183,7 +183,7 @@ void MeasuredVariants::refuse_overflow(const Measurement& measurement, const Run
   options.allow_oom = true;
   options.numeric = NumericMode::kOff;
   const auto report = simulate(spec, options);
-  if (report.fits_in_memory())
+  if (report.figures.fits_in_memory)
     return;
   measurement.source.fail(variant_field(measurement),
                           "its config variant does not fit in memory, so it cannot have run on "

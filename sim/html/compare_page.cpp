@@ -22,9 +22,7 @@ using html::cell;
 using html::explain;
 using html::header_row;
 using html::ms;
-using html::peak_memory;
 using html::section;
-using html::share;
 using svg::escape;
 
 using Runs = std::vector<const RunReport*>;
@@ -33,13 +31,6 @@ using Labels = std::vector<std::string>;
 bool any_training(const Runs& reports) {
   return std::any_of(reports.begin(), reports.end(),
                      [](const RunReport* r) { return r->spec->pipeline.training; });
-}
-
-std::string mean_utilisation(const RunReport& r) {
-  double sum = 0;
-  for (const auto& ipu : r.replay.ipus)
-    sum += share(double(ipu.busy_cycles), double(r.replay.step_cycles));
-  return percent(r.replay.ipus.empty() ? 0.0 : sum / double(r.replay.ipus.size()));
 }
 
 std::string compare_table(const Runs& reports, const Labels& labels) {
@@ -64,18 +55,21 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
   row("Step (ms)",
       [](const RunReport& r) { return ms(r.replay.step_cycles, r.spec->hardware.clock_hz); });
   row("Throughput (samples/s)",
-      [](const RunReport& r) { return with_commas(std::llround(r.throughput())); });
+      [](const RunReport& r) { return with_commas(std::llround(r.figures.throughput)); });
   for (const auto phase : schedules::phases_of_run(any_training(reports))) {
     row(std::string(schedules::to_string(phase)) + " (cycles)", [phase](const RunReport& r) {
       return with_commas(r.replay.phase_cycles[schedules::index(phase)]);
     });
   }
-  row("Ramp overhead (% of step)", [](const RunReport& r) { return percent(r.ramp_overhead()); });
-  row("Bubble (% of IPU time)", [](const RunReport& r) { return percent(r.bubble_fraction()); });
-  row("Mean utilisation (% of step)", mean_utilisation);
+  row("Ramp overhead (% of step)",
+      [](const RunReport& r) { return percent(r.figures.ramp_overhead); });
+  row("Bubble (% of IPU time)",
+      [](const RunReport& r) { return percent(r.figures.bubble_fraction); });
+  row("Mean utilisation (% of step)",
+      [](const RunReport& r) { return percent(r.figures.utilisation_mean); });
   // Memory figures carry their unit, kB to GB.
   row("Peak memory, fullest IPU",
-      [](const RunReport& r) { return memory_figure(double(peak_memory(r))); });
+      [](const RunReport& r) { return memory_figure(double(r.figures.peak_memory_bytes_max)); });
   row("Memory per IPU (capacity)", [](const RunReport& r) {
     return memory_figure(double(r.spec->hardware.memory_per_ipu_bytes));
   });
@@ -85,7 +79,7 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
       text += (text.empty() ? "" : ", ") + memory_figure(double(ipu.peak_stash_bytes));
     return text;
   });
-  row("Fits in memory", [](const RunReport& r) { return r.fits_in_memory() ? "yes" : "no"; });
+  row("Fits in memory", [](const RunReport& r) { return r.figures.fits_in_memory ? "yes" : "no"; });
   return html::scroll_table(out);
 }
 
@@ -131,9 +125,10 @@ std::string memory_charts(const Runs& reports, const Labels& labels) {
       "compare-pareto", "Throughput against peak memory", capacity, {}, reports.size() <= 12};
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const auto& r = *reports[i];
-    const std::string samples = with_commas(std::llround(r.throughput())) + " samples/s";
-    const bool hollow = !r.fits_in_memory();
-    speed.groups.push_back({labels[i], {{"", r.throughput(), samples, samples, hollow}}});
+    const auto& f = r.figures;
+    const std::string samples = with_commas(std::llround(f.throughput)) + " samples/s";
+    const bool hollow = !f.fits_in_memory;
+    speed.groups.push_back({labels[i], {{"", f.throughput, samples, samples, hollow}}});
     html::BarGroup group{labels[i], {}};
     for (std::size_t ipu = 0; ipu < r.replay.ipus.size(); ++ipu) {
       const auto peak = r.replay.ipus[ipu].peak_memory_bytes;
@@ -142,8 +137,8 @@ std::string memory_charts(const Runs& reports, const Labels& labels) {
                             hollow});
     }
     memory.groups.push_back(std::move(group));
-    pareto.points.push_back({labels[i], std::to_string(i + 1), r.throughput(), peak_memory(r),
-                             r.fits_in_memory(), false});
+    pareto.points.push_back({labels[i], std::to_string(i + 1), f.throughput,
+                             f.peak_memory_bytes_max, f.fits_in_memory, false});
   }
   return "<div class=\"grid2\"><div>" + html::bar_chart(speed) + "</div><div>" +
          html::bar_chart(memory) + "</div></div>\n" +

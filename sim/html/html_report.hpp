@@ -25,6 +25,7 @@
 
 #include "sim/replay/timeline.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/run_metrics.hpp"
 
 namespace ipusim::sim {
 
@@ -36,12 +37,24 @@ std::string compare_html(const std::vector<const RunReport*>& reports,
                          const std::vector<const Timeline*>& timelines,
                          const std::vector<std::string>& labels);
 
-// A sweep as its CSV holds it: each row has the varied values, then the metric values, as
-// text; every row has varied.size() + metrics.size() cells.
+// One varied value of a sweep's run: as --vary gave it, and as a number when it is one (a
+// numeric axis places runs by it).
+struct SweepPlotValue {
+  std::string text;
+  std::optional<double> number;
+};
+
+// One run of a sweep, typed: its varied values and its figures, absent when it did not
+// simulate.
+struct SweepPlotRun {
+  std::vector<SweepPlotValue> values;  // by SweepPlotTable::varied
+  std::optional<RunMetrics> metrics;
+};
+
 struct SweepPlotTable {
-  std::vector<std::string> varied;   // config paths, e.g. "pipeline.gradient_accumulation_count"
-  std::vector<std::string> metrics;  // e.g. "ramp_overhead", "throughput_samples_per_second"
-  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> varied;  // config paths, e.g. "pipeline.gradient_accumulation_count"
+  std::vector<SweepPlotRun> runs;
+  std::size_t ipus = 0;             // per-IPU columns of the runs' table (the CSV's)
   std::int64_t capacity_bytes = 0;  // per IPU, when every run shares it; else 0
 };
 

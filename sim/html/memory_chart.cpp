@@ -224,7 +224,7 @@ std::int64_t changing_peak(const Timeline& timeline) {
 
 std::string memory_section(const RunReport& r, const Timeline& timeline) {
   const auto capacity = r.spec->hardware.memory_per_ipu_bytes;
-  const double peak = double(peak_memory(r));
+  const double peak = double(r.figures.peak_memory_bytes_max);
   // Draw to the capacity when it is in the same range as the peak; otherwise the data would
   // be a sliver at the bottom, and the chart says where the capacity is instead.
   const double top =
@@ -253,15 +253,13 @@ std::string memory_section(const RunReport& r, const Timeline& timeline) {
                      "Fits"});
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
     const auto& ipu = r.replay.ipus[i];
-    const bool fits = ipu.peak_memory_bytes <= capacity;
-    std::int64_t off_chip = 0;
-    for (const auto& [category, bytes] : ipu.streaming_memory)
-      off_chip += bytes;
+    const auto& figures = r.figures.ipus[i];
+    const bool fits = figures.fits_in_memory;
     out += "<tr>" + cell("IPU" + std::to_string(i)) +
            cell(memory_figure(double(ipu.peak_memory_bytes))) +
-           bar_cell(share(double(ipu.peak_memory_bytes), double(capacity)), !fits) +
+           bar_cell(figures.capacity_share, !fits) +
            cell(memory_figure(double(ipu.peak_stash_bytes))) +
-           cell(memory_figure(double(off_chip))) +
+           cell(memory_figure(double(figures.streaming_memory_bytes))) +
            (fits ? "<td class=\"ok\">yes</td>" : "<td class=\"bad\">no</td>") + "</tr>\n";
   }
   out += "</table></div>\n";

@@ -106,10 +106,6 @@ std::string ms(std::int64_t cycles, double clock_hz) {
   return fixed(double(cycles) / clock_hz * 1e3, 4) + " ms";
 }
 
-double share(double part, double whole) {
-  return whole > 0 ? part / whole : 0.0;
-}
-
 std::string bar_cell(double fraction, bool warn) {
   const double width = std::clamp(fraction, 0.0, 1.0) * 100;
   return std::string("<td><div class=\"bar") + (warn ? " warn" : "") +
@@ -178,13 +174,6 @@ std::string phases_note() {
          "sections Graphcore compiles (ramp-up, the main Repeat, ramp-down, the first and last S "
          "steps by construction); they can be longer than the utilisation ramps, e.g. 4 code "
          "steps against 3 for tf1 at M = 8.</p>\n";
-}
-
-std::int64_t peak_memory(const RunReport& report) {
-  std::int64_t peak = 0;
-  for (const auto& ipu : report.replay.ipus)
-    peak = std::max(peak, ipu.peak_memory_bytes);
-  return peak;
 }
 
 }  // namespace ipusim::sim::html

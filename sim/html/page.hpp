@@ -22,9 +22,6 @@ std::string section(const std::string& id, const std::string& title, const std::
 // Cycles of a `clock_hz` clock as milliseconds: "1.2345 ms".
 std::string ms(std::int64_t cycles, double clock_hz);
 
-// part / whole, or 0 when `whole` is not positive.
-double share(double part, double whole);
-
 // A table cell with a horizontal bar of `fraction` (0..1) and its percentage.
 std::string bar_cell(double fraction, bool warn = false);
 
@@ -56,8 +53,5 @@ std::string derived_figures_note(bool training = true);
 // One line on the phase bands: utilisation phases, and how they differ from the code phases
 // `ipusim schedule` prints.
 std::string phases_note();
-
-// The largest peak memory of any IPU of the run.
-std::int64_t peak_memory(const RunReport& report);
 
 }  // namespace ipusim::sim::html

@@ -16,9 +16,7 @@ using html::bar_cell;
 using html::cell;
 using html::header_row;
 using html::ms;
-using html::peak_memory;
 using html::section;
-using html::share;
 using svg::escape;
 
 // ---- configuration and headline figures ----
@@ -138,18 +136,19 @@ std::string card(const std::string& value, const std::string& label) {
 std::string headline(const RunReport& r) {
   const double clock = r.spec->hardware.clock_hz;
   const auto capacity = r.spec->hardware.memory_per_ipu_bytes;
+  const auto& f = r.figures;
   std::string out = "<div class=\"cards\">";
   out += card(ms(r.replay.step_cycles, clock),
               std::string(r.spec->pipeline.training ? "step (one weight update), "
                                                     : "step (one inference pass), ") +
                   with_commas(r.replay.step_cycles) + " cycles");
-  out += card(with_commas(std::llround(r.throughput())), "samples/s throughput");
-  out += card(percent(r.ramp_overhead()), "ramp overhead (ramp-up + ramp-down)");
-  out += card(percent(r.bubble_fraction()), "bubble: idle IPU time in the pipeline");
-  out += card(memory_figure(double(peak_memory(r))),
-              "peak memory of an IPU (" + percent(share(double(peak_memory(r)), double(capacity))) +
-                  " of " + memory_figure(double(capacity)) + ")");
-  out += card(r.fits_in_memory() ? "fits" : "out of memory", "memory check");
+  out += card(with_commas(std::llround(f.throughput)), "samples/s throughput");
+  out += card(percent(f.ramp_overhead), "ramp overhead (ramp-up + ramp-down)");
+  out += card(percent(f.bubble_fraction), "bubble: idle IPU time in the pipeline");
+  out += card(memory_figure(double(f.peak_memory_bytes_max)),
+              "peak memory of an IPU (" + percent(f.peak_memory_capacity_share) + " of " +
+                  memory_figure(double(capacity)) + ")");
+  out += card(f.fits_in_memory ? "fits" : "out of memory", "memory check");
   return out + "</div>\n" + html::derived_figures_note(r.spec->pipeline.training);
 }
 
@@ -161,7 +160,7 @@ std::string phases_table(const RunReport& r) {
   for (const auto phase : schedules::phases_of_run(r.spec->pipeline.training)) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
     out += "<tr>" + cell(std::string(schedules::to_string(phase))) + cell(with_commas(cycles)) +
-           cell(ms(cycles, clock)) + bar_cell(share(double(cycles), double(r.replay.step_cycles))) +
+           cell(ms(cycles, clock)) + bar_cell(r.figures.phase_share[schedules::index(phase)]) +
            "</tr>\n";
   }
   return html::scroll_table(out);
@@ -175,30 +174,26 @@ std::string utilisation_table(const RunReport& r) {
   heading.insert(heading.end(), {"Busy cycles", "Host link", "Streaming memory link"});
   std::string out = header_row(heading);
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
-    const auto& ipu = r.replay.ipus[i];
-    out += "<tr>" + cell("IPU" + std::to_string(i)) +
-           bar_cell(share(double(ipu.busy_cycles), double(r.replay.step_cycles)));
-    for (const auto phase : phases) {
-      out += bar_cell(share(double(ipu.busy_in_phase[schedules::index(phase)]),
-                            double(r.replay.phase_cycles[schedules::index(phase)])));
-    }
-    out += cell(with_commas(ipu.busy_cycles)) +
-           bar_cell(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))) +
-           bar_cell(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))) +
+    const auto& figures = r.figures.ipus[i];
+    out += "<tr>" + cell("IPU" + std::to_string(i)) + bar_cell(figures.utilisation);
+    for (const auto phase : phases)
+      out += bar_cell(figures.utilisation_by_phase[schedules::index(phase)]);
+    out += cell(with_commas(r.replay.ipus[i].busy_cycles)) +
+           bar_cell(figures.host_link_utilisation) + bar_cell(figures.streaming_link_utilisation) +
            "</tr>\n";
   }
   out = html::scroll_table(out);
   if (r.replay.links.empty())
     return out;
   std::string links = header_row({"Link", "Physical IPUs", "Bytes per step", "Busy"});
-  for (const auto& link : r.replay.links) {
+  for (std::size_t k = 0; k < r.replay.links.size(); ++k) {
+    const auto& link = r.replay.links[k];
     links +=
         "<tr>" +
         cell("IPU" + std::to_string(link.from_ipu) + " \u2192 IPU" + std::to_string(link.to_ipu)) +
         cell("IPU" + std::to_string(link.from_physical) + " \u2192 IPU" +
              std::to_string(link.to_physical)) +
-        cell(si(double(link.bytes), "B")) +
-        bar_cell(share(double(link.busy_cycles), double(r.replay.step_cycles))) + "</tr>\n";
+        cell(si(double(link.bytes), "B")) + bar_cell(r.figures.link_utilisation[k]) + "</tr>\n";
   }
   return out + "<h3 style=\"margin-top:12px\">IPU-Links</h3>" + html::scroll_table(links);
 }

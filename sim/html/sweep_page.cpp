@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <optional>
 
@@ -19,33 +18,12 @@ using html::header_row;
 using html::section;
 using svg::escape;
 
-// A CSV cell as a number: "12", "0.25", "45.7%" (percent: 45.7) or "1,024".
-std::optional<double> parse_number(std::string text) {
-  text.erase(std::remove(text.begin(), text.end(), ','), text.end());
-  if (!text.empty() && text.back() == '%')
-    text.pop_back();
-  double value = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || ptr != end)
-    return std::nullopt;
-  return value;
-}
-
-int column_of(const std::vector<std::string>& names, const std::string& part, std::size_t offset) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i].find(part) != std::string::npos)
-      return int(offset + i);
-  }
-  return -1;
-}
-
 // One chart of each varied value: a metric against it.
 struct SweepPlot {
-  std::string metric_part;  // matched against the metric names
+  std::string id;  // the metric's column, in the chart's id
   std::string title;
   std::string y_label;
-  bool as_percent;
+  double (*value)(const RunMetrics&);
   double scale = 1;  // the metric is divided by it (bytes to MB)
 };
 
@@ -57,28 +35,29 @@ struct SweepAxis {
   bool numeric = true;
   bool log_x = false;
 
-  double x(const std::string& value) const {
-    return numeric ? *parse_number(value)
-                   : double(std::find(categories.begin(), categories.end(), value) -
+  double x(const SweepPlotValue& value) const {
+    return numeric ? *value.number
+                   : double(std::find(categories.begin(), categories.end(), value.text) -
                             categories.begin());
   }
 };
 
 SweepAxis sweep_axis(const SweepPlotTable& table, std::size_t varied_index) {
   SweepAxis axis;
-  for (const auto& row : table.rows) {
-    const auto& value = row.at(varied_index);
-    if (std::find(axis.categories.begin(), axis.categories.end(), value) == axis.categories.end())
-      axis.categories.push_back(value);
-    axis.numeric = axis.numeric && parse_number(value).has_value();
+  for (const auto& run : table.runs) {
+    const auto& value = run.values.at(varied_index);
+    if (std::find(axis.categories.begin(), axis.categories.end(), value.text) ==
+        axis.categories.end())
+      axis.categories.push_back(value.text);
+    axis.numeric = axis.numeric && value.number.has_value();
   }
   double min_x = 0;
   double max_x = 0;
-  if (axis.numeric && !axis.categories.empty()) {
-    min_x = max_x = *parse_number(axis.categories.front());
-    for (const auto& value : axis.categories) {
-      min_x = std::min(min_x, *parse_number(value));
-      max_x = std::max(max_x, *parse_number(value));
+  if (axis.numeric && !table.runs.empty()) {
+    min_x = max_x = *table.runs.front().values[varied_index].number;
+    for (const auto& run : table.runs) {
+      min_x = std::min(min_x, *run.values[varied_index].number);
+      max_x = std::max(max_x, *run.values[varied_index].number);
     }
   }
   axis.log_x = axis.numeric && min_x > 0 && max_x / min_x >= 16;
@@ -86,35 +65,31 @@ SweepAxis sweep_axis(const SweepPlotTable& table, std::size_t varied_index) {
 }
 
 // One line per combination of the other varied values (e.g. per schedule), in the order of
-// their first rows; rows whose metric is not a number are left out.
+// their first runs; runs that did not simulate are left out.
 std::vector<svg::Series> sweep_series(const SweepPlotTable& table, std::size_t varied_index,
-                                      const SweepAxis& axis, const SweepPlot& plot,
-                                      std::size_t metric) {
+                                      const SweepAxis& axis, const SweepPlot& plot) {
   const std::size_t columns = table.varied.size();
   std::map<std::string, svg::Series> lines;
   std::vector<std::string> order;
-  const int fits = column_of(table.metrics, "fits_in_memory", columns);
-  for (const auto& row : table.rows) {
-    auto y = parse_number(row.at(metric));
-    if (!y)
+  for (const auto& run : table.runs) {
+    if (!run.metrics)
       continue;
-    if (plot.as_percent && row.at(metric).find('%') == std::string::npos)
-      *y *= 100;
-    *y /= plot.scale;
+    const double y = plot.value(*run.metrics) / plot.scale;
     std::string key;
     for (std::size_t v = 0; v < columns; ++v) {
       if (v == varied_index)
         continue;
       const auto& path = table.varied[v];
+      const auto& text = run.values[v].text;
       key += (key.empty() ? "" : ", ") +
-             (columns == 2 ? row[v] : path.substr(path.rfind('.') + 1) + "=" + row[v]);
+             (columns == 2 ? text : path.substr(path.rfind('.') + 1) + "=" + text);
     }
     if (!lines.count(key))
       order.push_back(key);
     auto& series = lines[key];
     series.label = key.empty() ? plot.title : key;
-    series.points.push_back({axis.x(row[varied_index]), *y});
-    if (fits >= 0 && row.at(std::size_t(fits)) == "false")
+    series.points.push_back({axis.x(run.values[varied_index]), y});
+    if (!run.metrics->fits_in_memory)
       series.hollow.push_back(series.points.back());
   }
   std::vector<svg::Series> series;
@@ -128,20 +103,19 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
   const std::string name = table.varied[varied_index];
   std::string out;
   for (const SweepPlot& plot :
-       {SweepPlot{"ramp_overhead", "Ramp overhead", "ramp overhead (% of step)", true},
-        SweepPlot{"throughput", "Throughput", "throughput (samples/s)", false},
+       {SweepPlot{"ramp_overhead", "Ramp overhead", "ramp overhead (% of step)",
+                  [](const RunMetrics& m) { return m.ramp_overhead * 100; }},
+        SweepPlot{"throughput", "Throughput", "throughput (samples/s)",
+                  [](const RunMetrics& m) { return m.throughput; }},
         SweepPlot{"peak_memory_bytes_max", "Peak memory", "peak memory of the fullest IPU (MB)",
-                  false, 1e6}}) {
-    const int metric = column_of(table.metrics, plot.metric_part, table.varied.size());
-    if (metric < 0)
-      continue;
-    svg::LineChart chart{"sweep-" + plot.metric_part + "-" + std::to_string(varied_index),
+                  [](const RunMetrics& m) { return double(m.peak_memory_bytes_max); }, 1e6}}) {
+    svg::LineChart chart{"sweep-" + plot.id + "-" + std::to_string(varied_index),
                          plot.title + " against " + name,
                          name + (axis.log_x ? " (log scale)" : ""),
                          plot.y_label,
                          axis.numeric ? std::vector<std::string>{} : axis.categories,
                          axis.log_x,
-                         sweep_series(table, varied_index, axis, plot, std::size_t(metric)),
+                         sweep_series(table, varied_index, axis, plot),
                          "does not fit in memory",
                          0,
                          ""};
@@ -154,13 +128,9 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
   return out;
 }
 
-// The unit of a CSV column whose name does not already say it.
-std::string with_unit(const std::string& metric) {
-  for (const char* share : {"ramp_overhead", "bubble_fraction", "utilisation_"}) {
-    if (metric.find(share) == 0)
-      return metric + " (share, 0..1)";
-  }
-  return metric;
+// A CSV column's name with its unit when the name does not already say it.
+std::string with_unit(const std::string& metric, MetricUnit unit) {
+  return unit == MetricUnit::kShare ? metric + " (share, 0..1)" : metric;
 }
 
 // The CSV column names broken after each underscore, so that a long header wraps.
@@ -171,21 +141,47 @@ std::string breakable(const std::string& name) {
   return out;
 }
 
+// A run's row of the table: its values, then its figures as the CSV writes them, each flagged
+// when it is text (a value that is not a number, a yes/no, an empty cell) to align it left.
+std::vector<std::pair<std::string, bool>> run_cells(const SweepPlotTable& table,
+                                                    const SweepPlotRun& run,
+                                                    const std::vector<MetricUnit>& units) {
+  std::vector<std::pair<std::string, bool>> cells;
+  for (const auto& value : run.values)
+    cells.push_back({value.text, !value.number});
+  if (!run.metrics) {
+    cells.resize(cells.size() + units.size(), {"", true});
+    return cells;
+  }
+  auto texts = metric_cells(*run.metrics);
+  for (auto& text : per_ipu_cells(*run.metrics, table.ipus))
+    texts.push_back(std::move(text));
+  for (std::size_t c = 0; c < texts.size(); ++c)
+    cells.push_back({texts[c], texts[c].empty() || units[c] == MetricUnit::kYesNo});
+  return cells;
+}
+
 std::string sweep_rows(const SweepPlotTable& table) {
+  const auto units = metric_units(table.ipus);
+  auto names = metric_columns();
+  for (auto& name : per_ipu_columns(table.ipus))
+    names.push_back(std::move(name));
   std::vector<std::string> header;
   for (const auto& name : table.varied)
     header.push_back(breakable(name));
-  for (const auto& name : table.metrics)
-    header.push_back(breakable(with_unit(name)));
+  for (std::size_t m = 0; m < names.size(); ++m)
+    header.push_back(breakable(with_unit(names[m], units[m])));
   // A column is text when its first value is (a schedule's name), its header aligned to it.
   std::vector<bool> text;
-  for (std::size_t c = 0; c < header.size(); ++c)
-    text.push_back(!table.rows.empty() && !parse_number(table.rows.front().at(c)).has_value());
+  if (!table.runs.empty()) {
+    for (const auto& [value, is_text] : run_cells(table, table.runs.front(), units))
+      text.push_back(is_text);
+  }
   std::string out = header_row(header, text);
-  for (const auto& row : table.rows) {
+  for (const auto& run : table.runs) {
     out += "<tr>";
-    for (const auto& value : row)
-      out += cell(value, !parse_number(value).has_value());
+    for (const auto& [value, is_text] : run_cells(table, run, units))
+      out += cell(value, is_text);
     out += "</tr>\n";
   }
   return html::scroll_table(out);
@@ -195,37 +191,33 @@ std::string sweep_rows(const SweepPlotTable& table) {
 // CSV's per-IPU columns serve better.
 constexpr std::size_t kMostRunsPerIpuChart = 48;
 
-// The varied values of a row, e.g. "gradient_accumulation_count=8 pipeline_schedule=grouped".
-std::string run_label(const SweepPlotTable& table, const std::vector<std::string>& row) {
+// The varied values of a run, e.g. "gradient_accumulation_count=8 pipeline_schedule=grouped".
+std::string run_label(const SweepPlotTable& table, const SweepPlotRun& run) {
   std::string label;
   for (std::size_t v = 0; v < table.varied.size(); ++v) {
     const auto& path = table.varied[v];
-    label += (label.empty() ? "" : " ") + path.substr(path.rfind('.') + 1) + "=" + row[v];
+    label +=
+        (label.empty() ? "" : " ") + path.substr(path.rfind('.') + 1) + "=" + run.values[v].text;
   }
   return label;
 }
 
-// A row's varied values, e.g. "8, grouped": short enough for a chart's group label.
-std::string values_label(const SweepPlotTable& table, const std::vector<std::string>& row) {
+// A run's varied values, e.g. "8, grouped": short enough for a chart's group label.
+std::string values_label(const SweepPlotRun& run) {
   std::string label;
-  for (std::size_t v = 0; v < table.varied.size(); ++v)
-    label += (v ? ", " : "") + row[v];
+  for (std::size_t v = 0; v < run.values.size(); ++v)
+    label += (v ? ", " : "") + run.values[v].text;
   return label;
 }
 
-// Peak memory of every IPU of every run against the capacity, from the CSV's
-// peak_memory_bytes_ipuK columns; a run with fewer IPUs has fewer bars.
+// Peak memory of every IPU of every run against the capacity, from the runs' per-IPU figures;
+// a run with fewer IPUs has fewer bars.
 std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
-  std::vector<std::size_t> ipu_columns;
-  for (std::size_t m = 0; m < table.metrics.size(); ++m) {
-    if (table.metrics[m].rfind("peak_memory_bytes_ipu", 0) == 0)
-      ipu_columns.push_back(table.varied.size() + m);
-  }
-  if (ipu_columns.empty())
+  if (table.ipus == 0)
     return "";
-  if (table.rows.size() > kMostRunsPerIpuChart)
+  if (table.runs.size() > kMostRunsPerIpuChart)
     return section("sweep-memory-ipus", "Peak memory per IPU",
-                   "<p class=\"note\">" + with_commas(std::int64_t(table.rows.size())) +
+                   "<p class=\"note\">" + with_commas(std::int64_t(table.runs.size())) +
                        " runs are too many to draw per IPU (at most " +
                        std::to_string(kMostRunsPerIpuChart) +
                        "); the CSV's peak_memory_bytes_ipuK columns hold them.</p>\n");
@@ -234,19 +226,18 @@ std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
     chart.limit = double(table.capacity_bytes) / 1e6;
     chart.limit_label = "capacity " + memory_figure(double(table.capacity_bytes));
   }
-  const int fits = column_of(table.metrics, "fits_in_memory", table.varied.size());
-  for (const auto& row : table.rows) {
-    html::BarGroup group{values_label(table, row), {}};
-    // Every bar of a run that does not fit is hollow, as its rings are in the other charts.
-    const bool hollow = fits >= 0 && row.at(std::size_t(fits)) == "false";
-    for (std::size_t k = 0; k < ipu_columns.size(); ++k) {
-      const auto bytes = parse_number(row.at(ipu_columns[k]));
-      if (!bytes)
-        continue;  // the run has fewer IPUs, or failed
+  for (const auto& run : table.runs) {
+    html::BarGroup group{values_label(run), {}};
+    // Every bar of a run that does not fit is hollow, as its rings are in the other charts; a
+    // run that failed has none.
+    const bool hollow = run.metrics && !run.metrics->fits_in_memory;
+    const auto& peaks =
+        run.metrics ? run.metrics->peak_memory_bytes_per_ipu : std::vector<std::int64_t>{};
+    for (std::size_t k = 0; k < peaks.size(); ++k) {
+      const double bytes = double(peaks[k]);
       group.bars.push_back(
-          {"IPU" + std::to_string(k), *bytes / 1e6, memory_figure(*bytes),
-           with_commas(std::int64_t(*bytes)) + " bytes at peak (" + run_label(table, row) + ")",
-           hollow});
+          {"IPU" + std::to_string(k), bytes / 1e6, memory_figure(bytes),
+           with_commas(peaks[k]) + " bytes at peak (" + run_label(table, run) + ")", hollow});
     }
     chart.groups.push_back(std::move(group));
   }
@@ -263,60 +254,43 @@ std::string sweep_memory_per_ipu(const SweepPlotTable& table) {
                      "</div></div>");
 }
 
-// The runs that do not fit: each IPU over the capacity and by how much when the CSV has
-// per-IPU columns, the fullest otherwise; without a common capacity, only the fullest's peak.
+// The runs that do not fit: each IPU over the capacity and by how much when the runs have
+// per-IPU figures, the fullest otherwise; without a common capacity, only the fullest's peak.
 std::string sweep_overflow(const SweepPlotTable& table) {
-  const std::size_t columns = table.varied.size();
-  const int fits = column_of(table.metrics, "fits_in_memory", columns);
-  const int fullest = column_of(table.metrics, "peak_memory_bytes_max", columns);
-  if (fits < 0 || fullest < 0)
-    return "";
   std::string items;
-  for (const auto& row : table.rows) {
-    if (row.at(std::size_t(fits)) != "false")
+  for (const auto& run : table.runs) {
+    if (!run.metrics || run.metrics->fits_in_memory)
       continue;
-    const std::string label = run_label(table, row);
-    const auto peak = parse_number(row.at(std::size_t(fullest))).value_or(0);
+    const std::string label = run_label(table, run);
+    const auto peak = run.metrics->peak_memory_bytes_max;
     if (table.capacity_bytes <= 0) {
       items += "<li><b>" + escape(label) + "</b>: does not fit; its fullest IPU peaks at " +
-               memory_figure(peak) + "</li>\n";
+               memory_figure(double(peak)) + "</li>\n";
       continue;
     }
-    bool per_ipu = false;
-    for (std::size_t m = 0; m < table.metrics.size(); ++m) {
-      const auto bytes = parse_number(row.at(columns + m));
-      if (table.metrics[m].rfind("peak_memory_bytes_ipu", 0) != 0 || !bytes)
-        continue;
-      per_ipu = true;
-      if (*bytes > double(table.capacity_bytes))
-        items += html::overflow_item(label, "IPU" + table.metrics[m].substr(21),
-                                     std::int64_t(*bytes), table.capacity_bytes);
+    const auto& peaks = run.metrics->peak_memory_bytes_per_ipu;
+    for (std::size_t k = 0; k < peaks.size(); ++k) {
+      if (peaks[k] > table.capacity_bytes)
+        items +=
+            html::overflow_item(label, "IPU" + std::to_string(k), peaks[k], table.capacity_bytes);
     }
-    if (!per_ipu)
-      items +=
-          html::overflow_item(label, "its fullest IPU", std::int64_t(peak), table.capacity_bytes);
+    if (peaks.empty())
+      items += html::overflow_item(label, "its fullest IPU", peak, table.capacity_bytes);
   }
   return html::overflow_list(items);
 }
 
-// Throughput against the fullest IPU's peak memory, one point per run, when the CSV has both.
+// Throughput against the fullest IPU's peak memory, one point per run that simulated.
 std::string sweep_pareto(const SweepPlotTable& table) {
-  const std::size_t columns = table.varied.size();
-  const int speed = column_of(table.metrics, "throughput", columns);
-  const int peak = column_of(table.metrics, "peak_memory_bytes_max", columns);
-  const int fits = column_of(table.metrics, "fits_in_memory", columns);
-  if (speed < 0 || peak < 0)
-    return "";
   // Sweep labels are long: they are in the tooltips only.
   html::ParetoChart chart{
       "sweep-pareto", "Throughput against peak memory", table.capacity_bytes, {}, false};
-  for (const auto& row : table.rows) {
-    const auto y = parse_number(row.at(std::size_t(speed)));
-    const auto x = parse_number(row.at(std::size_t(peak)));
-    if (!x || !y)
+  for (const auto& run : table.runs) {
+    if (!run.metrics)
       continue;
-    chart.points.push_back({run_label(table, row), "", *y, std::int64_t(*x),
-                            fits < 0 || row.at(std::size_t(fits)) != "false", false});
+    chart.points.push_back({run_label(table, run), "", run.metrics->throughput,
+                            run.metrics->peak_memory_bytes_max, run.metrics->fits_in_memory,
+                            false});
   }
   return section(
       "sweep-pareto", "Throughput against peak memory",
@@ -331,10 +305,10 @@ std::string sweep_pareto(const SweepPlotTable& table) {
 }  // namespace
 
 std::string sweep_html(const SweepPlotTable& table) {
-  for (const auto& row : table.rows)
-    IPUSIM_CHECK(row.size() == table.varied.size() + table.metrics.size());
+  for (const auto& run : table.runs)
+    IPUSIM_CHECK(run.values.size() == table.varied.size());
   std::string body = "<header><h1>ipusim sweep</h1><p class=\"sub\">" +
-                     with_commas(std::int64_t(table.rows.size())) + " runs varying ";
+                     with_commas(std::int64_t(table.runs.size())) + " runs varying ";
   for (std::size_t v = 0; v < table.varied.size(); ++v)
     body += (v ? ", " : "") + escape(table.varied[v]);
   body += "</p>" + html::derived_figures_note() + "</header>\n";

@@ -5,35 +5,29 @@
 namespace ipusim::sim {
 namespace {
 
-// FLOP/s over the forward and backward passes; 0 for profiled rows, which carry no FLOPs.
-double achieved_flops(const OperationCost& op, double clock_hz) {
-  const auto cycles = op.forward.cycles + op.backward.cycles;
-  return cycles > 0 ? (op.forward_flops + op.backward_flops) / (double(cycles) / clock_hz) : 0;
-}
-
-std::vector<std::string> row(const OperationCost& op, double clock_hz) {
-  const double flops = op.forward_flops + op.backward_flops;
+std::vector<std::string> row(const OperationCost& op, const OperationFigures& figures) {
   return {op.layer,
           op.name,
           operation_class_name(op),
           with_commas(op.forward.cycles),
           with_commas(op.backward.cycles),
           with_commas(op.recompute_cycles),
-          flops > 0 ? si(flops, "FLOP") : "-",
-          flops > 0 ? si(achieved_flops(op, clock_hz), "FLOP/s") : "-",
+          figures.flops > 0 ? si(figures.flops, "FLOP") : "-",
+          figures.flops > 0 ? si(figures.achieved_flops_per_second, "FLOP/s") : "-",
           op.op_class ? std::to_string(op.forward.tiles) : "-",
           operation_bounds(op),
           si(double(op.code_bytes), "B")};
 }
 
-std::string substage_table(const SubstageCost& sub, double clock_hz) {
+std::string substage_table(const SubstageCost& sub, const std::vector<OperationFigures>& figures) {
   std::vector<std::vector<std::string>> rows = {{"Layer", "Operation", "Class", "Forward",
                                                  "Backward", "Recompute", "FLOPs", "Achieved",
                                                  "Tiles", "Bound fwd/bwd", "Code"}};
   std::int64_t recompute = 0;
   std::int64_t code = 0;
-  for (const auto& op : sub.operations) {
-    rows.push_back(row(op, clock_hz));
+  for (std::size_t k = 0; k < sub.operations.size(); ++k) {
+    const auto& op = sub.operations[k];
+    rows.push_back(row(op, figures[k]));
     recompute += op.recompute_cycles;
     code += op.code_bytes;
   }
@@ -60,14 +54,14 @@ std::string operation_bounds(const OperationCost& op) {
 
 std::string render_operations(const RunReport& report) {
   const auto& cost = *report.cost;
-  const double clock = report.spec->hardware.clock_hz;
   std::string out = "\nOperations per micro-batch of " +
                     std::to_string(report.spec->pipeline.micro_batch_size) +
                     " (cycles; Bound: what takes the most cycles of each pass)\n";
   for (std::size_t s = 0; s < cost.stages.size(); ++s) {
-    for (const auto& sub : cost.stages[s]) {
+    for (std::size_t j = 0; j < cost.stages[s].size(); ++j) {
+      const auto& sub = cost.stages[s][j];
       out += "Stage " + std::to_string(s) + " on IPU" + std::to_string(sub.ipu) + "\n";
-      out += substage_table(sub, clock);
+      out += substage_table(sub, report.figures.operations[s][j]);
     }
   }
   return out;
@@ -75,12 +69,12 @@ std::string render_operations(const RunReport& report) {
 
 nlohmann::json operations_json(const RunReport& report) {
   const auto& cost = *report.cost;
-  const double clock = report.spec->hardware.clock_hz;
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t s = 0; s < cost.stages.size(); ++s) {
     for (std::size_t j = 0; j < cost.stages[s].size(); ++j) {
       const auto& sub = cost.stages[s][j];
-      for (const auto& op : sub.operations) {
+      for (std::size_t k = 0; k < sub.operations.size(); ++k) {
+        const auto& op = sub.operations[k];
         rows.push_back({{"stage", s},
                         {"substage", j},
                         {"ipu", sub.ipu},
@@ -92,7 +86,8 @@ nlohmann::json operations_json(const RunReport& report) {
                         {"recompute_cycles", op.recompute_cycles},
                         {"forward_flops", op.forward_flops},
                         {"backward_flops", op.backward_flops},
-                        {"achieved_flops_per_second", achieved_flops(op, clock)},
+                        {"achieved_flops_per_second",
+                         report.figures.operations[s][j][k].achieved_flops_per_second},
                         {"tiles", op.forward.tiles},
                         {"forward_bound", op.op_class ? to_string(op.forward.bound) : "profiled"},
                         {"backward_bound", op.op_class ? to_string(op.backward.bound) : "profiled"},

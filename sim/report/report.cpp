@@ -18,10 +18,6 @@
 namespace ipusim::sim {
 namespace {
 
-double share(double part, double whole) {
-  return whole > 0 ? part / whole : 0.0;
-}
-
 std::string cycles_and_time(std::int64_t cycles, double clock_hz) {
   return with_commas(cycles) + " cycles (" + fixed(double(cycles) / clock_hz * 1e3, 4) + " ms)";
 }
@@ -60,14 +56,14 @@ std::string timing(const RunReport& r) {
   std::string out =
       std::string(p.training ? "\nStep (one weight update): " : "\nStep (one inference pass): ") +
       cycles_and_time(r.replay.step_cycles, clock) + "\n";
-  out += "Throughput: " + with_commas(std::llround(r.throughput())) + " samples/s (" +
+  out += "Throughput: " + with_commas(std::llround(r.figures.throughput)) + " samples/s (" +
          (p.training ? "effective batch " : "samples per pass ") +
          with_commas(p.samples_per_weight_update()) + " = micro-batch " +
          std::to_string(p.micro_batch_size) + " x " +
          (p.training ? "gradient accumulation " : "micro-batches ") +
          std::to_string(p.gradient_accumulation_count) + " x " +
          std::to_string(p.replication_factor) + " replica(s))\n";
-  if (const auto sequences = r.sequence_throughput()) {
+  if (const auto sequences = r.figures.sequence_throughput) {
     out += "Sequences: " + with_commas(std::llround(*sequences)) + " sequences/s (packed, " +
            fixed(r.spec->data.sequences_per_sample, 3) + " sequences per sample)\n";
   }
@@ -79,14 +75,15 @@ std::string timing(const RunReport& r) {
   for (const auto phase : schedules::phases_of_run(p.training)) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
     rows.push_back({std::string(schedules::to_string(phase)), with_commas(cycles),
-                    fixed(double(cycles) / clock * 1e3, 4) + " ms",
-                    percent(share(double(cycles), double(r.replay.step_cycles)))});
+                    fixed(r.figures.phase_seconds[schedules::index(phase)] * 1e3, 4) + " ms",
+                    percent(r.figures.phase_share[schedules::index(phase)])});
   }
   out += "\n" + render_table(rows, {false, true, true, true}) + weight_update_text(r) +
          host_input_text(r);
-  out += "Ramp overhead: " + percent(r.ramp_overhead()) + " of the step in ramp-up and ramp-down\n";
-  out += "Bubble: " + percent(r.bubble_fraction()) +
-         " of IPU time idle in the pipeline phases (idle/busy " + fixed(r.bubble_ratio(), 4) +
+  out += "Ramp overhead: " + percent(r.figures.ramp_overhead) +
+         " of the step in ramp-up and ramp-down\n";
+  out += "Bubble: " + percent(r.figures.bubble_fraction) +
+         " of IPU time idle in the pipeline phases (idle/busy " + fixed(r.figures.bubble_ratio, 4) +
          ")\n";
   return out;
 }
@@ -99,25 +96,23 @@ std::string utilisation(const RunReport& r) {
   heading.insert(heading.end(), {"Busy cycles", "Host link"});
   std::vector<std::vector<std::string>> rows = {heading};
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i) {
-    const auto& ipu = r.replay.ipus[i];
-    std::vector<std::string> row = {
-        std::to_string(i), percent(share(double(ipu.busy_cycles), double(r.replay.step_cycles)))};
-    for (const auto phase : phases) {
-      row.push_back(percent(share(double(ipu.busy_in_phase[schedules::index(phase)]),
-                                  double(r.replay.phase_cycles[schedules::index(phase)]))));
-    }
-    row.push_back(with_commas(ipu.busy_cycles));
-    row.push_back(percent(share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))));
+    const auto& figures = r.figures.ipus[i];
+    std::vector<std::string> row = {std::to_string(i), percent(figures.utilisation)};
+    for (const auto phase : phases)
+      row.push_back(percent(figures.utilisation_by_phase[schedules::index(phase)]));
+    row.push_back(with_commas(r.replay.ipus[i].busy_cycles));
+    row.push_back(percent(figures.host_link_utilisation));
     rows.push_back(row);
   }
   std::string out = "\nUtilisation per IPU (compute busy / phase length)\n" +
                     render_table(rows, std::vector<bool>(heading.size(), true));
-  for (const auto& link : r.replay.links) {
+  for (std::size_t k = 0; k < r.replay.links.size(); ++k) {
+    const auto& link = r.replay.links[k];
     out += "IPU-Link IPU" + std::to_string(link.from_ipu) + " -> IPU" +
            std::to_string(link.to_ipu) + " (physical IPU" + std::to_string(link.from_physical) +
            " -> IPU" + std::to_string(link.to_physical) +
-           "): " + percent(share(double(link.busy_cycles), double(r.replay.step_cycles))) +
-           " busy, " + si(double(link.bytes), "B") + " per step\n";
+           "): " + percent(r.figures.link_utilisation[k]) + " busy, " +
+           si(double(link.bytes), "B") + " per step\n";
   }
   return out;
 }
@@ -142,7 +137,7 @@ std::string streaming(const RunReport& r) {
     rows.push_back(
         {std::to_string(i), si(double(bytes_of(ipu.streaming_memory, MemoryCategory::kStash)), "B"),
          si(double(bytes_of(ipu.streaming_memory, MemoryCategory::kOptimizerState)), "B"),
-         percent(share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))),
+         percent(r.figures.ipus[i].streaming_link_utilisation),
          si(double(ipu.streaming_bytes), "B")});
   }
   return "\nStreaming memory per IPU (off chip, " + si(hw.streaming_memory_bandwidth, "B/s") +
@@ -186,89 +181,35 @@ std::string memory(const RunReport& r) {
 
 nlohmann::json ipu_json(const RunReport& r, std::size_t i) {
   const auto& ipu = r.replay.ipus[i];
+  const auto& figures = r.figures.ipus[i];
   nlohmann::json phases = nlohmann::json::object();
   for (const auto phase : schedules::kPhases) {
     phases[std::string(schedules::phase_key(phase))] =
-        share(double(ipu.busy_in_phase[schedules::index(phase)]),
-              double(r.replay.phase_cycles[schedules::index(phase)]));
+        figures.utilisation_by_phase[schedules::index(phase)];
   }
   nlohmann::json breakdown = nlohmann::json::object();
   for (const auto category : kMemoryCategories)
     breakdown[std::string(to_string(category))] = bytes_of(ipu.memory_at_peak, category);
   nlohmann::json streaming = nlohmann::json::object();
-  std::int64_t streaming_total = 0;
-  for (const auto category : {MemoryCategory::kStash, MemoryCategory::kOptimizerState}) {
+  for (const auto category : {MemoryCategory::kStash, MemoryCategory::kOptimizerState})
     streaming[std::string(to_string(category))] = bytes_of(ipu.streaming_memory, category);
-    streaming_total += bytes_of(ipu.streaming_memory, category);
-  }
-  return {
-      {"ipu", i},
-      {"physical_ipu", ipu.physical},
-      {"utilisation", share(double(ipu.busy_cycles), double(r.replay.step_cycles))},
-      {"utilisation_by_phase", phases},
-      {"busy_cycles", ipu.busy_cycles},
-      {"host_link_utilisation", share(double(ipu.host_busy_cycles), double(r.replay.step_cycles))},
-      {"peak_memory_bytes", ipu.peak_memory_bytes},
-      {"peak_stash_bytes", ipu.peak_stash_bytes},
-      {"memory_breakdown", breakdown},
-      {"streaming_memory_bytes", streaming_total},
-      {"streaming_memory_breakdown", streaming},
-      {"streaming_link_bytes", ipu.streaming_bytes},
-      {"streaming_link_utilisation",
-       share(double(ipu.streaming_busy_cycles), double(r.replay.step_cycles))},
-      {"fits_in_memory", ipu.peak_memory_bytes <= r.spec->hardware.memory_per_ipu_bytes}};
+  return {{"ipu", i},
+          {"physical_ipu", ipu.physical},
+          {"utilisation", figures.utilisation},
+          {"utilisation_by_phase", phases},
+          {"busy_cycles", ipu.busy_cycles},
+          {"host_link_utilisation", figures.host_link_utilisation},
+          {"peak_memory_bytes", ipu.peak_memory_bytes},
+          {"peak_stash_bytes", ipu.peak_stash_bytes},
+          {"memory_breakdown", breakdown},
+          {"streaming_memory_bytes", figures.streaming_memory_bytes},
+          {"streaming_memory_breakdown", streaming},
+          {"streaming_link_bytes", ipu.streaming_bytes},
+          {"streaming_link_utilisation", figures.streaming_link_utilisation},
+          {"fits_in_memory", figures.fits_in_memory}};
 }
 
 }  // namespace
-
-double RunReport::step_seconds() const {
-  return double(replay.step_cycles) / spec->hardware.clock_hz;
-}
-
-double RunReport::throughput() const {
-  return share(double(spec->pipeline.samples_per_weight_update()), step_seconds());
-}
-
-std::optional<double> RunReport::sequence_throughput() const {
-  const double per_sample = spec->data.sequences_per_sample;
-  if (per_sample == 0)
-    return std::nullopt;
-  return throughput() * per_sample;
-}
-
-std::int64_t RunReport::pipeline_cycles() const {
-  return replay.phase_cycles[schedules::index(schedules::Phase::kRampUp)] +
-         replay.phase_cycles[schedules::index(schedules::Phase::kMain)] +
-         replay.phase_cycles[schedules::index(schedules::Phase::kRampDown)];
-}
-
-double RunReport::ramp_overhead() const {
-  return share(double(replay.phase_cycles[schedules::index(schedules::Phase::kRampUp)] +
-                      replay.phase_cycles[schedules::index(schedules::Phase::kRampDown)]),
-               double(replay.step_cycles));
-}
-
-namespace {
-std::pair<double, double> pipeline_busy_and_capacity(const RunReport& r) {
-  double busy = 0;
-  for (const auto& ipu : r.replay.ipus) {
-    busy += double(ipu.busy_in_phase[schedules::index(schedules::Phase::kRampUp)] +
-                   ipu.busy_in_phase[schedules::index(schedules::Phase::kMain)] +
-                   ipu.busy_in_phase[schedules::index(schedules::Phase::kRampDown)]);
-  }
-  return {busy, double(r.pipeline_cycles()) * double(r.replay.ipus.size())};
-}
-}  // namespace
-
-double RunReport::bubble_fraction() const {
-  const auto [busy, capacity] = pipeline_busy_and_capacity(*this);
-  return share(capacity - busy, capacity);
-}
-
-double RunReport::bubble_ratio() const {
-  const auto [busy, capacity] = pipeline_busy_and_capacity(*this);
-  return share(capacity - busy, busy);
-}
 
 namespace {
 
@@ -359,6 +300,7 @@ RunReport simulate_checked(const RunSpec& spec, const SimulateOptions& options) 
     replay_options.observers = options.observers;
     report.replay = replay(spec, cost, replay_options);
   }
+  report.figures = run_figures(spec, cost, report.replay);
   report.run_cycles =
       core::checked_mul(report.replay.step_cycles, spec.pipeline.repeat_count, "simulated time");
   return report;
@@ -388,21 +330,21 @@ nlohmann::json to_json(const RunReport& r) {
   nlohmann::json phases = nlohmann::json::object();
   for (const auto phase : schedules::kPhases) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
-    phases[std::string(schedules::phase_key(phase))] = {{"cycles", cycles},
-                                                        {"seconds", double(cycles) / clock}};
+    phases[std::string(schedules::phase_key(phase))] = {
+        {"cycles", cycles}, {"seconds", r.figures.phase_seconds[schedules::index(phase)]}};
   }
   nlohmann::json ipus = nlohmann::json::array();
   for (std::size_t i = 0; i < r.replay.ipus.size(); ++i)
     ipus.push_back(ipu_json(r, i));
   nlohmann::json links = nlohmann::json::array();
-  for (const auto& link : r.replay.links) {
-    links.push_back(
-        {{"from_ipu", link.from_ipu},
-         {"to_ipu", link.to_ipu},
-         {"from_physical_ipu", link.from_physical},
-         {"to_physical_ipu", link.to_physical},
-         {"bytes", link.bytes},
-         {"utilisation", share(double(link.busy_cycles), double(r.replay.step_cycles))}});
+  for (std::size_t k = 0; k < r.replay.links.size(); ++k) {
+    const auto& link = r.replay.links[k];
+    links.push_back({{"from_ipu", link.from_ipu},
+                     {"to_ipu", link.to_ipu},
+                     {"from_physical_ipu", link.from_physical},
+                     {"to_physical_ipu", link.to_physical},
+                     {"bytes", link.bytes},
+                     {"utilisation", r.figures.link_utilisation[k]}});
   }
   const auto& p = r.spec->pipeline;
   nlohmann::json report = {
@@ -418,27 +360,27 @@ nlohmann::json to_json(const RunReport& r) {
       {"effective_batch", p.samples_per_weight_update()},
       {"clock_hz", clock},
       {"step_cycles", r.replay.step_cycles},
-      {"step_seconds", r.step_seconds()},
+      {"step_seconds", r.figures.step_seconds},
       {"run_cycles", r.run_cycles},
-      {"throughput_samples_per_second", r.throughput()},
+      {"throughput_samples_per_second", r.figures.throughput},
       {"phases", phases},
       {"weight_update_breakdown", weight_update_json(r)},
       {"host_input", host_input_json(r)},
-      {"ramp_overhead", r.ramp_overhead()},
-      {"bubble_fraction", r.bubble_fraction()},
-      {"bubble_ratio", r.bubble_ratio()},
+      {"ramp_overhead", r.figures.ramp_overhead},
+      {"bubble_fraction", r.figures.bubble_fraction},
+      {"bubble_ratio", r.figures.bubble_ratio},
       {"stash_depth", r.stash_depth},
       {"offload_activations", p.offload_activations},
       {"selection_order", selection_order_name(r.spec->hardware.selection_order)},
       {"ipus", ipus},
       {"links", links},
-      {"fits_in_memory", r.fits_in_memory()},
+      {"fits_in_memory", r.figures.fits_in_memory},
       {"out_of_memory", r.replay.out_of_memory ? nlohmann::json(r.replay.out_of_memory->message())
                                                : nlohmann::json(nullptr)},
       {"notes", r.spec->notes},
       {"numeric", numeric_json(r)},
       {"operations", operations_json(r)}};
-  if (const auto sequences = r.sequence_throughput())
+  if (const auto sequences = r.figures.sequence_throughput)
     report["throughput_sequences_per_second"] = *sequences;
   return report;
 }

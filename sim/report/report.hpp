@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/replay/replay.hpp"
+#include "sim/report/run_figures.hpp"
 #include "sim/spec/spec.hpp"
 
 namespace ipusim::sim {
@@ -29,28 +30,19 @@ struct NumericReport {
   std::vector<double> mean_loss_per_update() const;
 };
 
-// The outcome of simulating one spec: the replay's figures for one repeat, and the numeric
-// results when numeric mode ran.
+// The outcome of simulating one spec: the replay's measurements for one repeat and the figures
+// derived from them, and the numeric results when numeric mode ran.
 struct RunReport {
   std::shared_ptr<const RunSpec> spec;    // shared: a report outlives the spec it was run from
   std::shared_ptr<const CostModel> cost;  // the per-task and per-operation costs replayed
   std::string schedule;
   bool relaxed = false;
   ReplayResult replay;
+  RunFigures figures;           // of `replay`, derived once (run_figures)
   std::int64_t run_cycles = 0;  // the step times repeat_count
   std::vector<std::int64_t> stash_depth;
   std::optional<NumericReport> numeric;  // when numeric mode ran
   std::string numeric_skipped;           // why the automatic numeric mode did not run
-
-  double step_seconds() const;
-  double throughput() const;  // samples per second
-  // Sequences per second when samples are packs of sequences (data.sequences_per_sample).
-  std::optional<double> sequence_throughput() const;
-  std::int64_t pipeline_cycles() const;  // ramp-up + main + ramp-down
-  double ramp_overhead() const;          // share of the step in ramp-up and ramp-down
-  double bubble_fraction() const;        // idle share of IPU time in the pipeline phases
-  double bubble_ratio() const;           // idle over busy IPU time in the pipeline phases
-  bool fits_in_memory() const { return !replay.out_of_memory.has_value(); }
 };
 
 // Whether the replay runs the real kernels: kAuto when every layer has one.

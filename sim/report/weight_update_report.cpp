@@ -78,8 +78,8 @@ std::string host_input_text(const RunReport& r) {
                                                              ", each feeding " + replicas + ": ");
   out += memory_figure(double(input.bytes)) + " a step" + (input.hosts == 1 ? "" : " each") +
          ", prepared in " + fixed(double(input.cycles) / hw.clock_hz * 1e3, 4) + " ms at " +
-         si(hw.host_input_bandwidth, "B/s") + " (" +
-         percent(double(input.cycles) / double(r.replay.step_cycles)) + " of the step)";
+         si(hw.host_input_bandwidth, "B/s") + " (" + percent(r.figures.host_input_share) +
+         " of the step)";
   const std::int64_t wait = r.replay.weight_update.input_wait;
   if (wait == 0)
     return out + ", beside the IPUs\n";

@@ -15,7 +15,7 @@
 #include "sim/html/html_report.hpp"
 #include "sim/replay/timeline.hpp"
 #include "sim/report/report.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {
@@ -129,10 +129,6 @@ std::string megabytes(std::int64_t bytes) {
   return fixed(double(bytes) / 1e6, 2) + " MB";
 }
 
-std::string cycles(std::int64_t value) {
-  return with_commas(value) + " cycles";
-}
-
 using Row = std::vector<std::string>;
 
 // One table row: the label, then `cell(run)` for each run.
@@ -144,34 +140,33 @@ Row table_row(const std::string& label, const std::vector<const CompareRun*>& ru
   return row;
 }
 
+// The row of metric column `key`: its heading, then each run's figure in words.
+Row metric_row(const std::string& key, const std::vector<const CompareRun*>& ran) {
+  const MetricColumn& column = metric_column(key);
+  return table_row(column.heading, ran,
+                   [&](const CompareRun& r) { return metric_text(column, *r.metrics); });
+}
+
 std::vector<Row> timing_rows(const std::vector<const CompareRun*>& ran) {
   std::vector<Row> rows;
-  rows.push_back(
-      table_row("Step", ran, [](const CompareRun& r) { return cycles(r.metrics->step_cycles); }));
-  rows.push_back(table_row("Step time", ran, [](const CompareRun& r) {
-    return fixed(r.metrics->step_seconds * 1e3, 4) + " ms";
-  }));
-  rows.push_back(table_row("Throughput", ran, [](const CompareRun& r) {
-    return with_commas(std::llround(r.metrics->throughput)) + " samples/s";
-  }));
-  rows.push_back(table_row("Utilisation (mean of IPUs)", ran, [](const CompareRun& r) {
-    return percent(r.metrics->utilisation_mean);
-  }));
+  for (const char* key :
+       {"step_cycles", "step_seconds", "throughput_samples_per_second", "utilisation_mean"})
+    rows.push_back(metric_row(key, ran));
   const bool training = std::any_of(ran.begin(), ran.end(), [](const CompareRun* r) {
     return r->report->spec->pipeline.training;
   });
   for (const auto phase : schedules::phases_of_run(training)) {
-    rows.push_back(table_row(schedules::phase_heading(phase), ran, [phase](const CompareRun& r) {
-      // An inference pass has no weight update.
-      if (phase == schedules::Phase::kWeightUpdate && !r.report->spec->pipeline.training)
-        return std::string("none (inference)");
-      return cycles(r.metrics->phase_cycles[schedules::index(phase)]);
-    }));
+    const auto key = std::string(schedules::phase_key(phase)) + "_cycles";
+    auto row = metric_row(key, ran);
+    // An inference pass has no weight update.
+    for (std::size_t i = 0; i < ran.size(); ++i) {
+      if (phase == schedules::Phase::kWeightUpdate && !ran[i]->report->spec->pipeline.training)
+        row[i + 1] = "none (inference)";
+    }
+    rows.push_back(std::move(row));
   }
-  rows.push_back(table_row("Ramp overhead", ran,
-                           [](const CompareRun& r) { return percent(r.metrics->ramp_overhead); }));
-  rows.push_back(table_row(
-      "Bubble", ran, [](const CompareRun& r) { return percent(r.metrics->bubble_fraction); }));
+  for (const char* key : {"ramp_overhead", "bubble_fraction"})
+    rows.push_back(metric_row(key, ran));
   return rows;
 }
 
@@ -199,9 +194,7 @@ std::vector<Row> memory_rows(const std::vector<const CompareRun*>& ran) {
       return ipu_cell(r, [](const auto& s) { return s.peak_stash_bytes; });
     }));
   }
-  rows.push_back(table_row("Fits in memory", ran, [](const CompareRun& r) {
-    return std::string(r.metrics->fits_in_memory ? "yes" : "NO");
-  }));
+  rows.push_back(metric_row("fits_in_memory", ran));
   return rows;
 }
 

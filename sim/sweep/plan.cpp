@@ -5,7 +5,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "sim/core/error.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/sweep/planner_internal.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
@@ -34,8 +34,6 @@ bool is_plan_header(const std::vector<std::string>& header) {
 }
 
 std::vector<ShardRow> read_shard_rows(const std::vector<std::string>& paths) {
-  const auto& columns = plan_csv_columns();
-  const std::size_t first_metric = columns.size() - metric_columns().size();
   std::vector<ShardRow> rows;
   for (const auto& path : paths) {
     if (!std::filesystem::is_regular_file(path))
@@ -48,12 +46,10 @@ std::vector<ShardRow> read_shard_rows(const std::vector<std::string>& paths) {
                               "expected the CSV of ipusim plan --csv, whose header "
                               "starts rank,splits,ipus_per_replica; this header is not "
                               "plan's");
+    const MetricsReader reader(file.table.columns, path);
     for (std::size_t i = 0; i < file.table.rows.size(); ++i) {
       const auto& cells = file.table.rows[i];
-      const auto metrics_begin = cells.begin() + std::ptrdiff_t(first_metric);
-      const std::vector<std::string> metric_part(
-          metrics_begin, metrics_begin + std::ptrdiff_t(metric_columns().size()));
-      rows.push_back({cells, parse_metric_cells(metric_part, path, i + 2), path, i + 2});
+      rows.push_back({cells, reader.read(cells, i + 2), path, i + 2});
     }
   }
   return rows;

@@ -9,24 +9,15 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/sweep/planner.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {
 namespace {
 
-std::int64_t peak_max(const PlanCandidate& c, int* ipu = nullptr) {
-  std::int64_t peak = 0;
-  const auto& ipus = c.report->replay.ipus;
-  for (std::size_t i = 0; i < ipus.size(); ++i) {
-    if (ipus[i].peak_memory_bytes > peak) {
-      peak = ipus[i].peak_memory_bytes;
-      if (ipu)
-        *ipu = int(i);
-    }
-  }
-  return peak;
+std::int64_t peak_max(const PlanCandidate& c) {
+  return c.report->figures.peak_memory_bytes_max;
 }
 
 // The layer types the per-IPU column counts: the one the model repeats most (BERT's encoders,
@@ -152,9 +143,9 @@ struct TableLayout {
       out.push_back(std::move(cell));
     if (offload)
       out.push_back(c.offload);
-    for (auto cell :
-         {with_commas(std::int64_t(r.throughput() + 0.5)), fixed(r.step_seconds() * 1000, 4),
-          memory_cell(c, capacity, bytes), std::string(r.fits_in_memory() ? "yes" : "NO")})
+    for (auto cell : {with_commas(std::int64_t(r.figures.throughput + 0.5)),
+                      fixed(r.figures.step_seconds * 1000, 4), memory_cell(c, capacity, bytes),
+                      std::string(r.figures.fits_in_memory ? "yes" : "NO")})
       out.push_back(std::move(cell));
     return out;
   }
@@ -178,8 +169,8 @@ std::vector<std::string> setting_differences(const PlanCandidate& winner,
                       std::to_string(winner.replicas));
   if (loser.schedule != winner.schedule)
     reasons.push_back("schedule " + loser.schedule + ", bubble " +
-                      percent(loser.report->bubble_fraction()) + " vs " +
-                      percent(winner.report->bubble_fraction()));
+                      percent(loser.report->figures.bubble_fraction) + " vs " +
+                      percent(winner.report->figures.bubble_fraction));
   if (loser.gac != winner.gac)
     reasons.push_back("GAC " + std::to_string(loser.gac) + " vs " + std::to_string(winner.gac));
   if (loser.micro_batch != winner.micro_batch)
@@ -212,7 +203,7 @@ std::string split_difference(const PlanCandidate& winner, const PlanCandidate& l
 // Why `loser` ranks below `winner`, in a few words: what differs, then the figure that ranks.
 std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
                      const PlanResult& result) {
-  if (!loser.report->fits_in_memory())
+  if (!loser.report->figures.fits_in_memory)
     return "does not fit: peak memory " +
            percent(double(peak_max(loser)) / double(result.capacity_bytes)) + " of capacity";
   auto reasons = setting_differences(winner, loser);
@@ -223,10 +214,10 @@ std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
                 : split_difference(winner, loser, reasons.empty());
   if (!split.empty())
     reasons.push_back(split);
-  const double tw = winner.report->throughput();
-  const double tl = loser.report->throughput();
-  int ipu = 0;
-  const auto peak = peak_max(loser, &ipu);
+  const double tw = winner.report->figures.throughput;
+  const double tl = loser.report->figures.throughput;
+  const int ipu = loser.report->figures.fullest_ipu;
+  const auto peak = peak_max(loser);
   const std::string memory = "peak memory " + relative(double(peak), double(peak_max(winner))) +
                              " (" + percent(double(peak) / double(result.capacity_bytes)) +
                              " of capacity on IPU" + std::to_string(ipu) + ")";
@@ -432,10 +423,9 @@ std::string render_plan_html(const PlanResult& result) {
   plot.right_aligned = layout.right_aligned();
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const auto& c = result.ranked[i];
-    int fullest = 0;
-    const auto peak = peak_max(c, &fullest);
-    plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1),
-                           c.report->throughput(), peak, c.report->fits_in_memory(), fullest});
+    const auto& f = c.report->figures;
+    plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1), f.throughput,
+                           f.peak_memory_bytes_max, f.fits_in_memory, f.fullest_ipu});
     plot.table.push_back(
         layout.row("#" + std::to_string(i + 1), c, result.capacity_bytes, memory_figure));
   }

@@ -294,10 +294,10 @@ void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& reque
 // candidates keep the search's order, so the result does not depend on --jobs.
 void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective) {
   std::stable_sort(candidates.begin(), candidates.end(), [objective](const auto& a, const auto& b) {
-    if (a.report->fits_in_memory() != b.report->fits_in_memory())
-      return a.report->fits_in_memory();
-    const double ta = a.report->throughput();
-    const double tb = b.report->throughput();
+    if (a.report->figures.fits_in_memory != b.report->figures.fits_in_memory)
+      return a.report->figures.fits_in_memory;
+    const double ta = a.report->figures.throughput;
+    const double tb = b.report->figures.throughput;
     const auto pa = replayed_peak_max(a);
     const auto pb = replayed_peak_max(b);
     if (objective == PlanObjective::kMemory)
@@ -327,7 +327,7 @@ std::string PlanCandidate::key() const {
 }
 
 bool PlanResult::any_fits() const {
-  return !ranked.empty() && ranked.front().report->fits_in_memory();
+  return !ranked.empty() && ranked.front().report->figures.fits_in_memory;
 }
 
 namespace {

@@ -160,44 +160,65 @@ void check_axis_paths(const std::string& config_path, const SweepPlan& plan,
 
 // --- The file -----------------------------------------------------------------------------
 
-// Whether a row's value cells are `values`, as csv_line wrote them.
-bool same_values(const std::vector<std::string>& values, const std::vector<std::string>& row) {
-  for (std::size_t a = 0; a < values.size(); ++a) {
-    if (one_line(values[a]) != row[a + 1])
-      return false;
+// Reads the rows of a sweep file by its header's names: each axis's value, the figures and the
+// error text.
+class RowReader {
+ public:
+  RowReader(const SweepTable& table, const SweepPlan& plan, const std::string& path)
+      : metrics_(table.columns, path), error_at_(*table.column("error")) {
+    for (const auto& axis : plan.axes())
+      value_at_.push_back(*table.column(one_line(axis.path)));
   }
-  return true;
-}
+
+  // The row's value of each axis, as csv_line wrote it.
+  std::vector<std::string> values(const std::vector<std::string>& row) const {
+    std::vector<std::string> out;
+    for (const std::size_t at : value_at_)
+      out.push_back(row[at]);
+    return out;
+  }
+
+  std::size_t ipus() const { return metrics_.ipus(); }
+
+  // Whether a row's value cells are `values`, as csv_line wrote them.
+  bool same_values(const std::vector<std::string>& values,
+                   const std::vector<std::string>& row) const {
+    for (std::size_t a = 0; a < values.size(); ++a) {
+      if (one_line(values[a]) != row[value_at_[a]])
+        return false;
+    }
+    return true;
+  }
+
+  // The run a row holds, typed; `line` is its line in the file.
+  SweepRun typed(const std::vector<std::string>& row, std::size_t run, std::size_t line) const {
+    SweepRun out{run, std::nullopt, row[error_at_]};
+    if (out.error.empty())
+      out.metrics = metrics_.read(row, line);
+    return out;
+  }
+
+ private:
+  MetricsReader metrics_;
+  std::vector<std::size_t> value_at_;  // by axis
+  std::size_t error_at_;
+};
 
 // Throws unless `row` can be run `run` of `plan`.
 void check_row(const std::vector<std::string>& row, std::size_t run, const SweepPlan& plan,
-               const std::string& path) {
+               const RowReader& reader, const std::string& path) {
   const std::string advice = "; write to another file or delete it";
   if (run >= plan.size()) {
     throw core::ConfigError(path, "",
                             "run " + std::to_string(run) + " is beyond this sweep's " +
                                 std::to_string(plan.size()) + " runs" + advice);
   }
-  if (!same_values(plan.values(run), row)) {
+  if (!reader.same_values(plan.values(run), row)) {
     throw core::ConfigError(path, "",
                             "run " + std::to_string(run) +
                                 " has other values than this sweep's run " + std::to_string(run) +
                                 " (" + plan.key(run) + ")" + advice);
   }
-}
-
-// The run a row of the file holds, typed. Its cells hold the run index, the values, the metrics
-// (empty when the run did not simulate) and the error; `line` is its line in the file.
-SweepRun typed_row(const std::vector<std::string>& row, std::size_t run, const SweepPlan& plan,
-                   const std::string& path, std::size_t line) {
-  SweepRun out{run, std::nullopt, row.back()};
-  if (out.error.empty()) {
-    const auto first = row.begin() + std::ptrdiff_t(1 + plan.axes().size());
-    const auto per_ipu = first + std::ptrdiff_t(metric_columns().size());
-    out.metrics = parse_metric_cells({first, per_ipu}, path, line);
-    parse_per_ipu_cells({per_ipu, row.end() - 1}, plan.ipu_columns(), path, line, *out.metrics);
-  }
-  return out;
 }
 
 // The runs `file` already holds, typed, after checking that it is a file of this sweep; the
@@ -212,12 +233,13 @@ std::map<std::size_t, SweepRun> done_runs(const SweepFile& file, const SweepPlan
                             "the file holds another sweep (its columns differ from this sweep's); "
                             "write to another file or delete it");
   }
+  const RowReader reader(file.table, plan, path);
   for (std::size_t r = 0; r < file.table.rows.size(); ++r) {
     const auto& row = file.table.rows[r];
     const std::size_t run = run_index(row);
-    check_row(row, run, plan, path);
+    check_row(row, run, plan, reader, path);
     if (!done.contains(run))
-      done.emplace(run, typed_row(row, run, plan, path, r + 2));
+      done.emplace(run, reader.typed(row, run, r + 2));
   }
   return done;
 }
@@ -348,14 +370,28 @@ void gather_rows(const SweepFile& existing, std::map<std::size_t, SweepRun> done
     summary.rows.push_back(std::move(typed));
 }
 
-// The file's varied and metric columns, without the run index and the error text.
-SweepPlotTable plot_table(const SweepTable& table, std::size_t varied) {
+// A varied value as the page places it: a number when the text is a JSON one ("8", "0.5").
+SweepPlotValue plot_value(const std::string& text) {
+  const auto json = nlohmann::json::parse(text, nullptr, false);
+  return {text, json.is_number() ? std::optional<double>(json.get<double>()) : std::nullopt};
+}
+
+// The page's runs are the file's rows, read as a resumed sweep reads them, so that the page is
+// the same whether or not the sweep was resumed.
+SweepPlotTable plot_table(const SweepTable& table, const SweepPlan& plan, const std::string& path) {
   SweepPlotTable plot;
-  const auto& columns = table.columns;
-  plot.varied.assign(columns.begin() + 1, columns.begin() + 1 + std::ptrdiff_t(varied));
-  plot.metrics.assign(columns.begin() + 1 + std::ptrdiff_t(varied), columns.end() - 1);
-  for (const auto& row : table.rows)
-    plot.rows.emplace_back(row.begin() + 1, row.end() - 1);
+  for (const auto& axis : plan.axes())
+    plot.varied.push_back(one_line(axis.path));
+  const RowReader reader(table, plan, path);
+  plot.ipus = reader.ipus();
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    const auto& row = table.rows[r];
+    SweepPlotRun run;
+    for (const auto& text : reader.values(row))
+      run.values.push_back(plot_value(text));
+    run.metrics = reader.typed(row, run_index(row), r + 2).metrics;
+    plot.runs.push_back(std::move(run));
+  }
   return plot;
 }
 
@@ -447,7 +483,7 @@ SweepOutcome sweep(const SweepRequest& request, core::OutputSet& outputs) {
     options.on_run = [&](const SweepRun& run) { request.on_json_line(sweep_json_line(plan, run)); };
   const auto summary = run_sweep(request.config_path, plan, request.csv_path, options, outputs);
   if (!request.html_path.empty()) {
-    auto plot = plot_table(summary.table, plan.axes().size());
+    auto plot = plot_table(summary.table, plan, request.csv_path);
     plot.capacity_bytes = common_capacity(request, plan);
     outputs.write(request.html_path, sweep_html(plot));
   }

@@ -9,8 +9,8 @@
 // sorted by run index (temporary file + rename), so a finished sweep is byte-identical from one
 // run to the next and `merge` of its shards equals the unsharded file.
 //
-// May include sim/core and the room's plan, metrics and CSV headers; its .cpp also sim/html,
-// for the page plotting a sweep.
+// May include sim/core, sim/report (run metrics) and the room's plan and CSV headers; its .cpp
+// also sim/html, for the page plotting a sweep.
 
 #include <cstddef>
 #include <functional>
@@ -21,7 +21,7 @@
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/sweep/plan.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // Sweep CSV files as text: one line per run, read back to resume a sweep and to merge the files
 // of a sweep's shards. Nothing here knows what a run computes; the metric cells are
-// sim/sweep/metrics.hpp's.
+// sim/report/run_metrics.hpp's.
 //
 // May include sim/core only.
 

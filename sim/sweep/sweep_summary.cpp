@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "sim/core/format.hpp"
-#include "sim/sweep/metrics.hpp"
+#include "sim/report/run_metrics.hpp"
 
 namespace ipusim::sim {
 

@@ -33,7 +33,7 @@ void measure(const char* name, ipusim::sim::PlanRequest request) {
       name, request.jobs, result.evaluated, result.ranked.size(), seconds,
       double(result.evaluated) / seconds);
   std::printf("  best: %s, %.0f samples/s\n", result.ranked.front().key().c_str(),
-              result.ranked.front().report->throughput());
+              result.ranked.front().report->figures.throughput);
 }
 
 int main(int argc, char** argv) {

@@ -39,6 +39,22 @@ std::string svg_element(const std::string& html, const std::string& id) {
   return html.substr(begin, html.find("</svg>", begin) - begin);
 }
 
+// A sweep's run: the varied `values` (numbers where they are one) and figures of `throughput`
+// samples/s and `peak_bytes` on its fullest IPU.
+sim::SweepPlotRun sweep_run(const std::vector<std::string>& values, double throughput,
+                            std::int64_t peak_bytes, bool fits = true) {
+  sim::SweepPlotRun run;
+  for (const auto& value : values) {
+    const bool number = !value.empty() && std::isdigit(static_cast<unsigned char>(value[0]));
+    run.values.push_back({value, number ? std::optional<double>(std::stod(value)) : std::nullopt});
+  }
+  run.metrics.emplace();
+  run.metrics->throughput = throughput;
+  run.metrics->peak_memory_bytes_max = peak_bytes;
+  run.metrics->fits_in_memory = fits;
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("the tf1 report renders in headless Chromium with its Gantt chart and no errors") {
@@ -187,21 +203,23 @@ TEST_CASE("a comparison stacks the runs' Gantt charts in one chart with a table"
 TEST_CASE("a sweep plots ramp overhead and throughput with one line per schedule") {
   sim::SweepPlotTable table;
   table.varied = {"pipeline.gradient_accumulation_count", "pipeline.pipeline_schedule"};
-  table.metrics = {"step_cycles", "ramp_overhead", "throughput_samples_per_second"};
   for (const int ramp : {8, 2}) {
     for (int gac : {8, 16, 32, 64, 128}) {
-      table.rows.push_back({std::to_string(gac), ramp == 8 ? "grouped" : "interleaved",
-                            std::to_string(1000 * gac), sim::fixed(double(ramp) / (gac + ramp), 6),
-                            std::to_string((100 - ramp) * gac)});
+      auto run = sweep_run({std::to_string(gac), ramp == 8 ? "grouped" : "interleaved"},
+                           (100 - ramp) * gac, 1000);
+      run.metrics->ramp_overhead = double(ramp) / (gac + ramp);
+      table.runs.push_back(run);
     }
   }
   const auto html = sim::sweep_html(table);
   write_file(build_dir() / "sweep_report.html", html);
-  CHECK(html.find("<svg id=\"sweep-ramp_overhead-0\"") != std::string::npos);
-  CHECK(html.find("<svg id=\"sweep-throughput-0\"") != std::string::npos);
+  const auto ramp = svg_element(html, "sweep-ramp_overhead-0");
+  const auto speed = svg_element(html, "sweep-throughput-0");
   CHECK(html.find("sweep-ramp_overhead-1") == std::string::npos);  // schedule is not an axis
-  CHECK(count(html, "<polyline") == 4);
-  CHECK(count(html, "<circle") == 20);
+  CHECK(count(ramp, "<polyline") == 2);
+  CHECK(count(speed, "<polyline") == 2);
+  CHECK(count(ramp, "<circle") == 10);
+  CHECK(count(speed, "<circle") == 10);
   CHECK(html.find(">ramp overhead (% of step)</text>") != std::string::npos);
   CHECK(html.find("pipeline.gradient_accumulation_count (log scale)") != std::string::npos);
   CHECK(html.find("<title>interleaved: 8 \u2192 20</title>") != std::string::npos);
@@ -211,32 +229,34 @@ TEST_CASE("a sweep plots ramp overhead and throughput with one line per schedule
 TEST_CASE("a sweep draws runs that do not fit as rings and plots peak memory in MB") {
   sim::SweepPlotTable table;
   table.varied = {"pipeline.micro_batch_size"};
-  table.metrics = {"throughput_samples_per_second", "peak_memory_bytes_max", "fits_in_memory"};
-  table.rows = {{"8", "100", "500000000", "true"},
-                {"16", "150", "900000000", "true"},
-                {"32", "180", "1700000000", "false"}};
+  table.runs = {sweep_run({"8"}, 100, 500000000), sweep_run({"16"}, 150, 900000000),
+                sweep_run({"32"}, 180, 1700000000, false)};
   const auto html = sim::sweep_html(table);
+  // The ramp overhead chart draws the 32 run as a ring too.
+  CHECK(count(svg_element(html, "sweep-ramp_overhead-0"), "<circle class=\"ring\"") == 1);
   CHECK(html.find("<svg id=\"sweep-peak_memory_bytes_max-0\"") != std::string::npos);
   // The throughput, the memory and the Pareto chart each draw the 32 run as a ring, the
   // others as dots.
-  CHECK(count(html, "<circle class=\"ring\"") == 3);
-  CHECK(count(html, "<circle") == 9);
+  CHECK(count(html, "<circle class=\"ring\"") == 4);
+  CHECK(count(html, "<circle") == 12);
   CHECK(html.find("<title>Peak memory: 32 \u2192 1,700 (does not fit in memory)</title>") !=
         std::string::npos);
   CHECK(html.find("<title>Throughput: 16 \u2192 150</title>") != std::string::npos);
-  CHECK(count(html, "<i class=\"ring\"></i>does not fit in memory") == 2);
+  CHECK(count(html, "<i class=\"ring\"></i>does not fit in memory") == 3);
 }
 
 TEST_CASE("a sweep draws each IPU's peak memory of each run against the capacity") {
   sim::SweepPlotTable table;
   table.varied = {"pipeline.micro_batch_size"};
-  table.metrics = {
-      "throughput_samples_per_second", "peak_memory_bytes_max",  "fits_in_memory",
-      "peak_memory_bytes_ipu0",        "peak_memory_bytes_ipu1", "peak_memory_bytes_ipu2"};
-  // The third run has two IPUs (its third cell is empty) and its IPU0 is over the capacity.
-  table.rows = {{"8", "100", "500000000", "true", "500000000", "400000000", "300000000"},
-                {"16", "150", "900000000", "true", "900000000", "800000000", "700000000"},
-                {"32", "180", "1700000000", "false", "1700000000", "600000000", ""}};
+  table.ipus = 3;
+  // The third run has two IPUs and its IPU0 is over the capacity.
+  table.runs = {sweep_run({"8"}, 100, 500000000), sweep_run({"16"}, 150, 900000000),
+                sweep_run({"32"}, 180, 1700000000, false)};
+  table.runs[0].metrics->peak_memory_bytes_per_ipu = {500000000, 400000000, 300000000};
+  table.runs[1].metrics->peak_memory_bytes_per_ipu = {900000000, 800000000, 700000000};
+  table.runs[2].metrics->peak_memory_bytes_per_ipu = {1700000000, 600000000};
+  for (auto& run : table.runs)
+    run.metrics->utilisation_per_ipu.resize(run.metrics->peak_memory_bytes_per_ipu.size());
   table.capacity_bytes = 1000000000;
   const auto html = sim::sweep_html(table);
   const std::string bars = svg_element(html, "sweep-memory-ipus");
@@ -268,9 +288,9 @@ TEST_CASE("a sweep draws each IPU's peak memory of each run against the capacity
 TEST_CASE("a sweep with more runs than a per-IPU chart can show says where they are") {
   sim::SweepPlotTable table;
   table.varied = {"pipeline.gradient_accumulation_count"};
-  table.metrics = {"throughput_samples_per_second", "peak_memory_bytes_ipu0"};
+  table.ipus = 1;
   for (int gac = 1; gac <= 49; ++gac)
-    table.rows.push_back({std::to_string(gac), "100", "1000"});
+    table.runs.push_back(sweep_run({std::to_string(gac)}, 100, 1000));
   const auto html = sim::sweep_html(table);
   CHECK(svg_element(html, "sweep-memory-ipus").empty());
   CHECK(html.find("49 runs are too many to draw per IPU (at most 48); the CSV's "
@@ -360,8 +380,7 @@ TEST_CASE("no page has a literal backtick") {
   const auto inference = testing::record(kTf1Config, {"pipeline.training=false"});
   sim::SweepPlotTable table;
   table.varied = {"pipeline.micro_batch_size"};
-  table.metrics = {"throughput_samples_per_second", "peak_memory_bytes_max", "fits_in_memory"};
-  table.rows = {{"8", "100", "500000000", "true"}, {"16", "150", "900000000", "false"}};
+  table.runs = {sweep_run({"8"}, 100, 500000000), sweep_run({"16"}, 150, 900000000, false)};
   table.capacity_bytes = 800'000'000;
   sim::PlanPlot plan;
   plan.title = "one candidate";
@@ -383,8 +402,8 @@ TEST_CASE("a comparison draws a run that does not fit hollow in every chart") {
   const auto grouped = testing::record_allowing_oom(kTf1Config, {kTightMemory});
   const auto sequential = testing::record_allowing_oom(
       kTf1Config, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
-  REQUIRE(!grouped->report.fits_in_memory());
-  REQUIRE(sequential->report.fits_in_memory());
+  REQUIRE(!grouped->report.figures.fits_in_memory);
+  REQUIRE(sequential->report.figures.fits_in_memory);
   const auto html =
       sim::compare_html({&grouped->report, &sequential->report},
                         {&grouped->timeline(), &sequential->timeline()}, {"grouped", "sequential"});

@@ -89,24 +89,15 @@ TEST_CASE("a sweep page draws a Pareto chart with rings and fits 1,400 px", "[br
   require_chromium();
   sim::SweepPlotTable table;
   table.varied = {"pipeline.gradient_accumulation_count", "pipeline.pipeline_schedule"};
-  table.metrics = {"step_cycles",           "ramp_overhead",  "throughput_samples_per_second",
-                   "peak_memory_bytes_max", "fits_in_memory", "peak_memory_bytes_ipu0",
-                   "peak_memory_bytes_ipu1"};
+  table.ipus = 2;
   table.capacity_bytes = 12'300'000;  // kTightMemory
-  for (const char* gac : {"8", "16", "32", "64"}) {
+  for (const int gac : {8, 16, 32, 64}) {
     const auto runs = tf1_runs({"grouped", "sequential"},
-                               {std::string("pipeline.gradient_accumulation_count=") + gac});
+                               {"pipeline.gradient_accumulation_count=" + std::to_string(gac)});
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      const auto& r = runs[i]->report;
-      std::int64_t peak = 0;
-      for (const auto& ipu : r.replay.ipus)
-        peak = std::max(peak, ipu.peak_memory_bytes);
-      table.rows.push_back({gac, i == 0 ? "grouped" : "sequential",
-                            std::to_string(r.replay.step_cycles), sim::fixed(r.ramp_overhead(), 6),
-                            sim::fixed(r.throughput(), 3), std::to_string(peak),
-                            r.fits_in_memory() ? "true" : "false",
-                            std::to_string(r.replay.ipus.at(0).peak_memory_bytes),
-                            std::to_string(r.replay.ipus.at(1).peak_memory_bytes)});
+      table.runs.push_back(
+          {{{std::to_string(gac), double(gac)}, {i == 0 ? "grouped" : "sequential", std::nullopt}},
+           sim::run_metrics(runs[i]->report)});
     }
   }
   const auto html = sim::sweep_html(table);

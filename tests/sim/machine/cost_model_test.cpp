@@ -118,7 +118,7 @@ TEST_CASE("Graphcore's BERT-Large POD16 pretraining configurations fit in memory
                              "configs/bert_large_4ipu_seq512.json"}) {
     INFO(config);
     const auto report = sim::simulate(load(config), {});
-    CHECK(report.fits_in_memory());
+    CHECK(report.figures.fits_in_memory);
     for (const auto& ipu : report.replay.ipus)
       CHECK(ipu.peak_memory_bytes < 941'000'000LL * 3 / 4);  // with a quarter to spare
   }

@@ -29,7 +29,7 @@ double busy(const sim::RunReport& report, int ipu) {
 
 // Seconds per micro-batch over a whole step.
 double per_micro_batch(const sim::RunReport& report) {
-  return report.step_seconds() / double(report.spec->pipeline.gradient_accumulation_count);
+  return report.figures.step_seconds / double(report.spec->pipeline.gradient_accumulation_count);
 }
 
 }  // namespace
@@ -64,7 +64,7 @@ TEST_CASE("validation: Graphcore's BERT-Large POD16 configurations fit, as they 
   for (const char* config : {"configs/bert_large_4ipu.json", "configs/bert_large_4ipu_seq384.json",
                              "configs/bert_large_4ipu_seq512.json"}) {
     INFO(config);
-    CHECK(run(config).fits_in_memory());
+    CHECK(run(config).figures.fits_in_memory);
   }
 }
 
@@ -83,14 +83,14 @@ namespace {
 // images/s for ResNet-50.
 double sequences_per_second(const std::string& name) {
   const auto report = run("configs/mlperf/" + name + ".json");
-  REQUIRE(report.fits_in_memory());
-  return *report.sequence_throughput();
+  REQUIRE(report.figures.fits_in_memory);
+  return *report.figures.sequence_throughput;
 }
 
 double images_per_second(const std::string& name) {
   const auto report = run("configs/mlperf/" + name + ".json");
-  REQUIRE(report.fits_in_memory());
-  return report.throughput();
+  REQUIRE(report.figures.fits_in_memory);
+  return report.figures.throughput;
 }
 
 using Figure = double (*)(const std::string& name);

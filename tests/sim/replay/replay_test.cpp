@@ -68,9 +68,9 @@ TEST_CASE("grouped and interleaved pipeline times equal the step-by-step closed 
     for (std::int64_t m : {1, 2, 7, 8, 16, 33}) {
       sim::RunSpec spec;
       const auto grouped = simulate(equal_stages(n, m, "grouped", 100, 230), spec);
-      CHECK(grouped.pipeline_cycles() == bsp_closed_form(n, m, 100, 230, 1));
+      CHECK(grouped.figures.pipeline_cycles == bsp_closed_form(n, m, 100, 230, 1));
       const auto interleaved = simulate(equal_stages(n, m, "interleaved", 100, 230), spec);
-      CHECK(interleaved.pipeline_cycles() == bsp_closed_form(n, m, 100, 230, 2));
+      CHECK(interleaved.figures.pipeline_cycles == bsp_closed_form(n, m, 100, 230, 2));
     }
   }
 }
@@ -78,7 +78,7 @@ TEST_CASE("grouped and interleaved pipeline times equal the step-by-step closed 
 TEST_CASE("the N=2 M=8 grouped step with backward twice forward takes 2700 cycles") {
   sim::RunSpec spec;
   const auto report = simulate(equal_stages(2, 8, "grouped", 100, 200), spec);
-  CHECK(report.pipeline_cycles() == 2700);
+  CHECK(report.figures.pipeline_cycles == 2700);
   CHECK(report.replay.phase_cycles[schedules::index(schedules::Phase::kRampUp)] ==
         500);  // steps 1-3: F, F F, F | B F
   CHECK(report.replay.phase_cycles[schedules::index(schedules::Phase::kMain)] == 1500);
@@ -89,10 +89,10 @@ TEST_CASE("sequential runs one IPU at a time: utilisation 1/N like sharding") {
   for (int n : {2, 3, 4}) {
     sim::RunSpec spec;
     const auto report = simulate(equal_stages(n, 6, "sequential", 100, 200), spec);
-    CHECK(report.pipeline_cycles() == 6 * n * 300);
+    CHECK(report.figures.pipeline_cycles == 6 * n * 300);
     for (const auto& ipu : report.replay.ipus) {
       CHECK(double(ipu.busy_in_phase[schedules::index(schedules::Phase::kMain)]) /
-                double(report.pipeline_cycles()) ==
+                double(report.figures.pipeline_cycles) ==
             Approx(1.0 / n));
     }
   }
@@ -105,8 +105,8 @@ TEST_CASE("gpipe and 1f1b bubbles are (p-1)/(m+p-1) for equal stages") {
         sim::RunSpec spec;
         const auto report = simulate(equal_stages(p, m, schedule, 100, 100), spec);
         INFO(schedule << " p=" << p << " m=" << m);
-        CHECK(report.pipeline_cycles() == (m + p - 1) * 200);
-        CHECK(report.bubble_fraction() == Approx(double(p - 1) / double(m + p - 1)));
+        CHECK(report.figures.pipeline_cycles == (m + p - 1) * 200);
+        CHECK(report.figures.bubble_fraction == Approx(double(p - 1) / double(m + p - 1)));
       }
     }
   }
@@ -124,7 +124,7 @@ TEST_CASE("interleaved 1f1b's bubble over busy time is (p-1)/(v m)") {
         sim::RunSpec spec;
         const auto report = simulate(config, spec);
         INFO("p=" << p << " v=" << v << " m=" << m);
-        CHECK(report.bubble_ratio() == Approx(double(p - 1) / double(v * m)));
+        CHECK(report.figures.bubble_ratio == Approx(double(p - 1) / double(v * m)));
       }
     }
   }
@@ -201,7 +201,7 @@ TEST_CASE("with allow_oom the report keeps every overflow and the run finishes")
   CHECK(ipus[0].bytes == 244);
   CHECK(ipus[1].ipu == 1);
   CHECK(ipus[1].bytes == 216);
-  CHECK(report.pipeline_cycles() == bsp_closed_form(2, 8, 10, 20, 1));
+  CHECK(report.figures.pipeline_cycles == bsp_closed_form(2, 8, 10, 20, 1));
 }
 
 namespace {
@@ -226,8 +226,8 @@ TEST_CASE("on the default config ramp overhead falls as gradient accumulation gr
                        "pipeline.gradient_accumulation_count=" + std::to_string(gac)},
                       spec);
       INFO(schedule << " GAC " << gac);
-      CHECK(report.ramp_overhead() < previous);
-      previous = report.ramp_overhead();
+      CHECK(report.figures.ramp_overhead < previous);
+      previous = report.figures.ramp_overhead;
     }
   }
 }
@@ -260,7 +260,7 @@ TEST_CASE("sequential behaves like sharding: one IPU busy at a time and no stash
     busy += ipu.busy_in_phase[schedules::index(schedules::Phase::kMain)];
     CHECK(ipu.peak_stash_bytes == 0);
   }
-  CHECK(busy <= report.pipeline_cycles());  // never two IPUs computing at once
+  CHECK(busy <= report.figures.pipeline_cycles);  // never two IPUs computing at once
 }
 
 TEST_CASE("recomputation changes the stash to what each mode keeps, at the same FIFO depths") {
@@ -492,8 +492,8 @@ TEST_CASE("grouped streams stage 0's FIFO in all 8 steps and each step waits for
   sim::RunSpec spec;
   const auto on_chip = simulate(offload_stages("grouped", false), spec);
   const auto offloaded = simulate(offload_stages("grouped", true), spec);
-  CHECK(on_chip.pipeline_cycles() == 1'500);
-  CHECK(offloaded.pipeline_cycles() == 17'200);
+  CHECK(on_chip.figures.pipeline_cycles == 1'500);
+  CHECK(offloaded.figures.pipeline_cycles == 17'200);
   CHECK(offloaded.replay.ipus[0].streaming_bytes == 8 * 2 * 16);
   CHECK(offloaded.replay.ipus[0].streaming_busy_cycles == 8 * 2 * 1'000);
   CHECK(offloaded.replay.ipus[1].streaming_bytes == 0);
@@ -566,8 +566,8 @@ TEST_CASE("interleaved streams stage 0's FIFO in its six forward slots") {
   sim::RunSpec spec;
   const auto on_chip = simulate(offload_stages("interleaved", false), spec);
   const auto offloaded = simulate(offload_stages("interleaved", true), spec);
-  CHECK(on_chip.pipeline_cycles() == 1'800);
-  CHECK(offloaded.pipeline_cycles() == 13'300);
+  CHECK(on_chip.figures.pipeline_cycles == 1'800);
+  CHECK(offloaded.figures.pipeline_cycles == 13'300);
   CHECK(offloaded.replay.ipus[0].streaming_memory.at(sim::MemoryCategory::kStash) == 16);
   CHECK(offloaded.replay.ipus[0].streaming_bytes == 6 * 2 * 16);
   std::vector<std::int64_t> steps;

@@ -48,7 +48,7 @@ TEST_CASE("a GAC the schedule rules out is planned again at the nearest legal GA
     // The same as the best of a plan asked for that GAC.
     const auto at = sim::plan(tf1_plan({"grouped"}, {gac}));
     CHECK(c.key() == at.ranked.front().key());
-    CHECK(c.report->throughput() == at.ranked.front().report->throughput());
+    CHECK(c.report->figures.throughput == at.ranked.front().report->figures.throughput);
   }
   // The ranking keeps the GAC asked for.
   for (const auto& c : result.ranked)

@@ -38,7 +38,7 @@ void replay_one(const std::string& config, const std::vector<core::Override>& ov
   sim::SimulateOptions options;
   options.allow_oom = true;
   const auto report = sim::simulate(*spec, options);
-  if (!report.fits_in_memory() || report.throughput() < out.throughput)
+  if (!report.figures.fits_in_memory || report.figures.throughput < out.throughput)
     return;
   const auto& p = spec->pipeline;
   std::vector<std::string> splits;
@@ -46,9 +46,9 @@ void replay_one(const std::string& config, const std::vector<core::Override>& ov
     splits.push_back(spec->model.layers[std::size_t(p.stages[k].layers().front())].id);
   const auto key = label(splits, p.schedule, p.gradient_accumulation_count) + " x" +
                    std::to_string(p.replication_factor);
-  if (report.throughput() > out.throughput)
+  if (report.figures.throughput > out.throughput)
     out.best.clear();
-  out.throughput = report.throughput();
+  out.throughput = report.figures.throughput;
   out.best.push_back(key);
 }
 
@@ -97,7 +97,7 @@ void check_planner_matches_brute_force(const std::string& config,
   REQUIRE(result.any_fits());
   REQUIRE(expected.valid > 0);
   const auto& best = result.ranked.front();
-  CHECK(best.report->throughput() == expected.throughput);
+  CHECK(best.report->figures.throughput == expected.throughput);
   CHECK_THAT(expected.best,
              Catch::Matchers::VectorContains(label(best.splits, best.schedule, best.gac) + " x1"));
 }
@@ -155,7 +155,7 @@ TEST_CASE("the planner searches BERT-Large's splits and beats the layout Graphco
   CHECK(result.invalid_settings.size() == 1);
   sim::SimulateOptions options;
   const auto own = sim::simulate(sim::load_run_spec(request.config_path, {}), options);
-  CHECK(result.ranked.front().report->throughput() >= own.throughput());
+  CHECK(result.ranked.front().report->figures.throughput >= own.figures.throughput);
 }
 
 namespace {
@@ -196,7 +196,7 @@ TEST_CASE("the planner's best IPUs per replica, replicas, split and schedule are
                          expected);
   REQUIRE(result.any_fits());
   const auto& best = result.ranked.front();
-  CHECK(best.report->throughput() == expected.throughput);
+  CHECK(best.report->figures.throughput == expected.throughput);
   CHECK_THAT(expected.best,
              Catch::Matchers::VectorContains(label(best.splits, best.schedule, best.gac) + " x" +
                                              std::to_string(best.replicas)));

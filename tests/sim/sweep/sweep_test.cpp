@@ -239,32 +239,3 @@ TEST_CASE("a sweep of more than 100,000,000 runs is refused with the --vary that
         "would have more than 100,000,000 runs; vary fewer values or split it into several "
         "sweeps");
 }
-
-TEST_CASE("the fastest run is the first of the highest throughput among those that fit") {
-  sim::RunMetrics slow;
-  slow.throughput = 10;
-  slow.fits_in_memory = true;
-  sim::RunMetrics fast = slow;
-  fast.throughput = 20;
-  sim::RunMetrics too_big = fast;
-  too_big.throughput = 30;
-  too_big.fits_in_memory = false;
-  CHECK(sim::fastest_first({&slow, &too_big, &fast, &fast}) == std::vector<std::size_t>{2, 3, 0});
-  CHECK(sim::fastest_first({&too_big}).empty());
-}
-
-TEST_CASE("metric cells read back give the same cells") {
-  const std::vector<std::string> cells = {
-      "159151", "0.000119660902", "2139351.880", "25000",    "100000",   "34000",
-      "250",    "0.157000",       "0.950000",    "0.050000", "0.040000", "104460000",
-      "410000", "true",           "1069675.940", "5000",     "0"};
-  CHECK(sim::metric_cells(sim::parse_metric_cells(cells, "sweep.csv", 2)) == cells);
-}
-
-TEST_CASE("a metric cell that is not a number names the file, the line and the column") {
-  std::vector<std::string> cells(sim::metric_columns().size(), "1");
-  cells.back() = "true";
-  cells[2] = "fast";
-  CHECK(config_error([&] { sim::parse_metric_cells(cells, "sweep.csv", 7); }) ==
-        "sweep.csv: line 7: throughput_samples_per_second is 'fast', expected a number");
-}
