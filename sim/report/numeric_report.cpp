@@ -6,17 +6,6 @@
 
 namespace ipusim::sim {
 
-std::vector<double> NumericReport::mean_loss_per_update() const {
-  std::vector<double> means;
-  for (const auto& update : losses) {
-    double sum = 0;
-    for (const float loss : update)
-      sum += loss;
-    means.push_back(update.empty() ? 0.0 : sum / double(update.size()));
-  }
-  return means;
-}
-
 namespace {
 
 std::string loss_row(const std::vector<float>& losses) {

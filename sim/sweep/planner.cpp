@@ -257,7 +257,7 @@ void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& reque
         SimulateOptions options;
         options.allow_oom = true;
         options.numeric = NumericMode::kOff;
-        candidates[i].report = simulate(*candidates[i].spec, options);
+        candidates[i].report = simulate(candidates[i].spec, options);
       } catch (const core::ConfigError&) {
         refused[i] = 1;
       } catch (...) {

@@ -1,4 +1,4 @@
-#include "sim/report/replay_budget.hpp"
+#include "sim/run/replay_budget.hpp"
 
 #include <cstdint>
 #include <cstdio>

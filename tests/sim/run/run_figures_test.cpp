@@ -1,4 +1,4 @@
-#include "sim/report/run_figures.hpp"
+#include "sim/run/run_figures.hpp"
 
 #include <catch2/catch.hpp>
 
