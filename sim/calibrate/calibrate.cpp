@@ -7,7 +7,7 @@
 
 #include <Eigen/QR>
 
-#include "models/eigen_blocking.hpp"
+#include "models/kernels/eigen_blocking.hpp"
 #include "sim/calibrate/fit_model.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "models/optimizer.hpp"
+#include "models/kernels/optimizer.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/time.hpp"
 #include "sim/machine/collectives.hpp"

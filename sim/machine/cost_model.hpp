@@ -3,8 +3,8 @@
 // computational stage) and per micro-batch: cycles of each task kind, bytes copied between
 // IPUs, bytes stashed under the recomputation mode, and the static memory of each IPU.
 //
-// Compute time of a layer: the sum of its operations' cycles (models/operations.hpp lowers it,
-// sim/machine/op_cost.hpp prices each pass), unless the layer carries profiled `cycles`. Stage
+// Compute time of a layer: the sum of its operations' cycles (models/layers/operations.hpp lowers
+// it, sim/machine/op_cost.hpp prices each pass), unless the layer carries profiled `cycles`. Stage
 // times are sums of layer times, so the operations of a stage sum to its cycles exactly.
 
 #include <cstdint>

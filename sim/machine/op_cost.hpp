@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "models/operations.hpp"
+#include "models/layers/operations.hpp"
 #include "sim/spec/hardware.hpp"
 
 namespace ipusim::sim {

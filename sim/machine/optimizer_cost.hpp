@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "models/operations.hpp"
-#include "models/optimizer.hpp"
+#include "models/kernels/optimizer.hpp"
+#include "models/layers/operations.hpp"
 
 namespace ipusim::sim {
 

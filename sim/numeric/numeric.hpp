@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "models/data.hpp"
-#include "models/stage_executor.hpp"
+#include "models/data/data.hpp"
+#include "models/kernels/stage_executor.hpp"
 #include "sim/core/error.hpp"
 #include "sim/replay/replay_observer.hpp"
 #include "sim/spec/spec.hpp"

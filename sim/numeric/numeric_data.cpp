@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "models/layer_types.hpp"
+#include "models/layers/layer_types.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/numeric/training.hpp"

@@ -7,9 +7,9 @@
 #include <map>
 #include <ostream>
 
-#include "models/kernels.hpp"
-#include "models/layer_types.hpp"
-#include "models/npy.hpp"
+#include "models/data/npy.hpp"
+#include "models/kernels/kernels.hpp"
+#include "models/layers/layer_types.hpp"
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"

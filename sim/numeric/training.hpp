@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "models/data.hpp"
-#include "models/stage_executor.hpp"
+#include "models/data/data.hpp"
+#include "models/kernels/stage_executor.hpp"
 #include "sim/spec/spec.hpp"
 
 namespace ipusim::core {

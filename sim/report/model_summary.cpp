@@ -1,6 +1,6 @@
 #include "sim/report/model_summary.hpp"
 
-#include "models/layer_types.hpp"
+#include "models/layers/layer_types.hpp"
 #include "sim/core/format.hpp"
 
 namespace ipusim::sim {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "models/dtype.hpp"
-#include "models/operations.hpp"
+#include "models/layers/dtype.hpp"
+#include "models/layers/operations.hpp"
 #include "sim/core/config_node.hpp"
 
 namespace ipusim::sim {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "models/dtype.hpp"
-#include "models/model.hpp"
-#include "models/optimizer.hpp"
+#include "models/kernels/optimizer.hpp"
+#include "models/layers/dtype.hpp"
+#include "models/layers/model.hpp"
 #include "schedules/pipeline_shape.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/core/config_file.hpp"

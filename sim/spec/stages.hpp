@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "models/model.hpp"
+#include "models/layers/model.hpp"
 #include "sim/core/config_node.hpp"
 #include "sim/spec/spec.hpp"
 

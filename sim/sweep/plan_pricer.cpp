@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/optimizer.hpp"
+#include "models/kernels/optimizer.hpp"
 #include "schedules/step_schedule.hpp"
 #include "sim/machine/collectives.hpp"
 #include "sim/machine/cost_model.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "models/layer_types.hpp"
+#include "models/layers/layer_types.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"

@@ -1,4 +1,4 @@
-#include "models/data.hpp"
+#include "models/data/data.hpp"
 
 #include <zlib.h>
 

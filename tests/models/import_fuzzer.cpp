@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/keras_import.hpp"
-#include "models/model.hpp"
-#include "models/npz.hpp"
-#include "models/onnx_import.hpp"
+#include "models/data/npz.hpp"
+#include "models/import/keras_import.hpp"
+#include "models/import/onnx_import.hpp"
+#include "models/layers/model.hpp"
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 

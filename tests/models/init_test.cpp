@@ -1,4 +1,4 @@
-#include "models/init.hpp"
+#include "models/kernels/init.hpp"
 
 #include <algorithm>
 #include <cmath>

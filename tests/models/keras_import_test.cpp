@@ -1,9 +1,9 @@
-#include "models/keras_import.hpp"
+#include "models/import/keras_import.hpp"
 
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "models/model.hpp"
+#include "models/layers/model.hpp"
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 

@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "models/kernels.hpp"
-#include "models/layer_info.hpp"
+#include "models/kernels/kernels.hpp"
+#include "models/layers/layer_info.hpp"
 #include "tests/models/kernels_test_support.hpp"
 
 using namespace ipusim::models;

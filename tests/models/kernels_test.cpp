@@ -1,4 +1,4 @@
-#include "models/kernels.hpp"
+#include "models/kernels/kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <Eigen/Core>
 #include <catch2/catch.hpp>
 
-#include "models/layer_info.hpp"
-#include "models/layer_types.hpp"
+#include "models/layers/layer_info.hpp"
+#include "models/layers/layer_types.hpp"
 #include "tests/models/kernels_test_support.hpp"
 
 using namespace ipusim::models;

@@ -11,8 +11,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "models/init.hpp"
-#include "models/kernels.hpp"
+#include "models/kernels/init.hpp"
+#include "models/kernels/kernels.hpp"
 
 namespace ipusim::models::testing {
 

@@ -6,10 +6,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "models/kernels.hpp"
-#include "models/layer_info.hpp"
-#include "models/layer_types.hpp"
-#include "models/operations.hpp"
+#include "models/kernels/kernels.hpp"
+#include "models/layers/layer_info.hpp"
+#include "models/layers/layer_types.hpp"
+#include "models/layers/operations.hpp"
 #include "sim/core/error.hpp"
 #include "tests/models/kernels_test_support.hpp"
 

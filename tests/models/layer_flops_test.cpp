@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "models/layer_types.hpp"
-#include "models/model.hpp"
-#include "models/shape_inference.hpp"
+#include "models/layers/layer_types.hpp"
+#include "models/layers/model.hpp"
+#include "models/layers/shape_inference.hpp"
 #include "sim/core/config_file.hpp"
 
 using namespace ipusim::models;
@@ -47,8 +47,8 @@ OperationFlops operations_flops(const LayerInfo& info, bool forward) {
   return sum;
 }
 
-// The invariant between a layer's FLOPs and its operations', type by type (models/layer_info.hpp
-// says why each differs where it does).
+// The invariant between a layer's FLOPs and its operations', type by type
+// (models/layers/layer_info.hpp says why each differs where it does).
 void check_layer_flops(LayerType type, const LayerInfo& info) {
   const OperationFlops forward = operations_flops(info, true);
   const OperationFlops backward = operations_flops(info, false);

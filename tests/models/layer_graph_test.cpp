@@ -1,4 +1,4 @@
-#include "models/layer_graph.hpp"
+#include "models/layers/layer_graph.hpp"
 
 #include <catch2/catch.hpp>
 

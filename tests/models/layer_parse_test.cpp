@@ -1,9 +1,9 @@
-#include "models/layer_parse.hpp"
+#include "models/layers/layer_parse.hpp"
 
 #include <catch2/catch.hpp>
 
 #include "model_test_support.hpp"
-#include "models/layer_types.hpp"
+#include "models/layers/layer_types.hpp"
 
 using namespace ipusim::models;
 using ipusim::models::testing::model_error;

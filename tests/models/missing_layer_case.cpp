@@ -3,7 +3,7 @@
 // expects -Wswitch to fail the build, which is what keeps a new layer type from being costed as
 // nothing by a switch that was not told of it.
 
-#include "models/layer.hpp"
+#include "models/layers/layer.hpp"
 
 namespace ipusim::models {
 

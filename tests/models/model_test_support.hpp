@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "models/model.hpp"
+#include "models/layers/model.hpp"
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "models/npy.hpp"
+#include "models/data/npy.hpp"
 
 #include <filesystem>
 #include <fstream>

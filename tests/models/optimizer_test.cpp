@@ -1,4 +1,4 @@
-#include "models/optimizer.hpp"
+#include "models/kernels/optimizer.hpp"
 
 #include <catch2/catch.hpp>
 

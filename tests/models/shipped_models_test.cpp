@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "model_test_support.hpp"
-#include "models/shape_inference.hpp"
+#include "models/layers/shape_inference.hpp"
 
 using namespace ipusim::models;
 using ipusim::models::testing::model_from;

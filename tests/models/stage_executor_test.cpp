@@ -1,8 +1,8 @@
-#include "models/stage_executor.hpp"
+#include "models/kernels/stage_executor.hpp"
 
 #include <catch2/catch.hpp>
 
-#include "models/data.hpp"
+#include "models/data/data.hpp"
 #include "sim/core/config_file.hpp"
 
 using namespace ipusim::models;

@@ -1,4 +1,4 @@
-#include "models/tensor.hpp"
+#include "models/kernels/tensor.hpp"
 
 #include <cmath>
 #include <limits>

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "model_test_support.hpp"
-#include "models/layer_parse.hpp"
+#include "models/layers/layer_parse.hpp"
 
 using namespace ipusim::models;
 using ipusim::models::testing::model_error;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "models/npy.hpp"
+#include "models/data/npy.hpp"
 #include "tests/tools/cli_support.hpp"
 
 namespace {

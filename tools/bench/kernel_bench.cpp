@@ -12,7 +12,7 @@
 
 #include <Eigen/Core>
 
-#include "models/kernels.hpp"
+#include "models/kernels/kernels.hpp"
 
 namespace {
 

@@ -1,4 +1,5 @@
-// `ipusim import`: a model file from a framework as an ipusim config (models/keras_import.hpp).
+// `ipusim import`: a model file from a framework as an ipusim config
+// (models/import/keras_import.hpp).
 
 #include <algorithm>
 #include <filesystem>
@@ -6,12 +7,12 @@
 #include <ostream>
 #include <span>
 
-#include "models/keras_import.hpp"
-#include "models/keras_weights.hpp"
-#include "models/npy.hpp"
-#include "models/onnx_import.hpp"
-#include "models/shape_inference.hpp"
-#include "models/stage_executor.hpp"
+#include "models/data/npy.hpp"
+#include "models/import/keras_import.hpp"
+#include "models/import/keras_weights.hpp"
+#include "models/import/onnx_import.hpp"
+#include "models/kernels/stage_executor.hpp"
+#include "models/layers/shape_inference.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/core/json_text.hpp"

@@ -1,0 +1,196 @@
+#pragma once
+// The converter behind import_onnx (models/import/onnx_import.hpp): it walks an ONNX graph in its
+// (topological) order and emits one ipusim layer per operator or pattern, with the layer's
+// weights. Its bookkeeping (values, ids, problems) is in onnx_import.cpp; the operators of
+// images and features in onnx_layers.cpp, and those of sequences, norms and joins in
+// onnx_sequence_layers.cpp. Internal to the ONNX import library.
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/import/onnx_import.hpp"
+#include "models/import/onnx_patterns.hpp"
+#include "models/kernels/tensor.hpp"
+
+namespace ipusim::models::onnx_detail {
+
+using nlohmann::json;
+
+// The layout of an activation as ONNX holds it: [C, H, W] images or flat features.
+struct Activation {
+  std::string layer;  // the ipusim layer producing it
+  Shape onnx_shape;   // without the batch axis
+  bool channels_first = false;
+};
+
+// A node's attribute of each kind, or `fallback` when the node has none of that name.
+std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
+                           std::int64_t fallback);
+std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name);
+std::string string_attribute(const onnx::NodeProto& node, const std::string& name,
+                             const std::string& fallback);
+float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback);
+
+// A float as the shortest decimal that reads back as it (1e-12, not 9.99999996e-13), so the
+// config shows what the exporter wrote.
+double decimal(float value);
+
+// A value's name in an ipusim layer id: letters, digits, '_' and '-'.
+std::string sanitized(std::string id);
+
+// Whether `t` is a [rows, width] (or [1, rows, width]) constant.
+bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width);
+
+// Converts one graph into `out`: throws core::ConfigError listing every node it cannot import.
+class OnnxConverter {
+ public:
+  OnnxConverter(const onnx::GraphProto& graph, const std::string& path, OnnxImport& out);
+  void convert();
+
+ private:
+  void add_input();
+  bool ends_in_logits();
+
+  // A sample's shape as the graph declares it: dimensions from 1 up, 2^30 elements at most (a
+  // larger one is no model ipusim simulates, and its sizes would overflow).
+  void check_sample_shape(const std::string& name, const Shape& shape) const;
+
+  // Attention blocks and Erf GELUs become one layer each, emitted at their first node.
+  void find_patterns();
+
+  void claim(const std::set<int>& nodes);
+
+  using Handler = void (OnnxConverter::*)(const onnx::NodeProto&);
+  static const std::map<std::string, Handler>& handlers();
+
+  void convert_node(int n);
+
+  // Records why `node` cannot be imported; the nodes fed by it then go unmentioned.
+  void problem(const onnx::NodeProto& node, const std::string& why);
+
+  void fail_outputs(const onnx::NodeProto& node);
+
+  const onnx::TensorProto* initializer(const onnx::NodeProto& node, int input) const;
+
+  // The activation `tensor` holds, or null: silently when it comes from a node that already
+  // failed, with a problem for `node` when it comes from nothing imported.
+  const Activation* value(const std::string& tensor, const onnx::NodeProto& node);
+
+  const Activation* value(const onnx::NodeProto& node);
+
+  // `wanted`, or `wanted_2`, `wanted_3`, ... when a layer has it: in time linear in the layers
+  // over all calls, however many nodes share a name.
+  std::string unique_id(const std::string& wanted) const;
+
+  // Appends `layer` to the model, indexing it by id.
+  void push_layer(json layer);
+
+  std::string id_of(const onnx::NodeProto& node) const;
+
+  // Adds `layer` reading `inputs` (ipusim ids), its output held in `output`.
+  void add_layer(json layer, const std::string& output, Activation produced,
+                 const std::vector<std::string>& inputs, std::vector<Tensor> weights = {});
+
+  // A dense layer on `in` with kernel [in, units] in ONNX's row order, written to `output`.
+  void dense(const onnx::NodeProto& node, const Activation& in, Tensor kernel,
+             const onnx::TensorProto* bias, const std::string& output);
+
+  void gemm(const onnx::NodeProto& node);
+
+  // MatMul by an initializer, with the Add of a constant that alone reads it as the bias.
+  void matmul(const onnx::NodeProto& node);
+
+  // "valid" for no padding, "same" for the padding that keeps a stride-1 output's size.
+  std::string padding(const onnx::NodeProto& node, const std::vector<std::int64_t>& kernel);
+
+  static std::int64_t out_size(std::int64_t in, std::int64_t k, std::int64_t s,
+                               const std::string& pad);
+
+  // Why a 2-D window cannot slide over an [C, H, W] image, or "" when it can: a kernel and
+  // strides of two sizes from 1 up, and (unpadded) a kernel no larger than the image.
+  static std::string window_problem(const std::vector<std::int64_t>& kernel,
+                                    const std::vector<std::int64_t>& strides, const Shape& image,
+                                    const std::string& pad);
+
+  void conv(const onnx::NodeProto& node);
+
+  void max_pool(const onnx::NodeProto& node);
+  void global_average_pool(const onnx::NodeProto& node);
+
+  void named_activation(const onnx::NodeProto& node);
+
+  // An activation (its nodes, input and output as a GELU pattern's): folded into the dense or
+  // convolution before it when nothing else reads that layer's output, a layer of its own
+  // otherwise.
+  void activation(const GeluPattern& nodes, const std::string& name, const onnx::NodeProto& node);
+
+  void flatten(const onnx::NodeProto& node);
+
+  void dropout(const onnx::NodeProto& node);
+
+  // The per-sample axis an ONNX axis (counting the batch, possibly negative) names; -1 for the
+  // batch axis or one out of range.
+  static std::int64_t sample_axis(std::int64_t axis, const Activation& in);
+
+  // Whether an ONNX axis is ipusim's last (the one its layer norm, softmax and batch norm use).
+  static bool is_last_axis(std::int64_t axis, const Activation& in);
+
+  void softmax(const onnx::NodeProto& node);
+
+  // Gather of the model input's token ids from a [vocabulary, hidden] initializer: a plain
+  // embedding lookup (positions and a layer norm may be folded in by what follows).
+  void gather(const onnx::NodeProto& node);
+
+  void add(const onnx::NodeProto& node);
+
+  // A [sequence, hidden] table added to a plain lookup's output: the lookup's position table.
+  void add_positions(const onnx::NodeProto& node, const Activation& in,
+                     const onnx::TensorProto& constant);
+
+  std::vector<Tensor>& weights_of(const std::string& layer);
+
+  void concat(const onnx::NodeProto& node);
+
+  // A feature vector initializer, or ones / zeros when the node leaves it out.
+  Tensor feature_vector(const onnx::NodeProto& node, int input, std::int64_t width, float fallback);
+
+  void layer_norm(const onnx::NodeProto& node);
+
+  // Batch normalization of image channels or features, with its running mean and variance.
+  void batch_norm(const onnx::NodeProto& node);
+
+  // Why an attention block cannot be one ipusim attention layer, or "".
+  static std::string attention_problem(const AttentionPattern& block, const Activation& in,
+                                       const std::vector<Tensor>& weights);
+
+  void attention(const AttentionPattern& block);
+
+  const onnx::GraphProto& graph_;
+  const std::string& path_;
+  OnnxImport& out_;
+  OnnxGraphIndex index_;
+  std::map<int, AttentionPattern> attention_at_;  // by the block's first node
+  std::map<int, GeluPattern> gelu_at_;
+  std::map<int, std::string> attention_why_;  // by Softmax: why its attention is refused
+  std::map<std::string, Activation> values_;
+  std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens
+  std::set<int> skipped_;
+  std::set<std::string> failed_;  // outputs of nodes that could not be imported
+  json layers_ = json::array();
+  std::unordered_map<std::string, std::size_t> layer_at_;  // layers_ by id
+  // By wanted name, the first suffix unique_id still has to try: every lower one is taken.
+  mutable std::unordered_map<std::string, int> next_suffix_;
+  std::string problems_;
+  int problem_count_ = 0;
+  bool softmax_end_ = false;
+};
+
+}  // namespace ipusim::models::onnx_detail

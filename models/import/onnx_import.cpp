@@ -1,0 +1,309 @@
+#include "models/import/onnx_import.hpp"
+
+#include <onnx/onnx_pb.h>
+
+#include <charconv>
+#include <cstdlib>
+
+#include "models/import/onnx_converter.hpp"
+#include "models/import/onnx_tensors.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+namespace onnx_detail {
+
+std::int64_t int_attribute(const onnx::NodeProto& node, const std::string& name,
+                           std::int64_t fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name)
+      return a.i();
+  }
+  return fallback;
+}
+
+std::vector<std::int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name)
+      return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
+std::string string_attribute(const onnx::NodeProto& node, const std::string& name,
+                             const std::string& fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name)
+      return a.s();
+  }
+  return fallback;
+}
+
+double decimal(float value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
+}
+
+float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name)
+      return a.f();
+  }
+  return fallback;
+}
+
+std::string sanitized(std::string id) {
+  for (char& c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+      c = '_';
+  }
+  return id;
+}
+
+bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width) {
+  return t.shape() == Shape{rows, width} || t.shape() == Shape{1, rows, width};
+}
+
+OnnxConverter::OnnxConverter(const onnx::GraphProto& graph, const std::string& path,
+                             OnnxImport& out)
+    : graph_(graph), path_(path), out_(out), index_(graph) {}
+
+void OnnxConverter::convert() {
+  add_input();
+  find_patterns();
+  for (int n = 0; n < graph_.node_size(); ++n) {
+    if (const auto a = attention_at_.find(n); a != attention_at_.end())
+      attention(a->second);
+    else if (const auto g = gelu_at_.find(n); g != gelu_at_.end())
+      activation(g->second, "gelu", graph_.node(n));
+    else if (!skipped_.contains(n))
+      convert_node(n);
+  }
+  if (!problems_.empty()) {
+    throw core::ConfigError(path_, "",
+                            "cannot import " + std::to_string(problem_count_) +
+                                " node(s), so nothing was written:" + problems_);
+  }
+  if (!softmax_end_ && !ends_in_logits()) {
+    throw core::ConfigError(path_, "",
+                            "the graph ends in neither a Softmax nor logits (a Gemm or MatMul "
+                            "without an activation), so ipusim has no loss to train it with");
+  }
+  push_layer({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
+  out_.model["layers"] = layers_;
+  for (const auto& init : graph_.initializer())  // each count checked by check_onnx_graph
+    out_.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
+}
+
+// Logits: the graph's one output is a dense layer's, without an activation, over two or more
+// classes. PyTorch exports classifiers so, with the loss outside the model; the import appends
+// ipusim's softmax_cross_entropy, nn.CrossEntropyLoss's equivalent, and notes it.
+bool OnnxConverter::ends_in_logits() {
+  if (graph_.output_size() != 1 || layers_.empty())
+    return false;
+  const auto found = values_.find(graph_.output(0).name());
+  const json& last = layers_.back();
+  if (found == values_.end() || found->second.layer != last.at("id") ||
+      last.at("type") != "dense" || last.value("activation", "none") != "none" ||
+      last.at("units").get<std::int64_t>() < 2)
+    return false;
+  out_.notes.push_back("the graph ends in logits (layer '" + found->second.layer +
+                       "', dense); the import appends a softmax_cross_entropy loss, as "
+                       "PyTorch's nn.CrossEntropyLoss applies it outside the model");
+  return true;
+}
+
+void OnnxConverter::add_input() {
+  for (const auto& input : graph_.input()) {
+    if (index_.is_initializer(input.name()))
+      continue;
+    Shape shape;
+    for (const auto& dim : input.type().tensor_type().shape().dim())
+      shape.push_back(dim.has_dim_value() ? dim.dim_value() : 1);
+    if (shape.size() < 2)
+      throw core::ConfigError(path_, "", "input '" + input.name() + "' has no batch axis");
+    shape.erase(shape.begin());
+    check_sample_shape(input.name(), shape);
+    const bool image = shape.size() == 3;
+    out_.model["input"] = {{"shape", image ? Shape{shape[1], shape[2], shape[0]} : shape}};
+    push_layer({{"id", "input"}, {"type", "input"}});
+    values_[input.name()] = {"input", shape, image};
+    return;
+  }
+  throw core::ConfigError(path_, "", "the graph has no input besides its initializers");
+}
+
+// A sample's shape as the graph declares it: dimensions from 1 up, 2^30 elements at most (a
+// larger one is no model ipusim simulates, and its sizes would overflow).
+void OnnxConverter::check_sample_shape(const std::string& name, const Shape& shape) const {
+  std::int64_t elements = 1;
+  for (const std::int64_t d : shape) {
+    if (d < 1 || elements > (std::int64_t{1} << 30) / d)
+      throw core::ConfigError(path_, "",
+                              "input '" + name + "' has shape " + shape_text(shape) +
+                                  " per sample: expected dimensions of 1 or more and at most "
+                                  "2^30 elements");
+    elements *= d;
+  }
+}
+
+// Attention blocks and Erf GELUs become one layer each, emitted at their first node.
+void OnnxConverter::find_patterns() {
+  for (const auto& node : graph_.node()) {
+    const int n = index_.index_of(node);
+    if (node.op_type() == "Softmax") {
+      std::string why;
+      if (auto block = match_attention(index_, node, why)) {
+        claim(block->nodes);
+        attention_at_.emplace(*block->nodes.begin(), std::move(*block));
+      } else if (!why.empty()) {
+        attention_why_[n] = why;
+      }
+    } else if (node.op_type() == "Erf") {
+      if (auto gelu = match_gelu(index_, node)) {
+        claim(gelu->nodes);
+        gelu_at_.emplace(*gelu->nodes.begin(), std::move(*gelu));
+      }
+    }
+  }
+}
+
+void OnnxConverter::claim(const std::set<int>& nodes) {
+  for (auto n = std::next(nodes.begin()); n != nodes.end(); ++n)
+    skipped_.insert(*n);
+}
+
+const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
+  static const std::map<std::string, Handler> table = {
+      {"Gemm", &OnnxConverter::gemm},
+      {"MatMul", &OnnxConverter::matmul},
+      {"Conv", &OnnxConverter::conv},
+      {"MaxPool", &OnnxConverter::max_pool},
+      {"GlobalAveragePool", &OnnxConverter::global_average_pool},
+      {"Relu", &OnnxConverter::named_activation},
+      {"Tanh", &OnnxConverter::named_activation},
+      {"Gelu", &OnnxConverter::named_activation},
+      {"Flatten", &OnnxConverter::flatten},
+      {"Reshape", &OnnxConverter::flatten},
+      {"Dropout", &OnnxConverter::dropout},
+      {"Softmax", &OnnxConverter::softmax},
+      {"Gather", &OnnxConverter::gather},
+      {"Add", &OnnxConverter::add},
+      {"Concat", &OnnxConverter::concat},
+      {"LayerNormalization", &OnnxConverter::layer_norm},
+      {"BatchNormalization", &OnnxConverter::batch_norm},
+  };
+  return table;
+}
+
+void OnnxConverter::convert_node(int n) {
+  const auto& node = graph_.node(n);
+  const std::string& op = node.op_type();
+  if (op == "Constant")
+    return;  // read through the index where it is used
+  if (const auto handler = handlers().find(op); handler != handlers().end())
+    (this->*handler->second)(node);
+  else
+    problem(node, op == "Erf" ? "an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))"
+                              : "no ipusim layer for this operator");
+}
+
+// Records why `node` cannot be imported; the nodes fed by it then go unmentioned.
+void OnnxConverter::problem(const onnx::NodeProto& node, const std::string& why) {
+  problems_ += "\n  node '" + node.name() + "' (" + node.op_type() + "): " + why;
+  ++problem_count_;
+  fail_outputs(node);
+}
+
+void OnnxConverter::fail_outputs(const onnx::NodeProto& node) {
+  for (const auto& output : node.output())
+    failed_.insert(output);
+}
+
+const onnx::TensorProto* OnnxConverter::initializer(const onnx::NodeProto& node, int input) const {
+  return node.input_size() <= input ? nullptr : index_.constant(node.input(input));
+}
+
+// The activation `tensor` holds, or null: silently when it comes from a node that already
+// failed, with a problem for `node` when it comes from nothing imported.
+const Activation* OnnxConverter::value(const std::string& tensor, const onnx::NodeProto& node) {
+  const auto found = values_.find(tensor);
+  if (found != values_.end())
+    return &found->second;
+  if (failed_.contains(tensor))
+    fail_outputs(node);
+  else
+    problem(node, "its input '" + tensor + "' comes from no imported node");
+  return nullptr;
+}
+
+const Activation* OnnxConverter::value(const onnx::NodeProto& node) {
+  return value(node.input(0), node);
+}
+
+std::string OnnxConverter::unique_id(const std::string& wanted) const {
+  const std::string base = wanted.empty() ? "layer" : wanted;
+  if (!layer_at_.contains(base))
+    return base;
+  // Layers are only ever added, so the suffixes below `next` stay taken.
+  int& next = next_suffix_.try_emplace(base, 2).first->second;
+  while (layer_at_.contains(base + "_" + std::to_string(next)))
+    ++next;
+  return base + "_" + std::to_string(next);
+}
+
+void OnnxConverter::push_layer(json layer) {
+  layer_at_.emplace(layer.at("id").get<std::string>(), layers_.size());
+  layers_.push_back(std::move(layer));
+}
+
+std::string OnnxConverter::id_of(const onnx::NodeProto& node) const {
+  return unique_id(sanitized(node.name().empty() ? node.op_type() : node.name()));
+}
+
+// Adds `layer` reading `inputs` (ipusim ids), its output held in `output`.
+void OnnxConverter::add_layer(json layer, const std::string& output, Activation produced,
+                              const std::vector<std::string>& inputs, std::vector<Tensor> weights) {
+  produced.layer = layer.at("id").get<std::string>();
+  if (inputs.size() != 1 || inputs.front() != layers_.back().at("id"))
+    layer["inputs"] = inputs;
+  if (!weights.empty())
+    out_.weights.emplace_back(produced.layer, std::move(weights));
+  push_layer(std::move(layer));
+  values_[output] = std::move(produced);
+}
+
+// `text` from the file as a JSON string; an error names `what` when it is not UTF-8 (protobuf
+// leaves that to the writer, and the config is JSON).
+std::string utf8(const std::string& text, const std::string& what, const std::string& path) {
+  try {
+    (void)json(text).dump();
+  } catch (const json::type_error&) {
+    throw core::ConfigError(path, "", what + " is not UTF-8 text");
+  }
+  return text;
+}
+
+}  // namespace onnx_detail
+
+OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes) || !model.has_graph()) {
+    throw core::ConfigError(path, "",
+                            "not an ONNX model: the file does not parse as an onnx.ModelProto "
+                            "with a graph");
+  }
+  OnnxImport out;
+  out.producer = onnx_detail::utf8(
+      model.producer_name() +
+          (model.producer_version().empty() ? "" : " " + model.producer_version()),
+      "the producer's name", path);
+  const std::string& name = model.graph().name();
+  out.model = {
+      {"name", name.empty() ? "onnx_model" : onnx_detail::utf8(name, "the graph's name", path)}};
+  check_onnx_graph(model.graph(), path);
+  onnx_detail::OnnxConverter(model.graph(), path, out).convert();
+  return out;
+}
+
+}  // namespace ipusim::models

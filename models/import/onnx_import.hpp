@@ -1,0 +1,48 @@
+#pragma once
+// ONNX models as ipusim configs: reads an .onnx file (a protobuf ModelProto, with Debian's
+// libonnx) and builds the config's "model" section and the initial weights from the graph's
+// initializers, one ipusim layer per operator in the graph's (topological) order.
+//
+// Supported: Gemm and MatMul (+ an Add of a bias) as dense, over features or a sequence's
+// features; Conv as conv2d; MaxPool; Relu, Tanh and GELU (the Gelu operator, or Erf written out
+// as 0.5 x (1 + erf(x / sqrt 2))) folded into the layer before them when nothing else reads
+// it, layers of their own otherwise; Flatten (and a Reshape to [batch, -1]); Dropout; Softmax
+// over the last axis, and a Softmax ending the graph as the softmax_cross_entropy loss; Gather
+// of the input's token ids as an embedding, with an Add of a [sequence, hidden] constant as its
+// position table; Add and Concat of values; LayerNormalization; BatchNormalization; and
+// multi-head self-attention written out (Q, K, V projections split into heads, QK^T scaled by
+// 1/sqrt(head size), Softmax, optional Dropout, times V, heads merged, output projection) as
+// one attention layer. ONNX images are channels first and ipusim's channels last: convolution
+// kernels are transposed to [kh, kw, in, out], the rows of a dense layer after a Flatten of
+// channels-first features are permuted to the order ipusim flattens in, and Concat axes are
+// mapped, so the imported model computes the same function.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/kernels/tensor.hpp"
+
+namespace ipusim::models {
+
+// An imported model: the "model" section, and each layer's parameter tensors in ipusim's
+// order (kernel, then bias) and layout.
+struct OnnxImport {
+  nlohmann::json model;
+  std::string producer;  // "pytorch 2.1" or "onnx.helper" as the file names its producer
+  std::vector<std::pair<std::string, std::vector<Tensor>>> weights;  // by layer id
+  std::int64_t initializer_elements = 0;                             // the source's parameter count
+  std::int64_t running_statistics_elements = 0;  // batch-norm means and variances among them
+  // Each batch norm's running mean and variance, by layer id.
+  std::vector<std::pair<std::string, std::vector<Tensor>>> running_statistics;
+  std::vector<std::string> notes;  // what the import added or changed, for the user
+};
+
+// Throws core::ConfigError naming `path`: for bytes that are no ONNX model, and for every node
+// ipusim cannot represent, all listed in one message with their names and operator types.
+OnnxImport import_onnx(const std::string& bytes, const std::string& path);
+
+}  // namespace ipusim::models

@@ -1,0 +1,276 @@
+// ONNX operators of images and features as ipusim layers: Gemm and MatMul as dense, Conv,
+// MaxPool, GlobalAveragePool, activations, Flatten and Dropout (models/import/onnx_converter.hpp).
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/import/onnx_converter.hpp"
+#include "models/import/onnx_tensors.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models::onnx_detail {
+
+// A dense layer on `in` with kernel [in, units] in ONNX's row order, written to `output`.
+void OnnxConverter::dense(const onnx::NodeProto& node, const Activation& in, Tensor kernel,
+                          const onnx::TensorProto* bias, const std::string& output) {
+  if (in.channels_first || in.onnx_shape.size() > 2) {
+    problem(node, "a dense layer over values of shape " + shape_text(in.onnx_shape) +
+                      " (features or [sequence, features] are supported)");
+    return;
+  }
+  if (kernel.rank() != 2 || kernel.dim(0) != in.onnx_shape.back()) {
+    problem(node, "a weight of shape " + shape_text(kernel.shape()) + " for features of width " +
+                      std::to_string(in.onnx_shape.back()) + " (expected [" +
+                      std::to_string(in.onnx_shape.back()) + ", units])");
+    return;
+  }
+  if (flattened_from_.contains(in.layer))
+    kernel = onnx_rows_channels_last(kernel, flattened_from_.at(in.layer));
+  const std::int64_t units = kernel.dim(1);
+  json layer = {
+      {"id", id_of(node)}, {"type", "dense"}, {"units", units}, {"bias", bias != nullptr}};
+  std::vector<Tensor> weights{std::move(kernel)};
+  if (bias)
+    weights.push_back(onnx_float_tensor(*bias, path_));
+  Shape shape = in.onnx_shape;
+  shape.back() = units;
+  add_layer(std::move(layer), output, {"", shape, false}, {in.layer}, std::move(weights));
+}
+
+void OnnxConverter::gemm(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  const auto* b = initializer(node, 1);
+  if (!in || !b || int_attribute(node, "transA", 0) != 0 ||
+      float_attribute(node, "alpha", 1) != 1 || float_attribute(node, "beta", 1) != 1) {
+    if (in)
+      problem(node, "only A x B + C with B and C initializers (transA 0, alpha and beta 1)");
+    return;
+  }
+  Tensor kernel = onnx_float_tensor(*b, path_);
+  if (kernel.rank() != 2)
+    return problem(node, "a weight '" + b->name() + "' of shape " + shape_text(kernel.shape()) +
+                             " (expected a 2-D [in, units] or, with transB, [units, in])");
+  if (int_attribute(node, "transB", 0) != 0)
+    kernel = onnx_transposed_matrix(kernel);
+  dense(node, *in, std::move(kernel), initializer(node, 2), node.output(0));
+}
+
+// MatMul by an initializer, with the Add of a constant that alone reads it as the bias.
+void OnnxConverter::matmul(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  const auto* b = initializer(node, 1);
+  if (!in || !b || b->dims_size() != 2) {
+    if (in)
+      problem(node, "only a product with a 2-D initializer (a dense layer)");
+    return;
+  }
+  const onnx::TensorProto* bias = nullptr;
+  std::string output = node.output(0);
+  if (const auto* next = index_.sole_consumer(output); next && next->op_type() == "Add") {
+    bias = index_.constant(next->input(next->input(0) == output ? 1 : 0));
+    if (bias) {
+      skipped_.insert(index_.index_of(*next));
+      output = next->output(0);
+    }
+  }
+  dense(node, *in, onnx_float_tensor(*b, path_), bias, output);
+}
+
+// "valid" for no padding, "same" for the padding that keeps a stride-1 output's size.
+std::string OnnxConverter::padding(const onnx::NodeProto& node,
+                                   const std::vector<std::int64_t>& kernel) {
+  const auto pads = ints_attribute(node, "pads");
+  if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; }))
+    return "valid";
+  const std::vector<std::int64_t> same = {(kernel[0] - 1) / 2, (kernel[1] - 1) / 2, kernel[0] / 2,
+                                          kernel[1] / 2};
+  return pads == same ? "same" : "";
+}
+
+std::int64_t OnnxConverter::out_size(std::int64_t in, std::int64_t k, std::int64_t s,
+                                     const std::string& pad) {
+  return pad == "same" ? (in + s - 1) / s : (in - k) / s + 1;
+}
+
+// Why a 2-D window cannot slide over an [C, H, W] image, or "" when it can: a kernel and
+// strides of two sizes from 1 up, and (unpadded) a kernel no larger than the image.
+std::string OnnxConverter::window_problem(const std::vector<std::int64_t>& kernel,
+                                          const std::vector<std::int64_t>& strides,
+                                          const Shape& image, const std::string& pad) {
+  const auto two_positive = [](const std::vector<std::int64_t>& v) {
+    return v.size() == 2 && v[0] >= 1 && v[1] >= 1;
+  };
+  if (!two_positive(kernel))
+    return "kernel_shape " + shape_text(kernel) + " (expected two sizes of 1 or more)";
+  if (!two_positive(strides))
+    return "strides " + shape_text(strides) + " (expected two strides of 1 or more)";
+  if (pad == "valid" && (image[1] < kernel[0] || image[2] < kernel[1]))
+    return "a kernel " + shape_text(kernel) + " larger than its image " + shape_text(image);
+  return "";
+}
+
+void OnnxConverter::conv(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  const auto* w = initializer(node, 1);
+  if (!in || !w || !in->channels_first) {
+    if (in)
+      problem(node, "only a convolution of an image by an initializer kernel");
+    return;
+  }
+  const Tensor kernel = onnx_float_tensor(*w, path_);
+  if (kernel.rank() != 4 || kernel.dim(1) != in->onnx_shape[0])
+    return problem(node, "a kernel '" + w->name() + "' of shape " + shape_text(kernel.shape()) +
+                             " (expected [out, " + std::to_string(in->onnx_shape[0]) +
+                             ", kh, kw] for an image of shape " + shape_text(in->onnx_shape) + ")");
+  const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
+  auto strides = ints_attribute(node, "strides");
+  if (strides.empty())
+    strides = {1, 1};
+  const auto dilations = ints_attribute(node, "dilations");
+  const std::string pad = padding(node, k);
+  if (int_attribute(node, "group", 1) != 1 || pad.empty() ||
+      std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; })) {
+    problem(node, "only ungrouped, undilated convolutions with no or 'same' padding");
+    return;
+  }
+  const auto shape_attribute = ints_attribute(node, "kernel_shape");
+  std::string why =
+      window_problem(shape_attribute.empty() ? k : shape_attribute, strides, in->onnx_shape, pad);
+  if (why.empty() && !shape_attribute.empty() && shape_attribute != k)
+    why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +
+          shape_text(kernel.shape());
+  if (!why.empty())
+    return problem(node, why);
+  json layer = {{"id", id_of(node)},
+                {"type", "conv2d"},
+                {"filters", kernel.dim(0)},
+                {"kernel", k},
+                {"stride", strides},
+                {"padding", pad},
+                {"bias", initializer(node, 2) != nullptr}};
+  std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
+  if (const auto* bias = initializer(node, 2))
+    weights.push_back(onnx_float_tensor(*bias, path_));
+  const Shape& s = in->onnx_shape;
+  const Shape out = {kernel.dim(0), out_size(s[1], k[0], strides[0], pad),
+                     out_size(s[2], k[1], strides[1], pad)};
+  add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));
+}
+
+void OnnxConverter::max_pool(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  const auto k = ints_attribute(node, "kernel_shape");
+  auto strides = ints_attribute(node, "strides");
+  // ONNX steps by 1 along each axis without strides (Keras and ipusim's maxpool2d step by the
+  // pool, so the layer always names its stride).
+  if (strides.empty())
+    strides.assign(k.size(), 1);
+  if (!in->channels_first || k.size() != 2 || padding(node, k) != "valid") {
+    problem(node, "only a 2-D max pool of an image without padding");
+    return;
+  }
+  if (const auto why = window_problem(k, strides, in->onnx_shape, "valid"); !why.empty())
+    return problem(node, why);
+  const Shape& s = in->onnx_shape;
+  const Shape out = {s[0], out_size(s[1], k[0], strides[0], "valid"),
+                     out_size(s[2], k[1], strides[1], "valid")};
+  add_layer({{"id", id_of(node)},
+             {"type", "maxpool2d"},
+             {"pool", k},
+             {"stride", strides},
+             {"padding", "valid"}},
+            node.output(0), {"", out, true}, {in->layer});
+}
+
+// ONNX keeps the pooled [C, 1, 1]; ipusim's [C] holds the same values in the same order, so the
+// result is not channels-first: a Flatten after it reorders nothing.
+void OnnxConverter::global_average_pool(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  if (!in->channels_first || in->onnx_shape.size() != 3) {
+    problem(node, "only a global average pool of an image");
+    return;
+  }
+  add_layer({{"id", id_of(node)}, {"type", "global_average_pool2d"}}, node.output(0),
+            {"", {in->onnx_shape[0], 1, 1}, false}, {in->layer});
+}
+
+void OnnxConverter::named_activation(const onnx::NodeProto& node) {
+  const std::string& op = node.op_type();
+  if (op == "Gelu" && string_attribute(node, "approximate", "none") != "none") {
+    problem(node, "only the exact GELU (approximate 'none'), which ipusim's gelu computes");
+    return;
+  }
+  activation({{index_.index_of(node)}, node.input(0), node.output(0), ""},
+             op == "Relu"   ? "relu"
+             : op == "Tanh" ? "tanh"
+                            : "gelu",
+             node);
+}
+
+// An activation (its nodes, input and output as a GELU pattern's): folded into the dense or
+// convolution before it when nothing else reads that layer's output, a layer of its own
+// otherwise.
+void OnnxConverter::activation(const GeluPattern& nodes, const std::string& name,
+                               const onnx::NodeProto& node) {
+  const Activation* in = value(nodes.input, node);
+  if (!in) {
+    failed_.insert(nodes.output);  // a GELU's output is not its first node's
+    return;
+  }
+  auto& last = layers_.back();
+  if (last.at("id") == in->layer && last.contains("bias") && !last.contains("activation") &&
+      index_.read_only_by(nodes.input, nodes.nodes)) {
+    last["activation"] = name;
+    values_[nodes.output] = *in;
+    return;
+  }
+  const std::string id = nodes.name.empty() ? id_of(node) : unique_id(sanitized(nodes.name));
+  add_layer({{"id", id}, {"type", name}}, nodes.output, *in, {in->layer});
+}
+
+void OnnxConverter::flatten(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  if (node.op_type() == "Flatten" && int_attribute(node, "axis", 1) != 1) {
+    problem(node, "only a Flatten from axis 1");
+    return;
+  }
+  if (node.op_type() == "Reshape") {
+    const auto* shape = initializer(node, 1);
+    if (!shape || shape->int64_data_size() + int(shape->raw_data().size() / 8) != 2) {
+      problem(node, "only a Reshape to [batch, features]");
+      return;
+    }
+  }
+  const std::string id = id_of(node);
+  if (in->channels_first)
+    flattened_from_[id] = in->onnx_shape;
+  add_layer({{"id", id}, {"type", "flatten"}}, node.output(0),
+            {"", {element_count(in->onnx_shape)}, false}, {in->layer});
+}
+
+void OnnxConverter::dropout(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  float rate = float_attribute(node, "ratio", 0.5f);
+  if (const auto* ratio = initializer(node, 1)) {
+    const Tensor t = onnx_float_tensor(*ratio, path_);
+    if (t.elements() != 1)
+      return problem(node, "a ratio '" + ratio->name() + "' of shape " + shape_text(t.shape()) +
+                               " (expected one value)");
+    rate = t[0];
+  }
+  if (!(rate >= 0 && rate < 1))
+    return problem(node, "a ratio of " + std::to_string(rate) +
+                             " (expected one from 0 up to, not including, 1)");
+  add_layer({{"id", id_of(node)}, {"type", "dropout"}, {"rate", decimal(rate)}}, node.output(0),
+            *in, {in->layer});
+}
+
+}  // namespace ipusim::models::onnx_detail

@@ -1,0 +1,164 @@
+#include "models/import/onnx_tensors.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+namespace {
+
+// A file of at most 1 GB (import's limit) holds no more elements than this, each taking a byte
+// at least; a larger declared shape is a lie that would otherwise be allocated.
+constexpr std::int64_t kMaxInitializerElements = std::int64_t{1} << 30;
+
+// The fewest inputs each operator ipusim reads takes (the ones the importer and its patterns
+// look at); other operators are refused by name, whatever their inputs.
+int fewest_inputs(const std::string& op) {
+  static const std::map<std::string, int> table = {
+      {"Gemm", 2},
+      {"MatMul", 2},
+      {"Conv", 2},
+      {"Add", 2},
+      {"Mul", 2},
+      {"Div", 2},
+      {"Reshape", 2},
+      {"Gather", 2},
+      {"LayerNormalization", 2},
+      {"BatchNormalization", 5},
+      {"MaxPool", 1},
+      {"GlobalAveragePool", 1},
+      {"Relu", 1},
+      {"Tanh", 1},
+      {"Gelu", 1},
+      {"Erf", 1},
+      {"Flatten", 1},
+      {"Dropout", 1},
+      {"Softmax", 1},
+      {"Concat", 1},
+      {"Transpose", 1},
+  };
+  const auto found = table.find(op);
+  return found == table.end() ? 0 : found->second;
+}
+
+const std::set<std::string> kFloatAttributesRead = {"Gemm", "Dropout", "LayerNormalization",
+                                                    "BatchNormalization"};
+
+std::string node_text(const onnx::NodeProto& node) {
+  return "node '" + node.name() + "' (" + node.op_type() + ")";
+}
+
+// The element count of a tensor's declared shape, checked to be one a file can hold.
+std::int64_t declared_elements(const onnx::TensorProto& t, const std::string& what,
+                               const std::string& path) {
+  const Shape shape(t.dims().begin(), t.dims().end());
+  std::int64_t count = 1;
+  for (const std::int64_t d : shape) {
+    if (d < 0)
+      throw core::ConfigError(
+          path, "",
+          what + " has shape " + shape_text(shape) + ": expected dimensions of 0 or more");
+    if (d != 0 && count > kMaxInitializerElements / d)
+      throw core::ConfigError(path, "",
+                              what + " has shape " + shape_text(shape) + ": expected at most " +
+                                  std::to_string(kMaxInitializerElements) +
+                                  " elements, as many as a file of at most 1 GB holds");
+    count *= d;
+  }
+  return count;
+}
+
+void check_node(const onnx::NodeProto& node, const std::string& path) {
+  const int inputs = fewest_inputs(node.op_type());
+  if (node.input_size() < inputs)
+    throw core::ConfigError(path, "",
+                            node_text(node) + ": expected at least " + std::to_string(inputs) +
+                                " input(s), found " + std::to_string(node.input_size()));
+  if (node.output_size() < 1)
+    throw core::ConfigError(path, "", node_text(node) + ": expected an output, found none");
+  for (const auto& a : node.attribute()) {
+    if (a.has_t())
+      declared_elements(a.t(), node_text(node) + "'s tensor '" + a.name() + "'", path);
+    // The float attributes ipusim copies into a config (epsilon, momentum, ratio, alpha, beta).
+    if (a.type() == onnx::AttributeProto::FLOAT && !std::isfinite(a.f()) &&
+        kFloatAttributesRead.contains(node.op_type()))
+      throw core::ConfigError(path, "",
+                              node_text(node) + ": attribute '" + a.name() + "' is " +
+                                  std::to_string(a.f()) + ": expected a finite number");
+  }
+}
+
+}  // namespace
+
+void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path) {
+  for (const auto& node : graph.node())
+    check_node(node, path);
+  for (const auto& init : graph.initializer())
+    declared_elements(init, "initializer '" + init.name() + "'", path);
+}
+
+Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path) {
+  const std::string what = "initializer '" + t.name() + "'";
+  if (t.data_type() != onnx::TensorProto::FLOAT)
+    throw core::ConfigError(path, "", what + " is not float32");
+  Shape shape(t.dims().begin(), t.dims().end());
+  const auto count = static_cast<std::size_t>(declared_elements(t, what, path));
+  std::vector<float> values(t.float_data().begin(), t.float_data().end());
+  if (values.empty() && count > 0 && t.raw_data().size() == count * sizeof(float)) {
+    values.resize(count);
+    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
+  }
+  if (values.size() != count)
+    throw core::ConfigError(path, "",
+                            what + " holds " + std::to_string(values.size()) +
+                                " values for shape " + shape_text(shape));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i]))
+      throw core::ConfigError(path, "",
+                              what + " holds " + std::to_string(values[i]) + " at element " +
+                                  std::to_string(i) + ": expected finite weights");
+  }
+  return Tensor(std::move(shape), values);
+}
+
+Tensor onnx_transposed_matrix(const Tensor& m) {
+  const std::int64_t rows = m.dim(0), cols = m.dim(1);
+  Tensor out({cols, rows});
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c)
+      out[c * rows + r] = m[r * cols + c];
+  }
+  return out;
+}
+
+Tensor onnx_rows_channels_last(const Tensor& kernel, const Shape& chw) {
+  const std::int64_t c_n = chw[0], h_n = chw[1], w_n = chw[2], units = kernel.dim(1);
+  IPUSIM_CHECK(kernel.rank() == 2 && kernel.dim(0) == c_n * h_n * w_n);
+  Tensor out(kernel.shape());
+  for (std::int64_t c = 0; c < c_n; ++c) {
+    for (std::int64_t h = 0; h < h_n; ++h) {
+      for (std::int64_t w = 0; w < w_n; ++w) {
+        const std::int64_t from = (c * h_n + h) * w_n + w, to = (h * w_n + w) * c_n + c;
+        std::memcpy(out.data() + to * units, kernel.data() + from * units,
+                    sizeof(float) * std::size_t(units));
+      }
+    }
+  }
+  return out;
+}
+
+Tensor onnx_conv_kernel(const Tensor& w) {
+  const std::int64_t o_n = w.dim(0), i_n = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+  Tensor out({kh, kw, i_n, o_n});
+  for (std::int64_t o = 0; o < o_n; ++o)
+    for (std::int64_t i = 0; i < i_n; ++i)
+      for (std::int64_t y = 0; y < kh; ++y)
+        for (std::int64_t x = 0; x < kw; ++x)
+          out[((y * kw + x) * i_n + i) * o_n + o] = w[((o * i_n + i) * kh + y) * kw + x];
+  return out;
+}
+
+}  // namespace ipusim::models

@@ -1,0 +1,187 @@
+#include "models/kernels/kernels.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include "models/kernels/eigen_blocking.hpp"
+#include "models/kernels/kernels_internal.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+
+std::int64_t SavedState::saved_bytes() const {
+  std::int64_t bytes = 0;
+  for (const Tensor& tensor : tensors)
+    bytes += tensor.elements() * dtype_bytes(dtype);
+  bytes += static_cast<std::int64_t>(indices.size() * sizeof(std::int32_t));
+  bytes += static_cast<std::int64_t>(seeds.size()) * kDropoutSeedBytes;
+  return bytes;
+}
+
+bool has_kernel(LayerType type) {
+  return type != LayerType::kInput;
+}
+
+namespace {
+
+std::unique_ptr<Kernel> kernel_of_type(const Layer& layer, const std::vector<Shape>& input_shapes,
+                                       DType dtype, std::uint64_t seed) {
+  switch (layer.type) {
+    case LayerType::kDense:
+      return detail::make_dense(layer, input_shapes, dtype);
+    case LayerType::kConv2d:
+      return detail::make_conv2d(layer, input_shapes, dtype);
+    case LayerType::kMaxPool2d:
+      return detail::make_maxpool2d(layer, input_shapes, dtype);
+    case LayerType::kGlobalAveragePool2d:
+      return detail::make_global_average_pool2d(input_shapes, dtype);
+    case LayerType::kRelu:
+      return detail::make_relu(input_shapes, dtype);
+    case LayerType::kGelu:
+      return detail::make_gelu(input_shapes, dtype);
+    case LayerType::kDropout:
+      return detail::make_dropout(layer, input_shapes, dtype, seed);
+    case LayerType::kAdd:
+      return detail::make_add(input_shapes, dtype);
+    case LayerType::kConcat:
+      return detail::make_concat(layer, input_shapes, dtype);
+    case LayerType::kSlice:
+      return detail::make_slice(layer, input_shapes, dtype);
+    case LayerType::kFlatten:
+      return detail::make_flatten(input_shapes, dtype);
+    case LayerType::kReshape:
+      return detail::make_reshape(layer, input_shapes, dtype);
+    case LayerType::kSoftmaxCrossEntropy:
+      return detail::make_softmax_cross_entropy(input_shapes, dtype);
+    case LayerType::kTanh:
+      return detail::make_tanh(input_shapes, dtype);
+    case LayerType::kSoftmax:
+      return detail::make_softmax(input_shapes, dtype);
+    case LayerType::kLayerNorm:
+      return detail::make_layer_norm(layer, input_shapes, dtype);
+    case LayerType::kBatchNorm:
+      return detail::make_batch_norm(layer, input_shapes, dtype);
+    case LayerType::kAttention:
+      return detail::make_attention(layer, input_shapes, dtype, seed);
+    case LayerType::kEmbedding:
+      return detail::make_embedding(layer, input_shapes, dtype);
+    case LayerType::kTransformerEncoder:
+    case LayerType::kTransformerAttention:
+    case LayerType::kTransformerFeedForward:
+      return detail::make_transformer(layer, input_shapes, dtype, seed);
+    case LayerType::kInput:
+      break;
+  }
+  IPUSIM_CHECK(has_kernel(layer.type));
+  return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>& input_shapes,
+                                    DType dtype, std::uint64_t seed) {
+  pin_eigen_blocking();
+  std::unique_ptr<Kernel> kernel = kernel_of_type(layer, input_shapes, dtype, seed);
+  kernel->stash_ = stash_bytes(layer, input_shapes, kernel->output_shape(), dtype);
+  return kernel;
+}
+
+namespace detail {
+
+Shape with_batch(std::int64_t batch, const Shape& sample_shape) {
+  Shape shape{batch};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  return shape;
+}
+
+float gelu(float x) {
+  return static_cast<float>(0.5 * x * (1.0 + std::erf(x * std::numbers::sqrt2 / 2.0)));
+}
+
+float gelu_derivative(float x) {
+  const double cdf = 0.5 * (1.0 + std::erf(x * std::numbers::sqrt2 / 2.0));
+  const double pdf = std::exp(-0.5 * x * x) * std::numbers::inv_sqrtpi / std::numbers::sqrt2;
+  return static_cast<float>(cdf + x * pdf);
+}
+
+bool activation_saves_tensor(Activation activation) {
+  return activation != Activation::kNone;
+}
+
+void activate(Activation activation, std::span<float> values) {
+  switch (activation) {
+    case Activation::kNone:
+      return;
+    case Activation::kRelu:
+      for (float& v : values)
+        v = v > 0.0f ? v : 0.0f;
+      return;
+    case Activation::kGelu:
+      for (float& v : values)
+        v = gelu(v);
+      return;
+    case Activation::kTanh:
+      for (float& v : values)
+        v = std::tanh(v);
+      return;
+  }
+}
+
+void activation_backward(Activation activation, std::span<float> gradient,
+                         std::span<const float> saved) {
+  IPUSIM_CHECK(activation == Activation::kNone || gradient.size() == saved.size());
+  switch (activation) {
+    case Activation::kNone:
+      return;
+    case Activation::kRelu:
+      for (std::size_t i = 0; i < gradient.size(); ++i)
+        gradient[i] = saved[i] > 0.0f ? gradient[i] : 0.0f;
+      return;
+    case Activation::kGelu:
+      for (std::size_t i = 0; i < gradient.size(); ++i)
+        gradient[i] *= gelu_derivative(saved[i]);
+      return;
+    case Activation::kTanh:
+      for (std::size_t i = 0; i < gradient.size(); ++i)
+        gradient[i] *= 1.0f - saved[i] * saved[i];
+      return;
+  }
+}
+
+std::uint64_t dropout_seed(std::uint64_t layer_seed, const ForwardContext& context) {
+  return derive_seed(derive_seed(layer_seed, static_cast<std::uint64_t>(context.microbatch)),
+                     static_cast<std::uint64_t>(context.repeat));
+}
+
+std::array<std::uint32_t, 2> seed_words(std::uint64_t seed) {
+  return {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
+}
+
+std::uint64_t seed_value(const std::array<std::uint32_t, 2>& words) {
+  return words[0] | (static_cast<std::uint64_t>(words[1]) << 32);
+}
+
+void apply_dropout_mask(std::span<float> values, double rate, std::uint64_t seed, DType dtype) {
+  const auto scale = static_cast<float>(1.0 / (1.0 - rate));
+  Rng rng(seed);
+  for (float& value : values)
+    value = rng.uniform() >= rate ? value * scale : 0.0f;
+  round_to_dtype(values, dtype);
+}
+
+WindowAxis window_axis(std::int64_t in, std::int64_t kernel, std::int64_t stride, Padding padding) {
+  IPUSIM_CHECK(kernel > 0 && stride > 0);
+  WindowAxis axis{in, kernel, stride, 0, 0};
+  if (padding == Padding::kValid) {
+    IPUSIM_CHECK(in >= kernel);
+    axis.out = (in - kernel) / stride + 1;
+    return axis;
+  }
+  axis.out = (in + stride - 1) / stride;
+  const std::int64_t pad_total = std::max<std::int64_t>((axis.out - 1) * stride + kernel - in, 0);
+  axis.pad_before = pad_total / 2;
+  return axis;
+}
+
+}  // namespace detail
+}  // namespace ipusim::models

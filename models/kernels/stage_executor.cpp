@@ -1,0 +1,271 @@
+#include "models/kernels/stage_executor.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "models/kernels/init.hpp"
+#include "sim/core/error.hpp"
+
+namespace ipusim::models {
+namespace {
+
+std::unique_ptr<Kernel> kernel_of(const Model& model, int layer, std::uint64_t seed) {
+  const Layer& spec = model.layers[static_cast<std::size_t>(layer)];
+  if (spec.type == LayerType::kInput)
+    return nullptr;
+  return make_kernel(spec, input_shapes_of(model, layer), model.dtype, seed);
+}
+
+}  // namespace
+
+bool has_numeric_kernels(const Model& model) {
+  return std::all_of(model.layers.begin(), model.layers.end(), [](const Layer& layer) {
+    return layer.type == LayerType::kInput || has_kernel(layer.type);
+  });
+}
+
+std::vector<int> producers_of(const Model& model, int layer) {
+  const std::vector<int>& inputs = model.graph.inputs_of(layer);
+  return inputs.empty() ? std::vector<int>{kModelInput} : inputs;
+}
+
+std::vector<Shape> input_shapes_of(const Model& model, int layer) {
+  std::vector<Shape> shapes;
+  for (const int producer : producers_of(model, layer)) {
+    shapes.push_back(producer == kModelInput
+                         ? model.input_shape
+                         : model.info[static_cast<std::size_t>(producer)].output);
+  }
+  return shapes;
+}
+
+void add_gradient(TensorMap& gradients, int producer, Tensor gradient, DType dtype) {
+  const auto [at, inserted] = gradients.try_emplace(producer, std::move(gradient));
+  if (inserted)
+    return;
+  Tensor& sum = at->second;
+  IPUSIM_CHECK(sum.shape() == gradient.shape());
+  for (std::int64_t i = 0; i < sum.elements(); ++i)
+    sum[i] += gradient[i];
+  round_to_dtype(sum, dtype);
+}
+
+ParameterStore::ParameterStore(const Model& model, const TrainingOptions& options)
+    : seed_(options.seed),
+      accumulator_dtype_(options.accumulator_dtype),
+      optimizer_(options.optimizer, model.dtype),
+      layers_(model.layers.size()) {
+  for (int layer = 0; layer < static_cast<int>(model.layers.size()); ++layer) {
+    const auto kernel = kernel_of(model, layer, seed_);
+    if (kernel == nullptr)
+      continue;
+    const Layer& spec = model.layers[index(layer)];
+    const std::vector<ParameterSpec> specs = kernel->parameters();
+    LayerState& state = layers_[index(layer)];
+    // A tied layer's kernel takes the word matrix first; the layer owns the rest.
+    const std::size_t shared = spec.tied_to.empty() ? 0 : 1;
+    if (shared != 0) {
+      state.tied_to = model.index_of(spec.tied_to);
+      IPUSIM_CHECK(state.tied_to >= 0 && state.tied_to < layer);
+      layers_[index(state.tied_to)].tied_by.push_back(layer);
+    }
+    const std::vector<ParameterSpec> owned(specs.begin() + static_cast<std::ptrdiff_t>(shared),
+                                           specs.end());
+    state.values = initial_parameters(owned, seed_, spec.id, model.dtype);
+    state.running = kernel->initial_running_statistics();
+    for (const ParameterSpec& parameter : specs)
+      state.gradients.emplace_back(parameter.shape, options.accumulator_dtype, options.reduction);
+    for (const ParameterSpec& parameter : owned)
+      state.optimizer.push_back(
+          optimizer_.initial_state(parameter.shape, takes_weight_decay(parameter.role)));
+  }
+}
+
+std::span<const Tensor> ParameterStore::kernel_parameters(int layer,
+                                                          std::vector<Tensor>& scratch) const {
+  const LayerState& state = layers_.at(index(layer));
+  if (state.tied_to < 0)
+    return state.values;
+  // A copy of the word matrix: the kernels take their parameters as one contiguous span. It
+  // costs far less than the product with it.
+  scratch.clear();
+  scratch.push_back(layers_.at(index(state.tied_to)).values.at(0));
+  scratch.insert(scratch.end(), state.values.begin(), state.values.end());
+  return scratch;
+}
+
+std::vector<Tensor> ParameterStore::reduced_gradients(int layer) const {
+  const LayerState& state = layers_.at(index(layer));
+  const std::size_t shared = state.tied_to < 0 ? 0 : 1;
+  std::vector<Tensor> reduced;
+  for (std::size_t i = shared; i < state.gradients.size(); ++i)
+    reduced.push_back(state.gradients[i].result());
+  for (const int user : state.tied_by) {
+    Tensor& sum = reduced.at(0);
+    const Tensor use = layers_.at(index(user)).gradients.at(0).result();
+    IPUSIM_CHECK(use.shape() == sum.shape());
+    for (std::int64_t e = 0; e < sum.elements(); ++e)
+      sum[e] += use[e];
+    round_to_dtype(sum, accumulator_dtype_);
+  }
+  return reduced;
+}
+
+void ParameterStore::apply_update(std::span<const int> layers) {
+  for (const int layer : layers) {
+    LayerState& state = layers_.at(index(layer));
+    const std::vector<Tensor> gradients = reduced_gradients(layer);
+    for (std::size_t i = 0; i < state.values.size(); ++i)
+      optimizer_.apply(state.values[i], gradients[i], state.optimizer[i]);
+  }
+  // Cleared only once every layer is updated. A tied layer's word-matrix accumulator belongs to
+  // the embedding's update, which may come before or after the tied layer's (on another IPU).
+  for (const int layer : layers) {
+    LayerState& state = layers_.at(index(layer));
+    for (std::size_t i = state.tied_to < 0 ? 0 : 1; i < state.gradients.size(); ++i)
+      state.gradients[i].reset();
+    for (const int user : state.tied_by)
+      layers_.at(index(user)).gradients.at(0).reset();
+  }
+}
+
+void ParameterStore::apply_update() {
+  std::vector<int> all(layers_.size());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    all[i] = static_cast<int>(i);
+  apply_update(all);
+}
+
+std::int64_t Stash::bytes() const {
+  std::int64_t total = 0;
+  for (const auto& [producer, tensor] : inputs)
+    total += tensor.elements() * dtype_bytes(dtype);
+  for (const auto& [layer, state] : saved)
+    total += state.saved_bytes();
+  return total;
+}
+
+StageExecutor::StageExecutor(const Model& model, const std::vector<int>& layers,
+                             std::int64_t micro_batch_size, ParameterStore& parameters,
+                             StashMode mode)
+    : model_(model), parameters_(parameters), micro_batch_size_(micro_batch_size), mode_(mode) {
+  IPUSIM_CHECK(micro_batch_size > 0 && has_numeric_kernels(model));
+  const std::set<int> members(layers.begin(), layers.end());
+  for (const int layer : model.graph.topological_order()) {
+    if (members.count(layer) != 0)
+      layers_.push_back(layer);
+  }
+  IPUSIM_CHECK(layers_.size() == members.size());
+  std::set<int> inputs;
+  const int last = static_cast<int>(model.layers.size()) - 1;
+  for (const int layer : layers_) {
+    for (const int producer : producers_of(model, layer)) {
+      if (members.count(producer) == 0)
+        inputs.insert(producer);
+    }
+    const std::vector<int>& consumers = model.graph.consumers_of(layer);
+    const bool leaves = std::any_of(consumers.begin(), consumers.end(),
+                                    [&](int consumer) { return members.count(consumer) == 0; });
+    if (leaves || layer == last)
+      output_producers_.push_back(layer);
+    kernels_.emplace(layer, kernel_of(model, layer, parameters.seed()));
+  }
+  input_producers_.assign(inputs.begin(), inputs.end());
+}
+
+// Whether the stash keeps a layer's whole SavedState; otherwise it keeps only its seeds.
+bool StageExecutor::keeps_all_state(int layer) const {
+  return mode_ == StashMode::kActivations ||
+         (mode_ == StashMode::kCheckpoints &&
+          model_.layers[static_cast<std::size_t>(layer)].checkpoint);
+}
+
+StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContext& context) const {
+  TensorMap entering;
+  for (const int producer : input_producers_) {
+    Tensor tensor = inputs.at(producer);
+    IPUSIM_CHECK(tensor.batch() == micro_batch_size_);
+    if (producer == kModelInput && !input_holds_ids(model_))
+      round_to_dtype(tensor, model_.dtype);
+    entering.emplace(producer, std::move(tensor));
+  }
+  StageForward result = run_forward(entering, context, mode_ == StashMode::kActivations, true);
+  if (mode_ != StashMode::kActivations)
+    result.stash.inputs = std::move(entering);
+  return result;
+}
+
+Stash StageExecutor::recompute(const Stash& stash) const {
+  IPUSIM_CHECK(mode_ != StashMode::kActivations && !stash.complete);
+  const ForwardContext context{stash.microbatch, stash.repeat, stash.labels};
+  Stash full = run_forward(stash.inputs, context, true, false).stash;
+  for (const auto& [layer, state] : stash.saved)
+    IPUSIM_CHECK(state.seeds == full.saved.at(layer).seeds);
+  return full;
+}
+
+StageForward StageExecutor::run_forward(const TensorMap& inputs, const ForwardContext& context,
+                                        bool keep_all, bool update_running) const {
+  StageForward result;
+  Stash& stash = result.stash;
+  stash.microbatch = context.microbatch;
+  stash.repeat = context.repeat;
+  stash.labels.assign(context.labels.begin(), context.labels.end());
+  stash.dtype = model_.dtype;
+  stash.complete = keep_all;
+  TensorMap values = inputs;
+  for (const int layer : layers_) {
+    const std::vector<int> producers = producers_of(model_, layer);
+    const Kernel* kernel = kernels_.at(layer).get();
+    if (kernel == nullptr) {  // an input layer passes the model input on
+      values.emplace(layer, values.at(producers[0]));
+      continue;
+    }
+    std::vector<const Tensor*> arguments;
+    for (const int producer : producers)
+      arguments.push_back(&values.at(producer));
+    std::vector<Tensor> scratch;
+    ForwardResult output =
+        kernel->forward(arguments, parameters_.kernel_parameters(layer, scratch), context);
+    if (update_running && !output.statistics.empty())
+      kernel->update_running_statistics(parameters_.mutable_running_statistics(layer),
+                                        output.statistics);
+    if (keep_all || keeps_all_state(layer))
+      stash.saved.emplace(layer, std::move(output.saved));
+    else if (!output.saved.seeds.empty())
+      stash.saved[layer].seeds = std::move(output.saved.seeds);
+    values.emplace(layer, std::move(output.output));
+  }
+  for (const int producer : output_producers_)
+    result.outputs.emplace(producer, std::move(values.at(producer)));
+  return result;
+}
+
+TensorMap StageExecutor::backward(const TensorMap& output_gradients, const Stash& stash) {
+  IPUSIM_CHECK(stash.complete);
+  TensorMap gradients = output_gradients;
+  const int last = static_cast<int>(model_.layers.size()) - 1;
+  if (model_.trainable && kernels_.count(last) != 0)
+    gradients.try_emplace(last, Shape{1}, 1.0f);
+  for (auto layer = layers_.rbegin(); layer != layers_.rend(); ++layer) {
+    const std::vector<int> producers = producers_of(model_, *layer);
+    const Tensor& gradient = gradients.at(*layer);
+    const Kernel* kernel = kernels_.at(*layer).get();
+    if (kernel == nullptr) {
+      add_gradient(gradients, producers[0], gradient, model_.dtype);
+      continue;
+    }
+    std::vector<Tensor> scratch;
+    std::vector<Tensor> input_gradients = kernel->backward(
+        gradient, stash.saved.at(*layer), parameters_.kernel_parameters(*layer, scratch),
+        parameters_.gradients(*layer));
+    for (std::size_t i = 0; i < producers.size(); ++i)
+      add_gradient(gradients, producers[i], std::move(input_gradients[i]), model_.dtype);
+  }
+  TensorMap result;
+  for (const int producer : input_producers_)
+    result.emplace(producer, std::move(gradients.at(producer)));
+  return result;
+}
+
+}  // namespace ipusim::models

@@ -1,0 +1,65 @@
+#pragma once
+// The operations a layer lowers to, as Poplar would run them and PopVision's Operations Summary
+// lists them: matrix products on the AMP units, elementwise and non-linear work and reductions on
+// the vector units, gathers and copies bound by memory. The geometry here is per sample and
+// independent of the hardware; sim/machine/op_cost turns it into cycles on an IPU.
+//
+// Each pass of an operation is one or more compute sets. A matrix product's backward is two
+// products (input and weight gradients, or both operands' gradients) of the forward's size.
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/layers/layer.hpp"
+
+namespace ipusim::models {
+
+// The classes PopVision separates, each run by one unit of a tile.
+enum class OpClass { kMatmul, kConv, kElementwise, kNonLinear, kReduction, kGather, kCopy };
+
+inline constexpr std::array kOpClasses = {
+    OpClass::kMatmul,    OpClass::kConv,   OpClass::kElementwise, OpClass::kNonLinear,
+    OpClass::kReduction, OpClass::kGather, OpClass::kCopy};
+
+std::string_view to_string(OpClass op_class);  // "matmul", "non_linear", ...
+int index(OpClass op_class);
+
+// FLOPs per element of the normalisations, counted alike by the layer figures (layer_info) and
+// the operations. A layer or batch norm takes mean, variance, normalise, scale and shift, about
+// two each; a softmax takes max, subtract, exp, sum and normalise.
+inline constexpr double kLayerNormFlops = 8;
+inline constexpr double kSoftmaxFlops = 5;
+
+// Matmul and conv run on the AMP units and count their work in FLOPs; the vector classes count
+// elements; gather and copy count elements moved through tile memory.
+bool on_amp(OpClass op_class);
+
+// One pass (forward or backward) of an operation, per sample unless said otherwise.
+struct OpPass {
+  double work = 0;                // FLOPs on the AMP units, elements otherwise
+  double exchanged_elements = 0;  // activations brought to the tiles that compute
+  double weight_elements = 0;     // per micro-batch: weights brought to those tiles
+  int compute_sets = 0;           // 0: the pass does no work (a gradient passes through)
+};
+
+struct Operation {
+  std::string name;  // e.g. "qkv_projection"
+  OpClass op_class = OpClass::kMatmul;
+  double flops_per_work = 1;  // FLOPs per unit of work, for the report (2 per element of GELU..)
+  OpPass forward;
+  OpPass backward;
+};
+
+// The FLOPs of one pass of `op`, per sample: what the operations report shows and what the
+// layer figures of models/layers/layer_info.hpp sum.
+inline double operation_flops(const Operation& op, const OpPass& pass) {
+  return pass.work * op.flops_per_work;
+}
+
+// The operations of `layer` with inputs `inputs` (per sample) producing `output`.
+std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>& inputs,
+                                   const Shape& output);
+
+}  // namespace ipusim::models
