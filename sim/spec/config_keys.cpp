@@ -139,6 +139,35 @@ const std::vector<ConfigKey>& hardware_keys() {
   return keys;
 }
 
+const std::vector<ConfigKey>& data_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {"source", code("\"synthetic\""),
+       "`\"fashion-mnist\"` (the Debian package's files), `\"synthetic\"` or "
+       "`\"synthetic_tokens\"` (see [Config keys used by numeric "
+       "mode](#config-keys-used-by-numeric-mode)); the whole `data` may be just this string"},
+      {"path", code("\"/usr/share/datasets/fashion-mnist\""), "the Fashion-MNIST folder"},
+      {"shuffle", "false", "reshuffle each epoch"},
+      {"seed", "0", "the shuffle's seed, and the synthetic sets'"},
+      {"labels", code("\"class\""),
+       "with `synthetic_tokens` only: `\"class\"` or `\"masked_tokens\"` (one label per "
+       "position)"},
+      {"mask_probability", "0.15",
+       "with `\"masked_tokens\"` only: the chance each token is masked"},
+      {"sequences_per_sample", "absent (one sequence a sample)",
+       "packed sequences: the mean number of sequences in a sample (a pack), from 1 to 1,000"},
+      {"eight_bit_io", "false",
+       "images travel to the IPU as 8-bit integers and are normalised there (Graphcore's "
+       "`eight_bit_io`)"},
+  };
+  return keys;
+}
+
+const std::vector<ConfigSection>& config_sections() {
+  static const std::vector<ConfigSection> sections = {
+      {"pipeline", &pipeline_keys()}, {"hardware", &hardware_keys()}, {"data", &data_keys()}};
+  return sections;
+}
+
 std::vector<std::string> key_names(const std::vector<ConfigKey>& keys) {
   std::vector<std::string> names;
   for (const auto& key : keys)

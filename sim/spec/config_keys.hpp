@@ -1,5 +1,5 @@
 #pragma once
-// The keys of the config's `pipeline` and `hardware` sections, each declared once with its
+// The keys of the config's `pipeline`, `hardware` and `data` sections, each declared once with its
 // default and meaning: validation accepts exactly these (with "did you mean"), and the README's
 // key tables are these tables (tests/sim/spec/config_keys_test.cpp renders and compares them).
 
@@ -16,6 +16,14 @@ struct ConfigKey {
 
 const std::vector<ConfigKey>& pipeline_keys();
 const std::vector<ConfigKey>& hardware_keys();
+const std::vector<ConfigKey>& data_keys();
+
+// The sections above with their keys, in the order the README documents them.
+struct ConfigSection {
+  std::string name;  // "pipeline"
+  const std::vector<ConfigKey>* keys;
+};
+const std::vector<ConfigSection>& config_sections();
 
 std::vector<std::string> key_names(const std::vector<ConfigKey>& keys);
 

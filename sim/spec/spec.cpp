@@ -229,8 +229,7 @@ DataSpec read_data(const std::optional<ConfigNode>& node) {
     data.source = node->as_enum({"synthetic", "synthetic_tokens", "fashion-mnist"});
     return data;
   }
-  node->expect_only_keys({"source", "path", "shuffle", "seed", "labels", "mask_probability",
-                          "sequences_per_sample", "eight_bit_io"});
+  node->expect_only_keys(key_names(data_keys()));
   data.source =
       node->get_enum("source", "synthetic", {"synthetic", "synthetic_tokens", "fashion-mnist"});
   data.path = node->get_string("path", data.path);

@@ -52,10 +52,9 @@ std::vector<std::pair<std::string, std::string>> option_values() {
 // declared config keys.
 std::string set_paths() {
   std::string out;
-  for (const auto& [section, keys] : {std::pair{"pipeline", &sim::pipeline_keys()},
-                                      std::pair{"hardware", &sim::hardware_keys()}}) {
+  for (const auto& [section, keys] : sim::config_sections()) {
     for (const auto& key : *keys)
-      out += (out.empty() ? "" : " ") + std::string(section) + "." + key.name + "=";
+      out += (out.empty() ? "" : " ") + section + "." + key.name + "=";
   }
   return out;
 }

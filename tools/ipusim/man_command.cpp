@@ -73,13 +73,12 @@ std::string plain(const std::string& markdown) {
   return out;
 }
 
-// Every declared key of the config's pipeline and hardware sections, as the README lists them.
+// Every declared key of the config's sections, as the README lists them.
 std::string config_keys_section() {
   std::string out = ".SH \"CONFIG KEYS\"\n" +
                     roff("Set in the config file or with --set SECTION.KEY=VALUE.") + "\n";
-  for (const auto& [section, keys] : {std::pair{"pipeline", &sim::pipeline_keys()},
-                                      std::pair{"hardware", &sim::hardware_keys()}}) {
-    out += ".SS " + std::string(section) + "\n";
+  for (const auto& [section, keys] : sim::config_sections()) {
+    out += ".SS " + section + "\n";
     for (const auto& key : *keys)
       out += ".TP\n\\fB" + roff(key.name) + "\\fR (default: " + roff(plain(key.default_text)) +
              ")\n" + roff(plain(key.meaning)) + "\n";

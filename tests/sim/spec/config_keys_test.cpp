@@ -1,5 +1,5 @@
-// The README's key tables for `pipeline` and `hardware` are the declarations validation uses,
-// row for row: a key added, renamed or documented in one place and not the other fails here.
+// The README's key tables for `pipeline`, `hardware` and `data` are the declarations validation
+// uses, row for row: a key added, renamed or documented in one place and not the other fails here.
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -45,6 +45,11 @@ TEST_CASE("the README's hardware key table is the declared hardware keys") {
                             "| key | gc200 default | source (`../shared/spec/ipu-hardware.md`) |"));
 }
 
+TEST_CASE("the README's data key table is the declared data keys") {
+  CHECK(table_after(readme(), "### `data`") ==
+        sim::markdown_table(sim::data_keys(), "| key | default | meaning |"));
+}
+
 TEST_CASE("a pipeline key that is not declared is refused with the nearest declared one") {
   const auto load = [] {
     return sim::load_run_spec("configs/tf1_mnist_2ipu.json",
@@ -66,12 +71,11 @@ TEST_CASE(
     }
     return std::string("accepted");
   };
-  for (const auto& [section, keys] : {std::pair{"pipeline", &sim::pipeline_keys()},
-                                      std::pair{"hardware", &sim::hardware_keys()}}) {
+  for (const auto& [section, keys] : sim::config_sections()) {
     for (const auto& key : *keys) {
-      const std::string path = std::string(section) + "." + key.name;
+      const std::string path = section + "." + key.name;
       INFO(path);
-      CHECK_THAT(refusal(path), Catch::Contains("/" + std::string(section) + "/" + key.name));
+      CHECK_THAT(refusal(path), Catch::Contains("/" + section + "/" + key.name));
     }
   }
 }
