@@ -1,6 +1,11 @@
 #include "models/layers/layer_parse.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "model_test_support.hpp"
 #include "models/layers/layer_types.hpp"
@@ -274,4 +279,43 @@ TEST_CASE("attention heads must divide its input's hidden size") {
             "[8]", R"([{"id": "a", "type": "attention", "heads": 2}])")) ==
         "model.json: at /model/layers/0: layer 'a' (attention) needs an input of shape "
         "[sequence, hidden], but the model input is [8]");
+}
+
+namespace {
+
+// The README's table of layer types (under "### `model`"): each row's first cell names one or
+// more types in backticks, its second cell their keys.
+std::vector<std::pair<std::string, std::string>> readme_layer_rows() {
+  std::ifstream in("README.md");
+  std::string line;
+  bool in_section = false;
+  std::vector<std::pair<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    if (line == "### `model`")
+      in_section = true;
+    else if (in_section && line.rfind("### ", 0) == 0)
+      break;
+    else if (in_section && line.rfind("| `", 0) == 0) {
+      const auto split = line.find(" | ", 2);
+      rows.emplace_back(line.substr(0, split), line.substr(split));
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("the README documents every layer type and each of its config keys") {
+  const auto rows = readme_layer_rows();
+  for (const auto& name : layer_type_names()) {
+    INFO(name);
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
+      return r.first.find("`" + name + "`") != std::string::npos;
+    });
+    REQUIRE(row != rows.end());
+    for (const auto& key : layer_type_keys(*layer_type_from_name(name))) {
+      INFO(key);
+      CHECK(row->second.find("`" + key + "`") != std::string::npos);
+    }
+  }
 }
