@@ -37,5 +37,9 @@ check "stash_fifos" ipusim plan x --offload st
 check "pipeline.gradient_accumulation_count= pipeline.gradient_accumulation_dtype= pipeline.gradient_accumulation_reduction=" \
   ipusim run x --set pipeline.grad
 check "hardware.host_link_bandwidth= hardware.host_input_bandwidth=" ipusim sweep x --vary hardware.host_
-"$ipusim" completion zsh | grep -q '^autoload -U +X bashcompinit && bashcompinit$'
+check "data.seed= data.sequences_per_sample=" ipusim run x --set data.se
+# Read whole before grep: grep -q stops at the first match, and under pipefail the program's
+# write into the closed pipe would fail the test.
+zsh_script="$("$ipusim" completion zsh)"
+grep -q '^autoload -U +X bashcompinit && bashcompinit$' <<<"$zsh_script"
 echo "completion: commands, options, option values, --set paths and files complete"
