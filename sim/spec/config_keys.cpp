@@ -3,6 +3,7 @@
 #include "schedules/build.hpp"
 #include "schedules/pipeline_shape.hpp"
 #include "sim/spec/hardware.hpp"
+#include "sim/spec/spec.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -19,15 +20,8 @@ std::string code_list(const std::vector<std::string>& names) {
   return text;
 }
 
-std::vector<std::string> schedule_names() {
-  std::vector<std::string> names;
-  for (const auto& info : schedules::schedule_catalogue())
-    names.push_back(info.name);
-  return names;
-}
-
 // "`gc200`, `bow`, `gc2` or `ideal`"
-std::string presets_text() {
+std::string preset_choices() {
   const auto& names = hardware_preset_names();
   std::string text;
   for (std::size_t i = 0; i < names.size(); ++i)
@@ -87,7 +81,7 @@ const std::vector<ConfigKey>& pipeline_keys() {
 const std::vector<ConfigKey>& hardware_keys() {
   static const std::vector<ConfigKey> keys = {
       {"preset", code("\"gc200\""),
-       presets_text() +
+       preset_choices() +
            ": the preset whose figures the other keys override; the defaults below are gc200's"},
       {"ipus", "stages' IPUs x replicas, rounded up to a power of two (noted in the output)",
        "§2 \"IPUs per model always a power of two\""},

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "model_test_support.hpp"
 #include "models/layers/layer_types.hpp"
+#include "tests/test_support.hpp"
 
 using namespace ipusim::models;
 using ipusim::models::testing::model_error;
@@ -286,7 +287,7 @@ namespace {
 // The README's table of layer types (under "### `model`"): each row's first cell names one or
 // more types in backticks, its second cell their keys.
 std::vector<std::pair<std::string, std::string>> readme_layer_rows() {
-  std::ifstream in("README.md");
+  std::istringstream in(ipusim::testing::read_file("README.md"));
   std::string line;
   bool in_section = false;
   std::vector<std::pair<std::string, std::string>> rows;

@@ -5,19 +5,14 @@
 #include <functional>
 
 #include "sim/core/error.hpp"
+#include "tests/test_support.hpp"
 
 using namespace ipusim;
 
 namespace {
 
-std::string config_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const core::ConfigError& error) {
-    return error.what();
-  }
-  return "no error";
-}
+// The message of the config error `action` throws, or "no error".
+const auto config_error = &testing::error_of<core::ConfigError>;
 
 }  // namespace
 

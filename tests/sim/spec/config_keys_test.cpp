@@ -2,23 +2,20 @@
 // uses, row for row: a key added, renamed or documented in one place and not the other fails here.
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "sim/core/config_file.hpp"
+#include "sim/core/error.hpp"
 #include "sim/spec/config_keys.hpp"
 #include "sim/spec/spec.hpp"
+#include "tests/test_support.hpp"
 
 using namespace ipusim;
 
 namespace {
 
 std::string readme() {
-  std::ifstream in("README.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return testing::read_file("README.md");
 }
 
 // The table that follows `heading` in the README, up to its first line that is not a row.
@@ -63,13 +60,10 @@ TEST_CASE("a pipeline key that is not declared is refused with the nearest decla
 TEST_CASE(
     "every declared pipeline and hardware key is read, and refuses a value of the wrong kind") {
   const auto refusal = [](const std::string& path) {
-    try {
+    return testing::error_of<core::ConfigError>([&] {
       sim::load_run_spec("configs/tf1_mnist_2ipu.json",
                          {core::parse_set_argument(path + "={\"unexpected\": true}")});
-    } catch (const std::exception& error) {
-      return std::string(error.what());
-    }
-    return std::string("accepted");
+    });
   };
   for (const auto& [section, keys] : sim::config_sections()) {
     for (const auto& key : *keys) {

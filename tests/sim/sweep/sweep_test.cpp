@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "sim/core/error.hpp"
+#include "tests/test_support.hpp"
 
 namespace {
 
@@ -31,14 +32,8 @@ class TempFile {
   std::string path_;
 };
 
-std::string config_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const core::ConfigError& error) {
-    return error.what();
-  }
-  return "no error";
-}
+// The message of the config error `action` throws, or "no error".
+const auto config_error = &testing::error_of<core::ConfigError>;
 
 const std::string kHeader = "run,a,step_cycles\n";
 
