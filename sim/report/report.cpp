@@ -1,13 +1,7 @@
 #include "sim/report/report.hpp"
 
-#include <cmath>
-#include <cstdio>
-
 #include "schedules/build.hpp"
-#include "sim/core/checked.hpp"
-#include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
-#include "sim/numeric/numeric.hpp"
 #include "sim/report/numeric_report.hpp"
 #include "sim/report/operations_report.hpp"
 #include "sim/report/weight_update_report.hpp"
