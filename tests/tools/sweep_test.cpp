@@ -483,3 +483,21 @@ TEST_CASE("per-IPU throughput falls as ResNet-50 replicas grow, and the collecti
     CHECK(cell(table, r, "input_wait_cycles") == "0");
   }
 }
+
+TEST_CASE("without -o a sweep prints its CSV on the output, the summary on the error stream") {
+  const auto with_file = fresh_output("sweep_test", "printed.csv");
+  REQUIRE(run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=2,4",
+                      "-o", with_file, "--jobs", "1", "--quiet"})
+              .code == 0);
+  const auto result = run_ipusim(
+      {"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=2,4", "--jobs", "1"});
+  CHECK(result.code == 0);
+  // The same bytes as the file a sweep with -o keeps.
+  CHECK(result.out == read_file(with_file));
+  CHECK(result.err ==
+        "ipusim sweep: configs/tf1_mnist_2ipu.json, 2 runs\n"
+        "2 simulated, 1 invalid (see the error column), 0 out of memory\n"
+        "fastest: pipeline.gradient_accumulation_count=4: 761,918 samples/s, step 223,436 "
+        "cycles (0.1680 ms), ramp overhead 75.1%\n"
+        "printed the CSV on the output (one row per run, sorted by run)\n");
+}

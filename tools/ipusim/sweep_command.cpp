@@ -1,9 +1,12 @@
 // `ipusim sweep` runs the cartesian product of --vary values into a CSV that survives a kill;
 // `ipusim merge` joins the CSVs of a sweep's shards. Both are sim/sweep's.
 
+#include <stdlib.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "sim/core/format.hpp"
@@ -22,14 +25,44 @@ struct SweepArgs {
   bool json_lines = false;
 };
 
-// Runs the sweep into its CSV (and page), with a progress bar on a terminal.
+// A private folder for the CSV of a sweep run without -o, removed with everything in it.
+class ScratchFolder {
+ public:
+  ScratchFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ipusim-sweep-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw core::ConfigError("-o", "",
+                              "cannot make a temporary folder for the sweep's CSV; give -o");
+    path_ = pattern;
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Runs the sweep into its CSV (and page), with a progress bar on a terminal. Without -o the CSV
+// is written to a scratch folder and printed on the output (the summary then goes to the error
+// stream), unless --json-lines streams the runs there instead.
 void run_sweep(const SweepArgs& a, std::ostream& out, std::ostream& err) {
-  core::OutputSet outputs;
-  outputs.add(a.request.csv_path, "-o");
-  if (!a.request.html_path.empty())
-    outputs.add(a.request.html_path, "--html");
-  add_config_inputs(outputs, a.config.path);
+  std::optional<ScratchFolder> scratch;
   auto request = a.request;
+  if (request.csv_path.empty()) {
+    scratch.emplace();
+    request.csv_path = scratch->file("sweep.csv");
+    request.csv_printed = !a.json_lines;
+  }
+  core::OutputSet outputs;
+  outputs.add(request.csv_path, "-o");
+  if (!request.html_path.empty())
+    outputs.add(request.html_path, "--html");
+  add_config_inputs(outputs, a.config.path);
   request.config_path = a.config.path;
   request.base_overrides = a.config.overrides();
   auto bar = std::make_shared<ProgressBar>(core::unescaped(err));
@@ -41,8 +74,10 @@ void run_sweep(const SweepArgs& a, std::ostream& out, std::ostream& err) {
     request.on_json_line = [&out](const std::string& line) { out << line << std::flush; };
   const auto outcome = sim::sweep(request, outputs);
   outputs.commit();
+  if (request.csv_printed)
+    out << sim::read_sweep_csv(request.csv_path).table.to_csv();
   if (!a.quiet)
-    (a.json_lines ? err : out) << outcome.summary;
+    (a.json_lines || request.csv_printed ? err : out) << outcome.summary;
   if (outcome.none_valid)
     throw *outcome.none_valid;
 }
@@ -64,8 +99,8 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->required();
   command
       ->add_option("-o,--output", a->request.csv_path,
-                   "The CSV file; rerunning skips its runs; locked while a sweep writes it")
-      ->required()
+                   "The CSV file; rerunning skips its runs; locked while a sweep writes it "
+                   "(without it, the CSV is printed on the output and nothing is kept)")
       ->check(non_empty_path());
   command
       ->add_option("--jobs", a->request.jobs,
