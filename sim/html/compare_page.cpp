@@ -14,6 +14,7 @@
 #include "sim/html/page.hpp"
 #include "sim/html/pareto_chart.hpp"
 #include "sim/html/svg.hpp"
+#include "sim/report/run_metrics.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -34,7 +35,7 @@ bool any_training(const Runs& reports) {
 }
 
 std::string compare_table(const Runs& reports, const Labels& labels) {
-  std::vector<std::string> header = {"Figure (unit)"};
+  std::vector<std::string> header = {"Figure"};
   header.insert(header.end(), labels.begin(), labels.end());
   std::string out = header_row(header);
   auto row = [&](const std::string& name, const auto& value) {
@@ -51,25 +52,16 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
   });
   row("Gradient accumulation M (micro-batches)",
       [](const RunReport& r) { return with_commas(r.spec->pipeline.gradient_accumulation_count); });
-  row("Step (cycles)", [](const RunReport& r) { return with_commas(r.replay.step_cycles); });
-  row("Step (ms)",
-      [](const RunReport& r) { return ms(r.replay.step_cycles, r.spec->hardware.clock_hz); });
-  row("Throughput (samples/s)",
-      [](const RunReport& r) { return with_commas(std::llround(r.figures.throughput)); });
-  for (const auto phase : schedules::phases_of_run(any_training(reports))) {
-    row(std::string(schedules::to_string(phase)) + " (cycles)", [phase](const RunReport& r) {
-      return with_commas(r.replay.phase_cycles[schedules::index(phase)]);
-    });
+  // The metric columns as compare's text table shows them, so a figure added there shows here.
+  std::vector<RunMetrics> metrics;
+  for (const auto* r : reports)
+    metrics.push_back(run_metrics(*r));
+  for (const MetricColumn* column : table_columns(any_training(reports))) {
+    out += "<tr>" + cell(column->heading);
+    for (std::size_t i = 0; i < reports.size(); ++i)
+      out += cell(table_text(*column, metrics[i], reports[i]->spec->pipeline.training));
+    out += "</tr>\n";
   }
-  row("Ramp overhead (% of step)",
-      [](const RunReport& r) { return percent(r.figures.ramp_overhead); });
-  row("Bubble (% of IPU time)",
-      [](const RunReport& r) { return percent(r.figures.bubble_fraction); });
-  row("Mean utilisation (% of step)",
-      [](const RunReport& r) { return percent(r.figures.utilisation_mean); });
-  // Memory figures carry their unit, kB to GB.
-  row("Peak memory, fullest IPU",
-      [](const RunReport& r) { return memory_figure(double(r.figures.peak_memory_bytes_max)); });
   row("Memory per IPU (capacity)", [](const RunReport& r) {
     return memory_figure(double(r.spec->hardware.memory_per_ipu_bytes));
   });
@@ -79,7 +71,6 @@ std::string compare_table(const Runs& reports, const Labels& labels) {
       text += (text.empty() ? "" : ", ") + memory_figure(double(ipu.peak_stash_bytes));
     return text;
   });
-  row("Fits in memory", [](const RunReport& r) { return r.figures.fits_in_memory ? "yes" : "no"; });
   return html::scroll_table(out);
 }
 

@@ -101,6 +101,10 @@ int decimals(MetricUnit unit) {
   }
 }
 
+bool is_weight_update(const MetricColumn& column) {
+  return column.field == MetricField{schedules::Phase::kWeightUpdate};
+}
+
 }  // namespace
 
 RunMetrics run_metrics(const RunReport& report) {
@@ -210,6 +214,19 @@ std::string metric_text(const MetricColumn& column, const RunMetrics& m) {
   }
   IPUSIM_CHECK(false);
   return "";
+}
+
+std::vector<const MetricColumn*> table_columns(bool any_training) {
+  std::vector<const MetricColumn*> columns;
+  for (const MetricColumn& column : metric_table()) {
+    if (any_training || !is_weight_update(column))
+      columns.push_back(&column);
+  }
+  return columns;
+}
+
+std::string table_text(const MetricColumn& column, const RunMetrics& metrics, bool training) {
+  return !training && is_weight_update(column) ? "none (inference)" : metric_text(column, metrics);
 }
 
 std::vector<MetricUnit> metric_units(std::size_t ipus) {

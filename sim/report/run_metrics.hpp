@@ -60,8 +60,8 @@ struct MetricColumn {
   MetricField field;
 };
 
-// The metric columns shared by sweep, compare and plan CSVs and their JSON, in order:
-// step_cycles .. input_wait_cycles.
+// The metric columns shared by sweep, compare and plan CSVs, their JSON and compare's table, in
+// order: step_cycles .. input_wait_cycles.
 const std::vector<MetricColumn>& metric_table();
 // The column `key` of metric_table(); an unknown key is a bug.
 const MetricColumn& metric_column(const std::string& key);
@@ -75,6 +75,13 @@ std::vector<std::string> metric_cells(const RunMetrics& metrics);
 // The figure of `column` in words for a text table: "159,151 cycles", "0.1197 ms",
 // "2,139,352 samples/s", "15.7%", "104.46 MB", "yes" or "NO".
 std::string metric_text(const MetricColumn& column, const RunMetrics& metrics);
+
+// The rows of a table of runs (compare's text and HTML tables): every metric column, but the
+// weight update when no run trains.
+std::vector<const MetricColumn*> table_columns(bool any_training);
+// A run's cell in such a table: metric_text, or "none (inference)" for the weight update of a
+// run that does not train.
+std::string table_text(const MetricColumn& column, const RunMetrics& metrics, bool training);
 
 // The unit of each of metric_columns(), then of each of per_ipu_columns(ipus).
 std::vector<MetricUnit> metric_units(std::size_t ipus);

@@ -140,37 +140,21 @@ Row table_row(const std::string& label, const std::vector<const CompareRun*>& ru
   return row;
 }
 
-// The row of metric column `key`: its heading, then each run's figure in words.
-Row metric_row(const std::string& key, const std::vector<const CompareRun*>& ran) {
-  const MetricColumn& column = metric_column(key);
-  return table_row(column.heading, ran,
-                   [&](const CompareRun& r) { return metric_text(column, *r.metrics); });
-}
-
-std::vector<Row> timing_rows(const std::vector<const CompareRun*>& ran) {
+// Every column of metric_table() (table_columns), in its order, with each run's figure in
+// words: a figure added to the table shows here too.
+std::vector<Row> metric_rows(const std::vector<const CompareRun*>& ran) {
+  const auto trains = [](const CompareRun* r) { return r->report->spec->pipeline.training; };
   std::vector<Row> rows;
-  for (const char* key :
-       {"step_cycles", "step_seconds", "throughput_samples_per_second", "utilisation_mean"})
-    rows.push_back(metric_row(key, ran));
-  const bool training = std::any_of(ran.begin(), ran.end(), [](const CompareRun* r) {
-    return r->report->spec->pipeline.training;
-  });
-  for (const auto phase : schedules::phases_of_run(training)) {
-    const auto key = std::string(schedules::phase_key(phase)) + "_cycles";
-    auto row = metric_row(key, ran);
-    // An inference pass has no weight update.
-    for (std::size_t i = 0; i < ran.size(); ++i) {
-      if (phase == schedules::Phase::kWeightUpdate && !ran[i]->report->spec->pipeline.training)
-        row[i + 1] = "none (inference)";
-    }
-    rows.push_back(std::move(row));
+  for (const MetricColumn* column : table_columns(std::any_of(ran.begin(), ran.end(), trains))) {
+    rows.push_back(table_row(column->heading, ran, [&](const CompareRun& r) {
+      return table_text(*column, *r.metrics, trains(&r));
+    }));
   }
-  for (const char* key : {"ramp_overhead", "bubble_fraction"})
-    rows.push_back(metric_row(key, ran));
   return rows;
 }
 
-std::vector<Row> memory_rows(const std::vector<const CompareRun*>& ran) {
+// Where each IPU is, and its peak memory and stash: the per-IPU detail of the metric rows.
+std::vector<Row> per_ipu_rows(const std::vector<const CompareRun*>& ran) {
   std::size_t ipus = 0;
   for (const auto* run : ran)
     ipus = std::max(ipus, run->report->replay.ipus.size());
@@ -194,7 +178,6 @@ std::vector<Row> memory_rows(const std::vector<const CompareRun*>& ran) {
       return ipu_cell(r, [](const auto& s) { return s.peak_stash_bytes; });
     }));
   }
-  rows.push_back(metric_row("fits_in_memory", ran));
   return rows;
 }
 
@@ -230,9 +213,9 @@ std::string comparison_text(const std::vector<CompareRun>& runs) {
   std::string out;
   if (!ran.empty()) {
     std::vector<Row> rows = {table_row("", ran, [](const CompareRun& r) { return r.label; })};
-    for (auto& row : timing_rows(ran))
+    for (auto& row : metric_rows(ran))
       rows.push_back(std::move(row));
-    for (auto& row : memory_rows(ran))
+    for (auto& row : per_ipu_rows(ran))
       rows.push_back(std::move(row));
     std::vector<bool> right(ran.size() + 1, true);
     right[0] = false;

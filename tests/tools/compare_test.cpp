@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "sim/report/run_metrics.hpp"
 #include "tests/tools/cli_support.hpp"
 
 namespace {
@@ -33,24 +34,42 @@ TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
   CHECK(result.code == 0);
   CHECK(result.err.empty());
   CHECK(result.out ==
-        "                            tf1_mnist grouped  tf1_mnist interleaved\n"
-        "Step                           837,692 cycles         863,775 cycles\n"
-        "Step time                           0.6298 ms              0.6495 ms\n"
-        "Throughput                  812,900 samples/s      788,353 samples/s\n"
-        "Utilisation (mean of IPUs)              54.6%                  52.9%\n"
-        "Ramp-up                        100,521 cycles          51,798 cycles\n"
-        "Main                           665,444 cycles         776,970 cycles\n"
-        "Ramp-down                       67,332 cycles          30,612 cycles\n"
-        "Weight update                    4,395 cycles           4,395 cycles\n"
-        "Ramp overhead                           20.0%                   9.5%\n"
-        "Bubble                                  45.4%                  47.1%\n"
-        "Physical IPU of each IPU                 0, 1                   0, 1\n"
-        "IPU0 peak memory                     12.46 MB               12.26 MB\n"
-        "IPU0 peak stash                       0.41 MB                0.21 MB\n"
-        "IPU1 peak memory                      7.45 MB                7.45 MB\n"
-        "IPU1 peak stash                       0.00 MB                0.00 MB\n"
-        "Fits in memory                            yes                    yes\n"
+        "                              tf1_mnist grouped  tf1_mnist interleaved\n"
+        "Step                             837,692 cycles         863,775 cycles\n"
+        "Step time                             0.6298 ms              0.6495 ms\n"
+        "Throughput                    812,900 samples/s      788,353 samples/s\n"
+        "Ramp-up                          100,521 cycles          51,798 cycles\n"
+        "Main                             665,444 cycles         776,970 cycles\n"
+        "Ramp-down                         67,332 cycles          30,612 cycles\n"
+        "Weight update                      4,395 cycles           4,395 cycles\n"
+        "Ramp overhead                             20.0%                   9.5%\n"
+        "Bubble                                    45.4%                  47.1%\n"
+        "Utilisation (mean of IPUs)                54.6%                  52.9%\n"
+        "Utilisation (least busy IPU)              45.1%                  43.7%\n"
+        "Peak memory (fullest IPU)              12.46 MB               12.26 MB\n"
+        "Peak stash (fullest IPU)                0.41 MB                0.21 MB\n"
+        "Fits in memory                              yes                    yes\n"
+        "Throughput per IPU            406,450 samples/s      394,177 samples/s\n"
+        "Collectives                            0 cycles               0 cycles\n"
+        "Wait for host input                    0 cycles               0 cycles\n"
+        "Physical IPU of each IPU                   0, 1                   0, 1\n"
+        "IPU0 peak memory                       12.46 MB               12.26 MB\n"
+        "IPU0 peak stash                         0.41 MB                0.21 MB\n"
+        "IPU1 peak memory                        7.45 MB                7.45 MB\n"
+        "IPU1 peak stash                         0.00 MB                0.00 MB\n"
         "fastest: tf1_mnist grouped (1.03x the throughput of tf1_mnist interleaved)\n");
+}
+
+// A figure added to metric_table() needs no edit of compare: its heading starts a row.
+TEST_CASE("every metric column of the CSV is a row of compare's table, in the table's order") {
+  const auto result = run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved"});
+  REQUIRE(result.code == 0);
+  std::size_t at = 0;
+  for (const auto& column : ipusim::sim::metric_table()) {
+    INFO(column.heading);
+    at = result.out.find("\n" + column.heading + "  ", at);
+    CHECK(at != std::string::npos);
+  }
 }
 
 TEST_CASE("with three or more runs compare names the next fastest and the slowest") {
@@ -68,7 +87,7 @@ TEST_CASE("variants given with --with are columns labelled by their overrides") 
        "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(0, result.out.find('\n')) ==
-        "                            tf1_mnist pipeline.gradient_accumulation_count=32  "
+        "                              tf1_mnist pipeline.gradient_accumulation_count=32  "
         "tf1_mnist pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16");
   const auto step = result.out.find("\nStep ");
   CHECK(squeeze(result.out.substr(step + 1, result.out.find('\n', step + 1) - step - 1)) ==
@@ -165,4 +184,7 @@ TEST_CASE("compare --html stacks every run's pipeline chart on one time axis") {
   for (const char* label : {"tf1_mnist grouped", "tf1_mnist interleaved", "tf1_mnist 1f1b"})
     CHECK(page.find(label) != std::string::npos);
   CHECK(page.find("src=\"http") == std::string::npos);
+  // Its table of figures has a row per metric column, as the text table has.
+  for (const auto& column : ipusim::sim::metric_table())
+    CHECK(page.find("<tr><td>" + column.heading + "</td>") != std::string::npos);
 }

@@ -193,7 +193,7 @@ TEST_CASE("a comparison stacks the runs' Gantt charts in one chart with a table"
   CHECK(count(html, "<svg id=\"gantt\"") == 1);
   CHECK(html.find("class=\"run-title\" x=\"4\" y=\"39\">grouped</text>") != std::string::npos);
   CHECK(html.find(">interleaved</text>") != std::string::npos);
-  CHECK(html.find("<tr><th>Figure (unit)</th><th>grouped</th><th>interleaved</th></tr>") !=
+  CHECK(html.find("<tr><th>Figure</th><th>grouped</th><th>interleaved</th></tr>") !=
         std::string::npos);
   CHECK(count(html, "class=\"box k-f\"") == 32);  // IPU0's of each run; IPU1's are sub-pixel
   CHECK(html.find("<svg id=\"steps\"") == std::string::npos);
