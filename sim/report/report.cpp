@@ -1,9 +1,9 @@
 #include "sim/report/report.hpp"
-
 #include "schedules/build.hpp"
 #include "sim/core/format.hpp"
 #include "sim/report/numeric_report.hpp"
 #include "sim/report/operations_report.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "sim/report/weight_update_report.hpp"
 
 namespace ipusim::sim {
@@ -241,27 +241,22 @@ nlohmann::json to_json(const RunReport& r) {
       {"repeat_count", p.repeat_count},
       {"effective_batch", p.samples_per_weight_update()},
       {"clock_hz", clock},
-      {"step_cycles", r.replay.step_cycles},
-      {"step_seconds", r.figures.step_seconds},
       {"run_cycles", r.run_cycles},
-      {"throughput_samples_per_second", r.figures.throughput},
       {"phases", phases},
       {"weight_update_breakdown", weight_update_json(r)},
       {"host_input", host_input_json(r)},
-      {"ramp_overhead", r.figures.ramp_overhead},
-      {"bubble_fraction", r.figures.bubble_fraction},
       {"bubble_ratio", r.figures.bubble_ratio},
       {"stash_depth", r.stash_depth},
       {"offload_activations", p.offload_activations},
       {"selection_order", selection_order_name(r.spec->hardware.selection_order)},
       {"ipus", ipus},
       {"links", links},
-      {"fits_in_memory", r.figures.fits_in_memory},
       {"out_of_memory", r.replay.out_of_memory ? nlohmann::json(r.replay.out_of_memory->message())
                                                : nlohmann::json(nullptr)},
       {"notes", r.spec->notes},
       {"numeric", numeric_json(r)},
       {"operations", operations_json(r)}};
+  add_metric_values(run_metrics(r), report);
   if (const auto sequences = r.figures.sequence_throughput)
     report["throughput_sequences_per_second"] = *sequences;
   return report;

@@ -255,6 +255,11 @@ nlohmann::ordered_json metrics_json(const RunMetrics& m) {
   return out;
 }
 
+void add_metric_values(const RunMetrics& metrics, nlohmann::json& out) {
+  for (const MetricColumn& column : metric_table())
+    std::visit([&](auto value) { out[column.key] = value; }, value_of(column, metrics));
+}
+
 std::vector<std::string> per_ipu_columns(std::size_t ipus) {
   std::vector<std::string> names;
   for (const char* metric : {"utilisation_ipu", "peak_memory_bytes_ipu"}) {

@@ -97,6 +97,9 @@ std::vector<std::string> per_ipu_cells(const RunMetrics& metrics, std::size_t ip
 // a run read back from a file gives the same object as the run itself.
 nlohmann::ordered_json metrics_json(const RunMetrics& metrics);
 
+// Each metric column's figure unrounded, keyed by its column: the run JSON's summary keys.
+void add_metric_values(const RunMetrics& metrics, nlohmann::json& out);
+
 // Reads the figures back from the rows of a sweep or plan CSV by the names in its header,
 // wherever its columns are: the metric columns, and the per-IPU columns of as many IPUs as the
 // header has (an empty cell ends a run's IPUs). The inverse of metric_cells and per_ipu_cells.

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
+#include <iterator>
+#include <sstream>
 
 #include "sim/core/error.hpp"
+#include "tests/sim/report/report_fixture.hpp"
 #include "tests/test_support.hpp"
 
 using namespace ipusim;
@@ -116,4 +119,42 @@ TEST_CASE("a text table words each unit of the metric columns") {
   CHECK(text("peak_memory_bytes_max") == "104.46 MB");
   CHECK(text("fits_in_memory") == "NO");
   CHECK(sim::metric_column("ramp_overhead").heading == "Ramp overhead");
+}
+
+TEST_CASE("a run's JSON holds every metric column under its key, unrounded") {
+  const auto run = testing::record(testing::kTf1Config);
+  const auto json = sim::to_json(run->report);
+  const auto metrics = sim::run_metrics(run->report);
+  for (const auto& column : sim::metric_table()) {
+    INFO(column.key);
+    CHECK(json.contains(column.key));
+  }
+  CHECK(json["throughput_per_ipu"].get<double>() == metrics.throughput / 2);
+  CHECK(json["utilisation_min"].get<double>() == metrics.utilisation_min);
+  CHECK(json["main_cycles"] == json["phases"]["main"]["cycles"]);
+}
+
+// The README's CSV table documents each metric column, in the table's order: a column added
+// without its line there fails here.
+TEST_CASE("the README's CSV table names the metric columns in their order") {
+  const std::string readme = testing::read_file("README.md");
+  const auto begin = readme.find("\n#### The CSV\n");
+  REQUIRE(begin != std::string::npos);
+  const auto end = readme.find("\n\n", readme.find("\n|", begin) + 1);
+  std::istringstream table(readme.substr(begin, end - begin));
+  std::vector<std::string> named;
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("| `", 0) != 0)
+      continue;
+    const std::string first = line.substr(0, line.find(" | "));
+    for (auto tick = first.find('`'); tick != std::string::npos;
+         tick = first.find('`', first.find('`', tick + 1) + 1))
+      named.push_back(first.substr(tick + 1, first.find('`', tick + 1) - tick - 1));
+  }
+  std::vector<std::string> metrics;
+  std::copy_if(named.begin(), named.end(), std::back_inserter(metrics), [](const auto& name) {
+    const auto& keys = sim::metric_columns();
+    return std::find(keys.begin(), keys.end(), name) != keys.end();
+  });
+  CHECK(metrics == sim::metric_columns());
 }
