@@ -1,7 +1,10 @@
 #include "sim/spec/config_keys.hpp"
 
+#include <algorithm>
+
 #include "schedules/build.hpp"
 #include "schedules/pipeline_shape.hpp"
+#include "sim/core/error.hpp"
 #include "sim/spec/hardware.hpp"
 #include "sim/spec/spec.hpp"
 
@@ -12,24 +15,67 @@ std::string code(const std::string& text) {
   return "`" + text + "`";
 }
 
-// `a`, `b`, `c`
-std::string code_list(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& name : names)
-    text += (text.empty() ? "" : ", ") + code(name);
-  return text;
-}
-
-// "`gc200`, `bow`, `gc2` or `ideal`"
-std::string preset_choices() {
-  const auto& names = hardware_preset_names();
+// "`a`, `b` or `c`"
+std::string choice_list(const std::vector<std::string>& names) {
   std::string text;
   for (std::size_t i = 0; i < names.size(); ++i)
     text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + code(names[i]);
   return text;
 }
 
+// The largest seed a config may give (pipeline and data).
+constexpr std::int64_t kMaxSeed = std::int64_t{1} << 62;
+
 }  // namespace
+
+ConfigKey int_key(std::string name, std::int64_t fallback, std::int64_t min, std::int64_t max,
+                  std::string meaning) {
+  ConfigKey key(std::move(name), std::to_string(fallback), std::move(meaning));
+  key.type = KeyType::kInt;
+  key.min = min;
+  key.max = max;
+  key.int_default = fallback;
+  return key;
+}
+
+ConfigKey bool_key(std::string name, bool fallback, std::string meaning) {
+  ConfigKey key(std::move(name), fallback ? "true" : "false", std::move(meaning));
+  key.type = KeyType::kBool;
+  key.bool_default = fallback;
+  return key;
+}
+
+ConfigKey choice_key(std::string name, std::vector<std::string> choices, std::string fallback,
+                     std::string meaning) {
+  ConfigKey key(std::move(name), code(fallback),
+                choice_list(choices) + (meaning.empty() ? "" : ": " + meaning));
+  key.type = KeyType::kChoice;
+  key.choices = std::move(choices);
+  key.choice_default = std::move(fallback);
+  return key;
+}
+
+const ConfigKey& declared_key(const std::vector<ConfigKey>& keys, std::string_view name) {
+  const auto found = std::find_if(keys.begin(), keys.end(),
+                                  [&](const ConfigKey& key) { return key.name == name; });
+  IPUSIM_CHECK(found != keys.end());
+  return *found;
+}
+
+std::int64_t read_int(const core::ConfigNode& section, const ConfigKey& key) {
+  IPUSIM_CHECK(key.type == KeyType::kInt);
+  return section.get_int(key.name, key.int_default, key.min, key.max);
+}
+
+bool read_bool(const core::ConfigNode& section, const ConfigKey& key) {
+  IPUSIM_CHECK(key.type == KeyType::kBool);
+  return section.get_bool(key.name, key.bool_default);
+}
+
+std::string read_choice(const core::ConfigNode& section, const ConfigKey& key) {
+  IPUSIM_CHECK(key.type == KeyType::kChoice);
+  return section.get_enum(key.name, key.choice_default, key.choices);
+}
 
 const std::vector<ConfigKey>& pipeline_keys() {
   static const std::vector<ConfigKey> keys = {
@@ -39,30 +85,36 @@ const std::vector<ConfigKey>& pipeline_keys() {
        "stage (its sub-stages run at once on different IPUs)"},
       {"device_mapping", "one IPU per stage in order",
        "an IPU per stage; a list entry gives the IPUs of a concurrent stage's sub-stages"},
-      {"pipeline_schedule", code(schedules::default_schedule()), code_list(schedule_names())},
-      {"gradient_accumulation_count", "1", "micro-batches per weight update (M)"},
-      {"repeat_count", "1", "times the whole program (ramp-up to weight update) runs"},
-      {"micro_batch_size", "1", "samples per micro-batch"},
-      {"replication_factor", "1", "data-parallel replicas of the whole pipeline"},
-      {"recomputation_mode", code("none"), code_list(schedules::recomputation_mode_names())},
-      {"offload_weight_update_variables", "false", "keep optimizer state in streaming memory"},
-      {"replicated_optimizer_state_sharding", "false",
-       "each replica keeps 1/G of the optimizer state (on chip, or in streaming memory with "
-       "`offload_weight_update_variables`), G the replicas of one IPU-Link domain; the weight "
-       "update becomes reduce-scatter, update of the shard, all-gather (see [Replicas' "
-       "collectives](#replicas-collectives)). With `replication_factor` 1 it has no effect "
-       "(Graphcore forces it off then). TF's `replicated_optimizer_state_sharding`, PopART's "
-       "`ReplicatedTensorSharding.On`. Example: `\"replicated_optimizer_state_sharding\": true`"},
-      {"offload_activations", "false",
-       "keep the stash FIFOs in streaming memory (grouped, interleaved; see [Stash FIFOs in "
-       "streaming memory](#stash-fifos-in-streaming-memory-pipelineoffload_activations))"},
+      choice_key("pipeline_schedule", schedule_names(), schedules::default_schedule()),
+      int_key("gradient_accumulation_count", 1, 1, core::kMaxCount,
+              "micro-batches per weight update (M)"),
+      int_key("repeat_count", 1, 1, core::kMaxCount,
+              "times the whole program (ramp-up to weight update) runs"),
+      int_key("micro_batch_size", 1, 1, 1 << 24, "samples per micro-batch"),
+      int_key("replication_factor", 1, 1, 1024, "data-parallel replicas of the whole pipeline"),
+      choice_key("recomputation_mode", schedules::recomputation_mode_names(), "none"),
+      bool_key("offload_weight_update_variables", false,
+               "keep optimizer state in streaming memory"),
+      bool_key(
+          "replicated_optimizer_state_sharding", false,
+          "each replica keeps 1/G of the optimizer state (on chip, or in streaming memory with "
+          "`offload_weight_update_variables`), G the replicas of one IPU-Link domain; the weight "
+          "update becomes reduce-scatter, update of the shard, all-gather (see [Replicas' "
+          "collectives](#replicas-collectives)). With `replication_factor` 1 it has no effect "
+          "(Graphcore forces it off then). TF's `replicated_optimizer_state_sharding`, PopART's "
+          "`ReplicatedTensorSharding.On`. Example: `\"replicated_optimizer_state_sharding\": "
+          "true`"),
+      bool_key(
+          "offload_activations", false,
+          "keep the stash FIFOs in streaming memory (grouped, interleaved; see [Stash FIFOs in "
+          "streaming memory](#stash-fifos-in-streaming-memory-pipelineoffload_activations))"),
       {"stash_dtype", "`dtype`",
        "`fp32`, `fp16` or `fp8`: the type of the stage inputs and checkpoints a recomputing "
        "pipeline stashes, e.g. `\"stash_dtype\": \"fp8\"` (PopART BERT's "
        "`activation_checkpoint_dtype`; see [the fp8 "
        "stash](#lamb-lars-moment-dtypes-and-an-fp8-stash))"},
       {"gradient_accumulation_dtype", "`dtype`", "`fp32` or `fp16` accumulators"},
-      {"gradient_accumulation_reduction", "`mean`", "`mean` or `sum`"},
+      choice_key("gradient_accumulation_reduction", {"mean", "sum"}, "mean"),
       {"optimizer", "sgd, 0.01",
        "`{\"type\": \"sgd\", \"learning_rate\": 0.01}`, `momentum` (+`momentum`), `adam` "
        "(+`beta1`, `beta2`, `epsilon`, `bias_correction`, `m_dtype`, `v_dtype`), `lamb` (Adam's "
@@ -70,10 +122,10 @@ const std::vector<ConfigKey>& pipeline_keys() {
        "`{\"type\": \"lamb\", \"learning_rate\": 0.002, \"weight_decay\": 0.01, "
        "\"bias_correction\": false, \"m_dtype\": \"fp16\"}`"},
       {"dtype", "the model input's", "`fp32` or `fp16` compute"},
-      {"relaxed_divisibility", "false",
-       "accept a `gradient_accumulation_count` that Graphcore rejects (outputs say so)"},
+      bool_key("relaxed_divisibility", false,
+               "accept a `gradient_accumulation_count` that Graphcore rejects (outputs say so)"),
       {"training", "true if the model has a loss", "false for inference"},
-      {"seed", "0", "weight initialisation and dropout"},
+      int_key("seed", 0, 0, kMaxSeed, "weight initialisation and dropout"),
   };
   return keys;
 }
@@ -81,7 +133,7 @@ const std::vector<ConfigKey>& pipeline_keys() {
 const std::vector<ConfigKey>& hardware_keys() {
   static const std::vector<ConfigKey> keys = {
       {"preset", code("\"gc200\""),
-       preset_choices() +
+       choice_list(hardware_preset_names()) +
            ": the preset whose figures the other keys override; the defaults below are gc200's"},
       {"ipus", "stages' IPUs x replicas, rounded up to a power of two (noted in the output)",
        "§2 \"IPUs per model always a power of two\""},
@@ -127,7 +179,8 @@ const std::vector<ConfigKey>& hardware_keys() {
       {"operations", "see [The cost of an operation](#the-cost-of-an-operation)",
        "poplibs cycle estimators, §1, §3"},
       {"code_memory",
-       "`{\"control\": \"7MB\", \"per_compute_set\": 23552, \"per_tile_per_compute_set\": 150}`",
+       "`{\"control\": \"7MB\", \"per_compute_set\": \"23552B\", \"per_tile_per_compute_set\": "
+       "\"150B\"}`",
        "a Poplar profile summary (7 MB); the rest guesses"},
   };
   return keys;
@@ -135,23 +188,22 @@ const std::vector<ConfigKey>& hardware_keys() {
 
 const std::vector<ConfigKey>& data_keys() {
   static const std::vector<ConfigKey> keys = {
-      {"source", code("\"synthetic\""),
-       "`\"fashion-mnist\"` (the Debian package's files), `\"synthetic\"` or "
-       "`\"synthetic_tokens\"` (see [Config keys used by numeric "
-       "mode](#config-keys-used-by-numeric-mode)); the whole `data` may be just this string"},
-      {"path", code("\"/usr/share/datasets/fashion-mnist\""), "the Fashion-MNIST folder"},
-      {"shuffle", "false", "reshuffle each epoch"},
-      {"seed", "0", "the shuffle's seed, and the synthetic sets'"},
-      {"labels", code("\"class\""),
-       "with `synthetic_tokens` only: `\"class\"` or `\"masked_tokens\"` (one label per "
-       "position)"},
+      choice_key("source", {"synthetic", "synthetic_tokens", "fashion-mnist"}, "synthetic",
+                 "`fashion-mnist` reads the Debian package's files (see [Config keys used by "
+                 "numeric mode](#config-keys-used-by-numeric-mode)); the whole `data` may be just "
+                 "this string"),
+      {"path", code("\"" + std::string(kFashionMnistPath) + "\""), "the Fashion-MNIST folder"},
+      bool_key("shuffle", false, "reshuffle each epoch"),
+      int_key("seed", 0, 0, kMaxSeed, "the shuffle's seed, and the synthetic sets'"),
+      choice_key("labels", {"class", "masked_tokens"}, "class",
+                 "with `synthetic_tokens` only; `masked_tokens` gives one label per position"),
       {"mask_probability", "0.15",
        "with `\"masked_tokens\"` only: the chance each token is masked"},
       {"sequences_per_sample", "absent (one sequence a sample)",
        "packed sequences: the mean number of sequences in a sample (a pack), from 1 to 1,000"},
-      {"eight_bit_io", "false",
-       "images travel to the IPU as 8-bit integers and are normalised there (Graphcore's "
-       "`eight_bit_io`)"},
+      bool_key("eight_bit_io", false,
+               "images travel to the IPU as 8-bit integers and are normalised there (Graphcore's "
+               "`eight_bit_io`)"),
   };
   return keys;
 }

@@ -22,6 +22,8 @@ enum class SelectionOrder { kSnake, kHoof, kZigzag };
 struct OpClassCost {
   double efficiency = 1;
   double min_work_per_tile = 0;  // 0: every operation spreads over all tiles
+
+  bool operator==(const OpClassCost&) const = default;
 };
 
 // The per-operation cost model's parameters (see sim/machine/op_cost.hpp).
@@ -41,6 +43,7 @@ struct OperationCosts {
   OpClassCost& of(models::OpClass op_class) {
     return classes[std::size_t(models::index(op_class))];
   }
+  bool operator==(const OperationCosts&) const = default;
 };
 
 // Code and vertex state an IPU holds for the operations placed on it, plus its control program.
@@ -48,6 +51,8 @@ struct CodeMemory {
   std::int64_t control_bytes = 0;           // per IPU: control program and host-exchange code
   std::int64_t compute_set_bytes = 0;       // per compute set: its exchange and control code
   std::int64_t tile_compute_set_bytes = 0;  // per tile a compute set uses: vertex code and state
+
+  bool operator==(const CodeMemory&) const = default;
 };
 
 // The validated hardware of a run: rates in base units (Hz, bytes/s, FLOP/s), sizes in bytes,
@@ -101,6 +106,8 @@ struct HardwareSpec {
   bool ideal() const { return preset == "ideal"; }
   int ilds() const { return (ipus + ipus_per_ild - 1) / ipus_per_ild; }
   int host_ipus() const { return ipus_per_host > 0 ? ipus_per_host : ipus_per_ild; }
+  // Two specs are equal when every figure is: a key set to its preset's value changes nothing.
+  bool operator==(const HardwareSpec&) const = default;
 };
 
 // Where data-parallel replicas sit: `replicas` in all, `per_ild` of them in each IPU-Link

@@ -24,7 +24,7 @@ constexpr std::size_t kMaxDescriptionBytes = 10'000;
 
 RecomputationMode read_recomputation(const ConfigNode& pipeline) {
   return schedules::recomputation_mode_of(
-      pipeline.get_enum("recomputation_mode", "none", schedules::recomputation_mode_names()));
+      read_choice(pipeline, declared_key(pipeline_keys(), "recomputation_mode")));
 }
 
 models::DType read_dtype(const ConfigNode& node) {
@@ -118,19 +118,20 @@ models::OptimizerConfig read_optimizer(const ConfigNode* node) {
 }
 
 void read_scalars(const ConfigNode& pipeline, const models::Model& model, PipelineSpec& spec) {
-  spec.schedule =
-      pipeline.get_enum("pipeline_schedule", schedules::default_schedule(), schedule_names());
-  spec.gradient_accumulation_count =
-      pipeline.get_int("gradient_accumulation_count", 1, 1, core::kMaxCount);
-  spec.repeat_count = pipeline.get_int("repeat_count", 1, 1, core::kMaxCount);
-  spec.micro_batch_size = pipeline.get_int("micro_batch_size", 1, 1, 1 << 24);
-  spec.replication_factor = int(pipeline.get_int("replication_factor", 1, 1, 1024));
+  const auto key = [](std::string_view name) -> const ConfigKey& {
+    return declared_key(pipeline_keys(), name);
+  };
+  spec.schedule = read_choice(pipeline, key("pipeline_schedule"));
+  spec.gradient_accumulation_count = read_int(pipeline, key("gradient_accumulation_count"));
+  spec.repeat_count = read_int(pipeline, key("repeat_count"));
+  spec.micro_batch_size = read_int(pipeline, key("micro_batch_size"));
+  spec.replication_factor = int(read_int(pipeline, key("replication_factor")));
   spec.recomputation = read_recomputation(pipeline);
   spec.offload_weight_update_variables =
-      pipeline.get_bool("offload_weight_update_variables", false);
-  spec.offload_activations = pipeline.get_bool("offload_activations", false);
+      read_bool(pipeline, key("offload_weight_update_variables"));
+  spec.offload_activations = read_bool(pipeline, key("offload_activations"));
   spec.replicated_optimizer_state_sharding =
-      pipeline.get_bool("replicated_optimizer_state_sharding", false);
+      read_bool(pipeline, key("replicated_optimizer_state_sharding"));
   spec.dtype = pipeline.find("dtype") ? read_dtype(pipeline.at("dtype")) : model.dtype;
   spec.gradient_accumulation_dtype = pipeline.find("gradient_accumulation_dtype")
                                          ? read_dtype(pipeline.at("gradient_accumulation_dtype"))
@@ -138,15 +139,15 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   spec.stash_dtype =
       pipeline.find("stash_dtype") ? read_stash_dtype(pipeline.at("stash_dtype")) : spec.dtype;
   spec.gradient_accumulation_mean =
-      pipeline.get_enum("gradient_accumulation_reduction", "mean", {"mean", "sum"}) == "mean";
+      read_choice(pipeline, key("gradient_accumulation_reduction")) == "mean";
   const auto optimizer = pipeline.find("optimizer");
   spec.optimizer = read_optimizer(optimizer ? &*optimizer : nullptr);
-  spec.relaxed_divisibility = pipeline.get_bool("relaxed_divisibility", false);
+  spec.relaxed_divisibility = read_bool(pipeline, key("relaxed_divisibility"));
   spec.training = pipeline.get_bool("training", model.trainable);
   if (spec.training && !model.trainable) {
     pipeline.at("training").fail("the model has no loss layer, so it can only run inference");
   }
-  spec.seed = std::uint64_t(pipeline.get_int("seed", 0, 0, std::int64_t{1} << 62));
+  spec.seed = std::uint64_t(read_int(pipeline, key("seed")));
 }
 
 // Free text shown in reports; bounded so that no report grows with a runaway field.
@@ -210,7 +211,7 @@ void read_token_labels(const ConfigNode& node, DataSpec& data) {
   const auto labels = node.find("labels");
   if (labels && data.source != "synthetic_tokens")
     labels->fail("labels are chosen for \"synthetic_tokens\" data only");
-  data.labels = node.get_enum("labels", "class", {"class", "masked_tokens"});
+  data.labels = read_choice(node, declared_key(data_keys(), "labels"));
   if (const auto probability = node.find("mask_probability")) {
     if (data.labels != "masked_tokens")
       probability->fail("a mask probability needs \"labels\": \"masked_tokens\"");
@@ -222,21 +223,23 @@ void read_token_labels(const ConfigNode& node, DataSpec& data) {
 
 DataSpec read_data(const std::optional<ConfigNode>& node) {
   DataSpec data;
-  data.path = "/usr/share/datasets/fashion-mnist";
+  data.path = kFashionMnistPath;
   if (!node)
     return data;
+  const auto key = [](std::string_view name) -> const ConfigKey& {
+    return declared_key(data_keys(), name);
+  };
   if (node->is_string()) {
-    data.source = node->as_enum({"synthetic", "synthetic_tokens", "fashion-mnist"});
+    data.source = node->as_enum(key("source").choices);
     return data;
   }
   node->expect_only_keys(key_names(data_keys()));
-  data.source =
-      node->get_enum("source", "synthetic", {"synthetic", "synthetic_tokens", "fashion-mnist"});
+  data.source = read_choice(*node, key("source"));
   data.path = node->get_string("path", data.path);
-  data.shuffle = node->get_bool("shuffle", false);
-  data.seed = std::uint64_t(node->get_int("seed", 0, 0, std::int64_t{1} << 62));
+  data.shuffle = read_bool(*node, key("shuffle"));
+  data.seed = std::uint64_t(read_int(*node, key("seed")));
   read_token_labels(*node, data);
-  data.eight_bit_io = node->get_bool("eight_bit_io", false);
+  data.eight_bit_io = read_bool(*node, key("eight_bit_io"));
   if (const auto packed = node->find("sequences_per_sample")) {
     data.sequences_per_sample = packed->as_number();
     // A pack holds at least one sequence; a thousand per sample is no packing anyone runs.

@@ -60,6 +60,9 @@ struct PipelineSpec {
   }
 };
 
+// Where Debian's dataset-fashion-mnist package puts the files.
+inline constexpr const char* kFashionMnistPath = "/usr/share/datasets/fashion-mnist";
+
 // Where numeric mode takes its samples from: synthetic (seeded), synthetic_tokens (seeded token
 // sequences for a model with an embedding) or Fashion-MNIST on disk.
 struct DataSpec {

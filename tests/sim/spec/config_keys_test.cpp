@@ -73,3 +73,71 @@ TEST_CASE(
     }
   }
 }
+
+// A typed key is read as declared: a value past either end of its range, or not among its
+// choices, is refused at its path with the declared range or the choices; nothing else in the
+// readers restates them.
+TEST_CASE("every typed pipeline and data key refuses what its declaration excludes") {
+  // Token labels are read only for token data, so the data keys are tried with it.
+  const auto refusal = [](const std::string& path, const std::string& value) {
+    return testing::error_of<core::ConfigError>([&] {
+      std::vector<core::Override> sets = {core::parse_set_argument(path + "=" + value)};
+      if (path.rfind("data.", 0) == 0 && path != "data.source")
+        sets.insert(sets.begin(), core::parse_set_argument("data.source=synthetic_tokens"));
+      sim::load_run_spec("configs/tf1_mnist_2ipu.json", sets);
+    });
+  };
+  for (const auto& [section, keys] : sim::config_sections()) {
+    for (const auto& key : *keys) {
+      const std::string path = section + "." + key.name;
+      const std::string at = "at /" + section + "/" + key.name + ": ";
+      INFO(path);
+      if (key.type == sim::KeyType::kInt) {
+        const std::string range = "expected an integer from " + std::to_string(key.min) + " to " +
+                                  std::to_string(key.max);
+        CHECK_THAT(refusal(path, std::to_string(key.max + 1)),
+                   Catch::Contains(at + range + ", found " + std::to_string(key.max + 1)));
+        CHECK_THAT(refusal(path, std::to_string(key.min - 1)),
+                   Catch::Contains(at + range + ", found " + std::to_string(key.min - 1)));
+      }
+      if (key.type == sim::KeyType::kChoice)
+        CHECK_THAT(refusal(path, "no_such_choice"),
+                   Catch::Contains(at + "unknown value 'no_such_choice'; expected '" +
+                                   key.choices.front() + "'"));
+    }
+  }
+}
+
+TEST_CASE("a typed key left out takes its declared default") {
+  const nlohmann::json empty = nlohmann::json::object();
+  const core::Origins origins;
+  const core::ConfigNode section(empty, "/pipeline", origins);
+  const auto& keys = sim::pipeline_keys();
+  CHECK(sim::read_int(section, sim::declared_key(keys, "gradient_accumulation_count")) == 1);
+  CHECK(sim::read_int(section, sim::declared_key(keys, "replication_factor")) == 1);
+  CHECK(sim::read_bool(section, sim::declared_key(keys, "offload_activations")) == false);
+  CHECK(sim::read_choice(section, sim::declared_key(keys, "pipeline_schedule")) == "grouped");
+  CHECK(sim::read_choice(section, sim::declared_key(keys, "recomputation_mode")) == "none");
+}
+
+// The hardware table's defaults are gc200's figures: each default written as a JSON value, set
+// on a run that takes gc200's, leaves its hardware as it was.
+TEST_CASE("each hardware default the README gives as a value is gc200's figure") {
+  const auto gc200 = sim::load_run_spec("configs/tf1_mnist_2ipu.json", {});
+  REQUIRE(gc200.hardware.preset == "gc200");
+  int checked = 0;
+  for (const auto& key : sim::hardware_keys()) {
+    const auto& text = key.default_text;
+    if (text.size() < 2 || text.front() != '`' || text.back() != '`' ||
+        text.find('`', 1) != text.size() - 1)
+      continue;
+    const std::string value = text.substr(1, text.size() - 2);
+    INFO("hardware." + key.name + "=" + value);
+    const auto set =
+        sim::load_run_spec("configs/tf1_mnist_2ipu.json",
+                           {core::parse_set_argument("hardware." + key.name + "=" + value)});
+    CHECK(set.hardware == gc200.hardware);
+    ++checked;
+  }
+  CHECK(checked >= 10);
+}
