@@ -5,6 +5,7 @@
 
 #include "models/kernels/eigen_blocking.hpp"
 #include "models/kernels/kernels_internal.hpp"
+#include "models/layers/layer_types.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -22,66 +23,12 @@ bool has_kernel(LayerType type) {
   return type != LayerType::kInput;
 }
 
-namespace {
-
-std::unique_ptr<Kernel> kernel_of_type(const Layer& layer, const std::vector<Shape>& input_shapes,
-                                       DType dtype, std::uint64_t seed) {
-  switch (layer.type) {
-    case LayerType::kDense:
-      return detail::make_dense(layer, input_shapes, dtype);
-    case LayerType::kConv2d:
-      return detail::make_conv2d(layer, input_shapes, dtype);
-    case LayerType::kMaxPool2d:
-      return detail::make_maxpool2d(layer, input_shapes, dtype);
-    case LayerType::kGlobalAveragePool2d:
-      return detail::make_global_average_pool2d(input_shapes, dtype);
-    case LayerType::kRelu:
-      return detail::make_relu(input_shapes, dtype);
-    case LayerType::kGelu:
-      return detail::make_gelu(input_shapes, dtype);
-    case LayerType::kDropout:
-      return detail::make_dropout(layer, input_shapes, dtype, seed);
-    case LayerType::kAdd:
-      return detail::make_add(input_shapes, dtype);
-    case LayerType::kConcat:
-      return detail::make_concat(layer, input_shapes, dtype);
-    case LayerType::kSlice:
-      return detail::make_slice(layer, input_shapes, dtype);
-    case LayerType::kFlatten:
-      return detail::make_flatten(input_shapes, dtype);
-    case LayerType::kReshape:
-      return detail::make_reshape(layer, input_shapes, dtype);
-    case LayerType::kSoftmaxCrossEntropy:
-      return detail::make_softmax_cross_entropy(input_shapes, dtype);
-    case LayerType::kTanh:
-      return detail::make_tanh(input_shapes, dtype);
-    case LayerType::kSoftmax:
-      return detail::make_softmax(input_shapes, dtype);
-    case LayerType::kLayerNorm:
-      return detail::make_layer_norm(layer, input_shapes, dtype);
-    case LayerType::kBatchNorm:
-      return detail::make_batch_norm(layer, input_shapes, dtype);
-    case LayerType::kAttention:
-      return detail::make_attention(layer, input_shapes, dtype, seed);
-    case LayerType::kEmbedding:
-      return detail::make_embedding(layer, input_shapes, dtype);
-    case LayerType::kTransformerEncoder:
-    case LayerType::kTransformerAttention:
-    case LayerType::kTransformerFeedForward:
-      return detail::make_transformer(layer, input_shapes, dtype, seed);
-    case LayerType::kInput:
-      break;
-  }
-  IPUSIM_CHECK(has_kernel(layer.type));
-  return nullptr;
-}
-
-}  // namespace
-
 std::unique_ptr<Kernel> make_kernel(const Layer& layer, const std::vector<Shape>& input_shapes,
                                     DType dtype, std::uint64_t seed) {
   pin_eigen_blocking();
-  std::unique_ptr<Kernel> kernel = kernel_of_type(layer, input_shapes, dtype, seed);
+  IPUSIM_CHECK(has_kernel(layer.type));
+  std::unique_ptr<Kernel> kernel =
+      layer_type_row(layer.type).kernel(layer, input_shapes, dtype, seed);
   kernel->stash_ = stash_bytes(layer, input_shapes, kernel->output_shape(), dtype);
   return kernel;
 }

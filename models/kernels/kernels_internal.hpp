@@ -10,6 +10,7 @@
 
 #include <Eigen/Core>
 
+#include "models/kernels/kernel_factories.hpp"
 #include "models/kernels/kernels.hpp"
 
 namespace ipusim::models::detail {
@@ -137,39 +138,5 @@ class AttentionCore {
   double rate_;
   DType dtype_;
 };
-
-std::unique_ptr<Kernel> make_dense(const Layer& layer, const std::vector<Shape>& inputs,
-                                   DType dtype);
-std::unique_ptr<Kernel> make_conv2d(const Layer& layer, const std::vector<Shape>& inputs,
-                                    DType dtype);
-std::unique_ptr<Kernel> make_maxpool2d(const Layer& layer, const std::vector<Shape>& inputs,
-                                       DType dtype);
-std::unique_ptr<Kernel> make_global_average_pool2d(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_relu(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_dropout(const Layer& layer, const std::vector<Shape>& inputs,
-                                     DType dtype, std::uint64_t seed);
-std::unique_ptr<Kernel> make_add(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_slice(const Layer& layer, const std::vector<Shape>& inputs,
-                                   DType dtype);
-std::unique_ptr<Kernel> make_concat(const Layer& layer, const std::vector<Shape>& inputs,
-                                    DType dtype);
-std::unique_ptr<Kernel> make_flatten(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_reshape(const Layer& layer, const std::vector<Shape>& inputs,
-                                     DType dtype);
-std::unique_ptr<Kernel> make_softmax_cross_entropy(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_tanh(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_softmax(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_layer_norm(const Layer& layer, const std::vector<Shape>& inputs,
-                                        DType dtype);
-std::unique_ptr<Kernel> make_batch_norm(const Layer& layer, const std::vector<Shape>& inputs,
-                                        DType dtype);
-std::unique_ptr<Kernel> make_attention(const Layer& layer, const std::vector<Shape>& inputs,
-                                       DType dtype, std::uint64_t seed);
-std::unique_ptr<Kernel> make_embedding(const Layer& layer, const std::vector<Shape>& inputs,
-                                       DType dtype);
-// transformer_encoder and its halves, transformer_attention and transformer_feed_forward.
-std::unique_ptr<Kernel> make_transformer(const Layer& layer, const std::vector<Shape>& inputs,
-                                         DType dtype, std::uint64_t seed);
 
 }  // namespace ipusim::models::detail

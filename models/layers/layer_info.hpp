@@ -1,7 +1,10 @@
 #pragma once
 // The cost model's figures for one layer: parameters, FLOPs, and bytes held and moved. All
 // activation figures are per sample (the caller multiplies by the micro-batch size); weights
-// are given apart because they do not scale with the batch.
+// are given apart because they do not scale with the batch. What differs by type (LayerCost:
+// parameters, FLOPs or their rule, saved bytes, seeds, which traffic it has) is in the cost
+// function of its row, in its file under models/layers/types/; the rest follows from the shapes
+// here. The rules below are the ones those files keep.
 //
 // FLOPs count a multiply-add as two, and come from one place where they can. Those of dense,
 // conv2d, relu, gelu, tanh and add are the sums over their operations

@@ -1,10 +1,9 @@
 #pragma once
-// What ipusim knows of each layer type without running it (its name as configs spell it, its
-// config keys, how many inputs it takes, whether it is a view), one row per type; and the names
-// of activations. What a type computes stays in the file of each aspect (layer_parse.cpp reads
-// its fields, shape_inference.cpp its output shape, layer_info.cpp its cost, operations.cpp its
-// lowering, kernels.cpp its kernel), each a switch over LayerType that the compiler holds
-// complete.
+// The registry of layer types: one row per type (LayerTypeDef, layer_type_def.hpp), made by a
+// function in the type's file under models/layers/types/ and listed in layer_types.cpp in
+// LayerType's order. Reading a layer (layer_parse.cpp), its output shape (shape_inference.cpp),
+// its cost (layer_info.cpp), its operations (operations.cpp) and its kernel (kernels.cpp) each
+// look up the row; none switches over LayerType.
 
 #include <cstddef>
 #include <optional>
@@ -12,32 +11,18 @@
 #include <vector>
 
 #include "models/layers/layer.hpp"
+#include "models/layers/layer_type_def.hpp"
 
 namespace ipusim::models {
 
 // How many layer types there are: LayerType's values run from 0 to its last, which a type added
-// at the end of the enum must replace here. Every switch over LayerType lists each type and has
-// no default, so that -Wswitch (an error under -Werror) refuses a type some switch forgets.
+// at the end of the enum must replace here. The registry is an array of this many rows, so a
+// type without its row does not compile.
 inline constexpr std::size_t kLayerTypeCount =
     static_cast<std::size_t>(LayerType::kTransformerFeedForward) + 1;
 
-// How many layers a type takes as inputs ("inputs" in the config; without it, the layer before).
-enum class LayerInputs {
-  kOne,
-  kOneOrTwo,   // an optional second: an embedding's token types, an attention's padding mask
-  kTwoOrMore,  // add and concat merge their inputs
-};
-
-struct LayerTypeRow {
-  LayerType type;
-  const char* name;  // as configs spell it
-  const char* keys;  // its own config keys, space-separated, beyond those every layer takes
-  LayerInputs inputs;
-  bool view;  // relabels its input's memory: it moves and computes nothing
-};
-
-const LayerTypeRow& layer_type_row(LayerType type);
-// The row's keys, in order.
+const LayerTypeDef& layer_type_row(LayerType type);
+// The names of the row's keys, in order.
 std::vector<std::string> layer_type_keys(LayerType type);
 
 const std::vector<std::string>& layer_type_names();
@@ -45,8 +30,5 @@ std::optional<LayerType> layer_type_from_name(const std::string& name);
 std::string layer_type_name(LayerType type);
 // How errors name a layer: "layer 'fc1' (dense)".
 std::string layer_label(const Layer& layer);
-
-const std::vector<std::string>& activation_names();
-std::optional<Activation> activation_from_name(const std::string& name);
 
 }  // namespace ipusim::models

@@ -1,7 +1,7 @@
 #pragma once
-// Per-sample output shapes, channels-last (height, width, channels) as in Keras. Each check
-// names the layer, where its inputs come from and their shapes, so a user can see which layer
-// to fix.
+// Per-sample output shapes, channels-last (height, width, channels) as in Keras, each type's rule
+// in its row (models/layers/types/). Each check names the layer, where its inputs come from and
+// their shapes, so a user can see which layer to fix.
 
 #include <span>
 #include <string>

@@ -320,3 +320,53 @@ TEST_CASE("the README documents every layer type and each of its config keys") {
     }
   }
 }
+
+namespace {
+
+// What the README states in parentheses right after "`key` (", up to the closing parenthesis
+// (an enum's values) or the first comma (a default and a remark); "" when it states nothing.
+std::string readme_default(const std::string& cell, const LayerKey& key, bool whole) {
+  const std::string opening = "`" + std::string(key.name) + "` (";
+  const auto start = cell.find(opening);
+  if (start == std::string::npos)
+    return "";
+  const auto from = start + opening.size();
+  const auto stop = whole ? cell.find(')', from) : cell.find_first_of(",)", from);
+  std::string text = cell.substr(from, stop - from);
+  std::erase(text, '`');
+  return text;
+}
+
+std::string enum_values(const LayerKey& key) {
+  std::string text;
+  for (const char* value : key.values)
+    text += (text.empty() ? "" : ", ") + std::string(value);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("the README's layer table agrees with each key's declared default and values") {
+  const auto rows = readme_layer_rows();
+  for (const auto& name : layer_type_names()) {
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
+      return r.first.find("`" + name + "`") != std::string::npos;
+    });
+    REQUIRE(row != rows.end());
+    for (const LayerKey& key : layer_type_row(*layer_type_from_name(name)).keys) {
+      INFO(name << " " << key.name);
+      CHECK(std::string(key.meaning).size() > 0);
+      const std::string stated = readme_default(row->second, key, key.kind == KeyKind::kEnum);
+      if (stated.empty() || key.required)
+        continue;  // a required key's parentheses say what it must be, not a default
+      if (key.derived != nullptr)
+        CHECK(stated == key.derived);
+      else if (key.kind == KeyKind::kEnum)
+        CHECK(stated == enum_values(key));
+      else if (key.kind == KeyKind::kBool)
+        CHECK(stated == (key.fallback != 0 ? "true" : "false"));
+      else
+        CHECK(std::stod(stated) == key.fallback);
+    }
+  }
+}

@@ -1,0 +1,138 @@
+#pragma once
+// A layer type's row in the registry (layer_types.cpp): every fact of the type that is not in
+// LayerParams, stated once in the type's own file under models/layers/types/. The name and keys
+// as configs spell them, how many inputs it takes, whether it is a view, and the functions that
+// read its fields, infer its output shape, cost it, lower it to operations and build its kernel.
+// A row must name every function (RowFn has no default), so a type cannot be half added.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "models/layers/dtype.hpp"
+#include "models/layers/layer.hpp"
+#include "models/layers/layer_keys.hpp"
+#include "models/layers/operations.hpp"
+#include "models/layers/shape_inference.hpp"
+#include "sim/core/config_node.hpp"
+
+namespace ipusim::models {
+
+class Kernel;
+
+// How many layers a type takes as inputs ("inputs" in the config; without it, the layer before).
+enum class LayerInputs {
+  kOne,
+  kOneOrTwo,   // an optional second: an embedding's token types, an attention's padding mask
+  kTwoOrMore,  // add and concat merge their inputs
+};
+
+// Where a layer's FLOPs come from (layer_info.hpp says which type takes which).
+enum class FlopsRule {
+  kOperations,  // the sum over its operations, so that the two cannot disagree
+  kProducts,    // the sum over its operations on the AMP units: the model FLOPs of attention
+  kOwn,         // LayerCost's forward_flops and backward_flops
+};
+
+// The sizes a cost is written in.
+struct CostSizes {
+  std::int64_t in = 0;   // elements of the first input, per sample
+  std::int64_t out = 0;  // elements of the output, per sample
+  std::int64_t d = 0;    // bytes per element
+};
+
+// The figures of layer_info that differ by type; the rest follows from the shapes.
+struct LayerCost {
+  std::int64_t params = 0;
+  double forward_flops = 0;  // FlopsRule::kOwn only
+  double backward_flops = 0;
+  std::int64_t saved_bytes = 0;  // per sample
+  std::int64_t seed_bytes = 0;   // per micro-batch
+  FlopsRule flops = FlopsRule::kOwn;
+  // An encoder's attention half: its output is a tensor inside the encoder, which the live
+  // activations count no more than the encoder's others.
+  bool live_output = true;
+  bool reads_output_gradient = true;  // false for the loss, which starts backward
+  bool input_gradient = true;         // false for token ids, which get no gradient
+};
+
+using ReadParams = void(const core::ConfigNode& layer, LayerParams& params);
+// Throws core::ConfigError at the layer when its inputs do not fit it.
+using InferShape = Shape(const Layer& layer, const std::vector<InputShape>& inputs);
+using CostOf = LayerCost(const Layer& layer, const std::vector<Shape>& inputs,
+                         const CostSizes& size);
+using LowerLayer = std::vector<Operation>(const Layer& layer, const std::vector<Shape>& inputs,
+                                          const Shape& output);
+// `seed` is the run seed, from which dropout draws its masks.
+using MakeKernel = std::unique_ptr<Kernel>(const Layer& layer, const std::vector<Shape>& inputs,
+                                           DType dtype, std::uint64_t seed);
+
+// False, but only once instantiated, so that the assertion below fires only when a row uses it.
+template <class>
+inline constexpr bool kRowFnLeftOut = false;
+
+// A function a row must name: a row that leaves one out, or gives nullptr, does not compile,
+// whatever the warnings.
+template <class Fn>
+class RowFn {
+ public:
+  constexpr RowFn(Fn* fn) : fn_(fn) {}  // implicit, so that a row names the function plainly
+  RowFn(std::nullptr_t) = delete;
+  // What a member left out of a row's braces is made with: the build stops here.
+  template <class LeftOut = Fn>
+  RowFn() : fn_(nullptr) {
+    static_assert(kRowFnLeftOut<LeftOut>,
+                  "a layer type's row names every function: read, shape, cost, lower, kernel");
+  }
+
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return fn_(std::forward<Args>(args)...);
+  }
+
+ private:
+  Fn* fn_;
+};
+
+struct LayerTypeDef {
+  LayerType type;
+  const char* name;                // as configs spell it
+  std::span<const LayerKey> keys;  // its own, beyond those every layer takes
+  LayerInputs inputs;
+  bool view;               // relabels its input's memory: it moves and computes nothing
+  RowFn<ReadParams> read;  // its keys into LayerParams, with the rules between them
+  RowFn<InferShape> shape;
+  RowFn<CostOf> cost;
+  RowFn<LowerLayer> lower;
+  RowFn<MakeKernel> kernel;  // input has none (has_kernel)
+};
+
+// The rows, one function per type in its file, listed in layer_types.cpp in LayerType's order.
+LayerTypeDef input_type();
+LayerTypeDef flatten_type();
+LayerTypeDef reshape_type();
+LayerTypeDef dense_type();
+LayerTypeDef conv2d_type();
+LayerTypeDef maxpool2d_type();
+LayerTypeDef global_average_pool2d_type();
+LayerTypeDef dropout_type();
+LayerTypeDef relu_type();
+LayerTypeDef gelu_type();
+LayerTypeDef add_type();
+LayerTypeDef concat_type();
+LayerTypeDef slice_type();
+LayerTypeDef softmax_cross_entropy_type();
+LayerTypeDef embedding_type();
+LayerTypeDef transformer_encoder_type();
+LayerTypeDef layer_norm_type();
+LayerTypeDef batch_norm_type();
+LayerTypeDef softmax_type();
+LayerTypeDef tanh_type();
+LayerTypeDef attention_type();
+LayerTypeDef transformer_attention_type();
+LayerTypeDef transformer_feed_forward_type();
+
+}  // namespace ipusim::models

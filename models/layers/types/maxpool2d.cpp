@@ -1,0 +1,76 @@
+// maxpool2d: the maximum of each window of [height, width, channels], per channel.
+
+#include <array>
+#include <tuple>
+
+#include "models/layers/types/type_support.hpp"
+
+namespace ipusim::models {
+namespace {
+
+constexpr LayerKey kMaxPool2dPool =
+    pair_key<&LayerParams::pool_h, &LayerParams::pool_w>("pool", 2, "the window: N or [h, w]");
+
+constexpr std::array kMaxPool2dKeys = {
+    kMaxPool2dPool,
+    own_key("stride", KeyKind::kPair, "the pool", "the window's step: N or [h, w]"),
+    kPaddingKey,
+};
+
+void read_maxpool2d(const core::ConfigNode& layer, LayerParams& params) {
+  read_key(layer, kMaxPool2dPool, params);
+  // As in Keras, the window steps by its own size unless told otherwise.
+  params.stride_h = params.pool_h;
+  params.stride_w = params.pool_w;
+  if (const auto stride = layer.find("stride"))
+    std::tie(params.stride_h, params.stride_w) = read_pair(*stride);
+  read_key(layer, kPaddingKey, params);
+}
+
+Shape maxpool2d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
+  const InputShape& input = only_input(inputs);
+  const LayerParams& p = layer.params;
+  expect_image(layer, input);
+  expect_window_fits(layer, input, p.pool_h, p.pool_w, "pool window");
+  return {window_output(input.shape[0], p.pool_h, p.stride_h, p.padding),
+          window_output(input.shape[1], p.pool_w, p.stride_w, p.padding), input.shape[2]};
+}
+
+// Backward sends each window's gradient to its argmax, which it keeps as an int32.
+LayerCost maxpool2d_cost(const Layer& layer, const std::vector<Shape>& /*inputs*/,
+                         const CostSizes& size) {
+  const double window = double(layer.params.pool_h) * double(layer.params.pool_w);
+  return {0, window * double(size.out), double(size.out), size.out * 4, 0};
+}
+
+std::vector<Operation> maxpool2d_operations(const Layer& layer, const std::vector<Shape>& inputs,
+                                            const Shape& output) {
+  const LayerParams& p = layer.params;
+  const double out = double(element_count(output));
+  Operation pool =
+      vector_op("maxpool", OpClass::kReduction, out * double(p.pool_h) * double(p.pool_w), 1);
+  pool.backward.work = double(element_count(inputs.front()));
+  return {pool};
+}
+
+std::unique_ptr<Kernel> maxpool2d_kernel(const Layer& layer, const std::vector<Shape>& inputs,
+                                         DType dtype, std::uint64_t /*seed*/) {
+  return detail::make_maxpool2d(layer, inputs, dtype);
+}
+
+}  // namespace
+
+LayerTypeDef maxpool2d_type() {
+  return {.type = LayerType::kMaxPool2d,
+          .name = "maxpool2d",
+          .keys = kMaxPool2dKeys,
+          .inputs = LayerInputs::kOne,
+          .view = false,
+          .read = read_maxpool2d,
+          .shape = maxpool2d_shape,
+          .cost = maxpool2d_cost,
+          .lower = maxpool2d_operations,
+          .kernel = maxpool2d_kernel};
+}
+
+}  // namespace ipusim::models

@@ -1,0 +1,90 @@
+#pragma once
+// What the layer type files (models/layers/types/) share: the rows of types that have nothing
+// to read, cost or lower; shape checks several types make; and the builders of operations
+// (models/layers/operations.hpp) they lower with.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/kernels/kernel_factories.hpp"
+#include "models/kernels/kernels.hpp"
+#include "models/layers/layer_type_def.hpp"
+
+namespace ipusim::models {
+
+// What an overflow names: "its parameter count does not fit in 64 bits".
+inline constexpr const char* kParamCount = "parameter count";
+inline constexpr const char* kAttentionMatrix = "attention matrix (heads x sequence_length^2)";
+
+// FLOPs per element the report counts for vector work. GELU and tanh evaluate a transcendental
+// and a few multiply-adds.
+inline constexpr double kBiasFlops = 1;
+inline constexpr double kReluFlops = 1;
+inline constexpr double kTanhFlops = 4;
+inline constexpr double kGeluFlops = 8;
+inline constexpr double kDropoutFlops = 2;  // draw and multiply
+
+// Row functions of a type without keys; of one that computes nothing (a view, or a concat,
+// which copies at most): no cost but its shapes' and no operations; of one whose output has its
+// input's shape.
+void read_no_keys(const core::ConfigNode& layer, LayerParams& params);
+LayerCost no_cost(const Layer& layer, const std::vector<Shape>& inputs, const CostSizes& size);
+std::vector<Operation> no_operations(const Layer& layer, const std::vector<Shape>& inputs,
+                                     const Shape& output);
+Shape same_shape(const Layer& layer, const std::vector<InputShape>& inputs);
+
+// A cost whose FLOPs are its operations', keeping `saved_bytes` per sample.
+LayerCost operations_cost(std::int64_t saved_bytes);
+// layer_norm's and batch_norm's: a scale and a bias per channel (the last axis); the kernel
+// keeps the input and recomputes the statistics in backward.
+LayerCost normalization_cost(const Layer& layer, const std::vector<Shape>& inputs,
+                             const CostSizes& size);
+// Dense's and conv2d's: `weights` and a bias of `biases` (when it has one), keeping the input and,
+// unless the activation is none, the output.
+LayerCost linear_cost(const Layer& layer, const CostSizes& size, std::int64_t weights,
+                      std::int64_t biases);
+
+// Shape inference's errors: "layer 'fc1' (dense) <message>", at the layer.
+[[noreturn]] void fail_layer(const Layer& layer, const std::string& message);
+// The input of a layer that takes one; the layer graph has checked the count.
+const InputShape& only_input(const std::vector<InputShape>& inputs);
+// An image is [height, width, channels].
+void expect_image(const Layer& layer, const InputShape& input);
+// A window (kernel, pool) must fit the image when padding is valid.
+void expect_window_fits(const Layer& layer, const InputShape& input, std::int64_t height,
+                        std::int64_t width, const std::string& what);
+// Output length of one spatial axis; `window` must fit when padding is valid.
+std::int64_t window_output(std::int64_t size, std::int64_t window, std::int64_t stride,
+                           Padding padding);
+// The layer's "axis" (concat, slice) as an index into inputs of `rank` axes.
+std::size_t axis_index(const Layer& layer, std::size_t rank);
+// An embedding's token ids and token types, and an attention's padding mask: one value per
+// position of the sequence.
+void expect_sequence(const Layer& layer, const InputShape& input, std::int64_t sequence,
+                     const std::string& what);
+
+// Products of [rows, inner] x [inner, cols], `count` times per sample. With weights, the right
+// operand is a weight matrix read once per micro-batch; otherwise it is another activation.
+struct Product {
+  double rows = 0;
+  double inner = 0;
+  double cols = 0;
+  double count = 1;
+  bool weights = true;
+};
+Operation product(std::string name, OpClass op_class, const Product& p);
+// Vector work over `elements` per sample; the backward reads the output gradient and what
+// the forward saved.
+Operation vector_op(std::string name, OpClass op_class, double elements, double flops_per_element,
+                    int forward_sets = 1, int backward_sets = 1);
+// layer_norm's and batch_norm's: a scale and a bias per channel (the last axis); the kernel
+// keeps the input and recomputes the statistics in backward.
+LayerCost normalization_cost(const Layer& layer, const std::vector<Shape>& inputs,
+                             const CostSizes& size);
+// Dense's and conv2d's activation over `elements`, if any.
+void add_activation(std::vector<Operation>& ops, Activation activation, double elements);
+
+}  // namespace ipusim::models
