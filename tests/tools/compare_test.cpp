@@ -115,7 +115,7 @@ TEST_CASE("a run invalid for its schedule is listed under the table and the othe
       run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved", "--gac", "2"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(0, result.out.find('\n')) ==
-        "                            tf1_mnist interleaved");
+        "                              tf1_mnist interleaved");
   CHECK(result.out.find("\ninvalid: tf1_mnist grouped: " + kGac2Error + "\n") != std::string::npos);
   CHECK(result.out.find("fastest") == std::string::npos);
 }

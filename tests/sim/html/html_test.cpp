@@ -432,7 +432,7 @@ TEST_CASE("memory figures carry their unit and four figures beside the capacity"
   const auto compare =
       sim::compare_html({&grouped->report, &sequential->report},
                         {&grouped->timeline(), &sequential->timeline()}, {"grouped", "sequential"});
-  CHECK(compare.find("<tr><td>Peak memory, fullest IPU</td><td>12.46 MB</td><td>12.05 MB</td>"
+  CHECK(compare.find("<tr><td>Peak memory (fullest IPU)</td><td>12.46 MB</td><td>12.05 MB</td>"
                      "</tr>") != std::string::npos);
   CHECK(compare.find("<tr><td>Memory per IPU (capacity)</td><td>12.30 MB</td><td>12.30 MB</td>"
                      "</tr>") != std::string::npos);
