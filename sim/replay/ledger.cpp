@@ -54,13 +54,6 @@ void Ledger::stream(int ipu, std::int64_t cycles, std::int64_t bytes) {
   busy.streamed_bytes = core::checked_add(busy.streamed_bytes, bytes, core::kByteCount);
 }
 
-void Ledger::step(Phase phase, Cycles start, Cycles end) {
-  IPUSIM_CHECK(clock_ == PhaseClock::kSteps && !pipeline_ended_);
-  IPUSIM_CHECK(start == steps_end_ && end >= start);
-  phase_cycles_[schedules::index(phase)] += (end - start).count;
-  steps_end_ = end;
-}
-
 void Ledger::ramp_up_ends(Cycles at) {
   IPUSIM_CHECK(clock_ == PhaseClock::kBoundaries && !up_.told && !pipeline_ended_);
   up_ = {true, at.count};
@@ -73,10 +66,12 @@ void Ledger::ramp_down_begins(Cycles at) {
 
 void Ledger::end_pipeline(Cycles end) {
   IPUSIM_CHECK(!pipeline_ended_);
-  if (clock_ == PhaseClock::kBoundaries)
+  if (clock_ == PhaseClock::kBoundaries) {
+    IPUSIM_CHECK(steps_end_ == Cycles{0});
     split_phases(end);
-  else
+  } else {
     IPUSIM_CHECK(steps_end_ == end);
+  }
   pipeline_ended_ = true;
   pipeline_end_ = end;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "schedules/task.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/time.hpp"
 #include "sim/replay/replay_observer.hpp"
 
@@ -64,8 +65,13 @@ class Ledger {
   }
   void stream(int ipu, std::int64_t cycles, std::int64_t bytes);
 
-  // kSteps: the pipeline's steps, back to back from 0.
-  void step(schedules::Phase phase, core::Cycles start, core::Cycles end);
+  // kSteps: a step in `phase` ends at `end`; steps run back to back from 0, and Sequential's
+  // are many and short.
+  void step_ends(schedules::Phase phase, core::Cycles end) {
+    IPUSIM_CHECK(end >= steps_end_);
+    phase_cycles_[schedules::index(phase)] += (end - steps_end_).count;
+    steps_end_ = end;
+  }
   // kBoundaries: each told once; the ramp-up ends at 0 when it never does (an IPU without
   // compute never starts).
   void ramp_up_ends(core::Cycles at);

@@ -87,7 +87,7 @@ Cycles StepReplay::run() {
     }
     compute_end = std::max(compute_end, stream_idle_fifos(step, phase, now));
     const Cycles exchanged = exchange(step, compute_end);
-    state_.ledger.step(phase, now, exchanged);
+    state_.ledger.step_ends(phase, exchanged);
     now = exchanged;
   }
   return now;

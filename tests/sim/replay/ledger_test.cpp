@@ -101,12 +101,12 @@ TEST_CASE("a ramp-up that never ends (an IPU without compute) takes no time") {
 TEST_CASE("a BSP step's compute counts towards the step's phase") {
   Ledger ledger(2, Ledger::PhaseClock::kSteps);
   ledger.compute(0, 70, Phase::kRampUp);
-  ledger.step(Phase::kRampUp, Cycles{0}, Cycles{100});
+  ledger.step_ends(Phase::kRampUp, Cycles{100});
   ledger.compute(0, 30, Phase::kMain);
   ledger.compute(1, 80, Phase::kMain);
   ledger.host_transfer(1, 15);
   ledger.stream(1, 40, 1024);
-  ledger.step(Phase::kMain, Cycles{100}, Cycles{250});
+  ledger.step_ends(Phase::kMain, Cycles{250});
   ledger.end_pipeline(Cycles{250});
   ledger.end_step(Cycles{250});
   CHECK(ledger.phase_cycles() == ByPhase{100, 150, 0, 0});
@@ -117,10 +117,16 @@ TEST_CASE("a BSP step's compute counts towards the step's phase") {
   CHECK(ledger.busy(1).streamed_bytes == 1024);
 }
 
-TEST_CASE("a gap between BSP steps is a bug in the engine") {
+TEST_CASE("a BSP step that ends before the last one is a bug in the engine") {
   Ledger ledger(1, Ledger::PhaseClock::kSteps);
-  ledger.step(Phase::kRampUp, Cycles{0}, Cycles{100});
-  CHECK_THROWS_AS(ledger.step(Phase::kMain, Cycles{110}, Cycles{200}), core::InternalError);
+  ledger.step_ends(Phase::kRampUp, Cycles{100});
+  CHECK_THROWS_AS(ledger.step_ends(Phase::kMain, Cycles{90}), core::InternalError);
+}
+
+TEST_CASE("BSP steps that end before the pipeline are a bug in the engine") {
+  Ledger ledger(1, Ledger::PhaseClock::kSteps);
+  ledger.step_ends(Phase::kRampUp, Cycles{100});
+  CHECK_THROWS_AS(ledger.end_pipeline(Cycles{120}), core::InternalError);
 }
 
 TEST_CASE("a compute span that ends after the pipeline is a bug in the engine") {
