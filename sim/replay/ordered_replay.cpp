@@ -38,8 +38,6 @@ struct IpuCursor {
   std::int64_t length = 0;
   bool busy = false;
   bool started = false;
-  Cycles running_since{0};
-  std::int64_t running_cycles = 0;
   std::int64_t running_index = -1;
   Task running;
   int running_stream = 0;
@@ -58,9 +56,7 @@ class OrderedReplay {
         stash_depth_(state.schedule.stash_depth()),
         last_reader_(state.schedule.splits_weight_grad() ? Op::kWeightGrad : Op::kBackward),
         cursors_(std::size_t(state.ipus)),
-        host_links_(std::size_t(state.ipus)),
-        before_up_(std::size_t(state.ipus), 0),
-        before_down_(std::size_t(state.ipus), 0) {}
+        host_links_(std::size_t(state.ipus)) {}
 
   Cycles run();
 
@@ -76,7 +72,6 @@ class OrderedReplay {
   void release_stash(int ipu, const Task& task);
   void mark_started(int ipu);
   schedules::Phase phase_now() const;
-  void snapshot(std::vector<std::int64_t>& busy_until_now) const;
   [[noreturn]] void report_deadlock() const;
 
   ReplayState& state_;
@@ -88,12 +83,8 @@ class OrderedReplay {
   std::vector<IpuCursor> cursors_;
   std::vector<std::int64_t> last_compute_;
   std::vector<core::Resource> host_links_;
-  std::vector<std::int64_t> before_up_;    // busy cycles when the ramp-up ended
-  std::vector<std::int64_t> before_down_;  // busy cycles when the ramp-down began
   int started_ipus_ = 0;
   bool first_finished_ = false;
-  Cycles ramp_up_end_{0};
-  Cycles ramp_down_begin_{0};
 };
 
 Cycles OrderedReplay::run() {
@@ -101,6 +92,9 @@ Cycles OrderedReplay::run() {
     last_compute_.push_back(last_compute_index(schedule_, ipu));
     cursors_[ipu].length = schedule_.program_length(ipu);
   }
+  // An IPU without compute never starts, so the ramp-up never ends.
+  if (std::ranges::find(last_compute_, -1) != last_compute_.end())
+    state_.ledger.ramp_up_ends(Cycles{0});
   for (int ipu = 0; ipu < state_.ipus; ++ipu)
     queue_.schedule({Cycles{0}, EventPriority::kStart, {ReplayEvent::Kind::kWake, ipu, 0}});
   state_.observers.phase(schedules::Phase::kRampUp, Cycles{0});
@@ -110,9 +104,7 @@ Cycles OrderedReplay::run() {
     if (cursors_[ipu].next < schedule_.program_length(ipu))
       report_deadlock();
   }
-  const Cycles end = queue_.now();
-  state_.split_busy_by_phase(ramp_up_end_, ramp_down_begin_, end, before_up_, before_down_);
-  return end;
+  return queue_.now();
 }
 
 void OrderedReplay::report_deadlock() const {
@@ -153,16 +145,14 @@ void OrderedReplay::wake(const std::vector<int>& ipus) {
 void OrderedReplay::finish_compute(int ipu) {
   auto& cursor = cursors_[ipu];
   cursor.busy = false;
-  state_.busy[ipu].total += cursor.running_cycles;
   state_.memory.set_live(ipu, 0);
   release_stash(ipu, cursor.running);
   state_.observers.memory(state_.memory, ipu, queue_.now());
   complete(cursor.running_stream, cursor.running.microbatch);
   if (cursor.running_index == last_compute_[ipu] && !first_finished_) {
     first_finished_ = true;
-    ramp_down_begin_ = queue_.now();
-    snapshot(before_down_);
-    state_.observers.phase(schedules::Phase::kRampDown, ramp_down_begin_);
+    state_.ledger.ramp_down_begins(queue_.now());
+    state_.observers.phase(schedules::Phase::kRampDown, queue_.now());
   }
 }
 
@@ -205,8 +195,6 @@ void OrderedReplay::start_compute(int ipu, const Task& task, int stream) {
   cursor.running = task;
   cursor.running_stream = stream;
   cursor.running_index = cursor.next - 1;
-  cursor.running_since = queue_.now();
-  cursor.running_cycles = cycles;
   if (!cursor.started)
     mark_started(ipu);
   const auto& sub = state_.costs.substage(task);
@@ -217,9 +205,11 @@ void OrderedReplay::start_compute(int ipu, const Task& task, int stream) {
   const double flops = state_.observers.any() ? state_.costs.flops(task) : 0.0;
   state_.observers.task(task, queue_.now(), cycles, phase_now(), flops, sub.live_bytes);
   state_.observers.memory(state_.memory, ipu, queue_.now());
-  queue_.schedule({queue_.now() + Cycles{cycles},
-                   EventPriority::kComputeDone,
-                   {ReplayEvent::Kind::kComputeDone, ipu, 0}});
+  const Cycles end = queue_.now() + Cycles{cycles};
+  // Events come in time order: the boundaries not told yet come no earlier than now.
+  if (state_.ledger.compute_span(ipu, queue_.now(), end))
+    state_.ledger.settle(ipu, queue_.now(), queue_.now());
+  queue_.schedule({end, EventPriority::kComputeDone, {ReplayEvent::Kind::kComputeDone, ipu, 0}});
 }
 
 // A stash entry lives until the last task that reads it: W when the backward is split.
@@ -233,26 +223,14 @@ void OrderedReplay::mark_started(int ipu) {
   cursors_[ipu].started = true;
   if (++started_ipus_ < state_.ipus)
     return;
-  ramp_up_end_ = queue_.now();
-  snapshot(before_up_);
-  state_.observers.phase(schedules::Phase::kMain, ramp_up_end_);
+  state_.ledger.ramp_up_ends(queue_.now());
+  state_.observers.phase(schedules::Phase::kMain, queue_.now());
 }
 
 schedules::Phase OrderedReplay::phase_now() const {
   if (first_finished_)
     return schedules::Phase::kRampDown;
   return started_ipus_ == state_.ipus ? schedules::Phase::kMain : schedules::Phase::kRampUp;
-}
-
-// Busy cycles of every IPU up to now, counting the part of tasks in progress that has run.
-void OrderedReplay::snapshot(std::vector<std::int64_t>& busy_until_now) const {
-  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
-    const auto& cursor = cursors_[ipu];
-    std::int64_t running = 0;
-    if (cursor.busy)
-      running = std::min(cursor.running_cycles, (queue_.now() - cursor.running_since).count);
-    busy_until_now[ipu] = state_.busy[ipu].total + running;
-  }
 }
 
 void OrderedReplay::start_transfer(int ipu, const Task& task, int stream) {
@@ -267,7 +245,7 @@ void OrderedReplay::start_transfer(int ipu, const Task& task, int stream) {
     const auto cycles = state_.costs.host_cycles(bytes);
     const auto held = host_links_[ipu].occupy(end, cycles);
     end = held.end;
-    state_.busy[ipu].host += cycles;
+    state_.ledger.host_transfer(ipu, cycles);
     state_.observers.task(task, held.begin, cycles, phase_now(), 0.0, bytes);
   }
   queue_.schedule({end,

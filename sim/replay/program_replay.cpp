@@ -4,8 +4,8 @@
 // latest of its IPU's free time and the completion times of its dependencies; a compute task
 // frees its IPU at its end, a transfer at its start. IPUs advance through their programs from
 // a worklist while the times they need are known: no event queue. Memory is observed and links
-// are reserved in each IPU's program order, as the event engine does; the phase boundaries and
-// the busy cycles before them come from logged compute spans once the boundaries are known.
+// are reserved in each IPU's program order, as the event engine does. The phase boundaries are
+// known only late, so the ledger logs the compute spans and splits them once they are.
 // tests/sim/replay/program_replay_test.cpp holds the two engines' results equal.
 //
 // Completion times are kept only for the streams someone needs them from (transfers, and any
@@ -36,17 +36,10 @@ constexpr std::int64_t kTimedSpan = 256;
 // How far a producer may write ahead of what its readers have read: small, so that no IPU runs
 // far ahead of the others and the compute spans waiting for the phase boundaries stay few.
 constexpr std::int64_t kWriteAhead = 16;
-// Compute spans one IPU may hold before the phase boundaries settle them.
+// Compute spans the ledger may hold for one IPU before the phase boundaries settle them.
 constexpr std::size_t kSpanLogLimit = std::size_t{1} << 16;
-constexpr std::size_t kSpanLogPrune = 256;
 
-// A compute task's interval on its IPU.
-struct ComputeSpan {
-  std::int64_t start = 0;
-  std::int64_t end = 0;
-};
-
-// Where one IPU is in its program, and its compute spans not yet split between the phases.
+// Where one IPU is in its program.
 struct ProgramCursor {
   std::int64_t next = 0;
   std::int64_t length = 0;
@@ -59,11 +52,6 @@ struct ProgramCursor {
   std::int64_t window_first = 0;
   std::vector<Task> window;
   std::vector<int> streams;
-  std::vector<ComputeSpan> spans;  // from spans_head on, oldest first
-  std::size_t spans_head = 0;
-  std::size_t prune_at = kSpanLogPrune;
-  std::int64_t settled_up = 0;  // busy cycles before the boundaries, of spans dropped
-  std::int64_t settled_down = 0;
 };
 
 // A dependency of a stream's tasks: its stream, and whether its completion time matters (a
@@ -110,11 +98,7 @@ class ProgramReplay {
   void complete(int stream, std::int64_t microbatch, std::int64_t end);
   void enqueue(int ipu);
   void mark_started(int ipu, std::int64_t start);
-  bool log_span(int ipu, ComputeSpan span);
-  void settle(int ipu);
-  std::int64_t up_share(ComputeSpan span) const;
-  std::int64_t down_share(ComputeSpan span) const;
-  Cycles split_phases();
+  std::int64_t ramp_down_bound() const;
 
   ReplayState& state_;
   const schedules::Schedule& schedule_;
@@ -129,25 +113,25 @@ class ProgramReplay {
   std::vector<int> worklist_;
   std::int64_t end_ = 0;  // the latest completion so far
   int started_ = 0;
-  bool up_never_ = false;  // an IPU without compute: the ramp-up never ends
-  bool up_known_ = false;
   std::int64_t ramp_up_end_ = 0;  // once known; before, the latest first start so far
   bool any_finished_ = false;
   std::int64_t ramp_down_begin_ = 0;  // the earliest last end so far
 };
 
 std::optional<Cycles> ProgramReplay::run() {
+  bool up_never = false;  // an IPU without compute never starts: the ramp-up never ends
   for (int ipu = 0; ipu < state_.ipus; ++ipu) {
     auto& cursor = cursors_[ipu];
     cursor.length = schedule_.program_length(ipu);
     cursor.last_compute = last_compute_index(schedule_, ipu);
-    up_never_ = up_never_ || cursor.last_compute < 0;
+    up_never = up_never || cursor.last_compute < 0;
     // Every IPU reads its first tasks before any runs, so that their consumers are known
     // before producers fill their times.
     if (cursor.length > 0)
       read_ahead(ipu);
   }
-  up_known_ = up_never_;
+  if (up_never)
+    state_.ledger.ramp_up_ends(Cycles{0});
   for (int ipu = state_.ipus - 1; ipu >= 0; --ipu)
     enqueue(ipu);
   while (!worklist_.empty()) {
@@ -161,7 +145,9 @@ std::optional<Cycles> ProgramReplay::run() {
     if (cursor.next < cursor.length)
       return std::nullopt;
   }
-  return split_phases();
+  if (any_finished_)
+    state_.ledger.ramp_down_begins(Cycles{ramp_down_begin_});
+  return Cycles{end_};
 }
 
 void ProgramReplay::enqueue(int ipu) {
@@ -304,7 +290,6 @@ bool ProgramReplay::run_compute(int ipu, const Task& task, int stream, std::int6
   state_.memory.set_live(ipu, 0);
   if (task.op == last_reader_ && stashes)
     state_.memory.add_stash(ipu, -sub.stash_bytes);
-  state_.busy[ipu].total += cycles;
   cursor.free_at = end;
   complete(stream, task.microbatch, end);
   if (cursor.next - 1 == cursor.last_compute) {
@@ -313,7 +298,10 @@ bool ProgramReplay::run_compute(int ipu, const Task& task, int stream, std::int6
     ramp_down_begin_ = any_finished_ ? std::min(ramp_down_begin_, end) : end;
     any_finished_ = true;
   }
-  return log_span(ipu, {start, end});
+  if (!state_.ledger.compute_span(ipu, Cycles{start}, Cycles{end}))
+    return true;
+  // Until every IPU has started, the ramp-up ends no earlier than the latest first start yet.
+  return state_.ledger.settle(ipu, Cycles{ramp_up_end_}, Cycles{ramp_down_bound()}) < kSpanLogLimit;
 }
 
 void ProgramReplay::run_transfer(int ipu, const Task& task, int stream, std::int64_t start) {
@@ -326,7 +314,7 @@ void ProgramReplay::run_transfer(int ipu, const Task& task, int stream, std::int
   } else if (task.op == Op::kInfeed || task.op == Op::kOutfeed) {
     const auto cycles = state_.costs.host_cycles(state_.costs.host_bytes(task));
     end = host_links_[ipu].occupy(end, cycles).end;
-    state_.busy[ipu].host += cycles;
+    state_.ledger.host_transfer(ipu, cycles);
   }
   cursors_[ipu].free_at = start;
   complete(stream, task.microbatch, end.count);
@@ -337,82 +325,19 @@ void ProgramReplay::mark_started(int ipu, std::int64_t start) {
   cursors_[ipu].started = true;
   ramp_up_end_ = std::max(ramp_up_end_, start);
   if (++started_ == state_.ipus)
-    up_known_ = true;
+    state_.ledger.ramp_up_ends(Cycles{ramp_up_end_});
 }
 
-bool ProgramReplay::log_span(int ipu, ComputeSpan span) {
-  auto& cursor = cursors_[ipu];
-  cursor.spans.push_back(span);
-  const std::size_t held = cursor.spans.size() - cursor.spans_head;
-  if (held < cursor.prune_at)
-    return true;
-  settle(ipu);
-  const std::size_t left = cursor.spans.size() - cursor.spans_head;
-  cursor.prune_at = std::max(kSpanLogPrune, 2 * left);
-  return left < kSpanLogLimit;
-}
-
-// Drops the spans whose shares of the phases are already known: those that end before the
-// ramp-down can begin (no IPU's last compute task ends earlier), and, until the ramp-up's end
-// is known, before it can end.
-void ProgramReplay::settle(int ipu) {
-  std::int64_t down_bound = -1;
+// The ramp-down begins no earlier than this: no IPU's last compute task ends earlier.
+std::int64_t ProgramReplay::ramp_down_bound() const {
+  std::int64_t bound = -1;
   for (const auto& other : cursors_) {
     if (other.last_compute < 0)
       continue;
-    const std::int64_t bound = other.finished ? other.last_end : other.free_at;
-    down_bound = down_bound < 0 ? bound : std::min(down_bound, bound);
+    const std::int64_t at = other.finished ? other.last_end : other.free_at;
+    bound = bound < 0 ? at : std::min(bound, at);
   }
-  auto& cursor = cursors_[ipu];
-  while (cursor.spans_head < cursor.spans.size()) {
-    const ComputeSpan span = cursor.spans[cursor.spans_head];
-    if (span.end > down_bound || (!up_known_ && span.end > ramp_up_end_))
-      break;
-    cursor.settled_up += up_share(span);
-    cursor.settled_down += span.end - span.start;
-    ++cursor.spans_head;
-  }
-  if (2 * cursor.spans_head >= cursor.spans.size()) {
-    cursor.spans.erase(cursor.spans.begin(), cursor.spans.begin() + long(cursor.spans_head));
-    cursor.spans_head = 0;
-  }
-}
-
-// The part of a span before the ramp-up's end (all of it while that end is not known: only
-// spans that end before it can end are settled then).
-std::int64_t ProgramReplay::up_share(ComputeSpan span) const {
-  if (!up_known_)
-    return span.end - span.start;
-  if (up_never_)
-    return 0;
-  return std::clamp(ramp_up_end_ - span.start, std::int64_t{0}, span.end - span.start);
-}
-
-std::int64_t ProgramReplay::down_share(ComputeSpan span) const {
-  if (!any_finished_)
-    return 0;
-  return std::clamp(ramp_down_begin_ - span.start, std::int64_t{0}, span.end - span.start);
-}
-
-// Busy cycles before each boundary, as the event engine's snapshots count them: finished tasks
-// whole, the running task's part that has run.
-Cycles ProgramReplay::split_phases() {
-  std::vector<std::int64_t> before_up(std::size_t(state_.ipus), 0);
-  std::vector<std::int64_t> before_down(std::size_t(state_.ipus), 0);
-  for (int ipu = 0; ipu < state_.ipus; ++ipu) {
-    const auto& cursor = cursors_[ipu];
-    before_up[ipu] = cursor.settled_up;
-    before_down[ipu] = any_finished_ ? cursor.settled_down : 0;
-    for (std::size_t i = cursor.spans_head; i < cursor.spans.size(); ++i) {
-      before_up[ipu] += up_share(cursor.spans[i]);
-      before_down[ipu] += down_share(cursor.spans[i]);
-    }
-  }
-  const Cycles end{end_};
-  state_.split_busy_by_phase(Cycles{up_never_ ? 0 : ramp_up_end_},
-                             Cycles{any_finished_ ? ramp_down_begin_ : 0}, end, before_up,
-                             before_down);
-  return end;
+  return bound;
 }
 
 }  // namespace

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <memory>
-#include <numeric>
 
 #include "schedules/step_schedule.hpp"
-#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 #include "sim/replay/replay_state.hpp"
 
@@ -52,33 +50,8 @@ ReplayState::ReplayState(const RunSpec& spec, const schedules::Schedule& schedul
       memory(cost, schedule, ipus, spec.hardware.memory_per_ipu_bytes,
              spec.pipeline.offload_activations),
       topology(spec.hardware, ipus),
-      busy(std::size_t(ipus)) {}
-
-void ReplayState::add_busy(int ipu, std::int64_t cycles, schedules::Phase phase) {
-  busy[ipu].total += cycles;
-  busy[ipu].in_phase[schedules::index(phase)] += cycles;
-}
-
-void ReplayState::add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes) {
-  busy[ipu].streaming += cycles;
-  busy[ipu].streamed_bytes = core::checked_add(busy[ipu].streamed_bytes, bytes, core::kByteCount);
-}
-
-void ReplayState::split_busy_by_phase(Cycles ramp_up_end, Cycles ramp_down_begin, Cycles end,
-                                      const std::vector<std::int64_t>& before_up,
-                                      const std::vector<std::int64_t>& before_down) {
-  const Cycles up = std::min(ramp_up_end, end);
-  const Cycles down = std::max(up, std::min(ramp_down_begin, end));
-  phase_cycles[schedules::index(schedules::Phase::kRampUp)] = up.count;
-  phase_cycles[schedules::index(schedules::Phase::kMain)] = (down - up).count;
-  phase_cycles[schedules::index(schedules::Phase::kRampDown)] = (end - down).count;
-  for (int ipu = 0; ipu < ipus; ++ipu) {
-    auto& b = busy[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kRampUp)] = before_up[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kMain)] = before_down[ipu] - before_up[ipu];
-    b.in_phase[schedules::index(schedules::Phase::kRampDown)] = b.total - before_down[ipu];
-  }
-}
+      ledger(ipus, schedule.step_based() ? Ledger::PhaseClock::kSteps
+                                         : Ledger::PhaseClock::kBoundaries) {}
 
 // Programs end with a few copies at most, so this scans only their tails.
 std::int64_t last_compute_index(const schedules::Schedule& schedule, int ipu) {
@@ -127,10 +100,9 @@ WeightUpdateSpan weight_update(ReplayState& state, int ipu, Cycles start) {
     const auto bytes = costs.offload_bytes(ipu);
     const auto offload = costs.streaming_cycles(bytes);
     span.offload_end = span.all_reduce_end + Cycles{offload};
-    state.add_streaming(ipu, offload, bytes);
     span.update_end = span.offload_end + Cycles{costs.weight_update_cycles(ipu)};
     span.end = span.update_end + Cycles{costs.all_gather_cycles(ipu)};
-    state.add_busy(ipu, costs.weight_update_cycles(ipu), schedules::Phase::kWeightUpdate);
+    state.ledger.weight_update(span, bytes);
   }
   return span;
 }
@@ -171,9 +143,7 @@ Cycles run_weight_update(ReplayState& state, Cycles start) {
   const std::int64_t device = longest + parts.sync + parts.host_round_trip;
   parts.input_wait =
       std::max<std::int64_t>(0, state.costs.host_input().cycles - (start.count + device));
-  const std::int64_t cycles = device + parts.input_wait;
-  state.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)] = cycles;
-  return start + Cycles{cycles};
+  return start + Cycles{device + parts.input_wait};
 }
 
 void start_memory(ReplayState& state) {
@@ -181,16 +151,11 @@ void start_memory(ReplayState& state) {
     state.memory.observe(ipu, 1, Cycles{0});
 }
 
-std::int64_t sum_of(const std::array<std::int64_t, 4>& by_phase) {
-  return std::accumulate(by_phase.begin(), by_phase.end(), std::int64_t{0});
-}
-
-// The totals, with the invariants every engine keeps: an IPU's busy cycles by phase add up to
-// its busy cycles, and the phases to the step.
+// The totals, from the ledger (which checked them) and the machine.
 ReplayResult result_of(const ReplayState& state, Cycles end) {
   ReplayResult result;
   result.step_cycles = end.count;
-  result.phase_cycles = state.phase_cycles;
+  result.phase_cycles = state.ledger.phase_cycles();
   result.weight_update = state.weight_update;
   const auto peaks = state.memory.stats();
   result.ipus.resize(peaks.size());
@@ -198,14 +163,13 @@ ReplayResult result_of(const ReplayState& state, Cycles end) {
     auto& stats = result.ipus[ipu];
     static_cast<MemoryPeak&>(stats) = peaks[ipu];
     stats.physical = state.topology.physical()[ipu];
-    stats.busy_cycles = state.busy[ipu].total;
-    stats.busy_in_phase = state.busy[ipu].in_phase;
-    stats.host_busy_cycles = state.busy[ipu].host;
-    stats.streaming_busy_cycles = state.busy[ipu].streaming;
-    stats.streaming_bytes = state.busy[ipu].streamed_bytes;
-    IPUSIM_CHECK(sum_of(stats.busy_in_phase) == stats.busy_cycles);
+    const auto& busy = state.ledger.busy(ipu);
+    stats.busy_cycles = busy.total;
+    stats.busy_in_phase = busy.in_phase;
+    stats.host_busy_cycles = busy.host;
+    stats.streaming_busy_cycles = busy.streaming;
+    stats.streaming_bytes = busy.streamed_bytes;
   }
-  IPUSIM_CHECK(sum_of(result.phase_cycles) == result.step_cycles);
   result.links = state.topology.stats();
   result.tasks = state.tasks;
   auto overflows = state.memory.overflows();
@@ -241,7 +205,9 @@ ReplayResult replay(const RunSpec& spec, const CostModel& cost, const ReplayOpti
   state->observers.notify([&layout](ReplayObserver& o) { o.on_begin(layout); });
   start_memory(*state);
   const Cycles pipeline_end = replay_pipeline(state, options);
+  state->ledger.end_pipeline(pipeline_end);
   const Cycles end = run_weight_update(*state, pipeline_end);
+  state->ledger.end_step(end);
   state->observers.notify([end](ReplayObserver& o) { o.on_end(end); });
   ReplayResult result = result_of(*state, end);
   if (result.out_of_memory && !options.allow_oom)

@@ -1,14 +1,14 @@
 #pragma once
 // Internal to the replay: what its two engines share while one step replays (the inputs, the
-// machine, the observers, the running totals). Not part of the room's interface.
+// machine, the observers, the ledger of totals). Not part of the room's interface.
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "sim/machine/memory_tracker.hpp"
 #include "sim/machine/topology.hpp"
+#include "sim/replay/ledger.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/replay/task_costs.hpp"
 
@@ -57,30 +57,11 @@ class Observers {
   const std::vector<ReplayObserver*>& observers_;
 };
 
-// Cycles an IPU was busy, in total and by phase.
-struct BusyTotals {
-  std::int64_t total = 0;  // compute: F, B, R, W and the weight update
-  std::array<std::int64_t, 4> in_phase{};
-  std::int64_t host = 0;
-  std::int64_t streaming = 0;  // cycles on the link to streaming memory
-  std::int64_t streamed_bytes = 0;
-};
-
-// The state both replay engines share while one step replays: inputs, observers and running
-// totals (see the top).
+// The state both replay engines share while one step replays: inputs, observers and the
+// ledger (see the top).
 struct ReplayState {
   ReplayState(const RunSpec& spec, const schedules::Schedule& schedule, const CostModel& cost,
               const ReplayOptions& options);
-
-  // Compute time, counted towards a phase.
-  void add_busy(int ipu, std::int64_t cycles, schedules::Phase phase);
-  void add_streaming(int ipu, std::int64_t cycles, std::int64_t bytes);
-  // Phase lengths of a dependency-ordered replay from its boundaries (ramp-up until the last IPU
-  // starts its first compute task, ramp-down from when the first IPU finishes its last one), and
-  // each IPU's busy cycles by phase from its busy cycles before each boundary.
-  void split_busy_by_phase(core::Cycles ramp_up_end, core::Cycles ramp_down_begin, core::Cycles end,
-                           const std::vector<std::int64_t>& before_up,
-                           const std::vector<std::int64_t>& before_down);
 
   const RunSpec& spec;
   const schedules::Schedule& schedule;
@@ -90,15 +71,14 @@ struct ReplayState {
   const TaskCosts costs;
   MemoryTracker memory;
   Topology topology;
-  std::vector<BusyTotals> busy;
-  std::array<std::int64_t, 4> phase_cycles{};
+  Ledger ledger;                        // every busy total and phase length
   WeightUpdateBreakdown weight_update;  // filled by the weight-update phase
   std::int64_t tasks = 0;
 };
 
 // The pipeline part of the step (everything before the weight update); each returns its end.
-// Both report phases, tasks, transfers and memory through state.observers, and fill busy and
-// phase_cycles.
+// Both report phases, tasks, transfers and memory through state.observers, and the same
+// work's busy cycles and phases to state.ledger; the caller ends the ledger's pipeline.
 core::Cycles replay_steps(ReplayState& state, const schedules::StepSchedule& schedule);
 core::Cycles replay_in_dependency_order(ReplayState& state);
 // The same without observers, from the programs alone (program_replay.cpp); nullopt when it

@@ -87,7 +87,7 @@ Cycles StepReplay::run() {
     }
     compute_end = std::max(compute_end, stream_idle_fifos(step, phase, now));
     const Cycles exchanged = exchange(step, compute_end);
-    state_.phase_cycles[schedules::index(phase)] += (exchanged - now).count;
+    state_.ledger.step_ends(phase, exchanged);
     now = exchanged;
   }
   return now;
@@ -121,7 +121,7 @@ Cycles StepReplay::run_host_transfer(int ipu, const Task& task, schedules::Phase
                                      Cycles start) {
   const auto bytes = state_.costs.host_bytes(task);
   const auto cycles = state_.costs.host_cycles(bytes);
-  state_.busy[ipu].host += cycles;
+  state_.ledger.host_transfer(ipu, cycles);
   state_.observers.task(task, start, cycles, phase, 0.0, bytes);
   return start + Cycles{cycles};
 }
@@ -137,7 +137,7 @@ Cycles StepReplay::run_compute(int ipu, const Task& task, std::int64_t step, sch
   state_.observers.task(task, start, cycles, phase, flops, live);
   state_.observers.memory(memory, ipu, start);
   memory.set_live(ipu, 0);
-  state_.add_busy(ipu, cycles, phase);
+  state_.ledger.compute(ipu, cycles, phase);
   const Cycles end = start + Cycles{cycles};
   state_.observers.memory(memory, ipu, end);
   return end;
@@ -207,7 +207,7 @@ Cycles StepReplay::stream_idle_fifos(std::int64_t step, schedules::Phase phase, 
 Cycles StepReplay::stream(int ipu, const OffloadedFifo& fifo, StreamSpan::Kind kind,
                           std::int64_t step, schedules::Phase phase, Cycles start) {
   const auto cycles = state_.costs.streaming_cycles(fifo.bytes);
-  state_.add_streaming(ipu, cycles, fifo.bytes);
+  state_.ledger.stream(ipu, cycles, fifo.bytes);
   const Cycles end = start + Cycles{cycles};
   if (state_.observers.any()) {
     const StreamSpan span{kind, ipu, fifo.stage, step, phase, fifo.bytes, start, end};
