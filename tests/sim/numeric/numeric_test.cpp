@@ -470,8 +470,10 @@ const char* const kTiedModel = R"({
     "hardware": {"preset": "gc200"},
     "data": {"source": "synthetic_tokens", "seed": 5}})";
 
-std::string tied_model_path() {
-  const std::string path = std::string(IPUSIM_BINARY_DIR) + "/tied_numeric.json";
+// Each test writes its own copy: CTest runs the test cases in parallel, and one writing the file
+// while another reads it would read a partial config.
+std::string tied_model_path(const std::string& name) {
+  const std::string path = std::string(IPUSIM_BINARY_DIR) + "/" + name + ".json";
   std::ofstream(path) << kTiedModel;
   return path;
 }
@@ -479,7 +481,7 @@ std::string tied_model_path() {
 }  // namespace
 
 TEST_CASE("a dense layer tied to an embedding two stages later equals the reference bit for bit") {
-  const std::string path = tied_model_path();
+  const std::string path = tied_model_path("tied_numeric_schedules");
   std::optional<std::vector<std::vector<float>>> first_losses;
   // 1f1b, gpipe and zero-bubble run one stage per IPU, interleaved refuses two stages on one
   // IPU for training: grouped and sequential are the schedules this layout runs under.
@@ -508,7 +510,7 @@ TEST_CASE("a dense layer tied to an embedding two stages later equals the refere
 }
 
 TEST_CASE("the tied word matrix is held and accumulated once, under the embedding") {
-  const sim::RunSpec spec = sim::load_run_spec(tied_model_path(), {});
+  const sim::RunSpec spec = sim::load_run_spec(tied_model_path("tied_numeric_store"), {});
   const models::Model& model = spec.model;
   const models::ParameterStore store(model, sim::training_options(spec));
   const int embedding = model.index_of("embeddings");
@@ -545,7 +547,7 @@ TEST_CASE(
     "differences") {
   // The whole model as one stage, fp32, one micro-batch: the reduced gradient of the word matrix is
   // the gradient of the loss through the lookup and through the decoder.
-  const sim::RunSpec spec = sim::load_run_spec(tied_model_path(), {});
+  const sim::RunSpec spec = sim::load_run_spec(tied_model_path("tied_numeric_gradient"), {});
   const models::Model& model = spec.model;
   models::ParameterStore store(model, sim::training_options(spec));
   auto data = sim::training_data(spec);
