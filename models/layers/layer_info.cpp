@@ -26,16 +26,11 @@ void fill_traffic(const Layer& layer, const std::vector<Shape>& inputs, const La
 
 // Sums in operation order, so that a layer's figure is bit for bit its operations' sum.
 void fill_flops(const LayerCost& cost, LayerInfo& info) {
-  if (cost.flops == FlopsRule::kOwn) {
-    info.forward_flops = cost.forward_flops;
-    info.backward_flops = cost.backward_flops;
-    return;
-  }
   for (const Operation& op : info.operations) {
     if (cost.flops == FlopsRule::kProducts && !on_amp(op.op_class))
       continue;
-    info.forward_flops += operation_flops(op, op.forward);
-    info.backward_flops += operation_flops(op, op.backward);
+    info.forward_flops += op.forward.flops;
+    info.backward_flops += op.backward.flops;
   }
 }
 

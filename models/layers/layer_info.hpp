@@ -6,29 +6,26 @@
 // function of its row, in its file under models/layers/types/; the rest follows from the shapes
 // here. The rules below are the ones those files keep.
 //
-// FLOPs count a multiply-add as two, and come from one place where they can. Those of dense,
-// conv2d, relu, gelu, tanh and add are the sums over their operations
-// (models/layers/operations.hpp), so that the layer and its lowering cannot disagree: dense
-// 2·in·units per row (+units for the bias, + the activation's per element), conv2d
-// 2·Hout·Wout·kh·kw·Cin·Cout (+Hout·Wout·Cout for the bias). Those of attention and the transformer
-// layers are the sums over their matrix products alone (the operations on the AMP units), as
-// Narayanan et al. 2021 count a model's FLOPs: a transformer encoder 8·s·h² + 4·s·h·ffn + 4·s²·h
-// (Q, K, V and output projections, the FFN, QKᵀ and the attention-weighted sum: 24·s·h² + 4·s²·h
-// when ffn = 4h), attention alone 8·s·h² + 4·s²·h; their softmax, dropout and layer norms are
-// operations but not model FLOPs. Backward is the gradient with respect to the input plus that with
-// respect to the weights, so twice the forward products; every layer computes its input gradient,
-// even the first.
+// FLOPs count a multiply-add as two and come from one place: each pass of each operation
+// (models/layers/operations.hpp) carries its FLOPs, and a layer's are the sum over its
+// operations, so that the layer and its lowering cannot disagree. Dense: 2·in·units per row
+// (+units for the bias, + the activation's per element); conv2d 2·Hout·Wout·kh·kw·Cin·Cout
+// (+Hout·Wout·Cout for the bias). Attention and the transformer layers sum their matrix products
+// alone (the operations on the AMP units), as Narayanan et al. 2021 count a model's FLOPs: a
+// transformer encoder 8·s·h² + 4·s·h·ffn + 4·s²·h (Q, K, V and output projections, the FFN, QKᵀ
+// and the attention-weighted sum: 24·s·h² + 4·s²·h when ffn = 4h), attention alone
+// 8·s·h² + 4·s²·h; their softmax, dropout and layer norms are operations but not model FLOPs.
+// Backward is the gradient with respect to the input plus that with respect to the weights, so
+// twice the forward products; every layer computes its input gradient, even the first.
 //
-// The other layers with work (maxpool2d, global_average_pool2d, dropout, softmax,
-// softmax_cross_entropy, layer_norm, batch_norm, embedding) count their own, a few FLOPs per
-// element: they are bound by memory traffic, which bytes_moved_* give for a roofline floor. Their
-// forward equals their operations' but for global_average_pool2d (H·W·C + C: the sums and a
-// division per channel; its operation counts H·W·C) and dropout (one per element; its operation
-// counts two, the draw and the multiply). Their backward differs from their operations', which
-// count each element of a pass at the forward's rate (one flops_per_work for both passes):
-// maxpool2d E(out) (one per window, to its argmax; its operation counts E(in)), softmax 3·E, the
-// loss E(in), layer_norm, batch_norm and embedding twice their forward. The golden files pin both
-// figures, so bringing them together is a change of output, not a refactoring.
+// The vector operations count a few FLOPs an element (E of the output, I of the input); they are
+// bound by memory traffic, which bytes_moved_* give for a roofline floor. maxpool2d: a compare an
+// element of each window, and backward an add a window into its argmax (E); global average
+// pool: the sums and a division per channel (I + E), backward a share per pixel (I); dropout: the
+// multiply by the mask each way (E; the draw is integer work); softmax 5·E and 3·E back
+// (y·(dy − Σ dy·y)); the loss 5·I and I back (the probability less the one-hot label); layer_norm
+// and batch_norm 8·E and twice that back, where the statistics are recomputed; embedding: an add
+// a position or type row and its layer norm, backward a scatter-add into each table it read.
 //
 // saved_bytes is the rule the numeric kernels keep to, as stash_bytes gives it them (E = element
 // count, d = dtype bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu,

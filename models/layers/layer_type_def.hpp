@@ -30,11 +30,10 @@ enum class LayerInputs {
   kTwoOrMore,  // add and concat merge their inputs
 };
 
-// Where a layer's FLOPs come from (layer_info.hpp says which type takes which).
+// Which of a layer's operations its FLOPs sum (layer_info.hpp says which type takes which).
 enum class FlopsRule {
-  kOperations,  // the sum over its operations, so that the two cannot disagree
-  kProducts,    // the sum over its operations on the AMP units: the model FLOPs of attention
-  kOwn,         // LayerCost's forward_flops and backward_flops
+  kOperations,  // all of them
+  kProducts,    // those on the AMP units: the model FLOPs of attention and the transformer layers
 };
 
 // The sizes a cost is written in.
@@ -47,11 +46,9 @@ struct CostSizes {
 // The figures of layer_info that differ by type; the rest follows from the shapes.
 struct LayerCost {
   std::int64_t params = 0;
-  double forward_flops = 0;  // FlopsRule::kOwn only
-  double backward_flops = 0;
   std::int64_t saved_bytes = 0;  // per sample
   std::int64_t seed_bytes = 0;   // per micro-batch
-  FlopsRule flops = FlopsRule::kOwn;
+  FlopsRule flops = FlopsRule::kOperations;
   // An encoder's attention half: its output is a tensor inside the encoder, which the live
   // activations count no more than the encoder's others.
   bool live_output = true;

@@ -26,11 +26,13 @@ inline constexpr std::array kOpClasses = {
 std::string_view to_string(OpClass op_class);  // "matmul", "non_linear", ...
 int index(OpClass op_class);
 
-// FLOPs per element of the normalisations, counted alike by the layer figures (layer_info) and
-// the operations. A layer or batch norm takes mean, variance, normalise, scale and shift, about
-// two each; a softmax takes max, subtract, exp, sum and normalise.
+// FLOPs per element of the normalisations. A layer or batch norm takes mean, variance,
+// normalise, scale and shift, about two each, and twice that backward, where it recomputes the
+// statistics and takes the gradients of its input, scale and shift. A softmax takes max,
+// subtract, exp, sum and normalise; its backward y·(dy − Σ dy·y) three.
 inline constexpr double kLayerNormFlops = 8;
 inline constexpr double kSoftmaxFlops = 5;
+inline constexpr double kSoftmaxBackwardFlops = 3;
 
 // Matmul and conv run on the AMP units and count their work in FLOPs; the vector classes count
 // elements; gather and copy count elements moved through tile memory.
@@ -42,21 +44,17 @@ struct OpPass {
   double exchanged_elements = 0;  // activations brought to the tiles that compute
   double weight_elements = 0;     // per micro-batch: weights brought to those tiles
   int compute_sets = 0;           // 0: the pass does no work (a gradient passes through)
+  // FLOPs, for the reports (a multiply-add is two): the work on the AMP units, so many per
+  // element on the vector units. The layer figures of layer_info.hpp sum them.
+  double flops = 0;
 };
 
 struct Operation {
   std::string name;  // e.g. "qkv_projection"
   OpClass op_class = OpClass::kMatmul;
-  double flops_per_work = 1;  // FLOPs per unit of work, for the report (2 per element of GELU..)
   OpPass forward;
   OpPass backward;
 };
-
-// The FLOPs of one pass of `op`, per sample: what the operations report shows and what the
-// layer figures of models/layers/layer_info.hpp sum.
-inline double operation_flops(const Operation& op, const OpPass& pass) {
-  return pass.work * op.flops_per_work;
-}
 
 // The operations of `layer` with inputs `inputs` (per sample) producing `output`.
 std::vector<Operation> lower_layer(const Layer& layer, const std::vector<Shape>& inputs,

@@ -148,10 +148,9 @@ std::optional<models::Operation> stash_cast_operation(const RunSpec& spec,
     return std::nullopt;
   models::Operation cast{"cast_" + models::dtype_name(spec.pipeline.stash_dtype),
                          models::OpClass::kElementwise,
-                         1,
                          {},
                          {}};
-  cast.forward = {elements, elements, 0, 1};
+  cast.forward = {elements, elements, 0, 1, elements};
   return cast;
 }
 
@@ -163,8 +162,8 @@ std::optional<models::Operation> normalise_input_operation(const RunSpec& spec,
   if (!spec.data.eight_bit_io || external_inputs(spec, layers).model_input == 0)
     return std::nullopt;
   const double elements = double(model_input_elements(spec));
-  models::Operation normalise{"normalise_input", models::OpClass::kElementwise, 1, {}, {}};
-  normalise.forward = {elements, elements, 0, 1};
+  models::Operation normalise{"normalise_input", models::OpClass::kElementwise, {}, {}};
+  normalise.forward = {elements, elements, 0, 1, elements};
   return normalise;
 }
 
@@ -181,8 +180,8 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   cost.op_class = op.op_class;
   cost.forward = cost_pass(hw, dtype, op.op_class, op.forward, batch);
   cost.backward = cost_pass(hw, dtype, op.op_class, op.backward, batch);
-  cost.forward_flops = models::operation_flops(op, op.forward) * double(batch);
-  cost.backward_flops = models::operation_flops(op, op.backward) * double(batch);
+  cost.forward_flops = op.forward.flops * double(batch);
+  cost.backward_flops = op.backward.flops * double(batch);
   const std::int64_t forward_code = code_bytes(hw.code, op.forward, cost.forward);
   cost.code_bytes = forward_code;
   if (spec.pipeline.training)

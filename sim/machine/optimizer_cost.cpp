@@ -39,13 +39,15 @@ int elementwise_update_passes(models::OptimizerConfig::Kind kind) {
 std::vector<models::Operation> weight_update_operations(models::OptimizerConfig::Kind kind,
                                                         double params) {
   const int passes = elementwise_update_passes(kind);
-  models::Operation update{"optimizer", models::OpClass::kElementwise, 2, {}, {}};
-  update.forward = {params * passes, params * passes, 0, passes};
+  // Two FLOPs an element of each pass (a multiply-add).
+  models::Operation update{"optimizer", models::OpClass::kElementwise, {}, {}};
+  update.forward = {params * passes, params * passes, 0, passes, 2 * params * passes};
   if (kind != models::OptimizerConfig::Kind::kLamb && kind != models::OptimizerConfig::Kind::kLars)
     return {update};
-  models::Operation norms{"trust_ratio_norms", models::OpClass::kReduction, 2, {}, {}};
+  models::Operation norms{"trust_ratio_norms", models::OpClass::kReduction, {}, {}};
   const double elements = params * kTrustRatioNormReductions;
-  norms.forward = {elements, elements, 0, kTrustRatioNormReductions * kComputeSetsPerNormReduction};
+  norms.forward = {elements, elements, 0, kTrustRatioNormReductions * kComputeSetsPerNormReduction,
+                   2 * elements};
   return {update, norms};
 }
 

@@ -39,7 +39,7 @@ struct OperationFlops {
 OperationFlops operations_flops(const LayerInfo& info, bool forward) {
   OperationFlops sum;
   for (const Operation& op : info.operations) {
-    const double flops = operation_flops(op, forward ? op.forward : op.backward);
+    const double flops = (forward ? op.forward : op.backward).flops;
     sum.all += flops;
     if (on_amp(op.op_class))
       sum.on_amp += flops;
@@ -47,13 +47,69 @@ OperationFlops operations_flops(const LayerInfo& info, bool forward) {
   return sum;
 }
 
-// The invariant between a layer's FLOPs and its operations', type by type
-// (models/layers/layer_info.hpp says why each differs where it does).
-void check_layer_flops(LayerType type, const LayerInfo& info) {
+// The elements of the first input of layer `i` (the layer before it, or the model input).
+double first_input_elements(const Model& model, std::size_t i) {
+  const Layer& layer = model.layers[i];
+  if (!layer.inputs.empty())
+    return double(element_count(model.info[std::size_t(model.index_of(layer.inputs[0]))].output));
+  return double(element_count(i == 0 ? model.input_shape : model.info[i - 1].output));
+}
+
+// A layer's FLOPs are its operations' (the transformer layers: their matrix products alone), and
+// those of the types counted a few FLOPs an element follow their rules, written out here from
+// models/layers/layer_info.hpp: E is the output's elements, I the first input's.
+void check_layer_flops(const Model& model, std::size_t i) {
+  const Layer& layer = model.layers[i];
+  const LayerInfo& info = model.info[i];
   const OperationFlops forward = operations_flops(info, true);
   const OperationFlops backward = operations_flops(info, false);
-  const double outputs = double(element_count(info.output));
-  switch (type) {
+  const bool products_only = layer.type == LayerType::kAttention ||
+                             layer.type == LayerType::kTransformerEncoder ||
+                             layer.type == LayerType::kTransformerAttention ||
+                             layer.type == LayerType::kTransformerFeedForward;
+  CHECK(info.forward_flops == (products_only ? forward.on_amp : forward.all));
+  CHECK(info.backward_flops == (products_only ? backward.on_amp : backward.all));
+  const double e = double(element_count(info.output));
+  const double in = first_input_elements(model, i);
+  const LayerParams& p = layer.params;
+  switch (layer.type) {
+    case LayerType::kAttention:
+    case LayerType::kTransformerEncoder:
+    case LayerType::kTransformerAttention:
+    case LayerType::kTransformerFeedForward:
+      CHECK(info.backward_flops == 2 * info.forward_flops);
+      return;
+    case LayerType::kMaxPool2d:  // a compare an element of each window; an add a window back
+      CHECK(info.forward_flops == e * double(p.pool_h * p.pool_w));
+      CHECK(info.backward_flops == e);
+      return;
+    case LayerType::kGlobalAveragePool2d:  // the sums and a division a channel; a share a pixel
+      CHECK(info.forward_flops == in + e);
+      CHECK(info.backward_flops == in);
+      return;
+    case LayerType::kDropout:  // the multiply by the mask each way
+      CHECK(info.forward_flops == e);
+      CHECK(info.backward_flops == e);
+      return;
+    case LayerType::kSoftmax:
+      CHECK(info.forward_flops == 5 * e);
+      CHECK(info.backward_flops == 3 * e);
+      return;
+    case LayerType::kSoftmaxCrossEntropy:  // softmax's five a logit; the probability less 1-hot
+      CHECK(info.forward_flops == 5 * in);
+      CHECK(info.backward_flops == in);
+      return;
+    case LayerType::kLayerNorm:
+    case LayerType::kBatchNorm:
+      CHECK(info.forward_flops == 8 * e);
+      CHECK(info.backward_flops == 16 * e);
+      return;
+    case LayerType::kEmbedding: {  // adds of position and type rows, a layer norm; scatter-adds
+      const double adds = (p.positions ? 1 : 0) + (p.token_types > 0 ? 1 : 0);
+      CHECK(info.forward_flops == e * adds + (p.normalized ? 8 * e : 0));
+      CHECK(info.backward_flops == e + e * adds + (p.normalized ? 16 * e : 0));
+      return;
+    }
     case LayerType::kInput:
     case LayerType::kFlatten:
     case LayerType::kReshape:
@@ -65,42 +121,6 @@ void check_layer_flops(LayerType type, const LayerInfo& info) {
     case LayerType::kGelu:
     case LayerType::kTanh:
     case LayerType::kAdd:
-      CHECK(info.forward_flops == forward.all);
-      CHECK(info.backward_flops == backward.all);
-      return;
-    case LayerType::kAttention:
-    case LayerType::kTransformerEncoder:
-    case LayerType::kTransformerAttention:
-    case LayerType::kTransformerFeedForward:
-      CHECK(info.forward_flops == forward.on_amp);
-      CHECK(info.backward_flops == backward.on_amp);
-      CHECK(info.backward_flops == 2 * info.forward_flops);
-      return;
-    case LayerType::kMaxPool2d:
-      CHECK(info.forward_flops == forward.all);
-      CHECK(info.backward_flops == outputs);
-      return;
-    case LayerType::kGlobalAveragePool2d:
-      CHECK(info.forward_flops == forward.all + outputs);
-      CHECK(info.backward_flops == backward.all);
-      return;
-    case LayerType::kDropout:  // the operation counts the draw and the multiply
-      CHECK(info.forward_flops == forward.all / 2);
-      CHECK(info.backward_flops == backward.all / 2);
-      return;
-    case LayerType::kSoftmax:
-      CHECK(info.forward_flops == forward.all);
-      CHECK(info.backward_flops == 3 * outputs);
-      return;
-    case LayerType::kSoftmaxCrossEntropy:
-      CHECK(info.forward_flops == forward.all);
-      CHECK(info.backward_flops == backward.all / kSoftmaxFlops);
-      return;
-    case LayerType::kLayerNorm:
-    case LayerType::kBatchNorm:
-    case LayerType::kEmbedding:
-      CHECK(info.forward_flops == forward.all);
-      CHECK(info.backward_flops == 2 * info.forward_flops);
       return;
   }
   FAIL("not a LayerType");
@@ -121,7 +141,7 @@ TEST_CASE(
     const Model model = parse_model(*section);
     for (std::size_t i = 0; i < model.layers.size(); ++i) {
       INFO(path.filename().string() << ": " << layer_label(model.layers[i]));
-      check_layer_flops(model.layers[i].type, model.info[i]);
+      check_layer_flops(model, i);
       types.insert(model.layers[i].type);
     }
   }

@@ -22,8 +22,7 @@ void read_batch_norm(const core::ConfigNode& layer, LayerParams& params) {
 std::vector<Operation> batch_norm_operations(const Layer& /*layer*/,
                                              const std::vector<Shape>& /*inputs*/,
                                              const Shape& output) {
-  return {vector_op("batch_norm", OpClass::kReduction, double(element_count(output)),
-                    kLayerNormFlops, 2, 2)};
+  return {normalization_op("batch_norm", double(element_count(output)), kLayerNormFlops)};
 }
 
 std::unique_ptr<Kernel> batch_norm_kernel(const Layer& layer, const std::vector<Shape>& inputs,

@@ -17,8 +17,10 @@ void read_dropout(const core::ConfigNode& layer, LayerParams& params) {
 
 // One FLOP per element; it keeps its mask's seed, not the mask.
 LayerCost dropout_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
-                       const CostSizes& size) {
-  return {0, double(size.out), double(size.out), 0, kDropoutSeedBytes};
+                       const CostSizes& /*size*/) {
+  LayerCost cost = operations_cost(0);
+  cost.seed_bytes = kDropoutSeedBytes;
+  return cost;
 }
 
 std::vector<Operation> dropout_operations(const Layer& /*layer*/, const std::vector<Shape>& inputs,

@@ -94,10 +94,6 @@ LayerCost embedding_cost(const Layer& layer, const std::vector<Shape>& inputs,
       core::checked_add(p.vocab_size, p.max_positions, kParamCount), p.token_types, kParamCount);
   cost.params = core::checked_add(core::checked_mul(rows, p.hidden, kParamCount),
                                   p.normalized ? 2 * p.hidden : 0, kParamCount);
-  // An add per position or type vector, then the layer norm.
-  const int adds = (p.positions ? 1 : 0) + (p.token_types > 0 ? 1 : 0);
-  cost.forward_flops = double(size.out) * (adds + (p.normalized ? kLayerNormFlops : 0));
-  cost.backward_flops = 2 * cost.forward_flops;
   cost.saved_bytes =
       (p.normalized ? size.out * size.d : 0) + 4 * p.sequence_length * std::int64_t(inputs.size());
   cost.input_gradient = false;
@@ -110,17 +106,17 @@ std::vector<Operation> embedding_operations(const Layer& layer,
   const LayerParams& p = layer.params;
   const double tokens = double(p.sequence_length);
   const double hidden = double(p.hidden);
-  Operation gather{"word_gather", OpClass::kGather, 0, {}, {}};
-  gather.forward = {tokens * hidden, tokens, 0, 1};
-  gather.backward = {tokens * hidden, tokens * hidden, 0, 1};  // a scatter-add into the table
+  // A lookup computes nothing; backward scatter-adds each position's gradient into the table.
+  Operation gather{"word_gather", OpClass::kGather, {}, {}};
+  gather.forward = {tokens * hidden, tokens, 0, 1, 0};
+  gather.backward = {tokens * hidden, tokens * hidden, 0, 1, tokens * hidden};
   std::vector<Operation> ops = {gather};
   const int adds = (p.positions ? 1 : 0) + (p.token_types > 0 ? 1 : 0);
   if (adds > 0) {
     ops.push_back(vector_op("position_type_add", OpClass::kElementwise, adds * tokens * hidden, 1));
   }
   if (p.normalized)
-    ops.push_back(
-        vector_op("layer_norm", OpClass::kReduction, tokens * hidden, kLayerNormFlops, 2, 2));
+    ops.push_back(normalization_op("layer_norm", tokens * hidden, kLayerNormFlops));
   return ops;
 }
 

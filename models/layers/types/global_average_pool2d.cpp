@@ -16,8 +16,8 @@ Shape global_average_pool2d_shape(const Layer& layer, const std::vector<InputSha
 // divided by the pixel count, over the image. Only the input's shape is needed for that, so
 // nothing is kept.
 LayerCost global_average_pool2d_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
-                                     const CostSizes& size) {
-  return {0, double(size.in + size.out), double(size.in), 0, 0};
+                                     const CostSizes& /*size*/) {
+  return operations_cost(0);
 }
 
 // Backward reads one gradient per channel and writes every pixel's share of it.
@@ -26,9 +26,9 @@ std::vector<Operation> global_average_pool2d_operations(const Layer& /*layer*/,
                                                         const Shape& output) {
   const double in = double(element_count(inputs.front()));
   const double out = double(element_count(output));
-  Operation pool{"global_average_pool", OpClass::kReduction, 1, {}, {}};
-  pool.forward = {in, in, 0, 1};
-  pool.backward = {in, out, 0, 1};
+  Operation pool{"global_average_pool", OpClass::kReduction, {}, {}};
+  pool.forward = {in, in, 0, 1, in + out};
+  pool.backward = {in, out, 0, 1, in};
   return {pool};
 }
 

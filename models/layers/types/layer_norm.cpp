@@ -19,8 +19,7 @@ void read_layer_norm(const core::ConfigNode& layer, LayerParams& params) {
 std::vector<Operation> layer_norm_operations(const Layer& /*layer*/,
                                              const std::vector<Shape>& /*inputs*/,
                                              const Shape& output) {
-  return {vector_op("layer_norm", OpClass::kReduction, double(element_count(output)),
-                    kLayerNormFlops, 2, 2)};
+  return {normalization_op("layer_norm", double(element_count(output)), kLayerNormFlops)};
 }
 
 std::unique_ptr<Kernel> layer_norm_kernel(const Layer& layer, const std::vector<Shape>& inputs,

@@ -37,10 +37,9 @@ Shape maxpool2d_shape(const Layer& layer, const std::vector<InputShape>& inputs)
 }
 
 // Backward sends each window's gradient to its argmax, which it keeps as an int32.
-LayerCost maxpool2d_cost(const Layer& layer, const std::vector<Shape>& /*inputs*/,
+LayerCost maxpool2d_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
                          const CostSizes& size) {
-  const double window = double(layer.params.pool_h) * double(layer.params.pool_w);
-  return {0, window * double(size.out), double(size.out), size.out * 4, 0};
+  return operations_cost(size.out * 4);
 }
 
 std::vector<Operation> maxpool2d_operations(const Layer& layer, const std::vector<Shape>& inputs,
@@ -50,6 +49,7 @@ std::vector<Operation> maxpool2d_operations(const Layer& layer, const std::vecto
   Operation pool =
       vector_op("maxpool", OpClass::kReduction, out * double(p.pool_h) * double(p.pool_w), 1);
   pool.backward.work = double(element_count(inputs.front()));
+  pool.backward.flops = out;  // one add a window, into its argmax
   return {pool};
 }
 

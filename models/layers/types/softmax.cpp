@@ -5,17 +5,16 @@
 namespace ipusim::models {
 namespace {
 
-// Backward needs the output: dx = y (dy - sum(dy y)), three FLOPs per element.
+// Backward needs the output: dx = y (dy - sum(dy y)).
 LayerCost softmax_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
                        const CostSizes& size) {
-  return {0, kSoftmaxFlops * double(size.out), 3 * double(size.out), size.out * size.d, 0};
+  return operations_cost(size.out * size.d);
 }
 
 std::vector<Operation> softmax_operations(const Layer& /*layer*/,
                                           const std::vector<Shape>& /*inputs*/,
                                           const Shape& output) {
-  return {vector_op("softmax", OpClass::kNonLinear, double(element_count(output)), kSoftmaxFlops, 2,
-                    1)};
+  return {softmax_op("softmax", OpClass::kNonLinear, double(element_count(output)), 2)};
 }
 
 std::unique_ptr<Kernel> softmax_kernel(const Layer& /*layer*/, const std::vector<Shape>& inputs,

@@ -6,9 +6,6 @@
 namespace ipusim::models {
 namespace {
 
-// Per logit: max, subtract, exp, sum and normalise (the log is once per row).
-constexpr double kSoftmaxCrossEntropyFlops = kSoftmaxFlops;
-
 Shape softmax_cross_entropy_shape(const Layer& /*layer*/, const std::vector<InputShape>& inputs) {
   IPUSIM_CHECK(inputs.size() == 1);
   return {};  // the loss is a scalar
@@ -19,8 +16,7 @@ Shape softmax_cross_entropy_shape(const Layer& /*layer*/, const std::vector<Inpu
 LayerCost softmax_cross_entropy_cost(const Layer& /*layer*/, const std::vector<Shape>& inputs,
                                      const CostSizes& size) {
   const std::int64_t labels = size.in / inputs.front().back();
-  LayerCost cost = {0, kSoftmaxCrossEntropyFlops * double(size.in), double(size.in),
-                    size.in * size.d + labels * 4, 0};
+  LayerCost cost = operations_cost(size.in * size.d + labels * 4);
   cost.reads_output_gradient = false;
   return cost;
 }
@@ -29,7 +25,11 @@ std::vector<Operation> softmax_cross_entropy_operations(const Layer& /*layer*/,
                                                         const std::vector<Shape>& inputs,
                                                         const Shape& /*output*/) {
   const double in = double(element_count(inputs.front()));
-  return {vector_op("softmax_cross_entropy", OpClass::kReduction, in, kSoftmaxFlops, 3, 1)};
+  // Per logit: max, subtract, exp, sum and normalise (the log is once per row); backward, the
+  // probability less the one-hot label, one.
+  Operation loss = vector_op("softmax_cross_entropy", OpClass::kReduction, in, kSoftmaxFlops, 3, 1);
+  loss.backward.flops = in;
+  return {loss};
 }
 
 std::unique_ptr<Kernel> softmax_cross_entropy_kernel(const Layer& /*layer*/,

@@ -24,11 +24,8 @@ LayerCost transformer_encoder_cost(const Layer& layer, const std::vector<Shape>&
   const LayerCost attention = encoder_attention_cost(layer.params, size);
   const LayerCost feed_forward = encoder_feed_forward_cost(layer.params, size);
   return {checked_add(attention.params, feed_forward.params, kParamCount),
-          0,
-          0,
           checked_add(attention.saved_bytes, feed_forward.saved_bytes, kAttentionMatrix),
-          attention.seed_bytes + feed_forward.seed_bytes,
-          FlopsRule::kProducts};
+          attention.seed_bytes + feed_forward.seed_bytes, FlopsRule::kProducts};
 }
 
 std::vector<Operation> transformer_encoder_operations(const Layer& layer,

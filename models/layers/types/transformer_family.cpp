@@ -10,7 +10,7 @@ namespace {
 
 // Dropout, residual add and layer norm after the attention block and after the FFN.
 Operation add_layer_norm(std::string name, double elements) {
-  return vector_op(std::move(name), OpClass::kReduction, elements, kLayerNormFlops + 2, 2, 2);
+  return normalization_op(std::move(name), elements, kLayerNormFlops + 2);
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ std::vector<Operation> attention_block_operations(double s, double h, double hea
   std::vector<Operation> ops = {
       product("qkv_projection", OpClass::kMatmul, {s, h, 3 * h}),
       product("attention_scores", OpClass::kMatmul, {s, head, s, heads, false}),
-      vector_op("softmax", OpClass::kReduction, scores, kSoftmaxFlops, 2, 1),
+      softmax_op("softmax", OpClass::kReduction, scores, 2),
   };
   if (dropout)
     ops.push_back(vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops));

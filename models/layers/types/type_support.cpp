@@ -33,8 +33,10 @@ LayerCost operations_cost(std::int64_t saved_bytes) {
 
 LayerCost normalization_cost(const Layer& /*layer*/, const std::vector<Shape>& inputs,
                              const CostSizes& size) {
-  const double flops = kLayerNormFlops * double(size.out);
-  return {2 * inputs.front().back(), flops, 2 * flops, size.in * size.d, 0};
+  LayerCost cost;
+  cost.params = 2 * inputs.front().back();
+  cost.saved_bytes = size.in * size.d;
+  return cost;
 }
 
 LayerCost linear_cost(const Layer& layer, const CostSizes& size, std::int64_t weights,
@@ -104,18 +106,32 @@ Operation product(std::string name, OpClass op_class, const Product& p) {
   const double left = p.rows * p.inner * p.count;
   const double right = p.inner * p.cols * (p.weights ? 1 : p.count);
   const double out = p.rows * p.cols * p.count;
-  Operation op{std::move(name), op_class, 1, {}, {}};
-  op.forward = {flops, p.weights ? left : left + right, p.weights ? right : 0, 1};
+  Operation op{std::move(name), op_class, {}, {}};
+  op.forward = {flops, p.weights ? left : left + right, p.weights ? right : 0, 1, flops};
   // Each operand's gradient reads the output gradient and the other operand.
-  op.backward = {2 * flops, p.weights ? out + left : out + left + right, p.weights ? right : 0, 2};
+  op.backward = {2 * flops, p.weights ? out + left : out + left + right, p.weights ? right : 0, 2,
+                 2 * flops};
   return op;
 }
 
 Operation vector_op(std::string name, OpClass op_class, double elements, double flops_per_element,
                     int forward_sets, int backward_sets) {
-  Operation op{std::move(name), op_class, flops_per_element, {}, {}};
-  op.forward = {elements, elements, 0, forward_sets};
-  op.backward = {elements, 2 * elements, 0, backward_sets};
+  const double flops = elements * flops_per_element;
+  Operation op{std::move(name), op_class, {}, {}};
+  op.forward = {elements, elements, 0, forward_sets, flops};
+  op.backward = {elements, 2 * elements, 0, backward_sets, flops};
+  return op;
+}
+
+Operation normalization_op(std::string name, double elements, double flops_per_element) {
+  Operation op = vector_op(std::move(name), OpClass::kReduction, elements, flops_per_element, 2, 2);
+  op.backward.flops = 2 * op.forward.flops;
+  return op;
+}
+
+Operation softmax_op(std::string name, OpClass op_class, double elements, int forward_sets) {
+  Operation op = vector_op(std::move(name), op_class, elements, kSoftmaxFlops, forward_sets, 1);
+  op.backward.flops = kSoftmaxBackwardFlops * elements;
   return op;
 }
 

@@ -25,7 +25,7 @@ inline constexpr double kBiasFlops = 1;
 inline constexpr double kReluFlops = 1;
 inline constexpr double kTanhFlops = 4;
 inline constexpr double kGeluFlops = 8;
-inline constexpr double kDropoutFlops = 2;  // draw and multiply
+inline constexpr double kDropoutFlops = 1;  // the multiply by the mask; the draw is integer work
 
 // Row functions of a type without keys; of one that computes nothing (a view, or a concat,
 // which copies at most): no cost but its shapes' and no operations; of one whose output has its
@@ -80,10 +80,12 @@ Operation product(std::string name, OpClass op_class, const Product& p);
 // the forward saved.
 Operation vector_op(std::string name, OpClass op_class, double elements, double flops_per_element,
                     int forward_sets = 1, int backward_sets = 1);
-// layer_norm's and batch_norm's: a scale and a bias per channel (the last axis); the kernel
-// keeps the input and recomputes the statistics in backward.
-LayerCost normalization_cost(const Layer& layer, const std::vector<Shape>& inputs,
-                             const CostSizes& size);
+// A layer or batch norm over `elements` (kLayerNormFlops and more when fused with a residual
+// add): two compute sets a pass, and twice the forward's FLOPs backward.
+Operation normalization_op(std::string name, double elements, double flops_per_element);
+// A softmax over `elements`: kSoftmaxFlops an element forward, kSoftmaxBackwardFlops backward,
+// in one compute set.
+Operation softmax_op(std::string name, OpClass op_class, double elements, int forward_sets);
 // Dense's and conv2d's activation over `elements`, if any.
 void add_activation(std::vector<Operation>& ops, Activation activation, double elements);
 
