@@ -11,11 +11,16 @@
 #include "schedules/order_rule.hpp"
 #include "schedules/ordered_schedule.hpp"
 #include "schedules/step_schedule.hpp"
+#include "sim/core/row_fn.hpp"
 
 namespace ipusim::schedules {
 
-using PlacementCheck = void (*)(const std::string& name, const PipelineShape& shape);
+using Lanes = std::int64_t(const PipelineShape& shape);
+using PlacementCheck = void(const std::string& name, const PipelineShape& shape);
+using MakeSchedule = std::unique_ptr<Schedule>(const PipelineShape& shape, RecomputationMode mode,
+                                               bool relaxed);
 
+// A row names every function (core::RowFn has no default), so a schedule cannot be half added.
 struct ScheduleRow {
   ScheduleInfo info;
   bool graphcore = false;  // Graphcore's divisibility rule applies (lanes > 0)
@@ -23,11 +28,10 @@ struct ScheduleRow {
   bool then_backpropagate = false;     // supports recompute_then_backpropagate
   bool interleaved_recompute = false;  // supports recompute_and_backpropagate_interleaved
   // Graphcore's overlap length (0: a GPU schedule, which has no divisibility rule).
-  std::int64_t (*lanes)(const PipelineShape& shape) = nullptr;
+  core::RowFn<Lanes> lanes;
   // Throws ScheduleError when the stage-to-IPU mapping does not suit the schedule.
-  PlacementCheck placement = nullptr;
-  std::unique_ptr<Schedule> (*make)(const PipelineShape& shape, RecomputationMode mode,
-                                    bool relaxed) = nullptr;
+  core::RowFn<PlacementCheck> placement;
+  core::RowFn<MakeSchedule> make;
 };
 
 ScheduleRow grouped_row();
@@ -69,7 +73,7 @@ std::unique_ptr<Schedule> make_ordered(const PipelineShape& shape, Recomputation
 // A GPU-world schedule's row: no divisibility rule, and activation checkpointing
 // (recompute_and_backpropagate_interleaved, also its auto) as its one recomputation.
 template <class Rule>
-ScheduleRow gpu_row(std::string when_to_use, PlacementCheck placement) {
+ScheduleRow gpu_row(std::string when_to_use, PlacementCheck* placement) {
   return {.info = {rule_instance<Rule>().name(), std::move(when_to_use)},
           .graphcore = false,
           .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,

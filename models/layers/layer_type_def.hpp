@@ -3,7 +3,7 @@
 // LayerParams, stated once in the type's own file under models/layers/types/. The name and keys
 // as configs spell them, how many inputs it takes, whether it is a view, and the functions that
 // read its fields, infer its output shape, cost it, lower it to operations and build its kernel.
-// A row must name every function (RowFn has no default), so a type cannot be half added.
+// A row must name every function (core::RowFn has no default), so a type cannot be half added.
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "models/layers/operations.hpp"
 #include "models/layers/shape_inference.hpp"
 #include "sim/core/config_node.hpp"
+#include "sim/core/row_fn.hpp"
 
 namespace ipusim::models {
 
@@ -67,44 +68,17 @@ using LowerLayer = std::vector<Operation>(const Layer& layer, const std::vector<
 using MakeKernel = std::unique_ptr<Kernel>(const Layer& layer, const std::vector<Shape>& inputs,
                                            DType dtype, std::uint64_t seed);
 
-// False, but only once instantiated, so that the assertion below fires only when a row uses it.
-template <class>
-inline constexpr bool kRowFnLeftOut = false;
-
-// A function a row must name: a row that leaves one out, or gives nullptr, does not compile,
-// whatever the warnings.
-template <class Fn>
-class RowFn {
- public:
-  constexpr RowFn(Fn* fn) : fn_(fn) {}  // implicit, so that a row names the function plainly
-  RowFn(std::nullptr_t) = delete;
-  // What a member left out of a row's braces is made with: the build stops here.
-  template <class LeftOut = Fn>
-  RowFn() : fn_(nullptr) {
-    static_assert(kRowFnLeftOut<LeftOut>,
-                  "a layer type's row names every function: read, shape, cost, lower, kernel");
-  }
-
-  template <class... Args>
-  decltype(auto) operator()(Args&&... args) const {
-    return fn_(std::forward<Args>(args)...);
-  }
-
- private:
-  Fn* fn_;
-};
-
 struct LayerTypeDef {
   LayerType type;
   const char* name;                // as configs spell it
   std::span<const LayerKey> keys;  // its own, beyond those every layer takes
   LayerInputs inputs;
-  bool view;               // relabels its input's memory: it moves and computes nothing
-  RowFn<ReadParams> read;  // its keys into LayerParams, with the rules between them
-  RowFn<InferShape> shape;
-  RowFn<CostOf> cost;
-  RowFn<LowerLayer> lower;
-  RowFn<MakeKernel> kernel;  // input has none (has_kernel)
+  bool view;                     // relabels its input's memory: it moves and computes nothing
+  core::RowFn<ReadParams> read;  // its keys into LayerParams, with the rules between them
+  core::RowFn<InferShape> shape;
+  core::RowFn<CostOf> cost;
+  core::RowFn<LowerLayer> lower;
+  core::RowFn<MakeKernel> kernel;  // input has none (has_kernel)
 };
 
 // The rows, one function per type in its file, listed in layer_types.cpp in LayerType's order.
