@@ -8,6 +8,7 @@
 #include "sim/html/memory_chart.hpp"
 #include "sim/html/page.hpp"
 #include "sim/html/svg.hpp"
+#include "sim/report/run_metrics.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -152,6 +153,19 @@ std::string headline(const RunReport& r) {
   return out + "</div>\n" + html::derived_figures_note(r.spec->pipeline.training);
 }
 
+// Every metric column of sweep's and compare's CSV (metric_table), as compare's table shows it,
+// with its CSV key: what this run adds to a sweep.
+std::string figures_table(const RunReport& r) {
+  const RunMetrics metrics = run_metrics(r);
+  const bool training = r.spec->pipeline.training;
+  std::string out = header_row({"Figure", "Value", "CSV column"});
+  for (const MetricColumn* column : table_columns(training)) {
+    out += "<tr>" + cell(column->heading) + cell(table_text(*column, metrics, training)) +
+           "<td><code>" + escape(column->key) + "</code></td></tr>\n";
+  }
+  return html::scroll_table(out);
+}
+
 // ---- timing and utilisation ----
 
 std::string phases_table(const RunReport& r) {
@@ -247,6 +261,8 @@ std::string html_report(const RunReport& report, const Timeline& timeline) {
   body += overrides_note(spec);
   body += headline(report) + "</header>\n";
   body += config_section(report);
+  body += section("figures", "Figures (the columns of sweep's and compare's CSV)",
+                  figures_table(report));
   std::string gantt;
   if (timeline.truncated) {
     gantt += "<p class=\"note\">Long run: " + escape(timeline.truncation_note()) +

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/core/format.hpp"
+#include "sim/report/run_metrics.hpp"
 #include "tests/sim/html/chromium.hpp"
 #include "tests/sim/report/report_fixture.hpp"
 
@@ -102,8 +103,8 @@ TEST_CASE("the tf1 report is self-contained and has every section") {
   CHECK(!fetches_network(html));
   CHECK(count(html, "<script") == 1);  // the to-scale chart's pan and zoom
   CHECK(count(html, "<link") == 0);
-  for (const char* id :
-       {"config", "pipeline-steps", "pipeline", "timing", "utilisation", "memory", "stash"})
+  for (const char* id : {"config", "figures", "pipeline-steps", "pipeline", "timing", "utilisation",
+                         "memory", "stash"})
     CHECK(html.find(std::string("<section id=\"") + id + "\">") != std::string::npos);
   CHECK(html.find("<title>ipusim: tf1_mnist (grouped)</title>") != std::string::npos);
   CHECK(html.find("<dt>Gradient accumulation (M)</dt><dd>16</dd>") != std::string::npos);
@@ -116,6 +117,19 @@ TEST_CASE("the tf1 report is self-contained and has every section") {
   CHECK(svg_element(html, "gantt").find("agg k-sy") != std::string::npos);
   CHECK(svg_element(html, "zoom-main").find("class=\"box k-sy\"") != std::string::npos);
   CHECK(fetches_network("<img src=\"https://example.com/a.png\">"));
+}
+
+// A figure added to the metric table shows on the run page too, with its CSV column.
+TEST_CASE("the run page lists every metric column with its value and CSV key") {
+  const auto run = testing::record(kTf1Config);
+  const auto html = sim::html_report(run->report, run->timeline());
+  for (const auto& column : sim::metric_table()) {
+    INFO(column.key);
+    CHECK(html.find("<tr><td>" + column.heading + "</td>") != std::string::npos);
+    CHECK(html.find("<td><code>" + column.key + "</code></td>") != std::string::npos);
+  }
+  CHECK(html.find("<tr><td>Throughput per IPU</td><td>406,450 samples/s</td>") !=
+        std::string::npos);
 }
 
 TEST_CASE("the same run gives a byte-identical report") {
