@@ -1,5 +1,6 @@
 #include "models/layers/layer_keys.hpp"
 
+#include <charconv>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,13 @@ double read_positive_number(const ConfigNode& value, const std::string& key) {
   if (!(number > 0.0))
     value.fail("expected " + key + " above 0, found " + value.json().dump());
   return number;
+}
+
+// The shortest text that reads back as `value`: 0.1, 1e-12, 0.99.
+std::string shortest(double value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
 }
 
 }  // namespace
@@ -105,6 +113,55 @@ Shape read_shape(const ConfigNode& value, std::int64_t min) {
   if (value.size() == 0)
     value.fail("expected a shape with at least one dimension, found []");
   return value.as_int_list(min, core::kMaxCount);
+}
+
+std::string key_value_text(const LayerKey& key) {
+  switch (key.kind) {
+    case KeyKind::kPositiveInt:
+      return "a positive integer";
+    case KeyKind::kInt:
+      return key.min < key.max
+                 ? "an integer from " + std::to_string(key.min) + " to " + std::to_string(key.max)
+                 : "an integer";
+    case KeyKind::kPositiveNumber:
+      return "a number above 0";
+    case KeyKind::kDropoutRate:
+    case KeyKind::kFraction:
+      return "a number from 0 up to (not including) 1";
+    case KeyKind::kBool:
+      return "true or false";
+    case KeyKind::kEnum: {
+      std::string text;
+      for (std::size_t i = 0; i < key.values.size(); ++i)
+        text += std::string(i == 0                       ? ""
+                            : i + 1 == key.values.size() ? " or "
+                                                         : ", ") +
+                "\"" + key.values[i] + "\"";
+      return text;
+    }
+    case KeyKind::kPair:
+      return "N or [height, width], positive integers";
+    case KeyKind::kShape:
+      return "a list of dimensions";
+    case KeyKind::kLayerId:
+      return "a layer id";
+  }
+  core::fail_invariant("kind is one of KeyKind's values", __FILE__, __LINE__);
+}
+
+std::string key_default_text(const LayerKey& key) {
+  if (key.required)
+    return "required";
+  if (key.derived != nullptr)
+    return key.derived;
+  switch (key.kind) {
+    case KeyKind::kBool:
+      return key.fallback != 0 ? "true" : "false";
+    case KeyKind::kEnum:
+      return "\"" + std::string(key.values[std::size_t(key.fallback)]) + "\"";
+    default:
+      return shortest(key.fallback);
+  }
 }
 
 }  // namespace ipusim::models

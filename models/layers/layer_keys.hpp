@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -69,6 +70,12 @@ std::pair<std::int64_t, std::int64_t> key_pair(const core::ConfigNode& layer, co
 std::pair<std::int64_t, std::int64_t> read_pair(const core::ConfigNode& value);
 // At least one dimension, each from `min`.
 Shape read_shape(const core::ConfigNode& value, std::int64_t min);
+
+// What a key's value must be, in words ("a positive integer", "\"none\", \"relu\", \"gelu\" or
+// \"tanh\""), and its default ("required", what another key gives it, or the value), for
+// `ipusim layers`.
+std::string key_value_text(const LayerKey& key);
+std::string key_default_text(const LayerKey& key);
 
 // What a declaration's `read` points at: each stores the value in its LayerParams field.
 namespace key_readers {

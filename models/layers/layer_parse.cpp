@@ -13,11 +13,7 @@ namespace {
 using core::ConfigNode;
 
 std::vector<std::string> allowed_keys(LayerType type) {
-  std::vector<std::string> keys = {"id", "type"};
-  // An input layer is where the model input enters, so it cannot take other layers.
-  if (type != LayerType::kInput)
-    keys.push_back("inputs");
-  keys.insert(keys.end(), {"cycles", "checkpoint"});
+  std::vector<std::string> keys = common_layer_keys(type);
   for (auto& key : layer_type_keys(type))
     keys.push_back(std::move(key));
   return keys;
@@ -68,6 +64,15 @@ CyclesOverride read_cycles(const ConfigNode& node) {
 }
 
 }  // namespace
+
+std::vector<std::string> common_layer_keys(LayerType type) {
+  std::vector<std::string> keys = {"id", "type"};
+  // An input layer is where the model input enters, so it cannot take other layers.
+  if (type != LayerType::kInput)
+    keys.push_back("inputs");
+  keys.insert(keys.end(), {"cycles", "checkpoint"});
+  return keys;
+}
 
 std::optional<std::string> layer_id_problem(const std::string& id) {
   if (id.empty())

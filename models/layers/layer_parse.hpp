@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/layers/layer.hpp"
 #include "sim/core/config_node.hpp"
@@ -22,6 +23,10 @@ constexpr std::size_t kMaxNameBytes = 200;
 // file name: not empty, at most kMaxNameBytes, without '/', '\', ".." or a control character.
 // The one rule for every way a name becomes a path.
 std::optional<std::string> layer_id_problem(const std::string& id);
+
+// The keys every layer of `type` takes before its type's own: id, type, inputs (not an input
+// layer, where the model input enters), cycles and checkpoint.
+std::vector<std::string> common_layer_keys(LayerType type);
 
 // `inputs` stays empty when the entry has no "inputs" key: parse_model fills in the default
 // (the previous layer) because only it knows the neighbours.

@@ -1,6 +1,10 @@
 #include "sim/report/model_summary.hpp"
 
+#include <algorithm>
+
+#include "models/layers/layer_parse.hpp"
 #include "models/layers/layer_types.hpp"
+#include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 
 namespace ipusim::sim {
@@ -121,6 +125,65 @@ std::string one_line_summary(const RunSpec& spec) {
          p.schedule + " schedule, gradient accumulation " +
          std::to_string(p.gradient_accumulation_count) + ", micro-batch " +
          std::to_string(p.micro_batch_size) + ", repeat count " + std::to_string(p.repeat_count);
+}
+
+namespace {
+
+// "the model input", "one", "one or two" or "two or more".
+std::string inputs_text(models::LayerType type) {
+  const auto common = models::common_layer_keys(type);
+  if (std::find(common.begin(), common.end(), "inputs") == common.end())
+    return "the model input";
+  switch (models::layer_type_row(type).inputs) {
+    case models::LayerInputs::kOne:
+      return "one";
+    case models::LayerInputs::kOneOrTwo:
+      return "one or two";
+    case models::LayerInputs::kTwoOrMore:
+      return "two or more";
+  }
+  core::fail_invariant("inputs is one of LayerInputs' values", __FILE__, __LINE__);
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& word : words)
+    text += (text.empty() ? "" : ", ") + word;
+  return text;
+}
+
+}  // namespace
+
+std::string render_layer_types() {
+  std::vector<std::vector<std::string>> rows = {{"type", "inputs", "keys"}};
+  for (const auto& name : models::layer_type_names()) {
+    const auto type = *models::layer_type_from_name(name);
+    rows.push_back({name, inputs_text(type), joined(models::layer_type_keys(type))});
+  }
+  return render_table(rows, {false, false, false}) + "Every layer also takes " +
+         joined(models::common_layer_keys(models::LayerType::kDense)) +
+         " (an input layer all but inputs); 'ipusim layers TYPE' gives a type's keys.\n";
+}
+
+std::string render_layer_type(models::LayerType type) {
+  const auto& row = models::layer_type_row(type);
+  const std::string inputs = inputs_text(type);
+  std::string out = std::string(row.name) + ": takes " + inputs +
+                    (inputs == "one"               ? " input"
+                     : inputs == "the model input" ? ""
+                                                   : " inputs") +
+                    (row.view ? "; a view: it moves and computes nothing" : "") + "\n";
+  if (row.keys.empty()) {
+    out += "No keys of its own.\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {{"key", "value", "default", "meaning"}};
+    for (const models::LayerKey& key : row.keys) {
+      rows.push_back(
+          {key.name, models::key_value_text(key), models::key_default_text(key), key.meaning});
+    }
+    out += render_table(rows, {false, false, false, false});
+  }
+  return out + "It also takes " + joined(models::common_layer_keys(type)) + ".\n";
 }
 
 }  // namespace ipusim::sim

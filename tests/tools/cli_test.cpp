@@ -1,5 +1,6 @@
 #include "tests/tools/cli_support.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -398,4 +399,55 @@ TEST_CASE("run refuses a replay of more than two billion tasks with its estimate
         "run about 8.8e+12 tasks (8 a micro-batch x 1,099,511,627,776 micro-batches), more than "
         "the 2,000,000,000 ipusim replays in one run (a few minutes); lower "
         "gradient_accumulation_count\n");
+}
+
+TEST_CASE("layers lists every layer type with the inputs it takes and its keys") {
+  const auto result = run_ipusim({"layers"});
+  REQUIRE(result.code == 0);
+  std::istringstream lines(result.out);
+  std::vector<std::string> squeezed;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string text;
+    for (std::string word; words >> word;)
+      text += (text.empty() ? "" : " ") + word;
+    squeezed.push_back(text);
+  }
+  REQUIRE(squeezed.size() == 23 + 2);  // a header, the 23 types, a closing line
+  CHECK(squeezed[0] == "type inputs keys");
+  CHECK(std::count(squeezed.begin(), squeezed.end(),
+                   "dense one units, activation, bias, tied_to") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(), "add two or more") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(), "input the model input shape") == 1);
+  CHECK(squeezed.back() ==
+        "Every layer also takes id, type, inputs, cycles, checkpoint (an input layer all but "
+        "inputs); 'ipusim layers TYPE' gives a type's keys.");
+}
+
+TEST_CASE("layers TYPE gives each of its keys with the value it takes, its default and meaning") {
+  const auto result = run_ipusim({"layers", "maxpool2d"});
+  REQUIRE(result.code == 0);
+  CHECK(
+      result.out ==
+      "maxpool2d: takes one input\n"
+      "key      value                                    default   meaning\n"
+      "pool     N or [height, width], positive integers  2         the window: N or [h, w]\n"
+      "stride   N or [height, width], positive integers  the pool  the window's step: N or "
+      "[h, w]\n"
+      "padding  \"valid\" or \"same\"                        \"valid\"   same: ceil(size / stride) "
+      "outputs per axis, the input padded\n"
+      "It also takes id, type, inputs, cycles, checkpoint.\n");
+  const auto dense = run_ipusim({"layers", "dense"});
+  CHECK(dense.out.find("\nunits       a positive integer") != std::string::npos);
+  CHECK(dense.out.find("bias        true or false") != std::string::npos);
+}
+
+TEST_CASE("layers refuses a type it does not know and names the nearest") {
+  const auto misspelt = run_ipusim({"layers", "dens"});
+  CHECK(misspelt.code != 0);
+  CHECK(misspelt.out.empty());
+  CHECK(misspelt.err == "error: type: unknown layer type 'dens'; did you mean 'dense'?\n");
+  const auto unknown = run_ipusim({"layers", "nosuchthing"});
+  CHECK(unknown.err ==
+        "error: type: unknown layer type 'nosuchthing'; 'ipusim layers' lists them\n");
 }

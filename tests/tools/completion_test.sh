@@ -30,6 +30,7 @@ check "--ipus-per-replica --ipus" ipusim plan configs/tf1_mnist_2ipu.json --ipus
 check "--micro-batch --merge" ipusim plan x --m
 check "configs/tf1_mnist_2ipu.json" ipusim run configs/tf1_mnist_2
 check "bash zsh" ipusim completion ""
+check "conv2d concat" ipusim layers con
 check "interleaved interleaved_1f1b" ipusim run x --schedule inter
 check "grouped" ipusim compare x --schedules gr
 check "json" ipusim schedule x --format j
@@ -43,4 +44,4 @@ check "pipeline.micro_batch_size=" ipusim compare x --with pipeline.micro
 # write into the closed pipe would fail the test.
 zsh_script="$("$ipusim" completion zsh)"
 grep -q '^autoload -U +X bashcompinit && bashcompinit$' <<<"$zsh_script"
-echo "completion: commands, options, option values, --set paths and files complete"
+echo "completion: commands, options, option values, layer types, --set paths and files complete"

@@ -117,6 +117,7 @@ int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostrea
   add_model_command(app, out);
   add_schedule_command(app, out);
   add_schedules_command(app, out);
+  add_layers_command(app, out);
   add_compare_command(app, out);
   add_sweep_command(app, out, err);
   add_merge_command(app, out, err);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <ostream>
 
+#include "models/layers/layer_types.hpp"
 #include "sim/spec/config_keys.hpp"
 #include "sim/spec/spec.hpp"
 #include "sim/sweep/planner.hpp"
@@ -89,6 +90,12 @@ std::string bash_script(const CLI::App& app) {
          "  if [[ \"${COMP_WORDS[1]}\" == completion && ${COMP_CWORD} -eq 2 ]]; then\n"
          "    COMPREPLY=($(compgen -W \"" +
          words(kShells) +
+         "\" -- \"${current}\"))\n"
+         "    return\n"
+         "  fi\n"
+         "  if [[ \"${COMP_WORDS[1]}\" == layers && ${COMP_CWORD} -eq 2 ]]; then\n"
+         "    COMPREPLY=($(compgen -W \"" +
+         words(models::layer_type_names()) +
          "\" -- \"${current}\"))\n"
          "    return\n"
          "  fi\n"

@@ -3,10 +3,12 @@
 #include <memory>
 #include <ostream>
 
+#include "models/layers/layer_types.hpp"
 #include "schedules/build.hpp"
 #include "schedules/render.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/report/model_summary.hpp"
 #include "tools/ipusim/command.hpp"
 
@@ -91,6 +93,26 @@ void add_schedules_command(CLI::App& app, std::ostream& out) {
       out << info.name << std::string(width + 2 - info.name.size(), ' ') << info.when_to_use
           << "\n";
     }
+  });
+}
+
+void add_layers_command(CLI::App& app, std::ostream& out) {
+  auto type = std::make_shared<std::string>();
+  auto* command = app.add_subcommand("layers", "List the layer types, or one type's config keys");
+  command->add_option("type", *type, "a layer type: its keys, with their values and defaults")
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            if (models::layer_type_from_name(name))
+              return "";
+            const std::string hint = core::did_you_mean(name, models::layer_type_names());
+            return "unknown layer type '" + name + "'" +
+                   (hint.empty() ? "; 'ipusim layers' lists them" : hint);
+          },
+          "TYPE"));
+  command->footer("Examples:\n  ipusim layers\n  ipusim layers conv2d");
+  command->callback([type, &out] {
+    out << (type->empty() ? sim::render_layer_types()
+                          : sim::render_layer_type(*models::layer_type_from_name(*type)));
   });
 }
 
