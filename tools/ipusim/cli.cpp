@@ -103,15 +103,10 @@ std::string presets_text() {
   return "Hardware presets (hardware.preset): " + presets + ".";
 }
 
-int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostream& raw_err) {
-  // Everything shown passes through core::printable: names from files reach the terminal
-  // without their control characters acting on it.
-  core::PrintableStream out(raw_out);
-  core::PrintableStream err(raw_err);
-  CLI::App app{"ipusim: a simulator of pipelined training on Graphcore IPUs", "ipusim"};
-  app.set_version_flag("--version", kVersion);
-  app.require_subcommand(1);
-  app.footer(help_footer());
+namespace {
+
+// The commands, in the order `ipusim --help` lists them.
+void add_commands(CLI::App& app, std::ostream& out, std::ostream& err) {
   add_run_command(app, out, err);
   add_validate_command(app, out);
   add_model_command(app, out);
@@ -127,6 +122,20 @@ int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostrea
   add_import_command(app, out);
   add_completion_command(app, out);
   add_man_command(app, out);
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostream& raw_err) {
+  // Everything shown passes through core::printable: names from files reach the terminal
+  // without their control characters acting on it.
+  core::PrintableStream out(raw_out);
+  core::PrintableStream err(raw_err);
+  CLI::App app{"ipusim: a simulator of pipelined training on Graphcore IPUs", "ipusim"};
+  app.set_version_flag("--version", kVersion);
+  app.require_subcommand(1);
+  app.footer(help_footer());
+  add_commands(app, out, err);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
