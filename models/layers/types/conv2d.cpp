@@ -23,12 +23,8 @@ void read_conv2d(const core::ConfigNode& layer, LayerParams& params) {
 }
 
 Shape conv2d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
-  const InputShape& input = only_input(inputs);
   const LayerParams& p = layer.params;
-  expect_image(layer, input);
-  expect_window_fits(layer, input, p.kernel_h, p.kernel_w, "kernel");
-  return {window_output(input.shape[0], p.kernel_h, p.stride_h, p.padding),
-          window_output(input.shape[1], p.kernel_w, p.stride_w, p.padding), p.filters};
+  return windowed_shape(layer, inputs, p.kernel_h, p.kernel_w, "kernel", p.filters);
 }
 
 LayerCost conv2d_cost(const Layer& layer, const std::vector<Shape>& inputs, const CostSizes& size) {

@@ -28,12 +28,8 @@ void read_maxpool2d(const core::ConfigNode& layer, LayerParams& params) {
 }
 
 Shape maxpool2d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
-  const InputShape& input = only_input(inputs);
   const LayerParams& p = layer.params;
-  expect_image(layer, input);
-  expect_window_fits(layer, input, p.pool_h, p.pool_w, "pool window");
-  return {window_output(input.shape[0], p.pool_h, p.stride_h, p.padding),
-          window_output(input.shape[1], p.pool_w, p.stride_w, p.padding), input.shape[2]};
+  return windowed_shape(layer, inputs, p.pool_h, p.pool_w, "pool window", 0);
 }
 
 // Backward sends each window's gradient to its argmax, which it keeps as an int32.

@@ -63,20 +63,26 @@ void expect_image(const Layer& layer, const InputShape& input) {
                "needs an input of shape [height, width, channels], but " + input_text(input));
 }
 
-void expect_window_fits(const Layer& layer, const InputShape& input, std::int64_t height,
-                        std::int64_t width, const std::string& what) {
-  if (layer.params.padding == Padding::kValid &&
-      (height > input.shape[0] || width > input.shape[1])) {
-    fail_layer(layer, "has a " + std::to_string(height) + "x" + std::to_string(width) + " " + what +
-                          " larger than its input: " + input_text(input));
-  }
-}
-
+// Output length of one spatial axis; `window` fits when padding is valid.
 std::int64_t window_output(std::int64_t size, std::int64_t window, std::int64_t stride,
                            Padding padding) {
   if (padding == Padding::kSame)
     return (size + stride - 1) / stride;
   return (size - window) / stride + 1;
+}
+
+Shape windowed_shape(const Layer& layer, const std::vector<InputShape>& inputs, std::int64_t height,
+                     std::int64_t width, const std::string& what, std::int64_t channels) {
+  const InputShape& input = only_input(inputs);
+  expect_image(layer, input);
+  const LayerParams& p = layer.params;
+  if (p.padding == Padding::kValid && (height > input.shape[0] || width > input.shape[1])) {
+    fail_layer(layer, "has a " + std::to_string(height) + "x" + std::to_string(width) + " " + what +
+                          " larger than its input: " + input_text(input));
+  }
+  return {window_output(input.shape[0], height, p.stride_h, p.padding),
+          window_output(input.shape[1], width, p.stride_w, p.padding),
+          channels > 0 ? channels : input.shape[2]};
 }
 
 std::size_t axis_index(const Layer& layer, std::size_t rank) {

@@ -53,12 +53,11 @@ LayerCost linear_cost(const Layer& layer, const CostSizes& size, std::int64_t we
 const InputShape& only_input(const std::vector<InputShape>& inputs);
 // An image is [height, width, channels].
 void expect_image(const Layer& layer, const InputShape& input);
-// A window (kernel, pool) must fit the image when padding is valid.
-void expect_window_fits(const Layer& layer, const InputShape& input, std::int64_t height,
-                        std::int64_t width, const std::string& what);
-// Output length of one spatial axis; `window` must fit when padding is valid.
-std::int64_t window_output(std::int64_t size, std::int64_t window, std::int64_t stride,
-                           Padding padding);
+// The output of a `height` x `width` window (`what`: a kernel, a pool window) stepping over the
+// layer's one image input by its stride, with its padding, giving `channels` channels (0: as
+// many as the input). The window must fit the image when padding is valid.
+Shape windowed_shape(const Layer& layer, const std::vector<InputShape>& inputs, std::int64_t height,
+                     std::int64_t width, const std::string& what, std::int64_t channels);
 // The layer's "axis" (concat, slice) as an index into inputs of `rank` axes.
 std::size_t axis_index(const Layer& layer, std::size_t rank);
 // An embedding's token ids and token types, and an attention's padding mask: one value per
