@@ -221,26 +221,27 @@ void read_token_labels(const ConfigNode& node, DataSpec& data) {
   }
 }
 
-DataSpec read_data(const std::optional<ConfigNode>& node) {
-  DataSpec data;
-  data.path = kFashionMnistPath;
-  if (!node)
-    return data;
+// Without a `data` section, or with just its source as a string, every other key takes its
+// declared default, read from an empty section so that the defaults are the declarations'.
+DataSpec read_data(const std::optional<ConfigNode>& section) {
+  static const nlohmann::json kNoKeys = nlohmann::json::object();
+  static const core::Origins kNoOrigins;
   const auto key = [](std::string_view name) -> const ConfigKey& {
     return declared_key(data_keys(), name);
   };
-  if (node->is_string()) {
-    data.source = node->as_enum(key("source").choices);
-    return data;
-  }
-  node->expect_only_keys(key_names(data_keys()));
-  data.source = read_choice(*node, key("source"));
-  data.path = node->get_string("path", data.path);
-  data.shuffle = read_bool(*node, key("shuffle"));
-  data.seed = std::uint64_t(read_int(*node, key("seed")));
-  read_token_labels(*node, data);
-  data.eight_bit_io = read_bool(*node, key("eight_bit_io"));
-  if (const auto packed = node->find("sequences_per_sample")) {
+  const bool has_keys = section && !section->is_string();
+  const ConfigNode node = has_keys ? *section : ConfigNode(kNoKeys, "/data", kNoOrigins);
+  if (has_keys)
+    node.expect_only_keys(key_names(data_keys()));
+  DataSpec data;
+  data.source = section && section->is_string() ? section->as_enum(key("source").choices)
+                                                : read_choice(node, key("source"));
+  data.path = node.get_string("path", kFashionMnistPath);
+  data.shuffle = read_bool(node, key("shuffle"));
+  data.seed = std::uint64_t(read_int(node, key("seed")));
+  read_token_labels(node, data);
+  data.eight_bit_io = read_bool(node, key("eight_bit_io"));
+  if (const auto packed = node.find("sequences_per_sample")) {
     data.sequences_per_sample = packed->as_number();
     // A pack holds at least one sequence; a thousand per sample is no packing anyone runs.
     if (!(data.sequences_per_sample >= 1 && data.sequences_per_sample <= 1000))
