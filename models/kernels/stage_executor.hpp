@@ -24,9 +24,6 @@ namespace ipusim::models {
 constexpr int kModelInput = -1;
 using TensorMap = std::map<int, Tensor>;
 
-// Whether every layer has a numeric kernel (input layers need none).
-bool has_numeric_kernels(const Model& model);
-
 // The producers of a layer's inputs, in order; kModelInput for a layer fed by the model input.
 std::vector<int> producers_of(const Model& model, int layer);
 

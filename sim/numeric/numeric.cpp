@@ -128,7 +128,7 @@ struct NumericPipeline::InFlight {
 NumericPipeline::NumericPipeline(const RunSpec& spec, models::ParameterStore& parameters,
                                  models::DataSource& data, NumericOptions options)
     : spec_(spec), parameters_(parameters), data_(data), options_(options) {
-  IPUSIM_CHECK(models::has_numeric_kernels(spec.model) && spec.model.trainable);
+  IPUSIM_CHECK(spec.model.trainable);
   const schedules::Schedule& schedule = *spec.schedule;
   const std::vector<std::int64_t> depth = schedule.stash_depth();
   ipu_layers_.resize(static_cast<std::size_t>(spec.pipeline.ipus_per_replica()));

@@ -124,13 +124,6 @@ std::string label_mismatch(const RunSpec& spec) {
 }  // namespace
 
 NumericSupport numeric_support(const RunSpec& spec) {
-  for (const models::Layer& layer : spec.model.layers) {
-    if (layer.type == models::LayerType::kInput || models::has_kernel(layer.type))
-      continue;
-    return {false, layer.file.empty() ? spec.config_path : layer.file, layer.pointer,
-            "layer '" + layer.id + "' (" + models::layer_type_name(layer.type) +
-                ") models cost only: it has no numeric kernel, so the kernels cannot run"};
-  }
   if (!spec.model.trainable) {
     return {false, spec.source_of("/model/layers"), "/model/layers",
             "numeric mode compares losses, but the model has no softmax_cross_entropy loss"};

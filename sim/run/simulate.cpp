@@ -36,8 +36,7 @@ bool numeric_wanted(const RunSpec& spec, NumericMode mode, std::string& skipped)
   }
   if (mode == NumericMode::kOn)
     throw_unsupported(support);
-  if (models::has_numeric_kernels(spec.model))
-    skipped = support.reason;
+  skipped = support.reason;
   return false;
 }
 
