@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace ipusim::models {
 namespace {
@@ -130,15 +131,8 @@ std::string key_value_text(const LayerKey& key) {
       return "a number from 0 up to (not including) 1";
     case KeyKind::kBool:
       return "true or false";
-    case KeyKind::kEnum: {
-      std::string text;
-      for (std::size_t i = 0; i < key.values.size(); ++i)
-        text += std::string(i == 0                       ? ""
-                            : i + 1 == key.values.size() ? " or "
-                                                         : ", ") +
-                "\"" + key.values[i] + "\"";
-      return text;
-    }
+    case KeyKind::kEnum:
+      return core::quoted_list({key.values.begin(), key.values.end()}, "\"");
     case KeyKind::kPair:
       return "N or [height, width], positive integers";
     case KeyKind::kShape:

@@ -45,12 +45,12 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return match ? "; did you mean '" + *match + "'?" : "";
 }
 
-std::string quoted_list(const std::vector<std::string>& items) {
+std::string quoted_list(const std::vector<std::string>& items, std::string_view quote) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0)
       out += i + 1 == items.size() ? " or " : ", ";
-    out += "'" + items[i] + "'";
+    out.append(quote).append(items[i]).append(quote);
   }
   return out;
 }

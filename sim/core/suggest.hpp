@@ -17,7 +17,8 @@ std::optional<std::string> closest_match(std::string_view word,
 // "; did you mean 'x'?" or "" when nothing is close.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
-// "'a', 'b' or 'c'" for messages listing what is allowed.
-std::string quoted_list(const std::vector<std::string>& items);
+// "'a', 'b' or 'c'" for messages listing what is allowed; with another `quote`, "`a`, `b` or
+// `c`" for Markdown or "\"a\" or \"b\"" for JSON values.
+std::string quoted_list(const std::vector<std::string>& items, std::string_view quote = "'");
 
 }  // namespace ipusim::core

@@ -5,6 +5,7 @@
 #include "schedules/build.hpp"
 #include "schedules/pipeline_shape.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/spec/hardware.hpp"
 #include "sim/spec/spec.hpp"
 
@@ -17,10 +18,7 @@ std::string code(const std::string& text) {
 
 // "`a`, `b` or `c`"
 std::string choice_list(const std::vector<std::string>& names) {
-  std::string text;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + code(names[i]);
-  return text;
+  return core::quoted_list(names, "`");
 }
 
 // The largest seed a config may give (pipeline and data).
