@@ -22,7 +22,6 @@ namespace {
 using html::cell;
 using html::explain;
 using html::header_row;
-using html::ms;
 using html::section;
 using svg::escape;
 
