@@ -170,6 +170,19 @@ RecomputationMode resolve_recomputation(const std::string& schedule, Recomputati
   return requested;
 }
 
+bool supports_recomputation(const std::string& schedule, RecomputationMode mode) {
+  check_known(schedule);
+  const ScheduleRow& row = row_of(schedule);
+  switch (mode) {
+    case RecomputationMode::kRecomputeThenBackpropagate:
+      return row.then_backpropagate;
+    case RecomputationMode::kRecomputeAndBackpropagateInterleaved:
+      return row.interleaved_recompute;
+    default:
+      return true;
+  }
+}
+
 std::int64_t graphcore_lanes(const std::string& schedule, const PipelineShape& shape) {
   check_known(schedule);
   return row_of(schedule).lanes(shape);

@@ -32,6 +32,9 @@ const std::string& default_schedule();
 // Throws ScheduleError for an unknown schedule or a mode the schedule does not support.
 RecomputationMode resolve_recomputation(const std::string& schedule, RecomputationMode requested);
 
+// Whether a known schedule takes `mode` (kNone and kAuto: always).
+bool supports_recomputation(const std::string& schedule, RecomputationMode mode);
+
 // Graphcore's overlap length L for a step-based schedule: the micro-batches one pass of the
 // lanes starts (grouped 2N, interleaved N, sequential 1; N for grouped in inference). M must
 // be a multiple of L and at least L unless relaxed_divisibility is set. 0 for GPU schedules.

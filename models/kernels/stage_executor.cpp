@@ -132,8 +132,10 @@ void ParameterStore::apply_update() {
 
 std::int64_t Stash::bytes() const {
   std::int64_t total = 0;
-  for (const auto& [producer, tensor] : inputs)
-    total += tensor.elements() * dtype_bytes(dtype);
+  for (const TensorMap* tensors : {&inputs, &checkpoints}) {
+    for (const auto& [producer, tensor] : *tensors)
+      total += tensor.elements() * dtype_bytes(dtype);
+  }
   for (const auto& [layer, state] : saved)
     total += state.saved_bytes();
   return total;
@@ -141,7 +143,7 @@ std::int64_t Stash::bytes() const {
 
 StageExecutor::StageExecutor(const Model& model, const std::vector<int>& layers,
                              std::int64_t micro_batch_size, ParameterStore& parameters,
-                             StashMode mode)
+                             StashMode mode, const CheckpointOptions& checkpoints)
     : model_(model), parameters_(parameters), micro_batch_size_(micro_batch_size), mode_(mode) {
   IPUSIM_CHECK(micro_batch_size > 0);
   const std::set<int> members(layers.begin(), layers.end());
@@ -165,13 +167,8 @@ StageExecutor::StageExecutor(const Model& model, const std::vector<int>& layers,
     kernels_.emplace(layer, kernel_of(model, layer, parameters.seed()));
   }
   input_producers_.assign(inputs.begin(), inputs.end());
-}
-
-// Whether the stash keeps a layer's whole SavedState; otherwise it keeps only its seeds.
-bool StageExecutor::keeps_all_state(int layer) const {
-  return mode_ == StashMode::kActivations ||
-         (mode_ == StashMode::kCheckpoints &&
-          model_.layers[static_cast<std::size_t>(layer)].checkpoint);
+  if (mode_ == StashMode::kCheckpoints)
+    plan_ = recompute_plan(model, layers_, checkpoints);
 }
 
 StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContext& context) const {
@@ -192,9 +189,30 @@ StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContex
 Stash StageExecutor::recompute(const Stash& stash) const {
   IPUSIM_CHECK(mode_ != StashMode::kActivations && !stash.complete);
   const ForwardContext context{stash.microbatch, stash.repeat, stash.labels};
-  Stash full = run_forward(stash.inputs, context, true, false).stash;
+  Stash full = mode_ == StashMode::kCheckpoints ? recompute_segments(stash, context)
+                                                : run_forward(stash.inputs, context, true, false).stash;
   for (const auto& [layer, state] : stash.saved)
     IPUSIM_CHECK(state.seeds == full.saved.at(layer).seeds);
+  return full;
+}
+
+// Each segment from the stage inputs and checkpoint outputs alone, as the backward rebuilds
+// them; a layer two segments run keeps the state of the first (the same bits).
+Stash StageExecutor::recompute_segments(const Stash& stash, const ForwardContext& context) const {
+  Stash full;
+  full.microbatch = stash.microbatch;
+  full.repeat = stash.repeat;
+  full.labels = stash.labels;
+  full.dtype = stash.dtype;
+  full.complete = true;
+  full.saved = stash.kept;
+  for (const std::vector<int>& layers : plan_.recomputations) {
+    TensorMap values = stash.inputs;
+    values.insert(stash.checkpoints.begin(), stash.checkpoints.end());
+    Stash segment;
+    run_layers(layers, values, context, true, false, segment);
+    full.saved.merge(segment.saved);
+  }
   return full;
 }
 
@@ -208,11 +226,20 @@ StageForward StageExecutor::run_forward(const TensorMap& inputs, const ForwardCo
   stash.dtype = model_.dtype;
   stash.complete = keep_all;
   TensorMap values = inputs;
-  for (const int layer : layers_) {
+  run_layers(layers_, values, context, keep_all, update_running, stash);
+  for (const int producer : output_producers_)
+    result.outputs.emplace(producer, std::move(values.at(producer)));
+  return result;
+}
+
+void StageExecutor::run_layers(const std::vector<int>& layers, TensorMap& values,
+                               const ForwardContext& context, bool keep_all, bool update_running,
+                               Stash& stash) const {
+  for (const int layer : layers) {
     const std::vector<int> producers = producers_of(model_, layer);
     const Kernel* kernel = kernels_.at(layer).get();
     if (kernel == nullptr) {  // an input layer passes the model input on
-      values.emplace(layer, values.at(producers[0]));
+      values.insert_or_assign(layer, values.at(producers[0]));
       continue;
     }
     std::vector<const Tensor*> arguments;
@@ -224,15 +251,26 @@ StageForward StageExecutor::run_forward(const TensorMap& inputs, const ForwardCo
     if (update_running && !output.statistics.empty())
       kernel->update_running_statistics(parameters_.mutable_running_statistics(layer),
                                         output.statistics);
-    if (keep_all || keeps_all_state(layer))
-      stash.saved.emplace(layer, std::move(output.saved));
-    else if (!output.saved.seeds.empty())
-      stash.saved[layer].seeds = std::move(output.saved.seeds);
-    values.emplace(layer, std::move(output.output));
+    store(layer, output, keep_all, stash);
+    values.insert_or_assign(layer, std::move(output.output));
   }
-  for (const int producer : output_producers_)
-    result.outputs.emplace(producer, std::move(values.at(producer)));
-  return result;
+}
+
+// What the stash keeps of a layer's forward: its whole state, or (recomputing) its seeds, its
+// output when it is a checkpoint, and the final forward stage's kept layers' states apart.
+void StageExecutor::store(int layer, ForwardResult& output, bool keep_all, Stash& stash) const {
+  const bool kept =
+      std::find(plan_.kept.begin(), plan_.kept.end(), layer) != plan_.kept.end();
+  if (keep_all) {
+    stash.saved.emplace(layer, std::move(output.saved));
+    return;
+  }
+  if (plan_.is_checkpoint(layer))
+    stash.checkpoints.emplace(layer, output.output);
+  if (kept)
+    stash.kept.emplace(layer, output.saved);
+  if (!output.saved.seeds.empty())
+    stash.saved[layer].seeds = std::move(output.saved.seeds);
 }
 
 TensorMap StageExecutor::backward(const TensorMap& output_gradients, const Stash& stash) {

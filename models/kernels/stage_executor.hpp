@@ -18,6 +18,7 @@
 #include "models/kernels/kernels.hpp"
 #include "models/kernels/optimizer.hpp"
 #include "models/layers/model.hpp"
+#include "models/layers/recompute_plan.hpp"
 
 namespace ipusim::models {
 
@@ -108,19 +109,23 @@ class ParameterStore {
 //   kActivations: every layer's SavedState;
 //   kStageInputs: the stage inputs and the stateful part (dropout seeds, of dropout layers and
 //     of the layers with dropout inside); recompute() rebuilds the rest before backward;
-//   kCheckpoints: as kStageInputs plus the SavedState of layers marked "checkpoint".
+//   kCheckpoints: as kStageInputs plus the outputs of the checkpoints, from which recompute()
+//     rebuilds a segment at a time (models/layers/recompute_plan.hpp).
 enum class StashMode { kActivations, kStageInputs, kCheckpoints };
 
 // One micro-batch's stash. bytes() is what the memory model charges: the saved bytes of the
-// states held, plus the stage inputs at the dtype's size when they are held. The labels travel
-// with the micro-batch to the loss and are not counted.
+// states held, plus the stage inputs and checkpoint outputs at the dtype's size when they are
+// held. The labels travel with the micro-batch to the loss and are not counted, nor are the
+// states the final forward stage keeps from its forward to its backward (live, not stashed).
 struct Stash {
   std::int64_t microbatch = 0;
   std::int64_t repeat = 0;
   std::vector<int> labels;
   DType dtype = DType::kFp32;
   TensorMap inputs;                 // recomputation modes only
+  TensorMap checkpoints;            // kCheckpoints: the checkpoint layers' outputs
   std::map<int, SavedState> saved;  // by layer index
+  std::map<int, SavedState> kept;   // kCheckpoints: the final forward stage's kept layers
   bool complete = false;            // holds every layer's state: backward can run on it
 
   std::int64_t bytes() const;
@@ -137,9 +142,10 @@ struct StageForward {
 class StageExecutor {
  public:
   // `layers` are layer indices of `model`, in any order; `model` and `parameters` must outlive
-  // the executor.
+  // the executor. `checkpoints` places the checkpoints under kCheckpoints.
   StageExecutor(const Model& model, const std::vector<int>& layers, std::int64_t micro_batch_size,
-                ParameterStore& parameters, StashMode mode = StashMode::kActivations);
+                ParameterStore& parameters, StashMode mode = StashMode::kActivations,
+                const CheckpointOptions& checkpoints = {});
 
   const std::vector<int>& layers() const { return layers_; }  // in execution order
   const std::vector<int>& input_producers() const { return input_producers_; }
@@ -152,9 +158,12 @@ class StageExecutor {
   // running statistics.
   StageForward forward(const TensorMap& inputs, const ForwardContext& context) const;
 
-  // Rebuilds a complete stash from a recomputation-mode one; dropout seeds come out equal to
-  // the stashed ones (checked). Running statistics are not updated a second time.
+  // Rebuilds a complete stash from a recomputation-mode one: from the stage inputs, or from
+  // the checkpoints a segment at a time, the last first. Dropout seeds come out equal to the
+  // stashed ones (checked). Running statistics are not updated a second time.
   Stash recompute(const Stash& stash) const;
+
+  const RecomputePlan& plan() const { return plan_; }
 
   // Returns the gradients of the stage inputs and adds this micro-batch's parameter gradients
   // to the store. `output_gradients` holds one per output producer; the loss, when the stage
@@ -162,10 +171,16 @@ class StageExecutor {
   TensorMap backward(const TensorMap& output_gradients, const Stash& stash);
 
  private:
-  bool keeps_all_state(int layer) const;
-  // `update_running`: fold batch_norm statistics into the store (not when recomputing).
+  // `keep_all`: keep every layer's whole SavedState (else seeds, checkpoint outputs and the
+  // kept layers' states). `update_running`: fold batch_norm statistics into the store (not when
+  // recomputing).
   StageForward run_forward(const TensorMap& inputs, const ForwardContext& context, bool keep_all,
                            bool update_running) const;
+  // Runs `layers` (in execution order) on `values`, which gains their outputs, into `stash`.
+  void run_layers(const std::vector<int>& layers, TensorMap& values, const ForwardContext& context,
+                  bool keep_all, bool update_running, Stash& stash) const;
+  void store(int layer, ForwardResult& output, bool keep_all, Stash& stash) const;
+  Stash recompute_segments(const Stash& stash, const ForwardContext& context) const;
 
   const Model& model_;
   ParameterStore& parameters_;
@@ -175,6 +190,7 @@ class StageExecutor {
   std::vector<int> input_producers_;
   std::vector<int> output_producers_;
   std::map<int, std::unique_ptr<Kernel>> kernels_;
+  RecomputePlan plan_;  // kCheckpoints only
 };
 
 }  // namespace ipusim::models

@@ -5,41 +5,18 @@
 #include <set>
 
 #include "models/kernels/optimizer.hpp"
+#include "models/layers/recompute_plan.hpp"
 #include "sim/core/checked.hpp"
 #include "sim/core/time.hpp"
 #include "sim/machine/collectives.hpp"
 #include "sim/machine/optimizer_cost.hpp"
+#include "sim/machine/stash_cost.hpp"
 
 namespace ipusim::sim {
 namespace {
 
 using models::Model;
 using schedules::StashKind;
-
-std::int64_t model_input_elements(const RunSpec& spec) {
-  std::int64_t elements = 1;
-  for (auto dim : spec.model.input_shape)
-    elements *= dim;
-  return elements;
-}
-
-// The bytes of one sample of the tensor produced by `layer` (-1: the model input, one byte an
-// element under eight_bit_io).
-std::int64_t tensor_bytes(const RunSpec& spec, int layer) {
-  if (layer >= 0)
-    return spec.model.info[layer].activation_bytes;
-  const std::int64_t element_bytes =
-      spec.data.eight_bit_io ? 1 : models::dtype_bytes(spec.model.dtype);
-  return model_input_elements(spec) * element_bytes;
-}
-
-// The producers (layer index, or -1 for the model input) of a layer's inputs.
-std::vector<int> producers(const Model& model, int layer) {
-  const auto& inputs = model.graph.inputs_of(layer);
-  if (inputs.empty())
-    return {-1};
-  return inputs;
-}
 
 struct Placement {
   std::vector<int> stage;     // per layer
@@ -61,99 +38,6 @@ Placement place(const RunSpec& spec) {
   return p;
 }
 
-// Bytes per sample that enter a sub-stage from outside it: the model input, and the outputs of
-// layers in other stages.
-struct ExternalInputs {
-  std::int64_t model_input = 0;
-  std::int64_t activations = 0;
-};
-
-ExternalInputs external_inputs(const RunSpec& spec, const std::vector<int>& layers) {
-  std::set<int> inside(layers.begin(), layers.end());
-  std::set<int> seen;
-  ExternalInputs bytes;
-  for (int layer : layers) {
-    for (int producer : producers(spec.model, layer)) {
-      if (inside.count(producer) || !seen.insert(producer).second)
-        continue;
-      (producer < 0 ? bytes.model_input : bytes.activations) += tensor_bytes(spec, producer);
-    }
-  }
-  return bytes;
-}
-
-bool recomputes(StashKind kind) {
-  return kind == StashKind::kStageInputs || kind == StashKind::kCheckpoints;
-}
-
-// What one sample's stash entry of `layers` under `kind` holds, in the compute dtype: the model
-// input it stashes as read (token ids stay exact), and activations. The dropout seeds, which no
-// recomputation can recreate, are per micro-batch.
-struct StashContent {
-  std::int64_t model_input = 0;
-  std::int64_t activations = 0;
-  std::int64_t seeds = 0;
-};
-
-StashContent stash_content(const RunSpec& spec, const std::vector<int>& layers, StashKind kind) {
-  StashContent content;
-  std::int64_t saved = 0;
-  std::int64_t checkpoints = 0;
-  for (int layer : layers) {
-    const auto& info = spec.model.info[layer];
-    saved += info.saved_bytes;
-    content.seeds += info.seed_bytes;
-    if (spec.model.layers[layer].checkpoint)
-      checkpoints += info.saved_bytes;
-  }
-  if (kind == StashKind::kNone)
-    return {};
-  if (kind == StashKind::kActivations) {
-    content.activations = saved;
-    return content;
-  }
-  const ExternalInputs inputs = external_inputs(spec, layers);
-  content.model_input = inputs.model_input;
-  content.activations =
-      inputs.activations + (kind == StashKind::kCheckpoints ? checkpoints : std::int64_t{0});
-  return content;
-}
-
-// Elements per sample that a recomputing stash casts to stash_dtype before it stashes them and
-// back after it reads them (PopART BERT's activation_checkpoint_dtype: the checkpoints' outputs
-// only, so not the model input); 0 when the stash keeps the compute dtype.
-std::int64_t cast_elements(const RunSpec& spec, const StashContent& content, StashKind kind) {
-  if (!recomputes(kind) || spec.pipeline.stash_dtype == spec.pipeline.dtype)
-    return 0;
-  return content.activations / models::dtype_bytes(spec.pipeline.dtype);
-}
-
-// One micro-batch's stash of `layers` under `kind`.
-std::int64_t stash_bytes(const RunSpec& spec, const std::vector<int>& layers, StashKind kind) {
-  const StashContent content = stash_content(spec, layers, kind);
-  const std::int64_t cast = cast_elements(spec, content, kind);
-  const std::int64_t activations =
-      cast > 0 ? cast * models::dtype_bytes(spec.pipeline.stash_dtype) : content.activations;
-  return (content.model_input + activations) * spec.pipeline.micro_batch_size + content.seeds;
-}
-
-// The casts around a stash in another dtype: one vector pass over its elements before the
-// stash (in the forward) and one after (in the recomputation, which reads it), in the compute
-// dtype, as PopART's CastToFp8 and CastFromFp8 run.
-std::optional<models::Operation> stash_cast_operation(const RunSpec& spec,
-                                                      const std::vector<int>& layers,
-                                                      StashKind kind) {
-  const double elements = double(cast_elements(spec, stash_content(spec, layers, kind), kind));
-  if (elements == 0)
-    return std::nullopt;
-  models::Operation cast{"cast_" + models::dtype_name(spec.pipeline.stash_dtype),
-                         models::OpClass::kElementwise,
-                         {},
-                         {}};
-  cast.forward = {elements, elements, 0, 1, elements};
-  return cast;
-}
-
 // Under eight_bit_io the stage that reads the model input first converts its 8-bit pixels to
 // the compute dtype and normalises them: one vector pass over its elements, in the forward (and
 // again in a recomputation, which reads the stashed 8-bit input).
@@ -167,10 +51,11 @@ std::optional<models::Operation> normalise_input_operation(const RunSpec& spec,
   return normalise;
 }
 
-// The cost of `op` per micro-batch. A recomputing stage runs a clone of the forward, with its
-// own code (TF's recomputation stage is a separate computation).
+// The cost of `op` per micro-batch, its forward run `recomputations` times more in the backward.
+// A recomputing stage runs a clone of the forward, with its own code (TF's recomputation stage
+// is a separate computation).
 OperationCost price(const RunSpec& spec, const std::string& layer, const models::Operation& op,
-                    bool recompute) {
+                    int recomputations) {
   const auto& hw = spec.hardware;
   const auto dtype = spec.pipeline.dtype;
   const auto batch = spec.pipeline.micro_batch_size;
@@ -186,8 +71,8 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   cost.code_bytes = forward_code;
   if (spec.pipeline.training)
     cost.code_bytes += code_bytes(hw.code, op.backward, cost.backward);
-  if (recompute) {
-    cost.recompute_cycles = cost.forward.cycles;
+  if (recomputations > 0) {
+    cost.recompute_cycles = recomputations * cost.forward.cycles;
     cost.code_bytes += forward_code;
   }
   // Half of a product's backward is its weight gradient (the second of its two compute sets,
@@ -196,8 +81,9 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   return cost;
 }
 
-// A layer's operations, or one "profiled" row when the config gives its cycles.
-std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, bool recompute) {
+// A layer's operations, or one "profiled" row when the config gives its cycles; its forward
+// recomputed `recomputations` times.
+std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int recomputations) {
   const auto& l = spec.model.layers[layer];
   if (l.cycles) {
     OperationCost profiled;
@@ -205,7 +91,7 @@ std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, bool
     profiled.name = "profiled";
     profiled.forward.cycles = l.cycles->forward;
     profiled.backward.cycles = l.cycles->backward;
-    profiled.recompute_cycles = recompute ? l.cycles->forward : 0;
+    profiled.recompute_cycles = recomputations * l.cycles->forward;
     // A profiled weighted layer splits its backward as a product does.
     profiled.weight_gradient_cycles =
         spec.model.info[layer].params > 0 ? l.cycles->backward / 2 : 0;
@@ -213,7 +99,7 @@ std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, bool
   }
   std::vector<OperationCost> costs;
   for (const auto& op : spec.model.info[layer].operations)
-    costs.push_back(price(spec, l.id, op, recompute));
+    costs.push_back(price(spec, l.id, op, recomputations));
   return costs;
 }
 
@@ -398,16 +284,29 @@ void add_ipu_memory(const RunSpec& spec, CostModel& model) {
   }
 }
 
+// A recomputing stage's R task runs its operations' recomputations; other stages' R tasks (the
+// sequential schedule's) run the whole forward again.
+std::int64_t recomputed_cycles(const SubstageCost& cost, StashKind kind) {
+  if (!recomputes(kind))
+    return cost.forward_cycles;
+  std::int64_t cycles = 0;
+  for (const auto& op : cost.operations)
+    cycles += op.recompute_cycles;
+  return cycles;
+}
+
 }  // namespace
 
 SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
-                           StashKind stash) {
+                           StashKind stash, bool final_forward_stage) {
+  const models::RecomputePlan plan = recompute_plan(spec, layers, stash, final_forward_stage);
   SubstageCost cost;
   cost.ipu = ipu;
   const double batch = double(spec.pipeline.micro_batch_size);
   for (int layer : layers) {
     const auto& info = spec.model.info[layer];
-    for (auto& op : layer_operations(spec, layer, recomputes(stash))) {
+    const int runs = stash == StashKind::kStageInputs ? 1 : plan.runs(layer);
+    for (auto& op : layer_operations(spec, layer, runs)) {
       cost.forward_cycles += op.forward.cycles;
       cost.backward_cycles += op.backward.cycles;
       cost.weight_grad_cycles += op.weight_gradient_cycles;
@@ -418,18 +317,21 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
     cost.live_bytes += info.live_bytes * spec.pipeline.micro_batch_size;
     cost.params += info.params;
   }
-  if (const auto cast = stash_cast_operation(spec, layers, stash)) {
-    auto op = price(spec, "stash_fifo", *cast, true);
+  // The stash is read back, and the model input normalised again, when anything is recomputed.
+  const int reads = stash == StashKind::kStageInputs || !plan.recomputations.empty() ? 1 : 0;
+  if (const auto cast = stash_cast_operation(spec, layers, stash, plan)) {
+    auto op = price(spec, "stash_fifo", *cast, reads);
     cost.forward_cycles += op.forward.cycles;
     cost.operations.push_back(std::move(op));
   }
   if (const auto normalise = normalise_input_operation(spec, layers)) {
-    auto op = price(spec, "input", *normalise, recomputes(stash));
+    auto op = price(spec, "input", *normalise, reads);
     cost.forward_cycles += op.forward.cycles;
     cost.operations.push_back(std::move(op));
   }
-  cost.recompute_cycles = cost.forward_cycles;
-  cost.stash_bytes = stash_bytes(spec, layers, stash);
+  cost.recompute_cycles = recomputed_cycles(cost, stash);
+  cost.stash_bytes = stash_bytes(spec, layers, stash, plan);
+  cost.backward_live_bytes = cost.live_bytes + largest_segment_bytes(spec, plan);
   return cost;
 }
 
@@ -442,11 +344,14 @@ CostModel build_cost_model(const RunSpec& spec) {
   const schedules::Schedule& schedule = *spec.schedule;
   CostModel model;
   const auto stash = schedule.stash_kind();
+  // A stage that stashes nothing between its forward and backward is the final forward stage.
+  const auto depth = schedule.stash_depth();
   for (int s = 0; s < int(spec.pipeline.stages.size()); ++s) {
     const auto& stage = spec.pipeline.stages[s];
     std::vector<SubstageCost> subs;
     for (std::size_t j = 0; j < stage.substage_layers.size(); ++j) {
-      subs.push_back(substage_cost(spec, stage.substage_layers[j], stage.ipus[j], stash[s]));
+      subs.push_back(substage_cost(spec, stage.substage_layers[j], stage.ipus[j], stash[s],
+                                   depth[s] == 0));
     }
     model.stages.push_back(std::move(subs));
   }

@@ -48,6 +48,9 @@ struct SubstageCost {
   double backward_flops = 0;
   std::int64_t stash_bytes = 0;  // one FIFO entry (one micro-batch) under the mode
   std::int64_t live_bytes = 0;   // activations alive while a task of it runs
+  // ... while its recomputation or backward runs: under kCheckpoints, plus the saved state of
+  // the largest segment it rebuilds at a time.
+  std::int64_t backward_live_bytes = 0;
   std::int64_t params = 0;
   std::vector<OperationCost> operations;  // sums to the cycles above
 };
@@ -88,8 +91,9 @@ CostModel build_cost_model(const RunSpec& spec);
 
 // What `layers` (of spec.model) would cost as one sub-stage on `ipu` stashing `stash`, whatever
 // stage the spec puts them in: the planner prices candidate splits with it without building a
-// spec for each.
+// spec for each. The final forward stage (a stash depth of 0) keeps the layers after its last
+// checkpoint instead of recomputing them (models/layers/recompute_plan.hpp).
 SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
-                           schedules::StashKind stash);
+                           schedules::StashKind stash, bool final_forward_stage = false);
 
 }  // namespace ipusim::sim

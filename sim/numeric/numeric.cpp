@@ -143,9 +143,13 @@ NumericPipeline::NumericPipeline(const RunSpec& spec, models::ParameterStore& pa
     const auto& layers = stages[s].substage_layers;
     for (std::size_t j = 0; j < layers.size(); ++j) {
       auto sub = std::make_unique<SubStage>();
-      sub->executor = std::make_unique<models::StageExecutor>(spec.model, layers[j],
-                                                              spec.pipeline.micro_batch_size,
-                                                              parameters, stash_mode(schedule, s));
+      // As the cost model: a stage with nothing stashed between its forward and backward is
+      // the final forward stage.
+      const models::CheckpointOptions checkpoints{spec.pipeline.recompute_checkpoint_every_layer,
+                                                  depth[static_cast<std::size_t>(s)] == 0};
+      sub->executor = std::make_unique<models::StageExecutor>(
+          spec.model, layers[j], spec.pipeline.micro_batch_size, parameters,
+          stash_mode(schedule, s), checkpoints);
       const std::string name = "stage " + std::to_string(s) +
                                (layers.size() > 1 ? " sub-stage " + std::to_string(j) : "");
       sub->fifo = std::make_unique<StashFifo>(name, capacity, schedule.step_based());

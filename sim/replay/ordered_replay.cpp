@@ -200,10 +200,11 @@ void OrderedReplay::start_compute(int ipu, const Task& task, int stream) {
   const auto& sub = state_.costs.substage(task);
   if (task.op == Op::kForward && stash_depth_[task.stage] > 0)
     state_.memory.add_stash(ipu, sub.stash_bytes);
-  state_.memory.set_live(ipu, sub.live_bytes);
+  const auto live = state_.costs.live_bytes(task);
+  state_.memory.set_live(ipu, live);
   state_.memory.observe(ipu, 0, queue_.now());
   const double flops = state_.observers.any() ? state_.costs.flops(task) : 0.0;
-  state_.observers.task(task, queue_.now(), cycles, phase_now(), flops, sub.live_bytes);
+  state_.observers.task(task, queue_.now(), cycles, phase_now(), flops, live);
   state_.observers.memory(state_.memory, ipu, queue_.now());
   const Cycles end = queue_.now() + Cycles{cycles};
   // Events come in time order: the boundaries not told yet come no earlier than now.

@@ -285,7 +285,7 @@ bool ProgramReplay::run_compute(int ipu, const Task& task, int stream, std::int6
   const bool stashes = stash_depth_[task.stage] > 0;
   if (task.op == Op::kForward && stashes)
     state_.memory.add_stash(ipu, sub.stash_bytes);
-  state_.memory.set_live(ipu, sub.live_bytes);
+  state_.memory.set_live(ipu, state_.costs.live_bytes(task));
   state_.memory.observe(ipu, 0, Cycles{start});
   state_.memory.set_live(ipu, 0);
   if (task.op == last_reader_ && stashes)

@@ -129,7 +129,7 @@ Cycles StepReplay::run_host_transfer(int ipu, const Task& task, schedules::Phase
 Cycles StepReplay::run_compute(int ipu, const Task& task, std::int64_t step, schedules::Phase phase,
                                Cycles start) {
   const auto cycles = state_.costs.compute_cycles(task);
-  const auto live = state_.costs.substage(task).live_bytes;
+  const auto live = state_.costs.live_bytes(task);
   auto& memory = state_.memory;
   memory.set_live(ipu, live);
   memory.observe(ipu, step + 1, start);

@@ -29,6 +29,12 @@ class TaskCosts {
   const SubstageCost& substage(const schedules::Task& task) const {
     return cost_.substage(task.stage, task.substage);
   }
+  // The activations alive while a compute task runs: a recomputation or backward also holds the
+  // state its stage rebuilds.
+  std::int64_t live_bytes(const schedules::Task& task) const {
+    const SubstageCost& sub = substage(task);
+    return task.op == schedules::Op::kForward ? sub.live_bytes : sub.backward_live_bytes;
+  }
   // Infeed and outfeed: bytes of one micro-batch, and the cycles the host link takes.
   std::int64_t host_bytes(const schedules::Task& task) const;
   std::int64_t host_cycles(std::int64_t bytes) const;

@@ -91,6 +91,13 @@ const std::vector<ConfigKey>& pipeline_keys() {
       int_key("micro_batch_size", 1, 1, 1 << 24, "samples per micro-batch"),
       int_key("replication_factor", 1, 1, 1024, "data-parallel replicas of the whole pipeline"),
       choice_key("recomputation_mode", schedules::recomputation_mode_names(), "none"),
+      bool_key("recompute_checkpoint_every_layer", false,
+               "stash every layer's output but each stage's last as a recomputation checkpoint, "
+               "and recompute the backward a segment at a time from them (PopART and "
+               "PopTorch BERT, GPT-2 and ViT's `recompute_checkpoint_every_layer`; see "
+               "[Memory](#memory)). Needs `recompute_and_backpropagate_interleaved`, which "
+               "`auto` then picks where the schedule has it; refused under `none` and "
+               "`recompute_then_backpropagate`"),
       bool_key("offload_weight_update_variables", false,
                "keep optimizer state in streaming memory"),
       bool_key(

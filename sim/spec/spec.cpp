@@ -127,6 +127,14 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   spec.micro_batch_size = read_int(pipeline, key("micro_batch_size"));
   spec.replication_factor = int(read_int(pipeline, key("replication_factor")));
   spec.recomputation = read_recomputation(pipeline);
+  spec.recompute_checkpoint_every_layer =
+      read_bool(pipeline, key("recompute_checkpoint_every_layer"));
+  // Checkpoints act only where each segment is rebuilt just before its backward, as PopART
+  // recomputes: auto picks that mode where the schedule has it.
+  constexpr auto interleaved = RecomputationMode::kRecomputeAndBackpropagateInterleaved;
+  if (spec.recompute_checkpoint_every_layer && spec.recomputation == RecomputationMode::kAuto &&
+      schedules::supports_recomputation(spec.schedule, interleaved))
+    spec.recomputation = interleaved;
   spec.offload_weight_update_variables =
       read_bool(pipeline, key("offload_weight_update_variables"));
   spec.offload_activations = read_bool(pipeline, key("offload_activations"));
@@ -345,6 +353,36 @@ void check_stash_dtype(const RunSpec& spec, const ConfigNode& root) {
             "recompute_and_backpropagate_interleaved or auto");
 }
 
+// Why recompute_checkpoint_every_layer would not act: no stage of this run recomputes from
+// checkpoints; empty when one does.
+std::string checkpoints_unused(const RunSpec& spec) {
+  const auto kinds = spec.schedule->stash_kind();
+  if (std::find(kinds.begin(), kinds.end(), schedules::StashKind::kCheckpoints) != kinds.end())
+    return "";
+  const std::string what =
+      "recompute_checkpoint_every_layer stashes each layer's output for the backward to "
+      "recompute from, and ";
+  if (!spec.pipeline.training)
+    return what + "an inference pipeline recomputes nothing";
+  const std::string schedule = spec.schedule->name();
+  if (spec.schedule->recomputation() == RecomputationMode::kRecomputeAndBackpropagateInterleaved)
+    return what + "the " + schedule + " schedule stashes nothing between a forward and its backward";
+  return what + "this run recomputes from no checkpoints (recomputation_mode " +
+         schedules::to_string(spec.pipeline.recomputation) + " under the " + schedule +
+         " schedule): set recomputation_mode to recompute_and_backpropagate_interleaved (or "
+         "auto, which picks it where the schedule has it); recompute_then_backpropagate "
+         "refuses it too, as it rebuilds each stage whole from its inputs";
+}
+
+// An option that is accepted must act.
+void check_checkpoint_every_layer(const RunSpec& spec, const ConfigNode& root) {
+  if (!spec.pipeline.recompute_checkpoint_every_layer)
+    return;
+  const std::string why = checkpoints_unused(spec);
+  if (!why.empty())
+    root.at("pipeline").at("recompute_checkpoint_every_layer").fail(why);
+}
+
 }  // namespace
 
 std::vector<int> StageSpec::layers() const {
@@ -437,6 +475,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
   check_offload_activations(spec, root);
   check_replica_layout(spec, root);
   check_stash_dtype(spec, root);
+  check_checkpoint_every_layer(spec, root);
   check_eight_bit_io(spec, root);
   return spec;
 }

@@ -38,6 +38,8 @@ struct PipelineSpec {
   std::int64_t micro_batch_size = 1;
   int replication_factor = 1;
   schedules::RecomputationMode recomputation = schedules::RecomputationMode::kNone;
+  // Every layer's output but each sub-stage's last is a recomputation checkpoint.
+  bool recompute_checkpoint_every_layer = false;
   bool offload_weight_update_variables = false;
   bool offload_activations = false;
   // Each replica of a sharding group keeps 1/group of the optimizer state (no effect with one

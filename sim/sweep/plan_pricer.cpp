@@ -132,7 +132,7 @@ SplitPricer::RangeCost SplitPricer::price(int k, int begin, int end) const {
   for (int l = begin; l < end; ++l)
     layers.push_back(l);
   const auto kind = stash_kind_[std::size_t(k)];
-  const SubstageCost cost = substage_cost(spec_, layers, ipu_[k], kind);
+  const SubstageCost cost = substage_cost(spec_, layers, ipu_[k], kind, depth_[k] == 0);
   const bool recomputes =
       kind == schedules::StashKind::kStageInputs || kind == schedules::StashKind::kCheckpoints;
   RangeCost out;
@@ -144,7 +144,7 @@ SplitPricer::RangeCost SplitPricer::price(int k, int begin, int end) const {
     out.static_bytes += op.code_bytes;
   out.static_bytes += cost.params * bytes_per_parameter() + optimizer_state_bytes(cost.params);
   out.stash_bytes = cost.stash_bytes;
-  out.live_bytes = cost.live_bytes;
+  out.live_bytes = cost.backward_live_bytes;  // never below the forward's
   return out;
 }
 
