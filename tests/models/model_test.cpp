@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "model_test_support.hpp"
+#include "models/layers/recompute_plan.hpp"
 #include "models/layers/shape_inference.hpp"
 
 using namespace ipusim::models;
@@ -382,4 +383,53 @@ TEST_CASE("second inputs: token types of an embedding, padding masks of attentio
       {"id": "att", "type": "attention", "heads": 2, "inputs": ["emb", "rows", "rows"]}])")) ==
         "model.json: at /model/layers/4/inputs: layer 'att' (attention) takes one or two "
         "inputs, but \"inputs\" lists 3");
+}
+
+TEST_CASE("a checkpoint at every layer but the last makes each layer its own segment") {
+  const Model model = model_from(with_layers("[8]", R"([
+      {"id": "d1", "type": "dense", "units": 4},
+      {"id": "d2", "type": "dense", "units": 4},
+      {"id": "d3", "type": "dense", "units": 4}])"));
+  const RecomputePlan plan = recompute_plan(model, {2, 0, 1}, {.every_layer = true});
+  CHECK(plan.checkpoints == std::vector<int>{0, 1});
+  // The backward rebuilds d3 first, from d2's output, then d2 from d1's, then d1.
+  CHECK(plan.recomputations == std::vector<std::vector<int>>{{2}, {1}, {0}});
+  CHECK(plan.kept.empty());
+  CHECK(plan.runs(0) == 1);
+  CHECK(recompute_plan(model, {0, 1, 2}, {}).recomputations ==
+        std::vector<std::vector<int>>{{0, 1, 2}});
+}
+
+TEST_CASE("the final forward stage keeps the layers after its last checkpoint") {
+  const Model model = model_from(with_layers("[8]", R"([
+      {"id": "d1", "type": "dense", "units": 4, "checkpoint": true},
+      {"id": "d2", "type": "dense", "units": 4},
+      {"id": "d3", "type": "dense", "units": 4}])"));
+  const RecomputePlan plan = recompute_plan(model, {0, 1, 2}, {.keep_tail = true});
+  CHECK(plan.recomputations == std::vector<std::vector<int>>{{0}});
+  CHECK(plan.kept == std::vector<int>{1, 2});
+  // With no checkpoint it keeps everything and recomputes nothing.
+  const Model plain = model_from(with_layers("[8]", R"([
+      {"id": "d1", "type": "dense", "units": 4},
+      {"id": "d2", "type": "dense", "units": 4}])"));
+  const RecomputePlan none = recompute_plan(plain, {0, 1}, {.keep_tail = true});
+  CHECK(none.recomputations.empty());
+  CHECK(none.kept == std::vector<int>{0, 1});
+}
+
+TEST_CASE("a residual that reaches over a checkpoint is recomputed again for its segment") {
+  // in -> a -> b (checkpoint) -> sum(a, b): sum's segment needs a's output, not stashed.
+  const Model model = model_from(with_layers("[4]", R"([
+      {"id": "in", "type": "input", "shape": [4]},
+      {"id": "a", "type": "dense", "units": 4},
+      {"id": "b", "type": "dense", "units": 4, "checkpoint": true},
+      {"id": "sum", "type": "add", "inputs": ["a", "b"]}])"));
+  const RecomputePlan plan = recompute_plan(model, {0, 1, 2, 3}, {});
+  CHECK(plan.checkpoints == std::vector<int>{2});
+  CHECK(plan.recomputations == std::vector<std::vector<int>>{{0, 1, 3}, {0, 1, 2}});
+  CHECK(plan.runs(1) == 2);
+  CHECK(plan.runs(2) == 1);
+  // The input layer's output is the model input: never a checkpoint.
+  CHECK(recompute_plan(model, {0, 1, 2, 3}, {.every_layer = true}).checkpoints ==
+        std::vector<int>{1, 2});
 }

@@ -82,11 +82,15 @@ std::vector<float> reference_step(const Model& model, ParameterStore& store, std
 
 // The same step as a GPipe-like pipeline of three stages: every forward, then every backward
 // (last stage first), with gradients of shared tensors summed in decreasing stage order.
+// Under kCheckpoints with `every_layer`, the last stage is the final forward stage.
 std::vector<float> pipelined_step(const Model& model, ParameterStore& store, std::int64_t repeat,
-                                  StashMode mode = StashMode::kActivations) {
+                                  StashMode mode = StashMode::kActivations,
+                                  bool every_layer = false) {
   std::vector<StageExecutor> stages;
-  for (const auto& layers : kStages)
-    stages.emplace_back(model, layers, kMicroBatch, store, mode);
+  for (std::size_t s = 0; s < kStages.size(); ++s) {
+    const CheckpointOptions checkpoints{every_layer, every_layer && s + 1 == kStages.size()};
+    stages.emplace_back(model, kStages[s], kMicroBatch, store, mode, checkpoints);
+  }
   const std::vector<MicroBatch> batches = micro_batches(model, repeat);
   std::vector<std::vector<Stash>> stashes(stages.size());
   std::vector<float> losses;
@@ -137,13 +141,13 @@ bool same_parameters(const Model& model, const ParameterStore& a, const Paramete
 }
 
 void check_pipeline_matches_reference(const Model& model, const TrainingOptions& options,
-                                      StashMode mode) {
+                                      StashMode mode, bool every_layer = false) {
   ParameterStore reference(model, options);
   ParameterStore pipeline(model, options);
   REQUIRE(same_parameters(model, reference, pipeline));
   for (std::int64_t repeat = 0; repeat < 2; ++repeat) {
     const std::vector<float> expected = reference_step(model, reference, repeat);
-    CHECK(pipelined_step(model, pipeline, repeat, mode) == expected);
+    CHECK(pipelined_step(model, pipeline, repeat, mode, every_layer) == expected);
     CHECK(same_parameters(model, reference, pipeline));
   }
   ParameterStore untrained(model, options);
@@ -185,6 +189,13 @@ TEST_CASE("recomputing from stage inputs or checkpoints matches the reference bi
   check_pipeline_matches_reference(residual_cnn("fp32", true), adam(), StashMode::kCheckpoints);
 }
 
+TEST_CASE(
+    "recomputing a segment at a time from a checkpoint at every layer matches the reference") {
+  check_pipeline_matches_reference(residual_cnn("fp32"), adam(), StashMode::kCheckpoints, true);
+  check_pipeline_matches_reference(residual_cnn("fp16"), adam(DType::kFp16),
+                                   StashMode::kCheckpoints, true);
+}
+
 TEST_CASE("a stash holds exactly the bytes the memory model charges") {
   const Model model = residual_cnn("fp16", true);
   ParameterStore store(model, adam());
@@ -199,9 +210,11 @@ TEST_CASE("a stash holds exactly the bytes the memory model charges") {
     for (const int layer : kStages[0]) {
       const LayerInfo& info = model.info[static_cast<std::size_t>(layer)];
       seeds += info.seed_bytes;
-      const bool checkpointed = model.layers[layer].checkpoint && mode == StashMode::kCheckpoints;
-      if (mode == StashMode::kActivations || checkpointed)
+      if (mode == StashMode::kActivations)
         per_sample += info.saved_bytes;
+      // A checkpoint keeps its output alone.
+      if (model.layers[layer].checkpoint && mode == StashMode::kCheckpoints)
+        per_sample += info.activation_bytes;
     }
     if (mode != StashMode::kActivations)
       per_sample += tensor_bytes(model, kModelInput);
@@ -211,6 +224,16 @@ TEST_CASE("a stash holds exactly the bytes the memory model charges") {
   // conv relu: (36 + 144) x 2, pool 36 x 4, dense1 gelu (36 + 16) x 2; dropout an 8-byte seed.
   const StageExecutor stage(model, kStages[0], kMicroBatch, store);
   CHECK(stage.forward(model_input, context(0, 0, batch)).stash.bytes() == kMicroBatch * 608 + 8);
+  // The 6x6 fp16 input (72) and dense1's 16 fp16 outputs (32), and the seed.
+  const StageExecutor checkpointed(model, kStages[0], kMicroBatch, store, StashMode::kCheckpoints);
+  CHECK(checkpointed.forward(model_input, context(0, 0, batch)).stash.bytes() ==
+        kMicroBatch * 104 + 8);
+  // With a checkpoint at every layer but the dropout: conv's 144, pool's 36, flatten's 36 and
+  // dense1's 16 outputs, in fp16, beside the input.
+  const StageExecutor every(model, kStages[0], kMicroBatch, store, StashMode::kCheckpoints,
+                            {.every_layer = true});
+  CHECK(every.forward(model_input, context(0, 0, batch)).stash.bytes() ==
+        kMicroBatch * (72 + 2 * (144 + 36 + 36 + 16)) + 8);
 }
 
 TEST_CASE("recomputation rebuilds the activations stash bit for bit") {
@@ -226,6 +249,29 @@ TEST_CASE("recomputation rebuilds the activations stash bit for bit") {
   const Stash rebuilt = lean.recompute(stashed);
   CHECK(rebuilt.complete);
   CHECK(rebuilt.bytes() == expected.bytes());
+  REQUIRE(rebuilt.saved.size() == expected.saved.size());
+  for (const auto& [layer, state] : expected.saved) {
+    const SavedState& other = rebuilt.saved.at(layer);
+    CHECK(other.indices == state.indices);
+    CHECK(other.seeds == state.seeds);
+    REQUIRE(other.tensors.size() == state.tensors.size());
+    for (std::size_t i = 0; i < state.tensors.size(); ++i)
+      CHECK(bit_identical(other.tensors[i], state.tensors[i]));
+  }
+}
+
+TEST_CASE("the checkpoints' outputs alone rebuild the activations stash bit for bit") {
+  const Model model = residual_cnn("fp32");
+  ParameterStore store(model, adam());
+  const MicroBatch batch = micro_batches(model, 0)[1];
+  const StageExecutor full(model, kStages[0], kMicroBatch, store, StashMode::kActivations);
+  const StageExecutor lean(model, kStages[0], kMicroBatch, store, StashMode::kCheckpoints,
+                           {.every_layer = true});
+  const Stash expected = full.forward({{kModelInput, batch.inputs}}, context(1, 0, batch)).stash;
+  const Stash stashed = lean.forward({{kModelInput, batch.inputs}}, context(1, 0, batch)).stash;
+  CHECK(stashed.checkpoints.size() == 4);  // conv, pool, flatten, dense1; not the dropout
+  CHECK(stashed.saved.size() == 1);        // the dropout seed
+  const Stash rebuilt = lean.recompute(stashed);
   REQUIRE(rebuilt.saved.size() == expected.saved.size());
   for (const auto& [layer, state] : expected.saved) {
     const SavedState& other = rebuilt.saved.at(layer);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -205,6 +206,62 @@ TEST_CASE("a stash dtype must be a known type and have a recomputing stash to ac
                   "pipeline.recomputation_mode=recompute_then_backpropagate"});
   CHECK(fp8.err.empty());
   CHECK(fp8.code == 0);
+}
+
+TEST_CASE("a checkpoint at every layer needs a recomputation that restarts from checkpoints") {
+  const std::string why =
+      "recompute_checkpoint_every_layer stashes each layer's output for the backward to "
+      "recompute from, and ";
+  const std::string set = "pipeline.recompute_checkpoint_every_layer=true";
+  const std::string at =
+      "error: --set " + set + ": at /pipeline/recompute_checkpoint_every_layer: ";
+  const std::string advice =
+      ": set recomputation_mode to recompute_and_backpropagate_interleaved (or auto, which picks "
+      "it where the schedule has it); recompute_then_backpropagate refuses it too, as it rebuilds "
+      "each stage whole from its inputs\n";
+  CHECK(override_error(set) == at + why +
+                                   "this run recomputes from no checkpoints (recomputation_mode "
+                                   "none under the grouped schedule)" +
+                                   advice);
+  const auto then = run_ipusim({"validate", kBaseConfig, "--set", set, "--set",
+                                "pipeline.recomputation_mode=recompute_then_backpropagate"});
+  CHECK(then.code == 2);
+  CHECK(then.err == at + why +
+                        "this run recomputes from no checkpoints (recomputation_mode "
+                        "recompute_then_backpropagate under the grouped schedule)" +
+                        advice);
+  const auto sequential =
+      run_ipusim({"validate", kBaseConfig, "--schedule", "sequential", "--set", set, "--set",
+                  "pipeline.recomputation_mode=recompute_and_backpropagate_interleaved"});
+  CHECK(sequential.err ==
+        at + why + "the sequential schedule stashes nothing between a forward and its backward\n");
+  // auto picks the interleaved recomputation for the grouped schedule.
+  const auto picked = run_ipusim(
+      {"validate", kBaseConfig, "--set", set, "--set", "pipeline.recomputation_mode=auto"});
+  CHECK(picked.code == 0);
+  CHECK(picked.err.empty());
+}
+
+TEST_CASE("run --json's operations show each layer's forward recomputed once, the loss never") {
+  const std::string json = scratch("dense_checkpoints.json");
+  const auto result =
+      run_ipusim({"run", "tests/tools/data/dense_checkpoints.json", "--no-numeric", "--quiet",
+                  "--set", "pipeline.recompute_checkpoint_every_layer=true", "--json", json});
+  REQUIRE(result.code == 0);
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> by_layer;  // forward, recompute
+  for (const auto& op : report.at("operations")) {
+    auto& [forward, recompute] = by_layer[op.at("layer").get<std::string>()];
+    forward += op.at("forward_cycles").get<std::int64_t>();
+    recompute += op.at("recompute_cycles").get<std::int64_t>();
+  }
+  for (const std::string layer : {"d1", "d2", "d3", "d4"}) {
+    INFO(layer);
+    CHECK(by_layer.at(layer).second == by_layer.at(layer).first);
+    CHECK(by_layer.at(layer).first > 0);
+  }
+  // The loss, after the final stage's last checkpoint d4, is kept from its forward.
+  CHECK(by_layer.at("loss").second == 0);
 }
 
 TEST_CASE("an unknown layer type names the file and the layer and suggests a type") {

@@ -1,5 +1,6 @@
 #include "sim/machine/cost_model.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
@@ -238,4 +239,56 @@ TEST_CASE("an fp8 stash keeps a byte per element and casts it before stashing an
   CHECK(fp8.stages[1][0].forward_cycles == fp32.stages[1][0].forward_cycles + 980);
   CHECK(fp8.stages[1][0].recompute_cycles == fp32.stages[1][0].recompute_cycles + 980);
   CHECK(fp8.stages[1][0].backward_cycles == fp32.stages[1][0].backward_cycles);
+}
+
+namespace {
+
+// Stage 0 {d1, d2} and the final stage 1 {d3, d4, loss} of tests/tools/data/dense_checkpoints.json
+// (fp32, 8 inputs, micro-batch 2), with or without a checkpoint at every layer but the last.
+sim::CostModel dense_checkpoints(bool every_layer) {
+  return sim::build_cost_model(load("tests/tools/data/dense_checkpoints.json",
+                                    {"pipeline.recompute_checkpoint_every_layer=" +
+                                     std::string(every_layer ? "true" : "false")}));
+}
+
+std::int64_t forward_of(const sim::SubstageCost& sub, const std::vector<std::string>& layers) {
+  std::int64_t cycles = 0;
+  for (const auto& op : sub.operations) {
+    if (std::find(layers.begin(), layers.end(), op.layer) != layers.end())
+      cycles += op.forward.cycles;
+  }
+  return cycles;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint at every layer stashes the layers' outputs, not their saved state") {
+  // Per sample: the input 8 x 4 bytes; d1's output 16 x 4 (d2, the stage's last, is none).
+  CHECK(dense_checkpoints(false).stages[0][0].stash_bytes == 2 * 32);
+  CHECK(dense_checkpoints(true).stages[0][0].stash_bytes == 2 * (32 + 64));
+  // The backward's peak holds one segment's saved state beside the outputs (d1 16 + d2 16
+  // floats): the whole stage (d1 keeps its 8 inputs and 16 outputs, d2 16 and 16) without
+  // checkpoints, d2 alone with them.
+  CHECK(dense_checkpoints(false).stages[0][0].backward_live_bytes == 2 * (128 + 96 + 128));
+  CHECK(dense_checkpoints(true).stages[0][0].backward_live_bytes == 2 * (128 + 128));
+  CHECK(dense_checkpoints(true).stages[0][0].live_bytes == 2 * 128);
+}
+
+TEST_CASE("the backward recomputes each layer once, and the final stage only to its checkpoint") {
+  const auto plain = dense_checkpoints(false);
+  const auto every = dense_checkpoints(true);
+  // Stage 0 rebuilds d2 from d1's output, then d1 from the input: each forward once.
+  CHECK(every.stages[0][0].recompute_cycles == forward_of(every.stages[0][0], {"d1", "d2"}));
+  CHECK(every.stages[0][0].recompute_cycles == plain.stages[0][0].recompute_cycles);
+  // The final stage (stash depth 0) keeps the loss, after its last checkpoint d4, from its
+  // forward and rebuilds d4 and d3; with no checkpoint it rebuilds nothing.
+  const auto& last = every.stages[1][0];
+  CHECK(last.recompute_cycles == forward_of(last, {"d3", "d4"}));
+  CHECK(last.recompute_cycles > 0);
+  CHECK(last.recompute_cycles < last.forward_cycles);
+  CHECK(plain.stages[1][0].recompute_cycles == 0);
+  // Its backward holds d3's 16 inputs and 16 outputs at most (d4 keeps 16, the loss 4 x 4 + 4).
+  CHECK(last.backward_live_bytes == last.live_bytes + 2 * 128);
+  CHECK(plain.stages[1][0].backward_live_bytes ==
+        plain.stages[1][0].live_bytes + 2 * (128 + 64 + 20));
 }

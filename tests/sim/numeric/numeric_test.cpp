@@ -681,3 +681,34 @@ TEST_CASE("the tiny BERT with its tied MLM head equals the reference under each 
     }
   }
 }
+
+TEST_CASE(
+    "a checkpoint at every layer keeps the reference's numbers and its FIFO the model's bytes") {
+  const std::vector<std::string> every = {"pipeline.recompute_checkpoint_every_layer=true"};
+  for (const auto& config : kConfigs) {
+    for (const std::string schedule : {"grouped", "gpipe", "1f1b"}) {
+      INFO(config << " " << schedule);
+      const sim::RunSpec spec =
+          small(config, schedule, "recompute_and_backpropagate_interleaved", every);
+      check_bit_identical(simulate_numeric(spec));
+      const PipelineRun run(spec);
+      const auto depth = spec.schedule->stash_depth();
+      for (int s = 0; s < static_cast<int>(spec.pipeline.stages.size()); ++s) {
+        CHECK(run.pipeline.fifo(s, 0).entry_bytes() == run.cost.substage(s, 0).stash_bytes);
+        CHECK(run.pipeline.fifo(s, 0).peak_bytes() ==
+              depth[s] * run.cost.substage(s, 0).stash_bytes);
+      }
+    }
+  }
+}
+
+TEST_CASE("the dense checkpoint model stashes its input and d1's output per micro-batch") {
+  const sim::RunSpec spec = sim::load_run_spec(
+      "tests/tools/data/dense_checkpoints.json",
+      {core::parse_set_argument("pipeline.recompute_checkpoint_every_layer=true")});
+  check_bit_identical(simulate_numeric(spec));
+  // 2 samples x (8 + 16) fp32, in a FIFO of depth 2.
+  const PipelineRun run(spec);
+  CHECK(run.pipeline.fifo(0, 0).entry_bytes() == 192);
+  CHECK(run.pipeline.fifo(0, 0).peak_bytes() == 384);
+}
