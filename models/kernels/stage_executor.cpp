@@ -189,8 +189,9 @@ StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContex
 Stash StageExecutor::recompute(const Stash& stash) const {
   IPUSIM_CHECK(mode_ != StashMode::kActivations && !stash.complete);
   const ForwardContext context{stash.microbatch, stash.repeat, stash.labels};
-  Stash full = mode_ == StashMode::kCheckpoints ? recompute_segments(stash, context)
-                                                : run_forward(stash.inputs, context, true, false).stash;
+  Stash full = mode_ == StashMode::kCheckpoints
+                   ? recompute_segments(stash, context)
+                   : run_forward(stash.inputs, context, true, false).stash;
   for (const auto& [layer, state] : stash.saved)
     IPUSIM_CHECK(state.seeds == full.saved.at(layer).seeds);
   return full;
@@ -259,8 +260,7 @@ void StageExecutor::run_layers(const std::vector<int>& layers, TensorMap& values
 // What the stash keeps of a layer's forward: its whole state, or (recomputing) its seeds, its
 // output when it is a checkpoint, and the final forward stage's kept layers' states apart.
 void StageExecutor::store(int layer, ForwardResult& output, bool keep_all, Stash& stash) const {
-  const bool kept =
-      std::find(plan_.kept.begin(), plan_.kept.end(), layer) != plan_.kept.end();
+  const bool kept = std::find(plan_.kept.begin(), plan_.kept.end(), layer) != plan_.kept.end();
   if (keep_all) {
     stash.saved.emplace(layer, std::move(output.saved));
     return;

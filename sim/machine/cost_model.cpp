@@ -350,8 +350,8 @@ CostModel build_cost_model(const RunSpec& spec) {
     const auto& stage = spec.pipeline.stages[s];
     std::vector<SubstageCost> subs;
     for (std::size_t j = 0; j < stage.substage_layers.size(); ++j) {
-      subs.push_back(substage_cost(spec, stage.substage_layers[j], stage.ipus[j], stash[s],
-                                   depth[s] == 0));
+      subs.push_back(
+          substage_cost(spec, stage.substage_layers[j], stage.ipus[j], stash[s], depth[s] == 0));
     }
     model.stages.push_back(std::move(subs));
   }
