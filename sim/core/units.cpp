@@ -128,7 +128,9 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension,
       *why = "it is negative";
       return std::nullopt;
     }
-    return number * unit.scale;
+    // A fractional unit divides by its whole reciprocal, so that "10us" is the double nearest
+    // 10e-6, as the same figure written in the code is.
+    return unit.scale < 1 ? number / std::round(1 / unit.scale) : number * unit.scale;
   }
   *why = "'" + std::string(suffix) + "' is not a unit ipusim knows";
   return std::nullopt;

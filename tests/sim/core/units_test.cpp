@@ -29,6 +29,15 @@ TEST_CASE("quantities with decimal and binary prefixes are read in base units") 
   CHECK(parse(" 2 GB ", Dimension::kBytes) == 2e9);
 }
 
+// The nearest double to the figure, as the same figure written in the code: 10 x 1e-6 would be
+// one unit in the last place below 10e-6.
+TEST_CASE("a time in a fractional unit is the double nearest its figure") {
+  CHECK(parse("10us", Dimension::kDuration) == 10e-6);
+  CHECK(parse("450us", Dimension::kDuration) == 450e-6);
+  CHECK(parse("15ns", Dimension::kDuration) == 15e-9);
+  CHECK(parse("3ms", Dimension::kDuration) == 3e-3);
+}
+
 TEST_CASE("a quantity with the wrong unit, no unit or no number is refused with the reason") {
   CHECK(why_not("32GB", Dimension::kBandwidth) == "'GB' is the unit of a size");
   CHECK(why_not("900", Dimension::kBytes) == "it has no unit");
