@@ -43,6 +43,7 @@ LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const
   LayerInfo info;
   info.output = output;
   info.params = cost.params;
+  info.param_tensors = cost.param_tensors;
   info.weight_elements = cost.params;
   info.operations = lower_layer(layer, inputs, output);
   fill_flops(cost, info);

@@ -67,6 +67,7 @@ namespace ipusim::models {
 struct LayerInfo {
   Shape output;                           // per sample; [] for the loss
   std::int64_t params = 0;                // trainable scalars
+  int param_tensors = 0;                  // the tensors holding them, a tied one counted once
   std::int64_t weight_elements = 0;       // same as params
   double forward_flops = 0;               // per sample
   double backward_flops = 0;              // per sample: input gradient + weight gradient

@@ -47,6 +47,7 @@ struct CostSizes {
 // The figures of layer_info that differ by type; the rest follows from the shapes.
 struct LayerCost {
   std::int64_t params = 0;
+  int param_tensors = 0;         // the tensors those parameters are held in (a weight, a bias, ...)
   std::int64_t saved_bytes = 0;  // per sample
   std::int64_t seed_bytes = 0;   // per micro-batch
   FlopsRule flops = FlopsRule::kOperations;

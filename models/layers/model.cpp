@@ -153,6 +153,7 @@ void tie_weights(Model& model, int i) {
   }
   LayerInfo& info = model.info[i];
   info.params = layer.params.bias ? layer.params.units : 0;
+  info.param_tensors = layer.params.bias ? 1 : 0;
   info.weight_elements = info.params;
   info.weight_bytes = info.params * dtype_bytes(model.dtype);
 }
@@ -203,6 +204,13 @@ std::int64_t Model::total_params() const {
   std::int64_t total = 0;
   for (const LayerInfo& layer : info)
     total += layer.params;
+  return total;
+}
+
+std::int64_t Model::weight_tensors() const {
+  std::int64_t total = 0;
+  for (const LayerInfo& layer : info)
+    total += layer.param_tensors;
   return total;
 }
 

@@ -32,6 +32,7 @@ struct Model {
   int index_of(const std::string& id) const;   // -1 when no layer has that id
   std::vector<std::string> layer_ids() const;  // in config order, for "did you mean"
   std::int64_t total_params() const;
+  std::int64_t weight_tensors() const;  // the parameter tensors, a tied one counted once
 };
 
 // Whether the model input holds integer ids (token ids, types, masks): true when the model has

@@ -18,7 +18,7 @@ namespace ipusim::sim {
 // all-reduce is schedules::Op::kAllReduce's name).
 inline constexpr std::string_view kReduceScatter = "reduce-scatter";
 inline constexpr std::string_view kAllGather = "all-gather";
-inline constexpr std::string_view kHostRoundTrip = "host round trip";
+inline constexpr std::string_view kHostCall = "host call";
 inline constexpr std::string_view kInputWait = "input wait";
 
 // One ring's links as one IPU sees them: what it sends per second and each step's fixed cost.

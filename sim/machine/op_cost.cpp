@@ -55,7 +55,8 @@ OpPassTerms pass_terms(const HardwareSpec& hardware, models::DType dtype, models
   const double tiles = double(terms.tiles);
   terms.compute_sets = double(pass.compute_sets);
   terms.bytes_per_tile = exchanged_bytes(dtype, pass, batch) / tiles;
-  terms.peak_cycles = work / (tiles * hardware.unit_peak_per_tile_cycle(op_class, dtype));
+  terms.peak_cycles = work / (tiles * hardware.unit_peak_per_tile_cycle(op_class, dtype) *
+                              hardware.software_factor(op_class));
   return terms;
 }
 
@@ -75,7 +76,8 @@ OpPassCost cost_pass(const HardwareSpec& hardware, models::DType dtype, models::
   if (ops.exchange_bytes_per_tile_cycle > 0)
     cost.exchange +=
         exchanged_bytes(dtype, pass, batch) / (ops.exchange_bytes_per_tile_cycle * tiles);
-  const double rate = hardware.unit_peak_per_tile_cycle(op_class, dtype) * class_cost.efficiency;
+  const double rate = hardware.unit_peak_per_tile_cycle(op_class, dtype) *
+                      hardware.software_factor(op_class) * class_cost.efficiency;
   cost.compute = work / (tiles * rate);
   const double total = cost.overhead + cost.exchange + cost.compute;
   if (!(total < 4611686018427387904.0))

@@ -5,7 +5,9 @@
 //   overhead = compute sets x compute_set_cycles
 //   exchange = compute sets x exchange_cycles
 //              + exchanged bytes / (exchange_bytes_per_tile_cycle x tiles)
-//   compute  = work / (tiles x unit peak per tile-cycle x efficiency of the class)
+//   compute  = work / (tiles x unit peak per tile-cycle x efficiency of the class
+//                      x amp_efficiency_before_sdk_2_5 for matmul and conv compiled by an SDK
+//                      before 2.5)
 //   cycles   = ceil(overhead + exchange + compute)
 //
 // The unit is the AMP for matmul and conv (FLOPs), the vector unit for elementwise, non-linear

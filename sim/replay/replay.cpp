@@ -119,7 +119,7 @@ WeightUpdateBreakdown breakdown_of(const WeightUpdateSpan& span) {
 }
 
 // After the ramp-down every IPU updates its weights; a global sync ends the step, and the host
-// round trip starts the next program; the next step waits for its input if the hosts are slower.
+// call starts the next program; the next step waits for its input if the hosts are slower.
 Cycles run_weight_update(ReplayState& state, Cycles start) {
   if (!state.spec.pipeline.training)
     return start;
@@ -137,10 +137,11 @@ Cycles run_weight_update(ReplayState& state, Cycles start) {
   const int replicas = state.spec.pipeline.replication_factor;
   auto& parts = state.weight_update;
   parts.sync = state.ipus > 1 ? hw.global_sync_cycles(state.ipus * replicas) : 0;
-  // One device program runs repeat_count steps, and the host starts it once.
-  parts.host_round_trip = (hw.host_round_trip_cycles + state.spec.pipeline.repeat_count - 1) /
-                          state.spec.pipeline.repeat_count;
-  const std::int64_t device = longest + parts.sync + parts.host_round_trip;
+  // One device program runs repeat_count steps, and the host calls it once.
+  parts.host_call = (hw.host_call_cycles(state.spec.model.weight_tensors()) +
+                     state.spec.pipeline.repeat_count - 1) /
+                    state.spec.pipeline.repeat_count;
+  const std::int64_t device = longest + parts.sync + parts.host_call;
   parts.input_wait =
       std::max<std::int64_t>(0, state.costs.host_input().cycles - (start.count + device));
   return start + Cycles{device + parts.input_wait};

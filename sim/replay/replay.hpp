@@ -51,7 +51,7 @@ struct IpuStats : MemoryPeak {
 };
 
 // Where the weight-update phase's cycles go: the parts of the IPU whose update takes longest,
-// then the global sync and the host round trip that end the step, and the wait for the hosts'
+// then the global sync and the host call that end the step, and the wait for the hosts'
 // input pipeline when it is slower than the step.
 struct WeightUpdateBreakdown {
   int ipu = 0;                      // the longest
@@ -61,8 +61,8 @@ struct WeightUpdateBreakdown {
   std::int64_t update = 0;
   std::int64_t all_gather = 0;
   std::int64_t sync = 0;
-  std::int64_t host_round_trip = 0;  // the program's round trip, shared by its repeat_count steps
-  std::int64_t input_wait = 0;       // for the hosts' input pipeline to prepare the next step
+  std::int64_t host_call = 0;   // the program's host call, shared by its repeat_count steps
+  std::int64_t input_wait = 0;  // for the hosts' input pipeline to prepare the next step
 };
 
 // What one replayed repeat measured: its duration, per phase, per IPU and per link; an

@@ -345,7 +345,7 @@ class TraceWriter {
   }
 
   // The first host's own track beside the host links: its input pipeline preparing the next
-  // step's samples while the IPUs compute, and the end of the step it owns: the round trip and
+  // step's samples while the IPUs compute, and the end of the step it owns: the host call and
   // any wait for the input.
   void host() {
     if (!report_.spec->pipeline.training)
@@ -353,16 +353,16 @@ class TraceWriter {
     const int tid = timeline_.layout.ipus;
     name_thread(kHostLinks, tid, "host 0: input pipeline and program");
     const auto& input = report_.cost->host_input;
-    const json args = {{"bytes", input.bytes}, {"replicas", input.replicas_per_host}};
+    const json args = {{"bytes", input.bytes}, {"replicas", input.replicas_per_instance}};
     if (input.cycles > 0)
       slice("prepare next step's input", "host", core::Cycles{0}, core::Cycles{input.cycles},
             kHostLinks, tid, args);
     const auto& w = report_.replay.weight_update;
     const core::Cycles end{report_.replay.step_cycles};
     const core::Cycles waited = end - core::Cycles{w.input_wait};
-    const core::Cycles round_trip = waited - core::Cycles{w.host_round_trip};
-    if (w.host_round_trip > 0)
-      slice(std::string(kHostRoundTrip), "host", round_trip, waited, kHostLinks, tid, {});
+    const core::Cycles call = waited - core::Cycles{w.host_call};
+    if (w.host_call > 0)
+      slice(std::string(kHostCall), "host", call, waited, kHostLinks, tid, {});
     if (w.input_wait > 0)
       slice(std::string(kInputWait), "host", waited, end, kHostLinks, tid, {});
   }

@@ -20,7 +20,7 @@ Parts parts_of(const WeightUpdateBreakdown& w) {
           {schedules::to_string(schedules::Op::kWeightUpdate), w.update},
           {kAllGather, w.all_gather},
           {"sync", w.sync},
-          {kHostRoundTrip, w.host_round_trip},
+          {kHostCall, w.host_call},
           {kInputWait, w.input_wait}};
 }
 
@@ -67,19 +67,40 @@ nlohmann::json weight_update_json(const RunReport& r) {
   return out;
 }
 
+// "1 host feeds 16 replicas", "4 hosts, each feeding 8 replicas", "4 hosts, each running 4
+// instances of 4 replicas".
+std::string feeders_text(const HostInput& input) {
+  const std::string hosts = input.hosts == 1 ? "1 host" : counted_noun(input.hosts, "host");
+  if (input.instances_per_host() > 1) {
+    return hosts + (input.hosts == 1 ? " runs " : ", each running ") +
+           counted_noun(input.instances_per_host(), "instance") + " of " +
+           counted_noun(input.replicas_per_instance, "replica") + ": ";
+  }
+  const std::string replicas = counted_noun(input.replicas_per_instance, "replica");
+  return input.hosts == 1 ? hosts + " feeds " + replicas + ": "
+                          : hosts + ", each feeding " + replicas + ": ";
+}
+
+// "at 12.5 GB/s", or "decoding at 5,300 samples a second" when decoding binds.
+std::string rate_text(const RunSpec& spec, const HostInput& input) {
+  if (input.decoding)
+    return "decoding at " + with_commas(std::int64_t(spec.hardware.instance_decode_rate)) +
+           " samples a second";
+  return "at " + si(input.bandwidth, "B/s");
+}
+
 std::string host_input_text(const RunReport& r) {
-  const auto& hw = r.spec->hardware;
-  if (!r.spec->pipeline.training || hw.host_input_bandwidth <= 0)
-    return "";
   const HostInput& input = r.cost->host_input;
-  const std::string replicas = counted_noun(input.replicas_per_host, "replica");
-  std::string out = "Host input: " + (input.hosts == 1 ? "1 host feeds " + replicas + ": "
-                                                       : counted_noun(input.hosts, "host") +
-                                                             ", each feeding " + replicas + ": ");
-  out += memory_figure(double(input.bytes)) + " a step" + (input.hosts == 1 ? "" : " each") +
-         ", prepared in " + fixed(double(input.cycles) / hw.clock_hz * 1e3, 4) + " ms at " +
-         si(hw.host_input_bandwidth, "B/s") + " (" + percent(r.figures.host_input_share) +
-         " of the step)";
+  if (!r.spec->pipeline.training || input.cycles <= 0)
+    return "";
+  const bool one = input.instances == 1;
+  std::string out =
+      "Host input: " + feeders_text(input) + memory_figure(double(input.bytes)) + " a step" +
+      (one                              ? ""
+       : input.instances_per_host() > 1 ? " an instance"
+                                        : " each") +
+      ", prepared in " + fixed(double(input.cycles) / r.spec->hardware.clock_hz * 1e3, 4) + " ms " +
+      rate_text(*r.spec, input) + " (" + percent(r.figures.host_input_share) + " of the step)";
   const std::int64_t wait = r.replay.weight_update.input_wait;
   if (wait == 0)
     return out + ", beside the IPUs\n";
@@ -91,6 +112,10 @@ nlohmann::json host_input_json(const RunReport& r) {
   const HostInput& input = r.cost->host_input;
   return {{"hosts", input.hosts},
           {"replicas_per_host", input.replicas_per_host},
+          {"instances", input.instances},
+          {"replicas_per_instance", input.replicas_per_instance},
+          {"bytes_per_second", input.bandwidth},
+          {"decoding", input.decoding},
           {"bytes_per_step", input.bytes},
           {"cycles", input.cycles},
           {"wait_cycles", r.replay.weight_update.input_wait}};

@@ -1,6 +1,6 @@
 #pragma once
 // The weight-update phase in the report: where its cycles go (the replicas' collectives, the
-// optimizer state stream, the update, the sync and the host round trip), and the IPU-Link
+// optimizer state stream, the update, the sync and the host call), and the IPU-Link
 // domains and hosts of a multi-POD64 system.
 
 #include <string>

@@ -24,6 +24,11 @@ std::string choice_list(const std::vector<std::string>& names) {
 // The largest seed a config may give (pipeline and data).
 constexpr std::int64_t kMaxSeed = std::int64_t{1} << 62;
 
+std::vector<ConfigKey> joined(std::vector<ConfigKey> first, const std::vector<ConfigKey>& second) {
+  first.insert(first.end(), second.begin(), second.end());
+  return first;
+}
+
 }  // namespace
 
 ConfigKey int_key(std::string name, std::int64_t fallback, std::int64_t min, std::int64_t max,
@@ -75,8 +80,10 @@ std::string read_choice(const core::ConfigNode& section, const ConfigKey& key) {
   return section.get_enum(key.name, key.choice_default, key.choices);
 }
 
-const std::vector<ConfigKey>& pipeline_keys() {
-  static const std::vector<ConfigKey> keys = {
+namespace {
+
+std::vector<ConfigKey> pipeline_layout_keys() {
+  return {
       {"splits", "none", "layer ids, each starting the next stage (the TF1 tutorial's `--splits`)"},
       {"stages", "one stage",
        "explicit stages as lists of layer ids; an entry that is a list of lists is a concurrent "
@@ -87,9 +94,24 @@ const std::vector<ConfigKey>& pipeline_keys() {
       int_key("gradient_accumulation_count", 1, 1, core::kMaxCount,
               "micro-batches per weight update (M)"),
       int_key("repeat_count", 1, 1, core::kMaxCount,
-              "times the whole program (ramp-up to weight update) runs"),
+              "times the whole program (ramp-up to weight update) runs: the weight updates of one "
+              "device program, which the host calls once (`hardware.host_call`). PopART's "
+              "`batches_per_step`, PopTorch's `device_iterations`, TF1's training-loop "
+              "`iterations`; Keras's `steps_per_execution` / `gradient_accumulation_count` "
+              "(those names are errors that say so)"),
       int_key("micro_batch_size", 1, 1, 1 << 24, "samples per micro-batch"),
       int_key("replication_factor", 1, 1, 1024, "data-parallel replicas of the whole pipeline"),
+      int_key("replicas_per_instance", 0, 0, 1024,
+              "the replicas each process drives (poprun's `--num-replicas` / `--num-instances`), "
+              "on one host, with its own input pipeline (`hardware.instance_decode_rate`); 0: one "
+              "process a host. With fewer replicas one process drives them all. Example: "
+              "`\"replicas_per_instance\": 4` for Graphcore's MLPerf v1.0 ResNet-50 on a POD64, "
+              "16 instances of 4 replicas"),
+  };
+}
+
+std::vector<ConfigKey> pipeline_option_keys() {
+  return {
       choice_key("recomputation_mode", schedules::recomputation_mode_names(), "none"),
       bool_key("recompute_checkpoint_every_layer", false,
                "stash every layer's output but each stage's last as a recomputation checkpoint, "
@@ -132,11 +154,19 @@ const std::vector<ConfigKey>& pipeline_keys() {
       {"training", "true if the model has a loss", "false for inference"},
       int_key("seed", 0, 0, kMaxSeed, "weight initialisation and dropout"),
   };
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& pipeline_keys() {
+  static const std::vector<ConfigKey> keys = joined(pipeline_layout_keys(), pipeline_option_keys());
   return keys;
 }
 
-const std::vector<ConfigKey>& hardware_keys() {
-  static const std::vector<ConfigKey> keys = {
+namespace {
+
+std::vector<ConfigKey> device_keys() {
+  return {
       {"preset", code("\"gc200\""),
        choice_list(hardware_preset_names()) +
            ": the preset whose figures the other keys override; the defaults below are gc200's"},
@@ -156,31 +186,53 @@ const std::vector<ConfigKey>& hardware_keys() {
        "§2: an IPU-Link domain is one POD64 (16 IPU-Machines of 4 IPUs); POD128 and POD256 are 2 "
        "and 4 of them joined by GW-Links (MLPerf v1.1/v2.0 BERT `--num-ilds`). Replicas spanning "
        "several domains must fill them alike. Example: `\"ipus_per_ild\": 64`"},
-      {"gw_link", "`{\"bandwidth\": \"6.25GB/s\", \"latency_cycles\": 2660}`",
+      {"gw_link", "`{\"bandwidth\": \"6.25GB/s\", \"latency_cycles\": 798000}`",
        "§2, Bow-2000 datasheet: \"GW-Link 2x 100Gbps\" per IPU-Machine (the IPU-M2000 has the same "
-       "2 ports), shared by its 4 IPUs: 25 GB/s / 4 per IPU. The latency, 2 µs at the clock (3,700 "
-       "cycles on bow), is a guess: a 100 GbE RoCE hop through the gateways. Example: "
+       "2 ports), shared by its 4 IPUs: 25 GB/s / 4 per IPU. The latency is each step's fixed time "
+       "in the collectives between IPU-Link domains, 600 µs at the clock (1,110,000 cycles on "
+       "bow), fitted to the MLPerf runs on 2 and 4 POD64s ([Validation](#validation)). Example: "
        "`\"gw_link\": {\"bandwidth\": \"6.25GB/s\", \"latency_cycles\": 2660}`"},
       {"topology", "`\"ladder\"`", "§2"},
       {"selection_order", "`\"snake\"`", "§2 (`snake`, `hoof`, `zigzag`)"},
+  };
+}
+
+std::vector<ConfigKey> host_keys() {
+  return {
       {"host_link_bandwidth", "`\"12.5GB/s\"`", "§2 100 GbE RoCE"},
       {"host_input_bandwidth", "`\"12.5GB/s\"`",
-       "The rate at which one host's input pipeline (read, decode, augment, send) prepares samples "
-       "for the replicas on its IPUs, beside their compute: a guess, one 100 GbE RoCE port's worth "
-       "(§2), calibratable; unlimited on `ideal`. See [Host "
-       "input](#host-input-and-the-host-round-trip)"},
+       "The most one host's input pipelines (read, decode, augment, send) prepare for the replicas "
+       "on its IPUs, beside their compute, shared by the host's instances: a guess, one 100 GbE "
+       "RoCE port's worth (§2), calibratable; unlimited on `ideal`. See [Host "
+       "input](#host-input-and-the-host-call)"},
+      {"instance_decode_rate", "5300",
+       "The samples one instance's input pipeline (`pipeline.replicas_per_instance`, one process) "
+       "decodes "
+       "and augments a second, when the data says it does (`data.host_decode`): fitted to the "
+       "MLPerf ResNet-50 runs' ImageNet JPEGs ([Validation](#validation)); unlimited on `ideal`. "
+       "Example: `\"instance_decode_rate\": 8000`"},
+      {"host_call", "`{\"per_program\": \"10us\", \"per_tensor\": \"450us\"}`",
+       "The host's time per device program (a program runs `repeat_count` weight updates): "
+       "`per_program` to start it and wait for its end (a guess, a host sync each way), and "
+       "`per_tensor` for each weight tensor of the model, whose optimizer values it writes and "
+       "whose streams it serves (fitted to the MLPerf runs, [Validation](#validation)); 0 on "
+       "`ideal`. Each instance calls its own program at the same time, so a step pays one call. "
+       "See [Host input and the host call](#host-input-and-the-host-call). Example: "
+       "`\"host_call\": {\"per_tensor\": \"100us\"}`"},
+      {"sdk", "`\"2.5\"`",
+       choice_list(sdk_releases()) +
+           ": the Poplar SDK release that compiles the program. Before 2.5 the matmul and conv "
+           "plans reach `operations.amp_efficiency_before_sdk_2_5` of their efficiency ([The cost "
+           "of an operation](#the-cost-of-an-operation)). Example: `\"sdk\": \"2.1\"`"},
       {"ipus_per_host", "one host per IPU-Link domain (`ipus_per_ild`)",
        "how many IPUs one host feeds, e.g. `16` for Graphcore's MLPerf ResNet-50 (one host per 16 "
        "IPUs on every POD, 4 on a POD64: `poprun --num-hosts`)"},
       {"streaming_memory_bandwidth", "`\"16GB/s\"`", "§2 PCIe Gen4 x8 upper bound"},
       {"sync",
        "`{\"base_cycles\": 40, \"per_ipu_cycles\": 10, \"exchange_overhead_cycles\": 100, "
-       "\"host_cycles\": 6650, \"host_round_trip_cycles\": 13300}`",
-       "§3 IPUModel formula; host figure uncalibrated. `host_round_trip_cycles` is charged once "
-       "per device program, which runs `repeat_count` weight updates (Graphcore's BERT runs "
-       "`batches_per_step` 1: the host starts each step and waits for it; its ResNet-50 runs a "
-       "fifth of an epoch per program): a guess, a host sync each way (10 µs), uncalibrated; 0 on "
-       "`ideal`"},
+       "\"host_cycles\": 6650}`",
+       "§3 IPUModel formula; host figure uncalibrated. The host's time per device program is "
+       "`host_call`"},
       {"operations", "see [The cost of an operation](#the-cost-of-an-operation)",
        "poplibs cycle estimators, §1, §3"},
       {"code_memory",
@@ -188,6 +240,12 @@ const std::vector<ConfigKey>& hardware_keys() {
        "\"150B\"}`",
        "a Poplar profile summary (7 MB); the rest guesses"},
   };
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& hardware_keys() {
+  static const std::vector<ConfigKey> keys = joined(device_keys(), host_keys());
   return keys;
 }
 
@@ -209,6 +267,10 @@ const std::vector<ConfigKey>& data_keys() {
       bool_key("eight_bit_io", false,
                "images travel to the IPU as 8-bit integers and are normalised there (Graphcore's "
                "`eight_bit_io`)"),
+      bool_key("host_decode", false,
+               "each sample is decoded and augmented by its instance's host process (compressed "
+               "images, as ImageNet's JPEGs), at most `hardware.instance_decode_rate` samples a "
+               "second; otherwise samples come ready from memory"),
   };
   return keys;
 }

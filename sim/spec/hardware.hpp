@@ -36,6 +36,9 @@ struct OperationCosts {
   double vector_fp32_per_tile_cycle = 0;     // elements per cycle of a tile's vector unit
   double vector_fp16_per_tile_cycle = 0;
   std::array<OpClassCost, models::kOpClasses.size()> classes{};
+  // What the AMP classes (matmul, conv) reach when the program is compiled by an SDK before 2.5,
+  // as a share of what they reach under 2.5 and later (see HardwareSpec::sdk).
+  double amp_efficiency_before_sdk_2_5 = 1;
 
   const OpClassCost& of(models::OpClass op_class) const {
     return classes[std::size_t(models::index(op_class))];
@@ -79,9 +82,13 @@ struct HardwareSpec {
   std::int64_t sync_base_cycles = 0;      // global sync: base + per_ipu * IPUs
   std::int64_t sync_per_ipu_cycles = 0;
   std::int64_t exchange_overhead_cycles = 0;  // fixed cost of each inter-IPU exchange
-  // Once per weight update: the host starts the device program and waits for it to end
-  // (batches_per_step 1).
-  std::int64_t host_round_trip_cycles = 0;
+  // Once per device program (repeat_count weight updates): the host starts the program and
+  // waits for its end, and for each weight tensor writes the optimizer's values and serves its
+  // streams.
+  double host_call_seconds = 0;
+  double host_call_seconds_per_tensor = 0;
+  // The Poplar SDK release that compiles the program, as "2.5": its matmul and conv plans.
+  std::string sdk;
   // IPU-Link domains (ILDs): a POD64's IPUs share one IPU-Link torus; ILDs join through the
   // IPU-Gateways' GW-Links, one host per ILD.
   int ipus_per_ild = 0;
@@ -90,6 +97,10 @@ struct HardwareSpec {
   // augments, sends) at `host_input_bandwidth` bytes/s, beside the IPUs' compute.
   int ipus_per_host = 0;            // 0: one host per ILD
   double host_input_bandwidth = 0;  // bytes/s per host; 0: unlimited
+  // Each process (poprun instance) runs its own input pipeline, which decodes at most this many
+  // samples a second when they come compressed (DataSpec::host_decode); its host's bandwidth is
+  // shared by the instances on it.
+  double instance_decode_rate = 0;  // samples/s per instance; 0: unlimited
   std::int64_t gw_link_latency_cycles = 0;
   OperationCosts operations;
   CodeMemory code;
@@ -106,6 +117,10 @@ struct HardwareSpec {
   bool ideal() const { return preset == "ideal"; }
   int ilds() const { return (ipus + ipus_per_ild - 1) / ipus_per_ild; }
   int host_ipus() const { return ipus_per_host > 0 ? ipus_per_host : ipus_per_ild; }
+  // One device program's host call, for a model of `weight_tensors` tensors.
+  std::int64_t host_call_cycles(std::int64_t weight_tensors) const;
+  // The share of its class's efficiency an operation of `op_class` reaches under this SDK.
+  double software_factor(models::OpClass op_class) const;
   // Two specs are equal when every figure is: a key set to its preset's value changes nothing.
   bool operator==(const HardwareSpec&) const = default;
 };
@@ -124,6 +139,10 @@ ReplicaLayout replica_layout(int replicas, int ipus_per_replica, int ipus_per_il
                              std::string* error);
 
 const std::vector<std::string>& hardware_preset_names();
+// The named preset's hardware, before any override (hardware_presets.cpp).
+HardwareSpec preset_hardware(const std::string& name);
+// The Poplar SDK releases `hardware.sdk` takes, oldest first.
+const std::vector<std::string>& sdk_releases();
 
 // Reads the `hardware` section. `ipus_needed` (stages' IPUs x replicas) gives the default IPU
 // count, rounded up to a power of two; `note` says so when rounding happened.

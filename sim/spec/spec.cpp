@@ -8,6 +8,7 @@
 #include "sim/core/format.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/spec/config_keys.hpp"
+#include "sim/spec/spec_checks.hpp"
 #include "sim/spec/stages.hpp"
 
 namespace ipusim::sim {
@@ -126,6 +127,7 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   spec.repeat_count = read_int(pipeline, key("repeat_count"));
   spec.micro_batch_size = read_int(pipeline, key("micro_batch_size"));
   spec.replication_factor = int(read_int(pipeline, key("replication_factor")));
+  spec.replicas_per_instance = int(read_int(pipeline, key("replicas_per_instance")));
   spec.recomputation = read_recomputation(pipeline);
   spec.recompute_checkpoint_every_layer =
       read_bool(pipeline, key("recompute_checkpoint_every_layer"));
@@ -187,7 +189,35 @@ void check_samples_per_update(const ConfigNode& pipeline, const PipelineSpec& sp
           with_commas(kMaxSamplesPerUpdate));
 }
 
+// Graphcore's APIs name the weight updates of one device program each their own way; a user
+// porting a config reaches for them, so each says what it is here.
+void reject_graphcore_repeat_names(const ConfigNode& pipeline) {
+  struct Alias {
+    const char* key;
+    const char* what;
+  };
+  static constexpr Alias kAliases[] = {
+      {"batches_per_step",
+       "PopART's batches_per_step counts the weight updates one device program "
+       "runs: write it as repeat_count"},
+      {"device_iterations",
+       "PopTorch's device_iterations counts the weight updates one device "
+       "program runs: write it as repeat_count"},
+      {"steps_per_execution",
+       "Keras's steps_per_execution counts micro-batches: write steps_per_execution / "
+       "gradient_accumulation_count as repeat_count"},
+      {"iterations",
+       "the iterations of TF1's training loop around the pipeline op are the "
+       "weight updates one device program runs: write them as repeat_count"},
+  };
+  for (const auto& alias : kAliases) {
+    if (auto v = pipeline.find(alias.key))
+      v->fail(alias.what);
+  }
+}
+
 PipelineSpec read_pipeline(const ConfigNode& pipeline, const models::Model& model) {
+  reject_graphcore_repeat_names(pipeline);
   pipeline.expect_only_keys(key_names(pipeline_keys()));
   PipelineSpec spec;
   spec.stages = read_stages(model, pipeline);
@@ -249,6 +279,7 @@ DataSpec read_data(const std::optional<ConfigNode>& section) {
   data.seed = std::uint64_t(read_int(node, key("seed")));
   read_token_labels(node, data);
   data.eight_bit_io = read_bool(node, key("eight_bit_io"));
+  data.host_decode = read_bool(node, key("host_decode"));
   if (const auto packed = node.find("sequences_per_sample")) {
     data.sequences_per_sample = packed->as_number();
     // A pack holds at least one sequence; a thousand per sample is no packing anyone runs.
@@ -259,19 +290,6 @@ DataSpec read_data(const std::optional<ConfigNode>& section) {
           packed->json().dump());
   }
   return data;
-}
-
-// 8-bit IO carries pixels: a model with an embedding reads token ids from its input.
-void check_eight_bit_io(const RunSpec& spec, const ConfigNode& root) {
-  if (!spec.data.eight_bit_io)
-    return;
-  for (const models::Layer& layer : spec.model.layers) {
-    if (layer.type == models::LayerType::kEmbedding)
-      root.at("data")
-          .at("eight_bit_io")
-          .fail("eight_bit_io sends images to the IPU as 8-bit integers, but layer '" + layer.id +
-                "' (embedding) reads token ids from the model input");
-  }
 }
 
 // The schedule builder knows Graphcore's rules; its refusal becomes a config error at the
@@ -286,102 +304,6 @@ std::shared_ptr<const schedules::Schedule> build_schedule(const RunSpec& spec,
     const auto node = pipeline.find(key);
     (node ? *node : pipeline).fail(error.what());
   }
-}
-
-// Why offload_activations would have nothing to act on: it moves Graphcore's stash FIFOs to
-// streaming memory, and some runs keep none; empty when it acts.
-std::string offload_without_fifos(const RunSpec& spec) {
-  const auto& schedule = *spec.schedule;
-  if (!schedule.step_based()) {
-    const std::string rest =
-        " schedule has none (its stash is held in flight): use grouped or interleaved";
-    return "offload_activations moves Graphcore's stash FIFOs to streaming memory, and the " +
-           schedule.name() + rest;
-  }
-  const std::string nothing = "offload_activations has nothing to move: ";
-  if (!spec.pipeline.training)
-    return nothing + "an inference pipeline keeps no stash";
-  const auto depth = schedule.stash_depth();
-  if (std::any_of(depth.begin(), depth.end(), [](std::int64_t d) { return d > 0; }))
-    return "";
-  if (depth.size() == 1)
-    return nothing + "a single stage keeps no stash FIFO";
-  return nothing + "the " + schedule.name() + " schedule keeps no stash FIFOs";
-}
-
-// An option that is accepted must act.
-void check_offload_activations(const RunSpec& spec, const ConfigNode& root) {
-  if (!spec.pipeline.offload_activations)
-    return;
-  const std::string why = offload_without_fifos(spec);
-  if (!why.empty())
-    root.at("pipeline").at("offload_activations").fail(why);
-}
-
-// Replicas spanning several IPU-Link domains must fill them alike: the collectives are
-// hierarchical over whole domains.
-void check_replica_layout(const RunSpec& spec, const ConfigNode& root) {
-  std::string error;
-  replica_layout(spec.pipeline.replication_factor, spec.pipeline.ipus_per_replica(),
-                 spec.hardware.ipus_per_ild, &error);
-  if (!error.empty())
-    root.at("pipeline").at("replication_factor").fail(error);
-}
-
-// A stash dtype other than the compute dtype acts on the stashes that recomputation reads back
-// (stage inputs and checkpoints, PopART BERT's activation_checkpoint_dtype); a run with none
-// would ignore it.
-void check_stash_dtype(const RunSpec& spec, const ConfigNode& root) {
-  if (spec.pipeline.stash_dtype == spec.pipeline.dtype)
-    return;
-  const auto kinds = spec.schedule->stash_kind();
-  if (std::any_of(kinds.begin(), kinds.end(), [](schedules::StashKind kind) {
-        return kind == schedules::StashKind::kStageInputs ||
-               kind == schedules::StashKind::kCheckpoints;
-      }))
-    return;
-  const std::string what =
-      "stash_dtype sets the type of the stage inputs and checkpoints a recomputing pipeline "
-      "stashes, and ";
-  const auto node = root.at("pipeline").at("stash_dtype");
-  if (!spec.pipeline.training)
-    node.fail(what + "an inference pipeline stashes nothing");
-  node.fail(what + "this run stashes none (recomputation_mode " +
-            schedules::to_string(spec.pipeline.recomputation) + " under the " +
-            spec.schedule->name() +
-            " schedule): use recompute_then_backpropagate, "
-            "recompute_and_backpropagate_interleaved or auto");
-}
-
-// Why recompute_checkpoint_every_layer would not act: no stage of this run recomputes from
-// checkpoints; empty when one does.
-std::string checkpoints_unused(const RunSpec& spec) {
-  const auto kinds = spec.schedule->stash_kind();
-  if (std::find(kinds.begin(), kinds.end(), schedules::StashKind::kCheckpoints) != kinds.end())
-    return "";
-  const std::string what =
-      "recompute_checkpoint_every_layer stashes each layer's output for the backward to "
-      "recompute from, and ";
-  if (!spec.pipeline.training)
-    return what + "an inference pipeline recomputes nothing";
-  const std::string schedule = spec.schedule->name();
-  if (spec.schedule->recomputation() == RecomputationMode::kRecomputeAndBackpropagateInterleaved)
-    return what + "the " + schedule +
-           " schedule stashes nothing between a forward and its backward";
-  return what + "this run recomputes from no checkpoints (recomputation_mode " +
-         schedules::to_string(spec.pipeline.recomputation) + " under the " + schedule +
-         " schedule): set recomputation_mode to recompute_and_backpropagate_interleaved (or "
-         "auto, which picks it where the schedule has it); recompute_then_backpropagate "
-         "refuses it too, as it rebuilds each stage whole from its inputs";
-}
-
-// An option that is accepted must act.
-void check_checkpoint_every_layer(const RunSpec& spec, const ConfigNode& root) {
-  if (!spec.pipeline.recompute_checkpoint_every_layer)
-    return;
-  const std::string why = checkpoints_unused(spec);
-  if (!why.empty())
-    root.at("pipeline").at("recompute_checkpoint_every_layer").fail(why);
 }
 
 }  // namespace
@@ -473,12 +395,19 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
     spec.notes.push_back(note);
   spec.data = read_data(root.find("data"));
   spec.schedule = build_schedule(spec, root);
-  check_offload_activations(spec, root);
-  check_replica_layout(spec, root);
-  check_stash_dtype(spec, root);
-  check_checkpoint_every_layer(spec, root);
-  check_eight_bit_io(spec, root);
+  check_across_sections(spec, root);
   return spec;
+}
+
+int replicas_per_host(const HardwareSpec& hardware, const PipelineSpec& pipeline) {
+  return std::clamp(hardware.host_ipus() / pipeline.ipus_per_replica(), 1,
+                    pipeline.replication_factor);
+}
+
+int instance_replicas(const HardwareSpec& hardware, const PipelineSpec& pipeline) {
+  if (pipeline.replicas_per_instance == 0)
+    return replicas_per_host(hardware, pipeline);
+  return std::min(pipeline.replicas_per_instance, pipeline.replication_factor);
 }
 
 RunSpec load_run_spec(const std::string& path, const std::vector<core::Override>& overrides) {

@@ -37,6 +37,9 @@ struct PipelineSpec {
   std::int64_t repeat_count = 1;
   std::int64_t micro_batch_size = 1;
   int replication_factor = 1;
+  // The replicas one process drives (poprun's --num-replicas / --num-instances); 0: one process
+  // per host. Fewer replicas than that make one process.
+  int replicas_per_instance = 0;
   schedules::RecomputationMode recomputation = schedules::RecomputationMode::kNone;
   // Every layer's output but each sub-stage's last is a recomputation checkpoint.
   bool recompute_checkpoint_every_layer = false;
@@ -80,6 +83,9 @@ struct DataSpec {
   // Graphcore's eight_bit_io: images travel to the IPU as 8-bit integers (one byte an element)
   // and are normalised there, in the first stage's forward.
   bool eight_bit_io = false;
+  // Each sample is decoded and augmented on the host (compressed images), which bounds how fast
+  // an instance prepares them (hardware.instance_decode_rate).
+  bool host_decode = false;
 };
 
 // A validated config: everything a run needs, every user error already reported.
@@ -108,5 +114,11 @@ RunSpec load_run_spec(const std::string& path, const std::vector<core::Override>
 RunSpec build_run_spec(const core::ConfigDocument& document);
 
 const std::vector<std::string>& schedule_names();
+
+// The replicas one host feeds: `host_ipus` IPUs' worth of whole replicas (one replica wider
+// than a host still reads through one host).
+int replicas_per_host(const HardwareSpec& hardware, const PipelineSpec& pipeline);
+// The replicas one process (poprun instance) drives.
+int instance_replicas(const HardwareSpec& hardware, const PipelineSpec& pipeline);
 
 }  // namespace ipusim::sim

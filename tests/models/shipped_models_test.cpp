@@ -197,6 +197,19 @@ TEST_CASE("ResNet-50 v1.5 has torchvision's 25,557,032 trainable parameters") {
   CHECK(model.classes == 1000);
 }
 
+TEST_CASE("the host call counts ResNet-50's 161 and BERT-Large's 298 weight tensors") {
+  // 53 convolutions without biases, 53 batch norms' scales and shifts, the classifier's weight
+  // and bias.
+  CHECK(shipped_config("models/resnet50.json").weight_tensors() == 53 + 2 * 53 + 2);
+  // MLPerf's BERT: the word, position and type tables and their layer norm; 24 encoders of 12
+  // (Q, K and V packed with its bias, the output projection and its bias, two layer norms, two
+  // FFN layers and their biases); the MLM transform's weight and bias and its layer norm; the
+  // decoder's bias, its weight being the word table.
+  CHECK(shipped_config("mlperf/bert_v1.0_pod16.json").weight_tensors() == 5 + 24 * 12 + 2 + 2 + 1);
+  // An encoder's halves hold its tensors between them.
+  CHECK(shipped_config("mlperf/bert_v2.0_pod16.json").weight_tensors() == 5 + 24 * 12 + 2 + 2 + 1);
+}
+
 TEST_CASE("the tiny ResNet on Fashion-MNIST has 9,794 parameters") {
   // 3x3 convolutions without bias, each with a batch norm's 2 per filter: the stem (1 -> 8),
   // block 1 (8 -> 8 twice), block 2 (8 -> 16, 16 -> 16 and the 1x1 projection 8 -> 16), block 3

@@ -236,6 +236,23 @@ TEST_CASE("a stash holds exactly the bytes the memory model charges") {
         kMicroBatch * (72 + 2 * (144 + 36 + 36 + 16)) + 8);
 }
 
+namespace {
+
+// Every layer's saved state of `rebuilt` is `expected`'s, bit for bit.
+void check_same_saved(const Stash& rebuilt, const Stash& expected) {
+  REQUIRE(rebuilt.saved.size() == expected.saved.size());
+  for (const auto& [layer, state] : expected.saved) {
+    const SavedState& other = rebuilt.saved.at(layer);
+    CHECK(other.indices == state.indices);
+    CHECK(other.seeds == state.seeds);
+    REQUIRE(other.tensors.size() == state.tensors.size());
+    for (std::size_t i = 0; i < state.tensors.size(); ++i)
+      CHECK(bit_identical(other.tensors[i], state.tensors[i]));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("recomputation rebuilds the activations stash bit for bit") {
   const Model model = residual_cnn("fp32");
   ParameterStore store(model, adam());
@@ -249,15 +266,7 @@ TEST_CASE("recomputation rebuilds the activations stash bit for bit") {
   const Stash rebuilt = lean.recompute(stashed);
   CHECK(rebuilt.complete);
   CHECK(rebuilt.bytes() == expected.bytes());
-  REQUIRE(rebuilt.saved.size() == expected.saved.size());
-  for (const auto& [layer, state] : expected.saved) {
-    const SavedState& other = rebuilt.saved.at(layer);
-    CHECK(other.indices == state.indices);
-    CHECK(other.seeds == state.seeds);
-    REQUIRE(other.tensors.size() == state.tensors.size());
-    for (std::size_t i = 0; i < state.tensors.size(); ++i)
-      CHECK(bit_identical(other.tensors[i], state.tensors[i]));
-  }
+  check_same_saved(rebuilt, expected);
 }
 
 TEST_CASE("the checkpoints' outputs alone rebuild the activations stash bit for bit") {
@@ -272,15 +281,7 @@ TEST_CASE("the checkpoints' outputs alone rebuild the activations stash bit for 
   CHECK(stashed.checkpoints.size() == 4);  // conv, pool, flatten, dense1; not the dropout
   CHECK(stashed.saved.size() == 1);        // the dropout seed
   const Stash rebuilt = lean.recompute(stashed);
-  REQUIRE(rebuilt.saved.size() == expected.saved.size());
-  for (const auto& [layer, state] : expected.saved) {
-    const SavedState& other = rebuilt.saved.at(layer);
-    CHECK(other.indices == state.indices);
-    CHECK(other.seeds == state.seeds);
-    REQUIRE(other.tensors.size() == state.tensors.size());
-    for (std::size_t i = 0; i < state.tensors.size(); ++i)
-      CHECK(bit_identical(other.tensors[i], state.tensors[i]));
-  }
+  check_same_saved(rebuilt, expected);
 }
 
 TEST_CASE("training an MLP on synthetic data lowers the loss") {

@@ -105,7 +105,7 @@ TEST_CASE("calibrate fits a CSV of measurements and writes a preset that reprodu
                          0) == 0);
   CHECK(result.out.find("Root mean square error: ") != std::string::npos);
   CHECK(result.out.find("% before, 0.00% after\n") != std::string::npos);
-  CHECK(line_of(result.out, "conv.efficiency ").find("0.303  unconstrained") != std::string::npos);
+  CHECK(line_of(result.out, "conv.efficiency ").find("0.3441  unconstrained") != std::string::npos);
   CHECK(result.out.find("Wrote " + preset +
                         ": list it in the config's include, after the hardware preset.\n") !=
         std::string::npos);

@@ -37,7 +37,8 @@ check "json" ipusim schedule x --format j
 check "stash_fifos" ipusim plan x --offload st
 check "pipeline.gradient_accumulation_count= pipeline.gradient_accumulation_dtype= pipeline.gradient_accumulation_reduction=" \
   ipusim run x --set pipeline.grad
-check "hardware.host_link_bandwidth= hardware.host_input_bandwidth=" ipusim sweep x --vary hardware.host_
+check "hardware.host_link_bandwidth= hardware.host_input_bandwidth= hardware.host_call=" \
+  ipusim sweep x --vary hardware.host_
 check "data.seed= data.sequences_per_sample=" ipusim run x --set data.se
 check "pipeline.micro_batch_size=" ipusim compare x --with pipeline.micro
 # Read whole before grep: grep -q stops at the first match, and under pipefail the program's

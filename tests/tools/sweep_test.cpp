@@ -82,8 +82,12 @@ TEST_CASE("ramp overhead falls monotonically with gradient accumulation for ever
   for (const auto& name : sim::schedule_names())
     schedules += (schedules.empty() ? "" : ",") + name;
   const auto csv = fresh_output("sweep_test", "gac.csv");
+  // Without the host call's 450 µs a weight tensor: a fixed part of the step that large holds
+  // GPipe's share below the limit its ramp-down (which grows with the micro-batches) tends to,
+  // so its share would rise with gradient accumulation, towards that limit.
   REQUIRE(run_ipusim({"sweep", kTf1Config, "--vary", kGacs, "--vary",
-                      "pipeline.pipeline_schedule=" + schedules, "-o", csv, "--quiet"})
+                      "pipeline.pipeline_schedule=" + schedules, "--set",
+                      "hardware.host_call.per_tensor=0s", "-o", csv, "--quiet"})
               .code == 0);
   const auto table = sim::read_sweep_csv(csv).table;
   REQUIRE(table.rows.size() == 6 * sim::schedule_names().size());
@@ -106,7 +110,8 @@ TEST_CASE("ramp overhead falls monotonically with gradient accumulation for ever
     }
   }
   const auto grouped_gac16 = 2 * sim::schedule_names().size();
-  CHECK(cell(table, grouped_gac16, "ramp_overhead") == "0.200376");  // as `ipusim run` prints
+  // As `ipusim run --set hardware.host_call.per_tensor=0s` prints.
+  CHECK(cell(table, grouped_gac16, "ramp_overhead") == "0.203476");
 }
 
 TEST_CASE("the sweep CSV has one column per varied path and per metric") {
@@ -120,9 +125,9 @@ TEST_CASE("the sweep CSV has one column per varied path and per metric") {
         "peak_memory_bytes_max,peak_stash_bytes_max,fits_in_memory,throughput_per_ipu,"
         "collective_cycles,input_wait_cycles,utilisation_ipu0,utilisation_ipu1,"
         "peak_memory_bytes_ipu0,peak_memory_bytes_ipu1,error\n");
-  CHECK(text.find("\n8,16,grouped,837692,0.000629843609,812900.207,100521,665444,67332,4395,"
-                  "0.200376,0.454264,0.545857,0.450527,12462538,413696,true,406450.103,0,0,"
-                  "0.641187,0.450527,12462538,7446558,\n") != std::string::npos);
+  CHECK(text.find("\n8,16,grouped,1312868,0.000987118797,518681.238,91212,564616,54145,602895,"
+                  "0.110717,0.490595,0.277381,0.240167,12462538,413696,true,259340.619,0,0,"
+                  "0.314594,0.240167,12462538,7446558,\n") != std::string::npos);
 }
 
 TEST_CASE("the per-IPU columns agree with the mean, lowest and highest over the IPUs") {
@@ -162,8 +167,8 @@ TEST_CASE("an illegal gradient accumulation count is a row with its error, not a
         "2 simulated, 0 already in " +
             csv +
             "; 1 invalid (see the error column), 0 out of memory\n"
-            "fastest: pipeline.gradient_accumulation_count=4: 761,918 samples/s, step 223,436 "
-            "cycles (0.1680 ms), ramp overhead 75.1%\n"
+            "fastest: pipeline.gradient_accumulation_count=4: 215,035 samples/s, step 791,684 "
+            "cycles (0.5953 ms), ramp overhead 18.4%\n"
             "wrote " +
             csv + " (one row per run, sorted by run)\n");
 }
@@ -466,8 +471,12 @@ TEST_CASE(
 
 TEST_CASE("per-IPU throughput falls as ResNet-50 replicas grow, and the collectives say why") {
   const auto csv = fresh_output("sweep_test", "resnet_replicas.csv");
+  // With samples ready in memory: the config's JPEG decoding, 5,300 samples a second for each
+  // instance of 2 replicas, would hold every run from 2 replicas at 2,650 samples/s an IPU, and
+  // hide the collectives behind a wait for the host.
   REQUIRE(run_ipusim({"sweep", "configs/mlperf/resnet50_v2.0_pod16.json", "--vary",
-                      "pipeline.replication_factor=1,2,4,8,16", "-o", csv, "--quiet"})
+                      "pipeline.replication_factor=1,2,4,8,16", "--set", "data.host_decode=false",
+                      "-o", csv, "--quiet"})
               .code == 0);
   const auto table = sim::read_sweep_csv(csv).table;
   REQUIRE(table.rows.size() == 5);
@@ -497,7 +506,7 @@ TEST_CASE("without -o a sweep prints its CSV on the output, the summary on the e
   CHECK(result.err ==
         "ipusim sweep: configs/tf1_mnist_2ipu.json, 2 runs\n"
         "2 simulated, 1 invalid (see the error column), 0 out of memory\n"
-        "fastest: pipeline.gradient_accumulation_count=4: 761,918 samples/s, step 223,436 "
-        "cycles (0.1680 ms), ramp overhead 75.1%\n"
+        "fastest: pipeline.gradient_accumulation_count=4: 215,035 samples/s, step 791,684 "
+        "cycles (0.5953 ms), ramp overhead 18.4%\n"
         "printed the CSV on the output (one row per run, sorted by run)\n");
 }

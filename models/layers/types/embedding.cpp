@@ -94,6 +94,9 @@ LayerCost embedding_cost(const Layer& layer, const std::vector<Shape>& inputs,
       core::checked_add(p.vocab_size, p.max_positions, kParamCount), p.token_types, kParamCount);
   cost.params = core::checked_add(core::checked_mul(rows, p.hidden, kParamCount),
                                   p.normalized ? 2 * p.hidden : 0, kParamCount);
+  // The word table, the position and type tables it has, and its layer norm's two.
+  cost.param_tensors =
+      1 + (p.max_positions > 0 ? 1 : 0) + (p.token_types > 0 ? 1 : 0) + (p.normalized ? 2 : 0);
   cost.saved_bytes =
       (p.normalized ? size.out * size.d : 0) + 4 * p.sequence_length * std::int64_t(inputs.size());
   cost.input_gradient = false;

@@ -24,6 +24,7 @@ LayerCost transformer_encoder_cost(const Layer& layer, const std::vector<Shape>&
   const LayerCost attention = encoder_attention_cost(layer.params, size);
   const LayerCost feed_forward = encoder_feed_forward_cost(layer.params, size);
   return {checked_add(attention.params, feed_forward.params, kParamCount),
+          attention.param_tensors + feed_forward.param_tensors,
           checked_add(attention.saved_bytes, feed_forward.saved_bytes, kAttentionMatrix),
           attention.seed_bytes + feed_forward.seed_bytes, FlopsRule::kProducts};
 }

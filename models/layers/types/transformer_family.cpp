@@ -56,6 +56,7 @@ LayerCost attention_block_cost(const AttentionShape& a, const CostSizes& size) {
   LayerCost cost;
   cost.params = checked_mul(4, checked_add(checked_mul(a.h, a.h, kParamCount), a.h, kParamCount),
                             kParamCount);
+  cost.param_tensors = 4;  // the packed Q, K, V projection and the output projection, with biases
   cost.flops = FlopsRule::kProducts;
   cost.seed_bytes = a.dropout ? kDropoutSeedBytes : 0;
   // Input, Q, K, V and the context; the probabilities, and their dropped-out copy.
@@ -92,6 +93,7 @@ LayerCost encoder_attention_cost(const LayerParams& p, const CostSizes& size) {
   const std::int64_t h = p.hidden;
   LayerCost cost = attention_block_cost({s, h, p.heads, p.rate > 0}, size);
   cost.params = checked_add(cost.params, 2 * h, kParamCount);
+  cost.param_tensors += 2;  // the layer norm's scale and shift
   cost.seed_bytes *= 2;
   cost.saved_bytes =
       checked_add(cost.saved_bytes, checked_mul(s * h, size.d, kAttentionMatrix), kAttentionMatrix);
@@ -108,6 +110,7 @@ LayerCost encoder_feed_forward_cost(const LayerParams& p, const CostSizes& size)
   const std::int64_t first = checked_add(checked_mul(h, p.ffn, kParamCount), p.ffn, kParamCount);
   LayerCost cost;
   cost.params = checked_add(first, checked_add(first - p.ffn + h, 2 * h, kParamCount), kParamCount);
+  cost.param_tensors = 6;  // W1, b1, W2, b2 and the layer norm's scale and shift
   cost.flops = FlopsRule::kProducts;
   cost.seed_bytes = p.rate > 0 ? kDropoutSeedBytes : 0;
   const std::int64_t kept = checked_add(

@@ -35,6 +35,7 @@ LayerCost normalization_cost(const Layer& /*layer*/, const std::vector<Shape>& i
                              const CostSizes& size) {
   LayerCost cost;
   cost.params = 2 * inputs.front().back();
+  cost.param_tensors = 2;  // scale and shift
   cost.saved_bytes = size.in * size.d;
   return cost;
 }
@@ -45,6 +46,7 @@ LayerCost linear_cost(const Layer& layer, const CostSizes& size, std::int64_t we
   LayerCost cost = operations_cost(size.in * size.d +
                                    (p.activation == Activation::kNone ? 0 : size.out * size.d));
   cost.params = core::checked_add(weights, p.bias ? biases : 0, kParamCount);
+  cost.param_tensors = p.bias ? 2 : 1;
   return cost;
 }
 
@@ -120,12 +122,16 @@ Operation product(std::string name, OpClass op_class, const Product& p) {
   return op;
 }
 
+// An elementwise or non-linear vertex runs on the tiles that hold its operands, so it exchanges
+// nothing (poplibs' estimators charge these vertices no exchange); a reduction brings partial
+// results and broadcasts statistics across tiles.
 Operation vector_op(std::string name, OpClass op_class, double elements, double flops_per_element,
                     int forward_sets, int backward_sets) {
   const double flops = elements * flops_per_element;
+  const bool in_place = op_class == OpClass::kElementwise || op_class == OpClass::kNonLinear;
   Operation op{std::move(name), op_class, {}, {}};
-  op.forward = {elements, elements, 0, forward_sets, flops};
-  op.backward = {elements, 2 * elements, 0, backward_sets, flops};
+  op.forward = {elements, in_place ? 0 : elements, 0, forward_sets, flops};
+  op.backward = {elements, in_place ? 0 : 2 * elements, 0, backward_sets, flops};
   return op;
 }
 

@@ -156,7 +156,7 @@ TEST_CASE("a fit to the TF1 MLP recovers its parameters and leaves the classes i
     CHECK(p.status == FitStatus::kUnconstrained);
     CHECK(p.fitted == p.preset);
   }
-  CHECK(parameter(calibration, "conv.efficiency").preset == 0.303);
+  CHECK(parameter(calibration, "conv.efficiency").preset == 0.3441);
 }
 
 TEST_CASE("the preset holds the fitted values only, where the config reads them") {
@@ -199,8 +199,13 @@ TEST_CASE("the predictions before the fit are the config's own") {
 
 TEST_CASE("measurements faster than any physical parameters keep each parameter at its bound") {
   auto measured = tf1_measurements();
-  for (auto& m : measured)
+  // Without the host call's 450 µs a weight tensor, which no fitted parameter moves: it alone
+  // holds each step near 600,000 cycles, and the unbounded step, which wants the efficiencies
+  // past infinity to make up for it, would then not ask the compute sets for fewer cycles.
+  for (auto& m : measured) {
     m.cycles = 10;
+    m.set.push_back("hardware.host_call.per_tensor=0s");
+  }
   const auto calibration = calibrate(kTf1, measured);
   const auto& compute_set = parameter(calibration, "compute_set_cycles");
   CHECK(compute_set.status == FitStatus::kClamped);

@@ -203,22 +203,23 @@ const char* const kZoomScript =
 
 TEST_CASE("zooming the run page's to-scale chart redraws its axes and box labels", "[browser]") {
   require_chromium();
-  // One repeat: the step ends with the host's whole round trip, which puts the main phase's
-  // steady state at 8x about the middle.
-  const auto run = record(kTf1Config, {"pipeline.repeat_count=1"});
+  // One repeat, and a host call without its 450 µs a weight tensor: the step ends with the
+  // call's whole 10 µs, which puts the main phase's steady state at 8x about the middle.
+  const auto run =
+      record(kTf1Config, {"pipeline.repeat_count=1", "hardware.host_call.per_tensor=0s"});
   const auto html = sim::html_report(run->report, run->timeline());
   const fs::path page = build_dir() / "run_zoom.html";
   write_file(page, html);
   const auto probe = run_in_page(page, html, kZoomScript);
   INFO(probe.lines);
   CHECK(probe.console_errors.empty());
-  // At 8x about the middle: five cycle ticks, eight ms ticks, and every box in view labelled in
+  // At 8x about the middle: nine cycle ticks, seven ms ticks, and every box in view labelled in
   // full, none cut by the chart's edges.
-  CHECK(probe.lines.find("8.0x\ncycles 380,000 400,000 420,000 440,000 460,000\n"
-                         "ms 0.28 0.29 0.3 0.31 0.32 0.33 0.34 0.35\n"
-                         "boxes B6 F9 B7 F10 B8 F8 B8 F9 B9 F10\ncut 0\n") == 0);
-  // At the most, 4096x, ticks 25 cycles and 20 ns apart, and the one box in view labelled.
-  CHECK(probe.lines.find("4096.0x\ncycles 424,750 424,775 424,800 424,825 424,850 424,875 "
-                         "424,900 424,925\nms 0.31936 0.31938 0.3194 0.31942 0.31944 0.31946 "
-                         "0.31948\nboxes F9\ncut 0") != std::string::npos);
+  CHECK(probe.lines.find("8.0x\ncycles 320,000 330,000 340,000 350,000 360,000 370,000 380,000 "
+                         "390,000 400,000\nms 0.24 0.25 0.26 0.27 0.28 0.29 0.3\n"
+                         "boxes B6 F9 B7 F10 F8 B8 F9 B9 F10\ncut 0\n") == 0);
+  // At the most, 4096x, ticks 20 cycles and 20 ns apart, and the one box in view labelled.
+  CHECK(probe.lines.find("4096.0x\ncycles 363,100 363,120 363,140 363,160 363,180 363,200 "
+                         "363,220 363,240\nms 0.273 0.27302 0.27304 0.27306 0.27308 0.2731 "
+                         "0.27312\nboxes F9\ncut 0") != std::string::npos);
 }

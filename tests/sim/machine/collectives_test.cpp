@@ -103,9 +103,10 @@ TEST_CASE("bad IPU-Link domain and GW-Link keys name their JSON path") {
   CHECK(config_error(slow) ==
         "test.json: at /hardware/gw_link/bandwidth: expected a bandwidth from 1kB/s to 1PB/s, "
         "found \"1 B/s\" (the ideal preset models free transfers)");
-  auto round_trip = replicated(4, 64);
-  round_trip["hardware"]["sync"] = {{"host_round_trip_cycles", -1}};
-  CHECK(config_error(round_trip) ==
-        "test.json: at /hardware/sync/host_round_trip_cycles: expected an integer from 0 to "
-        "1099511627776, found -1");
+  auto host_call = replicated(4, 64);
+  // Two hours, past the hour the key takes (durations are written in s, ms, us, ns or ps).
+  host_call["hardware"]["host_call"] = {{"per_program", "7200s"}};
+  CHECK(config_error(host_call) ==
+        "test.json: at /hardware/host_call/per_program: expected a time from 0s to 3600s, found "
+        "\"7200s\"");
 }

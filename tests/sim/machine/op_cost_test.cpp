@@ -28,17 +28,17 @@ TEST_CASE("a matmul pays a compute set, its exchange and its FLOPs on the tiles 
   const auto gc200 = hardware({{"preset", "gc200"}});
   const auto cost = sim::cost_pass(gc200, DType::kFp32, OpClass::kMatmul, kDense256, 32);
   // 12,845,056 FLOPs at 24,576 a tile want 523 tiles. The AMP does 62.5 TFLOP/s over 1,472
-  // tiles at 1.33 GHz, 31.92 FLOP a tile-cycle, of which the class reaches 31.09% (fitted).
+  // tiles at 1.33 GHz, 31.92 FLOP a tile-cycle, of which the class reaches 39.53% (fitted).
   const double work = 2.0 * 32 * 784 * 256;
   CHECK(cost.tiles == 523);
-  const double per_tile_cycle = 62.5e12 / (1472 * 1.33e9) * 0.3109;
+  const double per_tile_cycle = 62.5e12 / (1472 * 1.33e9) * 0.3953;
   const double exchange = 100 + (32.0 * 784 + 784.0 * 256) * 4 / (4 * 523);
   const double compute = work / (523 * per_tile_cycle);
   CHECK(cost.overhead == 240);
   CHECK(cost.exchange == Approx(exchange).epsilon(1e-12));
   CHECK(cost.compute == Approx(compute).epsilon(1e-12));
   CHECK(cost.cycles == std::int64_t(std::ceil(240 + exchange + compute)));
-  CHECK(cost.cycles == 3247);  // 240 + 531.7 + 2,474.6, rounded up
+  CHECK(cost.cycles == 2718);  // 240 + 531.7 + 1,946.2, rounded up
   CHECK(cost.bound == sim::OpBound::kCompute);
 }
 
@@ -67,8 +67,8 @@ TEST_CASE("the ideal preset spreads every operation over all tiles with no fixed
   CHECK(cost.tiles == 1472);
   CHECK(cost.overhead == 0);
   CHECK(cost.exchange == 0);
-  // The FLOPs at 31.09% of 62.5 TFLOP/s: 12,845,056 / (19.431e12 / 1.33e9) = 879.2 cycles.
-  CHECK(cost.cycles == 880);
+  // The FLOPs at 39.53% of 62.5 TFLOP/s: 12,845,056 / (24.706e12 / 1.33e9) = 691.5 cycles.
+  CHECK(cost.cycles == 692);
 }
 
 TEST_CASE("gathers and copies move elements at the tile memory's bandwidth") {
@@ -93,6 +93,29 @@ TEST_CASE("each operation class's efficiency and minimum work per tile can be ov
   CHECK(cost.tiles == 1);
   CHECK(cost.overhead == 0);
   CHECK(cost.compute == Approx(2.0 * 32 * 784 * 256 / (62.5e12 / (1472 * 1.33e9) * 0.35)));
+}
+
+TEST_CASE("an SDK before 2.5 takes its share of the AMP classes' efficiency, and no other's") {
+  const nlohmann::json older = {{"preset", "gc200"},
+                                {"sdk", "2.3"},
+                                {"operations", {{"amp_efficiency_before_sdk_2_5", 0.5}}}};
+  auto newer = older;
+  newer["sdk"] = "2.5";
+  const OpPass add{1e6, 1e6, 0, 1};
+  for (const auto op_class : {OpClass::kMatmul, OpClass::kConv}) {
+    const auto slow = sim::cost_pass(hardware(older), DType::kFp16, op_class, kDense256, 32);
+    const auto fast = sim::cost_pass(hardware(newer), DType::kFp16, op_class, kDense256, 32);
+    CHECK(slow.compute == Approx(2 * fast.compute).epsilon(1e-12));
+    CHECK(slow.exchange == fast.exchange);
+  }
+  CHECK(sim::cost_pass(hardware(older), DType::kFp16, OpClass::kElementwise, add, 1).cycles ==
+        sim::cost_pass(hardware(newer), DType::kFp16, OpClass::kElementwise, add, 1).cycles);
+  CHECK_THROWS_WITH(hardware({{"preset", "gc200"}, {"sdk", "2.7"}}),
+                    "hw.json: at /hardware/sdk: unknown value '2.7'; did you mean '2.0'?");
+  CHECK_THROWS_WITH(
+      hardware({{"preset", "gc200"}, {"operations", {{"amp_efficiency_before_sdk_2_5", 0}}}}),
+      "hw.json: at /hardware/operations/amp_efficiency_before_sdk_2_5: expected a number in (0, "
+      "1], found 0");
 }
 
 TEST_CASE("keys of the old roofline say where their meaning went") {

@@ -2,7 +2,9 @@
 // published, and pins ipusim's error inside the band the README states, so that a change of the
 // cost model that moves a row shows up here. The bands are not accuracy claims.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,19 +45,20 @@ TEST_CASE("validation: the TF1 tutorial's split at dense32 is reasonably balance
 }
 
 TEST_CASE("validation: the Keras tutorial's CNN, on one IPU and pipelined over two") {
-  // seeds/keras-on-ipu-tutorial.md, SDK 3.1: one IPU with steps_per_execution 166-175 us a
-  // step of 64; two stages, gradient accumulation 8, 208-212 us a micro-batch of 64.
+  // seeds/keras-on-ipu-tutorial.md, SDK 3.1: one IPU with steps_per_execution 937, 166-175 us a
+  // step of 64; two stages, gradient accumulation 8 and steps_per_execution 936, 208-212 us a
+  // micro-batch of 64.
   const auto single = run("configs/keras_cnn_2stage.json",
                           {"pipeline.splits=[]", "pipeline.gradient_accumulation_count=1",
-                           "pipeline.pipeline_schedule=sequential"});
+                           "pipeline.repeat_count=937", "pipeline.pipeline_schedule=sequential"});
   const auto pipelined = run("configs/keras_cnn_2stage.json");
   const double single_ratio = per_micro_batch(single) / 170.5e-6;
   const double pipelined_ratio = per_micro_batch(pipelined) / 210e-6;
-  // With the conv efficiency fitted to MLPerf ResNet-50 (not to these): 127.6 us and 152.7 us.
-  CHECK(single_ratio > 0.73);
-  CHECK(single_ratio < 0.77);
-  CHECK(pipelined_ratio > 0.68);
-  CHECK(pipelined_ratio < 0.74);
+  // With the defaults fitted to MLPerf (not to these): 106.9 us and 142.7 us.
+  CHECK(single_ratio > 0.61);
+  CHECK(single_ratio < 0.65);
+  CHECK(pipelined_ratio > 0.66);
+  CHECK(pipelined_ratio < 0.70);
   // As measured, pipelining this small model is slower per micro-batch than one IPU.
   CHECK(per_micro_batch(pipelined) > per_micro_batch(single));
 }
@@ -95,59 +98,62 @@ double images_per_second(const std::string& name) {
 
 using Figure = double (*)(const std::string& name);
 
-// A fitted row: predicted over measured lies in (low, high).
-void check_fitted(Figure figure, const std::string& name, double measured, double low,
-                  double high) {
-  INFO(name);
-  const double ratio = figure(name) / measured;
-  CHECK(ratio > low);
-  CHECK(ratio < high);
-}
+// One of Graphcore's 19 MLPerf Training runs: its config under configs/mlperf/, the measured
+// figure (configs/mlperf/measured.csv, from ../shared/fidelity/train.csv) and what ipusim
+// prints with today's defaults (the README's Validation tables).
+struct MlperfRow {
+  const char* name;
+  Figure figure;
+  double measured;
+  double predicted;
+};
 
-// Held-out rows: each within 0.5% of the README's figure by today's defaults (the README also
-// keeps the predictions made before the measurements were looked up).
-void check_held_out(Figure figure, const std::vector<std::pair<std::string, double>>& rows) {
-  for (const auto& [name, predicted] : rows) {
-    INFO(name);
-    CHECK(figure(name) == Approx(predicted).epsilon(0.005));
-  }
+const std::vector<MlperfRow>& mlperf_rows() {
+  static const std::vector<MlperfRow> rows = {
+      {"bert_v1.0_pod16", sequences_per_second, 1419.8, 1480.2},
+      {"bert_v1.0_pod64", sequences_per_second, 4240.4, 4316.7},
+      {"bert_v1.1_pod16", sequences_per_second, 1524.2, 1567.2},
+      {"bert_v1.1_pod64", sequences_per_second, 4802.9, 4674.1},
+      {"bert_v1.1_pod128", sequences_per_second, 9189.9, 9300.6},
+      {"bert_v2.0_pod16", sequences_per_second, 2306, 2181.4},
+      {"bert_v2.0_pod64", sequences_per_second, 7460.2, 7276.1},
+      {"bert_v2.0_pod128", sequences_per_second, 12904.5, 12760.4},
+      {"bert_v2.0_pod256", sequences_per_second, 19439.5, 19787.6},
+      {"resnet50_v1.0_pod16", images_per_second, 27522, 27876.8},
+      {"resnet50_v1.0_pod64", images_per_second, 83404, 84800.0},
+      {"resnet50_v1.1_pod16", images_per_second, 29543, 28426.1},
+      {"resnet50_v1.1_pod64", images_per_second, 108011, 102617.5},
+      {"resnet50_v1.1_pod128", images_per_second, 178212, 180855.1},
+      {"resnet50_v1.1_pod256", images_per_second, 325997, 317784.9},
+      {"resnet50_v2.0_pod16", images_per_second, 43133, 42400.0},
+      {"resnet50_v2.0_pod64", images_per_second, 146252, 152882.9},
+      {"resnet50_v2.0_pod128", images_per_second, 229435, 246885.4},
+      {"resnet50_v2.0_pod256", images_per_second, 421575, 415391.2},
+  };
+  return rows;
 }
 
 }  // namespace
 
-TEST_CASE("validation: the MLPerf BERT training rows A1 and A6, which the defaults are fitted to") {
-  // ../shared/fidelity/train.csv: 1,419.8 sequences/s (v1.0, IPU-POD16) and 2,306 (v2.0,
-  // Bow-POD16). Each preset's matmul efficiency is fitted to its own row, so both land within
-  // rounding of the fitted value's four digits.
-  check_fitted(sequences_per_second, "bert_v1.0_pod16", 1419.8, 0.999, 1.001);
-  check_fitted(sequences_per_second, "bert_v2.0_pod16", 2306, 0.999, 1.001);
+// The goal of the fit (tools/fit-mlperf): every run within 10% of its measurement, and the
+// median |error| over the 19 at most 4%.
+TEST_CASE("validation: every MLPerf Training run is within 10% of its measurement") {
+  std::vector<double> errors;
+  for (const auto& row : mlperf_rows()) {
+    INFO(row.name);
+    const double error = row.figure(row.name) / row.measured - 1;
+    CHECK(std::abs(error) < 0.10);
+    errors.push_back(std::abs(error));
+  }
+  std::sort(errors.begin(), errors.end());
+  REQUIRE(errors.size() == 19);
+  CHECK(errors[9] <= 0.04);
 }
 
-TEST_CASE("validation: the held-out MLPerf BERT submissions are predicted as the README lists") {
-  check_held_out(sequences_per_second, {{"bert_v1.0_pod64", 4777.2},
-                                        {"bert_v1.1_pod16", 1512.2},
-                                        {"bert_v1.1_pod64", 5297.6},
-                                        {"bert_v1.1_pod128", 10555.7},
-                                        {"bert_v2.0_pod64", 8831.5},
-                                        {"bert_v2.0_pod128", 17005.6},
-                                        {"bert_v2.0_pod256", 31391.2}});
-}
-
-TEST_CASE("validation: the MLPerf ResNet-50 training rows R1 and R7, which conv is fitted to") {
-  // ../shared/fidelity/train.csv: 27,522 images/s (v1.0, IPU-POD16) and 43,133 (v2.0,
-  // Bow-POD16). Each preset's conv efficiency is fitted to its own row.
-  check_fitted(images_per_second, "resnet50_v1.0_pod16", 27522, 0.999, 1.001);
-  check_fitted(images_per_second, "resnet50_v2.0_pod16", 43133, 0.999, 1.001);
-}
-
-TEST_CASE(
-    "validation: the held-out MLPerf ResNet-50 submissions are predicted as the README lists") {
-  check_held_out(images_per_second, {{"resnet50_v1.0_pod64", 99106.3},
-                                     {"resnet50_v1.1_pod16", 28058.0},
-                                     {"resnet50_v1.1_pod64", 103678.7},
-                                     {"resnet50_v1.1_pod128", 195857.7},
-                                     {"resnet50_v1.1_pod256", 390638.1},
-                                     {"resnet50_v2.0_pod64", 158664.4},
-                                     {"resnet50_v2.0_pod128", 281199.7},
-                                     {"resnet50_v2.0_pod256", 560181.3}});
+// Each within 0.05% of the README's figure, so that a change of the cost model shows.
+TEST_CASE("validation: the MLPerf runs are predicted as the README lists") {
+  for (const auto& row : mlperf_rows()) {
+    INFO(row.name);
+    CHECK(row.figure(row.name) == Approx(row.predicted).epsilon(0.0005));
+  }
 }
