@@ -1,5 +1,6 @@
 #include "sim/core/printable.hpp"
 
+#include <cerrno>
 #include <cstdio>
 
 namespace ipusim::core {
@@ -61,10 +62,22 @@ PrintableStream::~PrintableStream() {
   buffer_.finish();
 }
 
+std::optional<int> PrintableStream::finish() {
+  buffer_.finish();
+  flush();
+  return buffer_.failure();
+}
+
 void PrintableStream::Buffer::finish() {
   if (lead_held_)
     target_.put(static_cast<char>(kC1Lead));
   lead_held_ = false;
+  check_target();
+}
+
+void PrintableStream::Buffer::check_target() {
+  if (!target_ && !failure_)
+    failure_ = errno;
 }
 
 PrintableStream::Buffer::int_type PrintableStream::Buffer::overflow(int_type c) {
@@ -80,11 +93,13 @@ std::streamsize PrintableStream::Buffer::xsputn(const char* text, std::streamsiz
   for (std::streamsize i = 0; i < count; ++i)
     append_printable(static_cast<unsigned char>(text[i]), lead_held_, out);
   target_.write(out.data(), static_cast<std::streamsize>(out.size()));
+  check_target();
   return target_ ? count : 0;
 }
 
 int PrintableStream::Buffer::sync() {
   target_.flush();
+  check_target();
   return target_ ? 0 : -1;
 }
 

@@ -5,6 +5,7 @@
 // ipusim prints on its output and error streams passes through `printable`, so a name shows its
 // control characters as escapes (`\x1b`) instead of acting on them.
 
+#include <optional>
 #include <ostream>
 #include <streambuf>
 #include <string>
@@ -28,11 +29,18 @@ class PrintableStream : public std::ostream {
 
   std::ostream& target() const { return target_; }
 
+  // Writes a lead byte held back at the end of the text and flushes the target. Returns
+  // std::nullopt when every write to the target succeeded, else the error number of the first
+  // that failed (0 when the target set none): a full disk or a closed stream fails a write
+  // quietly, and the number is gone by the time the stream is checked.
+  std::optional<int> finish();
+
  private:
   class Buffer : public std::streambuf {
    public:
     explicit Buffer(std::ostream& target) : target_(target) {}
     void finish();  // writes a lead byte held back at the end of the text
+    std::optional<int> failure() const { return failure_; }
 
    protected:
     int_type overflow(int_type c) override;
@@ -41,7 +49,10 @@ class PrintableStream : public std::ostream {
 
    private:
     std::ostream& target_;
-    bool lead_held_ = false;  // a 0xC2 whose next byte decides whether it starts a C1 control
+    bool lead_held_ = false;      // a 0xC2 whose next byte decides whether it starts a C1 control
+    std::optional<int> failure_;  // errno of the first write to target_ that failed
+
+    void check_target();  // records errno when target_ has just failed
   };
 
   std::ostream& target_;

@@ -2,6 +2,7 @@
 // created, and leaves nothing half done when one output cannot be written.
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -35,7 +36,64 @@ std::vector<std::string> entries(const fs::path& dir) {
   return names;
 }
 
+// Runs the ipusim program with its output on `out_path` (closed when empty) and returns its
+// exit code and error stream.
+CliResult run_program_writing_to(const std::vector<std::string>& args,
+                                 const std::string& out_path) {
+  const fs::path dir = fresh_folder("program");
+  const std::string binary = IPUSIM_BINARY_DIR "/tools/ipusim/ipusim";
+  std::vector<std::string> argv_text = {binary};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_text)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (out_path.empty())
+    posix_spawn_file_actions_addclose(&actions, STDOUT_FILENO);
+  else
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (dir / "err.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t child = 0;
+  const int started = posix_spawn(&child, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(started == 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  return {WEXITSTATUS(status), "", read_file(dir / "err.txt")};
+}
+
 }  // namespace
+
+TEST_CASE("a command whose output cannot be written to a full disk fails and says so") {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"run", kBaseConfig, "--no-numeric"},
+                                             {"schedule", kBaseConfig, "--format", "json"},
+                                             {"validate", kBaseConfig}}) {
+    const CliResult result = run_program_writing_to(args, "/dev/full");
+    CHECK(result.code == 2);
+    CHECK(result.err == "error: cannot write the standard output: No space left on device\n");
+  }
+}
+
+TEST_CASE("a sweep printing its CSV on a closed output fails and does not claim it printed") {
+  const CliResult result = run_program_writing_to(
+      {"sweep", kBaseConfig, "--vary", "pipeline.gradient_accumulation_count=4,8", "--jobs", "1"},
+      "");
+  CHECK(result.code == 2);
+  CHECK(result.err == "error: cannot write the standard output: Bad file descriptor\n");
+}
+
+TEST_CASE("a sweep printing its CSV on a full disk fails and does not claim it printed") {
+  const CliResult result = run_program_writing_to(
+      {"sweep", kBaseConfig, "--vary", "pipeline.gradient_accumulation_count=4,8", "--jobs", "1"},
+      "/dev/full");
+  CHECK(result.code == 2);
+  CHECK(result.err == "error: cannot write the standard output: No space left on device\n");
+}
 
 TEST_CASE("run --json /dev/null is refused before simulating and /dev/null stays a device") {
   const auto result = run_ipusim({"run", kTf1Config, "--json", "/dev/null"});

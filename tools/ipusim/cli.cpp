@@ -1,6 +1,7 @@
 #include "tools/ipusim/cli.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <ostream>
 
 #include "sim/core/error.hpp"
@@ -124,13 +125,8 @@ void add_commands(CLI::App& app, std::ostream& out, std::ostream& err) {
   add_man_command(app, out);
 }
 
-}  // namespace
-
-int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostream& raw_err) {
-  // Everything shown passes through core::printable: names from files reach the terminal
-  // without their control characters acting on it.
-  core::PrintableStream out(raw_out);
-  core::PrintableStream err(raw_err);
+// Runs the command `args` names and returns its exit code.
+int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"ipusim: a simulator of pipelined training on Graphcore IPUs", "ipusim"};
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
@@ -172,6 +168,28 @@ int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostrea
     return int(ExitCode::kInternalError);
   }
   return int(ExitCode::kOk);
+}
+
+// A write to a full disk or a closed stream fails quietly: the stream only remembers it. So the
+// output is checked once, after the command, and a command whose output was lost does not exit
+// 0 (a command that failed keeps its own code).
+int check_output(core::PrintableStream& out, std::ostream& err, int code) {
+  const auto failure = out.finish();
+  if (!failure)
+    return code;
+  err << "error: cannot write the standard output: "
+      << (*failure != 0 ? std::strerror(*failure) : "the write failed") << "\n";
+  return code == int(ExitCode::kOk) ? int(ExitCode::kConfigError) : code;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& raw_out, std::ostream& raw_err) {
+  // Everything shown passes through core::printable: names from files reach the terminal
+  // without their control characters acting on it.
+  core::PrintableStream out(raw_out);
+  core::PrintableStream err(raw_err);
+  return check_output(out, err, run_command(args, out, err));
 }
 
 }  // namespace ipusim::cli

@@ -74,8 +74,12 @@ void run_sweep(const SweepArgs& a, std::ostream& out, std::ostream& err) {
     request.on_json_line = [&out](const std::string& line) { out << line << std::flush; };
   const auto outcome = sim::sweep(request, outputs);
   outputs.commit();
-  if (request.csv_printed)
-    out << sim::read_sweep_csv(request.csv_path).table.to_csv();
+  if (request.csv_printed) {
+    out << sim::read_sweep_csv(request.csv_path).table.to_csv() << std::flush;
+    // The command line reports the failed write (cli::run); the summary would claim the CSV.
+    if (!out)
+      return;
+  }
   if (!a.quiet)
     (a.json_lines || request.csv_printed ? err : out) << outcome.summary;
   if (outcome.none_valid)

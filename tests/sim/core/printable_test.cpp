@@ -1,6 +1,7 @@
 #include "sim/core/printable.hpp"
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <sstream>
 
 using namespace ipusim::core;
@@ -28,4 +29,19 @@ TEST_CASE("a printable stream escapes what is written to it, one character at a 
   }
   CHECK(target.str() == "x\\x1b[2J\\x07\\u0085\xc2\xb5");
   CHECK(&unescaped(target) == &target);
+}
+
+TEST_CASE("a printable stream's finish says whether a write to its target failed, and why") {
+  std::ostringstream target;
+  PrintableStream fine(target);
+  fine << "text";
+  CHECK(!fine.finish().has_value());
+  CHECK(target.str() == "text");
+  std::ostream broken(nullptr);  // no buffer: every write fails
+  PrintableStream lost(broken);
+  errno = ENOSPC;
+  lost << "text";
+  errno = 0;
+  lost << "more";
+  CHECK(lost.finish() == ENOSPC);
 }
