@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <string_view>
 
 #include "sim/core/csv.hpp"
 #include "sim/core/error.hpp"
@@ -53,7 +54,45 @@ std::string csv_line(const std::vector<std::string>& cells) {
   return out + "\n";
 }
 
-SweepFile read_sweep_csv(const std::string& path) {
+namespace {
+
+// Adds line `line_number` of a sweep file to `file`: the header, or a row of as many cells as it.
+void add_line(const std::string& path, std::string_view line, std::size_t line_number,
+              SweepFile& file) {
+  auto cells = core::split_csv_line(std::string(line), path, line_number);
+  if (line_number == 1) {
+    file.table.columns = std::move(cells);
+    return;
+  }
+  if (cells.size() != file.table.columns.size() || !parse_index(cells[0])) {
+    throw core::ConfigError(path, "",
+                            "line " + std::to_string(line_number) + " is not a sweep row (" +
+                                std::to_string(cells.size()) + " cells for " +
+                                std::to_string(file.table.columns.size()) + " columns)");
+  }
+  if (run_index(cells) >= kMaxSweepRuns)
+    throw core::ConfigError(path, "",
+                            "line " + std::to_string(line_number) + ": run " + cells[0] +
+                                " is beyond the " + with_commas(std::int64_t(kMaxSweepRuns)) +
+                                " runs a sweep may have");
+  file.table.rows.push_back(std::move(cells));
+}
+
+// Whether `line` holds `columns` cells with every quote closed: a row that lacks only its '\n',
+// not one a kill cut short.
+bool whole_row(std::string_view line, std::size_t columns) {
+  bool quoted = false;
+  std::size_t cells = 1;
+  for (const char c : line) {
+    quoted = quoted != (c == '"');
+    cells += c == ',' && !quoted;
+  }
+  return !quoted && cells == columns;
+}
+
+}  // namespace
+
+SweepFile read_sweep_csv(const std::string& path, LastLine last_line) {
   SweepFile file;
   std::string text;
   if (!std::filesystem::exists(path))
@@ -65,29 +104,16 @@ SweepFile read_sweep_csv(const std::string& path) {
         path, "",
         "line " + std::to_string(1 + std::count(text.begin(), text.begin() + nul, '\n')) +
             " holds a NUL byte; a sweep file is text");
+  const std::string_view view = text;
   std::size_t start = 0;
   std::size_t line_number = 0;
-  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
-    ++line_number;
-    auto cells = core::split_csv_line(text.substr(start, end - start), path, line_number);
-    if (line_number == 1) {
-      file.table.columns = std::move(cells);
-      continue;
-    }
-    if (cells.size() != file.table.columns.size() || !parse_index(cells[0])) {
-      throw core::ConfigError(path, "",
-                              "line " + std::to_string(line_number) + " is not a sweep row (" +
-                                  std::to_string(cells.size()) + " cells for " +
-                                  std::to_string(file.table.columns.size()) + " columns)");
-    }
-    if (run_index(cells) >= kMaxSweepRuns)
-      throw core::ConfigError(path, "",
-                              "line " + std::to_string(line_number) + ": run " + cells[0] +
-                                  " is beyond the " + with_commas(std::int64_t(kMaxSweepRuns)) +
-                                  " runs a sweep may have");
-    file.table.rows.push_back(std::move(cells));
-  }
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+    add_line(path, view.substr(start, end - start), ++line_number, file);
   file.complete_bytes = start;
+  const std::string_view rest = view.substr(start);
+  if (last_line == LastLine::kKept && !rest.empty() &&
+      (line_number == 0 || whole_row(rest, file.table.columns.size())))
+    add_line(path, rest, ++line_number, file);
   return file;
 }
 
@@ -113,6 +139,26 @@ SweepTable sorted_by_run(const SweepTable& table) {
   return out;
 }
 
+namespace {
+
+// A file merge takes: a header of distinct, non-empty names, the first of them `run`.
+void check_header(const std::string& path, const std::vector<std::string>& columns) {
+  if (columns.empty())
+    throw core::ConfigError(path, "", "is not a sweep file: it is empty");
+  if (columns.size() == 1 && columns[0].empty())
+    throw core::ConfigError(path, "", "is not a sweep file: its header line is empty");
+  if (columns[0] != "run")
+    throw core::ConfigError(
+        path, "", "is not a sweep file: its first column is '" + columns[0] + "', not 'run'");
+  for (std::size_t i = 1; i < columns.size(); ++i) {
+    if (std::find(columns.begin(), columns.begin() + i, columns[i]) != columns.begin() + i)
+      throw core::ConfigError(
+          path, "", "is not a sweep file: its header names the column '" + columns[i] + "' twice");
+  }
+}
+
+}  // namespace
+
 MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths) {
   MergedSweep merged;
   std::map<std::size_t, std::vector<std::string>> rows;
@@ -121,11 +167,8 @@ MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     if (!std::filesystem::exists(path))
       throw core::ConfigError(path, "", "cannot open the sweep file");
-    const auto table = read_sweep_csv(path).table;
-    if (table.columns.empty())
-      throw core::ConfigError(path, "",
-                              "is not a sweep file: it has no header line (it is empty, or its "
-                              "first line does not end)");
+    const auto table = read_sweep_csv(path, LastLine::kKept).table;
+    check_header(path, table.columns);
     if (first.empty()) {
       first = path;
       merged.table.columns = table.columns;

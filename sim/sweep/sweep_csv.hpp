@@ -43,10 +43,15 @@ struct SweepFile {
   std::size_t complete_bytes = 0;
 };
 
+// What becomes of a last line without its '\n': a resumed sweep drops it (a kill may have cut
+// it, and the run is simply run again); merge keeps it when it holds a whole row (an editor may
+// have saved the file so), and drops it otherwise.
+enum class LastLine { kDropped, kKept };
+
 // Reads a sweep CSV. A missing file reads as empty; a NUL byte, a row whose cell count differs
 // from the header or whose run index is not a number below kMaxSweepRuns is a core::ConfigError
 // naming the file and line.
-SweepFile read_sweep_csv(const std::string& path);
+SweepFile read_sweep_csv(const std::string& path, LastLine last_line = LastLine::kDropped);
 
 // The run index of a row (its first cell).
 std::size_t run_index(const std::vector<std::string>& row);
@@ -58,8 +63,9 @@ std::optional<std::size_t> parse_index(const std::string& text);
 SweepTable sorted_by_run(const SweepTable& table);
 
 // Joins sweep CSVs (the shards of one sweep): the same header everywhere, each run once, sorted
-// by run index. A file without a header line (an empty one) or a run present in two files with
-// different cells is a core::ConfigError.
+// by run index. A file that is not a sweep file (empty, an empty header, a first column other
+// than `run`, a column named twice) or a run present in two files with different cells is a
+// core::ConfigError. A last row that lacks only its '\n' is kept.
 struct MergedSweep {
   SweepTable table;
   // Run indices below the largest present that no file has: how many, and the first ten.

@@ -1,6 +1,6 @@
 // Sweep files against hostile values and inputs (issue 29): cells a spreadsheet would run as
-// formulas, merges into a file a sweep is writing, and merge inputs that are empty, hold NUL
-// bytes or claim a run index far beyond any sweep.
+// formulas, merges into a file a sweep is writing, and merge inputs that are empty, are not
+// sweep files, hold NUL bytes or claim a run index far beyond any sweep.
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -78,10 +78,42 @@ TEST_CASE("merge refuses an empty input file and writes nothing") {
   const std::string output = scratch("from_empty.csv");
   const CliResult result = merge(output, empty);
   CHECK(result.code == 2);
-  CHECK(result.err == "error: " + empty +
-                          ": is not a sweep file: it has no header line (it is empty, or its "
-                          "first line does not end)\n");
+  CHECK(result.err == "error: " + empty + ": is not a sweep file: it is empty\n");
   CHECK(!fs::exists(output));
+}
+
+TEST_CASE("merge refuses an input whose header is empty, lacks run or names a column twice") {
+  const std::string output = scratch("from_bad_header.csv");
+  const std::string blank = write("blank_header.csv", "\n");
+  CHECK(merge(output, blank).err ==
+        "error: " + blank + ": is not a sweep file: its header line is empty\n");
+  const std::string no_run = write("no_run.csv", "x,y\n0,1\n");
+  const CliResult refused = merge(output, no_run);
+  CHECK(refused.code == 2);
+  CHECK(refused.err ==
+        "error: " + no_run + ": is not a sweep file: its first column is 'x', not 'run'\n");
+  const std::string twice = write("run_twice.csv", "run,pipeline.pipeline_schedule,run\n0,a,0\n");
+  CHECK(merge(output, twice).err ==
+        "error: " + twice + ": is not a sweep file: its header names the column 'run' twice\n");
+  CHECK(!fs::exists(output));
+}
+
+TEST_CASE("merge keeps a last row that lacks only its final line feed") {
+  const std::string input = write("no_final_newline.csv", kHeader + "0,grouped,\n1,grouped,");
+  const std::string output = scratch("from_no_final_newline.csv");
+  const CliResult result = merge(output, input);
+  CHECK(result.code == 0);
+  CHECK(result.out == "merged 1 file(s): 2 runs into " + output + "\n");
+  CHECK(read_file(output) == kHeader + "0,grouped,\n1,grouped,\n");
+}
+
+TEST_CASE("merge drops a last row a kill cut short, as a resumed sweep does") {
+  const std::string input = write("cut_short.csv", kHeader + "0,grouped,\n1,grou");
+  const std::string output = scratch("from_cut_short.csv");
+  const CliResult result = merge(output, input);
+  CHECK(result.code == 0);
+  CHECK(result.out == "merged 1 file(s): 1 runs into " + output + "\n");
+  CHECK(read_file(output) == kHeader + "0,grouped,\n");
 }
 
 TEST_CASE("merge refuses an input holding a NUL byte, naming its line") {
