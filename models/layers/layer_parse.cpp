@@ -63,6 +63,20 @@ CyclesOverride read_cycles(const ConfigNode& node) {
           node.at("backward").as_int(0, core::kMaxCount)};
 }
 
+// C0 controls, DEL, and the C1 controls U+0080 to U+009F, which UTF-8 writes as 0xC2 0x80-0x9F
+// (some terminals obey U+009B as ESC [).
+bool holds_control_character(const std::string& id) {
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(id[i]);
+    const bool c1 = byte == 0xc2 && i + 1 < id.size() &&
+                    static_cast<unsigned char>(id[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(id[i + 1]) <= 0x9f;
+    if (byte < 0x20 || byte == 0x7f || c1)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> common_layer_keys(LayerType type) {
@@ -80,10 +94,7 @@ std::optional<std::string> layer_id_problem(const std::string& id) {
   if (id.size() > kMaxNameBytes)
     return "the layer id is " + std::to_string(id.size()) + " bytes long; the most is " +
            std::to_string(kMaxNameBytes) + " (reports copy it and files are named after it)";
-  const auto control = std::find_if(id.begin(), id.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
-  std::string found = control != id.end()                  ? "a control character"
+  std::string found = holds_control_character(id)          ? "a control character"
                       : id.find('/') != std::string::npos  ? "'/'"
                       : id.find('\\') != std::string::npos ? "'\\'"
                       : id.find("..") != std::string::npos ? "'..'"

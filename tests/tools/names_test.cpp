@@ -117,6 +117,17 @@ TEST_CASE("control characters in a layer id are shown escaped in the error, neve
                           kIdRule);
 }
 
+TEST_CASE("a layer id holding a C1 control character, U+0085 or U+009B, is refused") {
+  for (const std::string code : {"85", "9b"}) {
+    const std::string byte(1, char(std::stoi(code, nullptr, 16)));
+    const std::string config = config_with_id("c1_id_" + code + ".json", "a\xc2" + byte + "b");
+    const CliResult result = run_ipusim({"validate", config});
+    CHECK(result.code == 2);
+    CHECK(result.err == "error: " + config + ": at /model/layers/1/id: the layer id 'a\\u00" +
+                            code + "b' holds a control character" + kIdRule);
+  }
+}
+
 TEST_CASE("a model name with control characters reaches the report escaped") {
   auto config = nlohmann::json::parse(std::ifstream(kBaseConfig));
   std::string name = "bell\x07name\x1b[2J";
