@@ -30,8 +30,9 @@ HostInput host_input(const RunSpec& spec, std::int64_t sample_bytes) {
   input.replicas_per_host = replicas_per_host(spec.hardware, p);
   input.hosts = (p.replication_factor + input.replicas_per_host - 1) / input.replicas_per_host;
   input.replicas_per_instance = instance_replicas(spec.hardware, p);
-  input.instances = p.replicas_per_instance > 0 ? p.replication_factor / input.replicas_per_instance
-                                                : input.hosts;
+  // By default an instance drives a host's replicas, so there are as many as hosts.
+  input.instances =
+      (p.replication_factor + input.replicas_per_instance - 1) / input.replicas_per_instance;
   const std::int64_t samples = core::checked_mul(p.micro_batch_size * p.gradient_accumulation_count,
                                                  input.replicas_per_instance, "host input");
   input.bytes = core::checked_mul(samples, sample_bytes, "host input");

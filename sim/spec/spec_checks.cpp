@@ -52,7 +52,7 @@ void check_replica_layout(const RunSpec& spec, const ConfigNode& root) {
 void check_instances(const RunSpec& spec, const ConfigNode& root) {
   const auto& p = spec.pipeline;
   const int per_instance = instance_replicas(spec.hardware, p);
-  if (p.replicas_per_instance == 0 || per_instance < p.replicas_per_instance)
+  if (p.replicas_per_instance == 0)
     return;
   const auto fail = [&root](const std::string& why) {
     root.at("pipeline").at("replicas_per_instance").fail(why);

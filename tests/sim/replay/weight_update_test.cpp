@@ -232,6 +232,12 @@ TEST_CASE("instances must share the replicas alike, each on one host") {
         "test.json: at /pipeline/replicas_per_instance: 4 replicas an instance do not fill hosts "
         "of 2 replicas (hardware.ipus_per_host) alike: an instance's replicas sit on one host, and "
         "each host runs the same whole number of instances");
+  // Fewer replicas than an instance drives make one instance, which must still fit a host.
+  config["pipeline"]["replicas_per_instance"] = 8;
+  CHECK(spec_error(config) ==
+        "test.json: at /pipeline/replicas_per_instance: 4 replicas an instance do not fill hosts "
+        "of 2 replicas (hardware.ipus_per_host) alike: an instance's replicas sit on one host, and "
+        "each host runs the same whole number of instances");
 }
 
 // A replica sweep keeps each instance's share: fewer replicas than an instance drives make one.
