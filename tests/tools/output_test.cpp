@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/scratch_folder.hpp"
 #include "tests/sim/core/file_size_limit.hpp"
 #include "tests/tools/cli_support.hpp"
 
@@ -22,7 +23,7 @@ const std::string kAdvice = "; give the path of a regular file or of a new one\n
 
 // An empty folder of the test's own.
 fs::path fresh_folder(const std::string& name) {
-  const fs::path dir = fs::path(IPUSIM_BINARY_DIR) / "output_test" / name;
+  const fs::path dir = scratch_folder("output_test") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "models/data/npy.hpp"
+#include "tests/scratch_folder.hpp"
 #include "tests/tools/cli_support.hpp"
 
 namespace {
@@ -14,7 +15,7 @@ using namespace ipusim::testing;
 
 // A fresh directory under the build tree.
 std::string fresh_folder(const std::string& name) {
-  const std::string path = std::string(IPUSIM_BINARY_DIR) + "/train_test/" + name;
+  const std::string path = (ipusim::testing::scratch_folder("train_test") / name).string();
   std::filesystem::remove_all(path);
   return path;
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "tests/scratch_folder.hpp"
 #include "tests/sim/core/file_size_limit.hpp"
 #include "tests/test_support.hpp"
 
@@ -26,9 +27,11 @@ using ipusim::core::write_file_atomically;
 
 namespace {
 
+using ipusim::testing::scratch_folder;
+
 // An empty folder of the test's own.
 fs::path fresh_folder(const std::string& name) {
-  const fs::path dir = fs::path(IPUSIM_BINARY_DIR) / "output_file_test" / name;
+  const fs::path dir = scratch_folder("output_file_test") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
