@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "models/layers/layer_types.hpp"
@@ -246,7 +247,11 @@ std::string counts(const PlanResult& result) {
            " shard file(s): " + with_commas(std::int64_t(result.merged_rows)) +
            " replayed candidate(s) ranked on their figures, " +
            with_commas(std::int64_t(result.ranked.size())) + " replayed again\n";
-  return shard + with_commas(std::int64_t(result.evaluated)) +
+  const std::string shapes = result.default_shapes
+                                 ? "the config has one stage, so 1, 2, 4 and 8 IPUs per replica "
+                                   "were searched (--ipus-per-replica to choose)\n"
+                                 : "";
+  return shapes + shard + with_commas(std::int64_t(result.evaluated)) +
          " candidate(s) evaluated on the cost model (" +
          with_commas(std::int64_t(result.over_capacity)) + " over capacity by the estimate, " +
          with_commas(std::int64_t(result.invalid)) + " refused by validation), " +
@@ -440,10 +445,29 @@ std::string render_plan_html(const PlanResult& result) {
   return sim::plan_html(plot);
 }
 
-nlohmann::json planned_config(const PlanCandidate& candidate) {
+namespace {
+
+// A relative initial_weights folder names it from the config that set it; written elsewhere,
+// the config names the same folder from its own.
+void rebase_initial_weights(nlohmann::json& config, const RunSpec& spec,
+                            const std::string& output_path) {
+  const std::filesystem::path folder = spec.model.initial_weights;
+  if (folder.empty() || folder.is_absolute())
+    return;
+  const std::filesystem::path source = spec.source_of("/model/initial_weights");
+  const auto from = std::filesystem::absolute(source).parent_path() / folder;
+  const auto to = std::filesystem::absolute(output_path).parent_path();
+  config["model"]["initial_weights"] =
+      from.lexically_normal().lexically_relative(to.lexically_normal()).generic_string();
+}
+
+}  // namespace
+
+nlohmann::json planned_config(const PlanCandidate& candidate, const std::string& output_path) {
   // The merged document: includes already resolved, so it runs from any folder.
   nlohmann::json config = candidate.spec->document->json();
   config.erase("include");
+  rebase_initial_weights(config, *candidate.spec, output_path);
   config["description"] =
       "planned by ipusim plan from " + candidate.spec->config_path + ": " + candidate.key();
   return config;

@@ -398,6 +398,8 @@ namespace plan_detail {
 std::vector<PlanCandidate> search_splits(const core::ConfigDocument& base, const Setting& setting,
                                          const PlanRequest& request, PlanResult& result,
                                          const RunSpec& spec) {
+  if (!request.fixed_splits && !too_many_splits(spec).empty())
+    return {};  // as search_setting: a setting past the bound is never walked
   return SettingSearch(base, setting, request, result).run(spec);
 }
 
@@ -424,6 +426,14 @@ void show_columns(std::vector<PlanCandidate>& candidates, const PlanResult& resu
   }
 }
 
+// A one-stage config has no split to search: unless told which IPU counts to try (or held to
+// its split), plan spreads it over 1, 2, 4 and 8 IPUs per replica, the IPU-M2000's range.
+PlanRequest with_default_shapes(PlanRequest search, const RunSpec& base) {
+  if (search.ipus_per_replica.empty() && !search.fixed_splits && base.pipeline.stages.size() == 1)
+    search.ipus_per_replica = {1, 2, 4, 8};
+  return search;
+}
+
 }  // namespace
 
 PlanResult plan(const PlanRequest& request) {
@@ -433,8 +443,10 @@ PlanResult plan(const PlanRequest& request) {
   auto search = request;
   search.fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
   check_request(request, base_spec, search.fixed_splits);
-  PlanResult result = empty_result(request, base_spec);
-  const auto settings = settings_of(schedules_searched(request, base_spec), request, base_spec);
+  search = with_default_shapes(search, base_spec);
+  PlanResult result = empty_result(search, base_spec);
+  result.default_shapes = request.ipus_per_replica != search.ipus_per_replica;
+  const auto settings = settings_of(schedules_searched(search, base_spec), search, base_spec);
   std::vector<Setting> mine;
   for (std::size_t i = 0; i < settings.size(); ++i)
     if (request.shard.contains(i))

@@ -113,8 +113,10 @@ struct PlanResult {
   std::int64_t capacity_bytes = 0;
   std::size_t settings = 0;  // searched by this process (its shard's)
   SweepShard shard;
-  bool varies_shape = false;     // IPUs per replica or replicas were searched
-  bool varies_offload = false;   // --offload was given
+  bool varies_shape = false;    // IPUs per replica or replicas were searched
+  bool varies_offload = false;  // --offload was given
+  // The config has one stage and no --ipus-per-replica: 1, 2, 4 and 8 were searched.
+  bool default_shapes = false;
   std::size_t merged_files = 0;  // set by merge_plan_shards
   std::size_t merged_rows = 0;
 
@@ -146,7 +148,8 @@ PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::
 // non-empty result.
 std::string render_plan_html(const PlanResult& result);
 
-// The merged config of `candidate` as a runnable document, its description noting the plan.
-nlohmann::json planned_config(const PlanCandidate& candidate);
+// The merged config of `candidate` as a runnable document to be written at `output_path`, its
+// description noting the plan (a relative initial_weights folder is named from there).
+nlohmann::json planned_config(const PlanCandidate& candidate, const std::string& output_path);
 
 }  // namespace ipusim::sim
