@@ -66,7 +66,13 @@ class OnnxConverter {
   // Attention blocks and Erf GELUs become one layer each, emitted at their first node.
   void find_patterns();
 
+  std::optional<AttentionPattern> match_any_attention(const onnx::NodeProto& softmax,
+                                                      std::string& why) const;
+
   void claim(const std::set<int>& nodes);
+
+  // An attention projection's weight [hidden, hidden] and bias in ipusim's x W + b.
+  std::vector<Tensor> projection_weights(const AttentionProjection& p, std::int64_t hidden) const;
 
   using Handler = void (OnnxConverter::*)(const onnx::NodeProto&);
   static const std::map<std::string, Handler>& handlers();

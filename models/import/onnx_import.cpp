@@ -153,7 +153,7 @@ void OnnxConverter::find_patterns() {
     const int n = index_.index_of(node);
     if (node.op_type() == "Softmax") {
       std::string why;
-      if (auto block = match_attention(index_, node, why)) {
+      if (auto block = match_any_attention(node, why)) {
         claim(block->nodes);
         attention_at_.emplace(*block->nodes.begin(), std::move(*block));
       } else if (!why.empty()) {
@@ -166,6 +166,20 @@ void OnnxConverter::find_patterns() {
       }
     }
   }
+}
+
+// Attention in any layout first (PyTorch's nn.MultiheadAttention); when that fails, the written
+// out form, whose reasons name the usual ways a hand-written block differs.
+std::optional<AttentionPattern> OnnxConverter::match_any_attention(const onnx::NodeProto& softmax,
+                                                                   std::string& why) const {
+  std::string layout_why;
+  const OnnxShapeOf shape_of = [this](const std::string& t) { return index_.shape(t); };
+  if (auto block = match_layout_attention(index_, softmax, shape_of, layout_why))
+    return block;
+  auto block = match_attention(index_, softmax, why);
+  if (!block && why.empty())
+    why = layout_why;
+  return block;
 }
 
 void OnnxConverter::claim(const std::set<int>& nodes) {

@@ -33,6 +33,10 @@ std::vector<double> values_of(const TensorProto& t) {
       return t.raw_data().empty()
                  ? std::vector<double>(t.double_data().begin(), t.double_data().end())
                  : raw_values<double>(t.raw_data());
+    case TensorProto::BOOL:
+      return t.raw_data().empty()
+                 ? std::vector<double>(t.int32_data().begin(), t.int32_data().end())
+                 : raw_values<std::uint8_t>(t.raw_data());
     case TensorProto::INT64:
       return t.raw_data().empty()
                  ? std::vector<double>(t.int64_data().begin(), t.int64_data().end())
@@ -70,8 +74,9 @@ std::string other_operand(const NodeProto& node, const std::string& tensor) {
   return node.input(1) == tensor ? node.input(0) : "";
 }
 
-// The longest common prefix of the names of `nodes`, without trailing separators.
-std::string common_prefix(const OnnxGraphIndex& index, const std::set<int>& nodes) {
+}  // namespace
+
+std::string common_node_prefix(const OnnxGraphIndex& index, const std::set<int>& nodes) {
   std::string prefix = index.graph().node(*nodes.begin()).name();
   for (int n : nodes) {
     const std::string& name = index.graph().node(n).name();
@@ -82,6 +87,20 @@ std::string common_prefix(const OnnxGraphIndex& index, const std::set<int>& node
     prefix.pop_back();
   return prefix;
 }
+
+double dropout_ratio(const OnnxGraphIndex& index, const NodeProto& dropout) {
+  double ratio = 0.5;
+  for (const auto& a : dropout.attribute())
+    if (a.name() == "ratio")
+      ratio = a.f();
+  if (dropout.input_size() > 1) {
+    const auto given = index.constant_values(dropout.input(1));
+    ratio = given.size() == 1 ? given[0] : ratio;
+  }
+  return ratio;
+}
+
+namespace {
 
 // Builds the block from the Softmax out, failing with a reason at the first mismatch.
 class AttentionMatcher {
@@ -98,7 +117,7 @@ class AttentionMatcher {
         !merged_output(*weighted) || !check_scale())
       return std::nullopt;
     out_.parameters = {q_[0], q_[1], k_[0], k_[1], v_[0], v_[1], o_[0], o_[1]};
-    out_.name = common_prefix(index_, out_.nodes);
+    out_.name = common_node_prefix(index_, out_.nodes);
     return out_;
   }
 
@@ -160,14 +179,7 @@ class AttentionMatcher {
     const NodeProto* next = index_.sole_consumer(probabilities);
     if (next != nullptr && next->op_type() == "Dropout") {
       out_.nodes.insert(index_.index_of(*next));
-      out_.dropout = 0.5;
-      for (const auto& a : next->attribute())
-        if (a.name() == "ratio")
-          out_.dropout = a.f();
-      if (next->input_size() > 1) {
-        const auto ratio = index_.constant_values(next->input(1));
-        out_.dropout = ratio.size() == 1 ? ratio[0] : out_.dropout;
-      }
+      out_.dropout = dropout_ratio(index_, *next);
       probabilities = next->output(0);
       next = index_.sole_consumer(probabilities);
     }
@@ -380,7 +392,7 @@ std::optional<GeluPattern> match_gelu(const OnnxGraphIndex& index, const NodePro
       is_scalar(index, other_operand(*half_x, out.input), 0.5)) {
     out.nodes.insert(index.index_of(*half_x));  // (0.5 x) (1 + erf)
     out.output = first->output(0);
-    out.name = common_prefix(index, out.nodes);
+    out.name = common_node_prefix(index, out.nodes);
     return out;
   }
   const bool x_then_half = other == out.input && second && second->op_type() == "Mul" &&
@@ -391,7 +403,7 @@ std::optional<GeluPattern> match_gelu(const OnnxGraphIndex& index, const NodePro
     return std::nullopt;
   out.nodes.insert(index.index_of(*second));
   out.output = second->output(0);
-  out.name = common_prefix(index, out.nodes);
+  out.name = common_node_prefix(index, out.nodes);
   return out;
 }
 

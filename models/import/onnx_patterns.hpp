@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -47,6 +48,16 @@ class OnnxGraphIndex {
   std::set<std::string> outputs_;
 };
 
+// Where one of an attention's projections (Q, K, V, output) takes its parameters: a weight
+// [in, out] ([out, in] when transposed, as Gemm's transB reads it) and a bias, or the
+// part-th third of a packed Q/K/V projection's.
+struct AttentionProjection {
+  const onnx::TensorProto* weight = nullptr;
+  const onnx::TensorProto* bias = nullptr;
+  bool transposed = false;
+  int part = -1;
+};
+
 // A self-attention block: every node in it, the tensor it reads and the one it writes, the
 // heads and the attention-probability dropout, and its parameters in ipusim's order (query,
 // key, value and output projections, each a [hidden, hidden] kernel then a bias).
@@ -58,8 +69,28 @@ struct AttentionPattern {
   std::int64_t heads = 0;
   std::int64_t head_size = 0;  // both from 1 up, as the Reshape into heads names them
   double dropout = 0.0;
+  bool causal = false;  // a constant causal mask on the scores
   std::vector<const onnx::TensorProto*> parameters;
+  std::vector<AttentionProjection> projections;  // instead of `parameters`, when set
 };
+
+// The full shape (with the batch) of a value of the graph, when known.
+using OnnxShapeOf = std::function<std::optional<std::vector<std::int64_t>>(const std::string&)>;
+
+// Self-attention in any layout an exporter writes (onnx_attention.cpp): nn.MultiheadAttention's
+// packed projection sliced into Q, K and V, heads folded into the batch, the scale on Q or on
+// the scores, a causal mask added or applied with Where. nullopt with `why` set as
+// match_attention's.
+std::optional<AttentionPattern> match_layout_attention(const OnnxGraphIndex& index,
+                                                       const onnx::NodeProto& softmax,
+                                                       const OnnxShapeOf& shape_of,
+                                                       std::string& why);
+
+// The longest common prefix of the names of `nodes`, without trailing separators.
+std::string common_node_prefix(const OnnxGraphIndex& index, const std::set<int>& nodes);
+
+// A Dropout node's ratio: its attribute (before opset 12) or constant input; 0.5 by default.
+double dropout_ratio(const OnnxGraphIndex& index, const onnx::NodeProto& dropout);
 
 // The attention block whose Softmax is `softmax`; nullopt with `why` set when the Softmax
 // belongs to something else or to an attention ipusim cannot represent (`why` empty when the

@@ -199,6 +199,35 @@ void OnnxConverter::batch_norm(const onnx::NodeProto& node) {
             {feature_vector(node, 1, width, 1.0f), feature_vector(node, 2, width, 0.0f)});
 }
 
+namespace {
+
+// Columns [part x width, (part + 1) x width) of a [rows, columns] matrix, or of a vector.
+Tensor columns_of(const Tensor& t, std::int64_t part, std::int64_t width) {
+  const Shape& shape = t.shape();
+  const std::int64_t rows = shape.size() == 2 ? shape[0] : 1;
+  const std::int64_t cols = shape.back();
+  std::vector<float> out;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = part * width; c < (part + 1) * width && c < cols; ++c)
+      out.push_back(t.data()[r * cols + c]);
+  Shape sliced = shape;
+  sliced.back() = std::int64_t(out.size()) / rows;
+  return Tensor(sliced, out);
+}
+
+}  // namespace
+
+std::vector<Tensor> OnnxConverter::projection_weights(const AttentionProjection& p,
+                                                      std::int64_t hidden) const {
+  Tensor w = onnx_float_tensor(*p.weight, path_);
+  if (p.transposed)
+    w = onnx_transposed_matrix(w);
+  Tensor b = onnx_float_tensor(*p.bias, path_);
+  if (p.part < 0)
+    return {std::move(w), std::move(b)};
+  return {columns_of(w, p.part, hidden), columns_of(b, p.part, hidden)};
+}
+
 // Why an attention block cannot be one ipusim attention layer, or "".
 std::string OnnxConverter::attention_problem(const AttentionPattern& block, const Activation& in,
                                              const std::vector<Tensor>& weights) {
@@ -226,6 +255,10 @@ void OnnxConverter::attention(const AttentionPattern& block) {
   std::vector<Tensor> weights;
   for (const auto* t : in ? block.parameters : std::vector<const onnx::TensorProto*>{})
     weights.push_back(onnx_float_tensor(*t, path_));
+  for (const auto& p : in ? block.projections : std::vector<AttentionProjection>{}) {
+    for (auto& t : projection_weights(p, in->onnx_shape.back()))
+      weights.push_back(std::move(t));
+  }
   const std::string why = in ? attention_problem(block, *in, weights) : "";
   if (!in || !why.empty()) {
     if (!why.empty())
@@ -238,6 +271,8 @@ void OnnxConverter::attention(const AttentionPattern& block) {
                 {"heads", block.heads}};
   if (block.dropout > 0)
     layer["dropout"] = decimal(static_cast<float>(block.dropout));
+  if (block.causal)
+    layer["causal"] = true;
   add_layer(std::move(layer), block.output, *in, {in->layer}, std::move(weights));
 }
 
