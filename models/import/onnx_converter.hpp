@@ -43,7 +43,7 @@ float float_attribute(const onnx::NodeProto& node, const std::string& name, floa
 // config shows what the exporter wrote.
 double decimal(float value);
 
-// A value's name in an ipusim layer id: letters, digits, '_' and '-'.
+// A value's name in an ipusim layer id: letters, digits, '_', '-' and single dots.
 std::string sanitized(std::string id);
 
 // Whether `t` is a [rows, width] (or [1, rows, width]) constant.
@@ -114,21 +114,22 @@ class OnnxConverter {
   // MatMul by an initializer, with the Add of a constant that alone reads it as the bias.
   void matmul(const onnx::NodeProto& node);
 
-  // "valid" for no padding, "same" for the padding that keeps a stride-1 output's size.
-  std::string padding(const onnx::NodeProto& node, const std::vector<std::int64_t>& kernel);
-
-  static std::int64_t out_size(std::int64_t in, std::int64_t k, std::int64_t s,
-                               const std::string& pad);
-
-  // Why a 2-D window cannot slide over an [C, H, W] image, or "" when it can: a kernel and
-  // strides of two sizes from 1 up, and (unpadded) a kernel no larger than the image.
-  static std::string window_problem(const std::vector<std::int64_t>& kernel,
-                                    const std::vector<std::int64_t>& strides, const Shape& image,
-                                    const std::string& pad);
+  // A Conv's or pool's window over an image (onnx_layers.cpp).
+  struct Window {
+    std::vector<std::int64_t> kernel, strides;
+    std::vector<std::int64_t> pads;  // top, left, bottom, right
+    bool ceil_mode = false;
+    bool same = false;    // auto_pad SAME_UPPER: TensorFlow's "same"
+    std::string problem;  // an auto_pad ipusim does not read
+    json padding() const;
+    std::int64_t out(std::int64_t in, int axis) const;
+    std::string problem_over(const Shape& image) const;
+  };
+  static Window window_of(const onnx::NodeProto& node, const std::vector<std::int64_t>& kernel);
 
   void conv(const onnx::NodeProto& node);
 
-  void max_pool(const onnx::NodeProto& node);
+  void pool(const onnx::NodeProto& node);
   void global_average_pool(const onnx::NodeProto& node);
 
   void named_activation(const onnx::NodeProto& node);
@@ -139,6 +140,25 @@ class OnnxConverter {
   void activation(const GeluPattern& nodes, const std::string& name, const onnx::NodeProto& node);
 
   void flatten(const onnx::NodeProto& node);
+
+  // Sequences and learned tensors (onnx_token_layers.cpp).
+  void layer_norm_pattern(const LayerNormPattern& norm);
+  std::vector<std::int64_t> reduced_axes(const onnx::NodeProto& node) const;
+  void reduce_mean(const onnx::NodeProto& node);
+  void select_token(const onnx::NodeProto& node, const Activation& in);
+  bool position_table(const onnx::NodeProto& node, const Activation& in,
+                      const onnx::TensorProto& constant);
+  void expand(const onnx::NodeProto& node);
+  bool class_token(const onnx::NodeProto& node);
+  bool patches(const onnx::NodeProto& node, const Activation& in);
+
+  // A layer id from a node name PyTorch writes as its module path and operator,
+  // "/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1" ("layer1.0.add" for an operator of a
+  // module with submodules); a pattern's name (no `op_type`) is a module path; other names
+  // sanitized; `fallback` for an empty name.
+  std::string module_id(const std::string& name, const std::string& op_type,
+                        const std::string& fallback) const;
+  void find_scopes();
 
   void dropout(const onnx::NodeProto& node);
 
@@ -185,6 +205,9 @@ class OnnxConverter {
   OnnxGraphIndex index_;
   std::map<int, AttentionPattern> attention_at_;  // by the block's first node
   std::map<int, GeluPattern> gelu_at_;
+  std::map<int, LayerNormPattern> layer_norm_at_;
+  std::map<std::string, std::string> expanded_;  // Expand outputs: the initializer expanded
+  std::set<std::string> inner_scopes_;  // module paths that hold submodules' nodes
   std::map<int, std::string> attention_why_;  // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
   std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens

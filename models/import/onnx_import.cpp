@@ -53,9 +53,11 @@ float float_attribute(const onnx::NodeProto& node, const std::string& name, floa
 }
 
 std::string sanitized(std::string id) {
-  for (char& c : id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
-      c = '_';
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    const bool dot = c == '.' && i > 0 && id[i - 1] != '.';  // never "..", a path's parent
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && !dot)
+      id[i] = '_';
   }
   return id;
 }
@@ -69,6 +71,7 @@ OnnxConverter::OnnxConverter(const onnx::GraphProto& graph, const std::string& p
     : graph_(graph), path_(path), out_(out), index_(graph) {}
 
 void OnnxConverter::convert() {
+  find_scopes();
   add_input();
   find_patterns();
   for (int n = 0; n < graph_.node_size(); ++n) {
@@ -76,6 +79,8 @@ void OnnxConverter::convert() {
       attention(a->second);
     else if (const auto g = gelu_at_.find(n); g != gelu_at_.end())
       activation(g->second, "gelu", graph_.node(n));
+    else if (const auto l = layer_norm_at_.find(n); l != layer_norm_at_.end())
+      layer_norm_pattern(l->second);
     else if (!skipped_.contains(n))
       convert_node(n);
   }
@@ -159,6 +164,11 @@ void OnnxConverter::find_patterns() {
       } else if (!why.empty()) {
         attention_why_[n] = why;
       }
+    } else if (node.op_type() == "ReduceMean") {
+      if (auto norm = match_layer_norm(index_, node)) {
+        claim(norm->nodes);
+        layer_norm_at_.emplace(*norm->nodes.begin(), std::move(*norm));
+      }
     } else if (node.op_type() == "Erf") {
       if (auto gelu = match_gelu(index_, node)) {
         claim(gelu->nodes);
@@ -192,7 +202,8 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Gemm", &OnnxConverter::gemm},
       {"MatMul", &OnnxConverter::matmul},
       {"Conv", &OnnxConverter::conv},
-      {"MaxPool", &OnnxConverter::max_pool},
+      {"MaxPool", &OnnxConverter::pool},
+      {"AveragePool", &OnnxConverter::pool},
       {"GlobalAveragePool", &OnnxConverter::global_average_pool},
       {"Relu", &OnnxConverter::named_activation},
       {"Tanh", &OnnxConverter::named_activation},
@@ -204,6 +215,8 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Gather", &OnnxConverter::gather},
       {"Add", &OnnxConverter::add},
       {"Concat", &OnnxConverter::concat},
+      {"ReduceMean", &OnnxConverter::reduce_mean},
+      {"Expand", &OnnxConverter::expand},
       {"LayerNormalization", &OnnxConverter::layer_norm},
       {"BatchNormalization", &OnnxConverter::batch_norm},
   };
@@ -272,7 +285,78 @@ void OnnxConverter::push_layer(json layer) {
 }
 
 std::string OnnxConverter::id_of(const onnx::NodeProto& node) const {
-  return unique_id(sanitized(node.name().empty() ? node.op_type() : node.name()));
+  return unique_id(module_id(node.name(), node.op_type(), node.op_type()));
+}
+
+namespace {
+
+// "/a/b.c/Op" as its parts "a", "b.c", "Op"; empty for a name that is not such a path.
+std::vector<std::string> path_parts(const std::string& name) {
+  std::vector<std::string> parts;
+  if (name.size() < 2 || name.front() != '/')
+    return parts;
+  for (std::size_t start = 1; start <= name.size();) {
+    const auto slash = std::min(name.find('/', start), name.size());
+    if (slash == start)
+      return {};
+    parts.push_back(name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return parts;
+}
+
+// A module path from its scopes, each named relative to its parent or in full ("layer1",
+// "layer1.0", "conv1" -> "layer1.0.conv1").
+std::string module_path(const std::vector<std::string>& scopes) {
+  std::string path;
+  for (const auto& scope : scopes) {
+    if (path.empty() || scope.rfind(path + ".", 0) == 0)
+      path = scope;
+    else
+      path += "." + scope;
+  }
+  return path;
+}
+
+std::string lowercase(std::string text) {
+  for (char& c : text)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
+
+void OnnxConverter::find_scopes() {
+  for (const auto& node : graph_.node()) {
+    const auto parts = path_parts(node.name());
+    for (std::size_t n = 1; n + 1 < parts.size(); ++n)
+      inner_scopes_.insert(module_path({parts.begin(), parts.begin() + std::ptrdiff_t(n)}));
+  }
+}
+
+std::string OnnxConverter::module_id(const std::string& name, const std::string& op_type,
+                                     const std::string& fallback) const {
+  auto parts = path_parts(name);
+  if (parts.empty())
+    return sanitized(name.empty() ? fallback : name);
+  // A node's name ends in its operator ("Conv", "Add_1"); a pattern's (a common prefix) at a
+  // module.
+  const std::string& last = parts.back();
+  const bool op_last =
+      !op_type.empty() && parts.size() > 1 &&
+      (last == op_type ||
+       (last.rfind(op_type + "_", 0) == 0 && last.size() > op_type.size() + 1 &&
+        std::all_of(last.begin() + std::ptrdiff_t(op_type.size()) + 1, last.end(),
+                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })));
+  std::string op = op_last ? parts.back() : "";
+  if (op_last)
+    parts.pop_back();
+  std::string path = module_path(parts);
+  if (path.empty())
+    return sanitized(lowercase(op.empty() ? fallback : op));
+  if (!op.empty() && inner_scopes_.contains(path))
+    path += "." + lowercase(op);
+  return sanitized(path);
 }
 
 // Adds `layer` reading `inputs` (ipusim ids), its output held in `output`.

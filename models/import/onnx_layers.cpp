@@ -76,36 +76,69 @@ void OnnxConverter::matmul(const onnx::NodeProto& node) {
   dense(node, *in, onnx_float_tensor(*b, path_), bias, output);
 }
 
-// "valid" for no padding, "same" for the padding that keeps a stride-1 output's size.
-std::string OnnxConverter::padding(const onnx::NodeProto& node,
-                                   const std::vector<std::int64_t>& kernel) {
-  const auto pads = ints_attribute(node, "pads");
+// A node's window over an [C, H, W] image: its kernel, strides (1 by default, as ONNX's) and
+// pads as ONNX's `pads` give them, [top, left, bottom, right]; `auto_pad` SAME_UPPER is
+// TensorFlow's "same", which ipusim has as such.
+OnnxConverter::Window OnnxConverter::window_of(const onnx::NodeProto& node,
+                                               const std::vector<std::int64_t>& kernel) {
+  Window w;
+  w.kernel = kernel;
+  w.strides = ints_attribute(node, "strides");
+  if (w.strides.empty())
+    w.strides = {1, 1};
+  w.pads = ints_attribute(node, "pads");
+  if (w.pads.empty())
+    w.pads = {0, 0, 0, 0};
+  w.ceil_mode = int_attribute(node, "ceil_mode", 0) != 0;
+  const std::string auto_pad = string_attribute(node, "auto_pad", "NOTSET");
+  w.same = auto_pad == "SAME_UPPER";
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !w.same)
+    w.problem = "auto_pad " + auto_pad + " (ipusim pads as SAME_UPPER, VALID or explicit pads)";
+  else if (w.same || auto_pad == "VALID")
+    w.pads = {0, 0, 0, 0};
+  return w;
+}
+
+// The config's "padding": "same", "valid" for no padding, else the four pads.
+json OnnxConverter::Window::padding() const {
+  if (same)
+    return "same";
   if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; }))
     return "valid";
-  const std::vector<std::int64_t> same = {(kernel[0] - 1) / 2, (kernel[1] - 1) / 2, kernel[0] / 2,
-                                          kernel[1] / 2};
-  return pads == same ? "same" : "";
+  return pads;
 }
 
-std::int64_t OnnxConverter::out_size(std::int64_t in, std::int64_t k, std::int64_t s,
-                                     const std::string& pad) {
-  return pad == "same" ? (in + s - 1) / s : (in - k) / s + 1;
+// PyTorch's and ONNX's output size along axis `a` (0 rows, 1 columns) of an image axis of
+// `in`: floor((in + pads - k) / s) + 1, or with ceil_mode rounded up unless the last window
+// would start past the input and its leading pad.
+std::int64_t OnnxConverter::Window::out(std::int64_t in, int a) const {
+  const std::int64_t k = kernel[std::size_t(a)], s = strides[std::size_t(a)];
+  if (same)
+    return (in + s - 1) / s;
+  const std::int64_t before = pads[std::size_t(a)], span = in + before + pads[std::size_t(a) + 2] - k;
+  std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + before)
+    --out;
+  return out;
 }
 
-// Why a 2-D window cannot slide over an [C, H, W] image, or "" when it can: a kernel and
-// strides of two sizes from 1 up, and (unpadded) a kernel no larger than the image.
-std::string OnnxConverter::window_problem(const std::vector<std::int64_t>& kernel,
-                                          const std::vector<std::int64_t>& strides,
-                                          const Shape& image, const std::string& pad) {
-  const auto two_positive = [](const std::vector<std::int64_t>& v) {
-    return v.size() == 2 && v[0] >= 1 && v[1] >= 1;
+// Why the window cannot slide over an [C, H, W] image, or "" when it can: a kernel and strides
+// of two sizes from 1 up, four pads from 0 up, and a kernel no larger than the padded image.
+std::string OnnxConverter::Window::problem_over(const Shape& image) const {
+  const auto all_from = [](const std::vector<std::int64_t>& v, std::size_t n, std::int64_t low) {
+    return v.size() == n && std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x >= low; });
   };
-  if (!two_positive(kernel))
+  if (!problem.empty())
+    return problem;
+  if (!all_from(kernel, 2, 1))
     return "kernel_shape " + shape_text(kernel) + " (expected two sizes of 1 or more)";
-  if (!two_positive(strides))
+  if (!all_from(strides, 2, 1))
     return "strides " + shape_text(strides) + " (expected two strides of 1 or more)";
-  if (pad == "valid" && (image[1] < kernel[0] || image[2] < kernel[1]))
-    return "a kernel " + shape_text(kernel) + " larger than its image " + shape_text(image);
+  if (!all_from(pads, 4, 0) || pads[0] > kernel[0] || pads[2] > kernel[0] ||
+      pads[1] > kernel[1] || pads[3] > kernel[1])
+    return "pads " + shape_text(pads) + " (expected four pads from 0 up to the kernel's size)";
+  if (!same && (image[1] + pads[0] + pads[2] < kernel[0] || image[2] + pads[1] + pads[3] < kernel[1]))
+    return "a kernel " + shape_text(kernel) + " larger than its padded image " + shape_text(image);
   return "";
 }
 
@@ -123,19 +156,15 @@ void OnnxConverter::conv(const onnx::NodeProto& node) {
                              " (expected [out, " + std::to_string(in->onnx_shape[0]) +
                              ", kh, kw] for an image of shape " + shape_text(in->onnx_shape) + ")");
   const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
-  auto strides = ints_attribute(node, "strides");
-  if (strides.empty())
-    strides = {1, 1};
+  const Window window = window_of(node, k);
   const auto dilations = ints_attribute(node, "dilations");
-  const std::string pad = padding(node, k);
-  if (int_attribute(node, "group", 1) != 1 || pad.empty() ||
+  if (int_attribute(node, "group", 1) != 1 ||
       std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; })) {
-    problem(node, "only ungrouped, undilated convolutions with no or 'same' padding");
+    problem(node, "only ungrouped, undilated convolutions");
     return;
   }
   const auto shape_attribute = ints_attribute(node, "kernel_shape");
-  std::string why =
-      window_problem(shape_attribute.empty() ? k : shape_attribute, strides, in->onnx_shape, pad);
+  std::string why = window.problem_over(in->onnx_shape);
   if (why.empty() && !shape_attribute.empty() && shape_attribute != k)
     why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +
           shape_text(kernel.shape());
@@ -145,43 +174,49 @@ void OnnxConverter::conv(const onnx::NodeProto& node) {
                 {"type", "conv2d"},
                 {"filters", kernel.dim(0)},
                 {"kernel", k},
-                {"stride", strides},
-                {"padding", pad},
+                {"stride", window.strides},
+                {"padding", window.padding()},
                 {"bias", initializer(node, 2) != nullptr}};
   std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));
   const Shape& s = in->onnx_shape;
-  const Shape out = {kernel.dim(0), out_size(s[1], k[0], strides[0], pad),
-                     out_size(s[2], k[1], strides[1], pad)};
+  const Shape out = {kernel.dim(0), window.out(s[1], 0), window.out(s[2], 1)};
   add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));
 }
 
-void OnnxConverter::max_pool(const onnx::NodeProto& node) {
+// MaxPool and AveragePool as maxpool2d and avgpool2d. ONNX steps by 1 along each axis without
+// strides (ipusim's pools step by the pool), so the layer always names its stride.
+void OnnxConverter::pool(const onnx::NodeProto& node) {
   const Activation* in = value(node);
   if (!in)
     return;
+  const bool max = node.op_type() == "MaxPool";
   const auto k = ints_attribute(node, "kernel_shape");
-  auto strides = ints_attribute(node, "strides");
-  // ONNX steps by 1 along each axis without strides (Keras and ipusim's maxpool2d step by the
-  // pool, so the layer always names its stride).
-  if (strides.empty())
-    strides.assign(k.size(), 1);
-  if (!in->channels_first || k.size() != 2 || padding(node, k) != "valid") {
-    problem(node, "only a 2-D max pool of an image without padding");
-    return;
-  }
-  if (const auto why = window_problem(k, strides, in->onnx_shape, "valid"); !why.empty())
+  const auto dilations = ints_attribute(node, "dilations");
+  if (!in->channels_first || k.size() != 2 ||
+      std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; }) ||
+      (max && node.output_size() > 1))
+    return problem(node, "only a 2-D, undilated pool of an image (without MaxPool's indices)");
+  const Window window = window_of(node, k);
+  if (const auto why = window.problem_over(in->onnx_shape); !why.empty())
     return problem(node, why);
+  if (!window.same && (2 * window.pads[0] > k[0] || 2 * window.pads[2] > k[0] ||
+                       2 * window.pads[1] > k[1] || 2 * window.pads[3] > k[1]))
+    return problem(node, "pads " + shape_text(window.pads) + " over half the pool " +
+                             shape_text(k) + " (PyTorch's rule, which ipusim keeps)");
+  json layer = {{"id", id_of(node)},
+                {"type", max ? "maxpool2d" : "avgpool2d"},
+                {"pool", k},
+                {"stride", window.strides},
+                {"padding", window.padding()}};
+  if (window.ceil_mode)
+    layer["ceil_mode"] = true;
+  if (!max)
+    layer["count_include_pad"] = int_attribute(node, "count_include_pad", 0) != 0;
   const Shape& s = in->onnx_shape;
-  const Shape out = {s[0], out_size(s[1], k[0], strides[0], "valid"),
-                     out_size(s[2], k[1], strides[1], "valid")};
-  add_layer({{"id", id_of(node)},
-             {"type", "maxpool2d"},
-             {"pool", k},
-             {"stride", strides},
-             {"padding", "valid"}},
-            node.output(0), {"", out, true}, {in->layer});
+  const Shape out = {s[0], window.out(s[1], 0), window.out(s[2], 1)};
+  add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer});
 }
 
 // ONNX keeps the pooled [C, 1, 1]; ipusim's [C] holds the same values in the same order, so the
@@ -228,7 +263,8 @@ void OnnxConverter::activation(const GeluPattern& nodes, const std::string& name
     values_[nodes.output] = *in;
     return;
   }
-  const std::string id = nodes.name.empty() ? id_of(node) : unique_id(sanitized(nodes.name));
+  const std::string id =
+      nodes.name.empty() ? id_of(node) : unique_id(module_id(nodes.name, "", name));
   add_layer({{"id", id}, {"type", name}}, nodes.output, *in, {in->layer});
 }
 
@@ -240,6 +276,8 @@ void OnnxConverter::flatten(const onnx::NodeProto& node) {
     problem(node, "only a Flatten from axis 1");
     return;
   }
+  if (node.op_type() == "Reshape" && patches(node, *in))
+    return;
   if (node.op_type() == "Reshape") {
     const auto* shape = initializer(node, 1);
     if (!shape || shape->int64_data_size() + int(shape->raw_data().size() / 8) != 2) {

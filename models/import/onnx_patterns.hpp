@@ -86,6 +86,22 @@ std::optional<AttentionPattern> match_layout_attention(const OnnxGraphIndex& ind
                                                        const OnnxShapeOf& shape_of,
                                                        std::string& why);
 
+// A layer normalization over the last axis written out (onnx_layer_norm.cpp): its nodes, input
+// and output, epsilon, and its scale and bias initializers (empty when it is not affine).
+struct LayerNormPattern {
+  std::set<int> nodes;
+  std::string input;
+  std::string output;
+  std::string name;
+  double epsilon = 0.0;
+  std::string scale;
+  std::string bias;
+};
+
+// The layer norm whose mean is the ReduceMean `mean`, or nullopt.
+std::optional<LayerNormPattern> match_layer_norm(const OnnxGraphIndex& index,
+                                                 const onnx::NodeProto& mean);
+
 // The longest common prefix of the names of `nodes`, without trailing separators.
 std::string common_node_prefix(const OnnxGraphIndex& index, const std::set<int>& nodes);
 

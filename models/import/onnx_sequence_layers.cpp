@@ -46,6 +46,8 @@ void OnnxConverter::softmax(const onnx::NodeProto& node) {
 // Gather of the model input's token ids from a [vocabulary, hidden] initializer: a plain
 // embedding lookup (positions and a layer norm may be folded in by what follows).
 void OnnxConverter::gather(const onnx::NodeProto& node) {
+  if (node.input_size() == 2 && values_.contains(node.input(0)))
+    return select_token(node, values_.at(node.input(0)));
   const auto* table = initializer(node, 0);
   const Activation* ids = node.input_size() == 2 ? value(node.input(1), node) : nullptr;
   if (!ids || failed_.contains(node.input(0)))
@@ -100,9 +102,10 @@ void OnnxConverter::add_positions(const onnx::NodeProto& node, const Activation&
   const bool lookup = layer->at("type") == "embedding" && layer->contains("positions");
   if (!lookup || !is_constant_of(table, in.onnx_shape[0], in.onnx_shape[1]) ||
       !index_.read_at_most_once(node.input(node.input(0) == constant.name() ? 1 : 0))) {
-    problem(node,
-            "an Add of a constant other than a bias after MatMul or a [sequence, hidden] "
-            "position table after a Gather");
+    if (!position_table(node, in, constant))
+      problem(node,
+              "an Add of a constant other than a bias after MatMul, a [sequence, hidden] "
+              "position table after a Gather, or a learned tensor of the value's shape");
     return;
   }
   layer->erase("positions");
@@ -119,6 +122,8 @@ std::vector<Tensor>& OnnxConverter::weights_of(const std::string& layer) {
 }
 
 void OnnxConverter::concat(const onnx::NodeProto& node) {
+  if (class_token(node))
+    return;
   std::vector<const Activation*> parts;
   for (const auto& input : node.input()) {
     const Activation* in = value(input, node);
@@ -266,7 +271,7 @@ void OnnxConverter::attention(const AttentionPattern& block) {
     failed_.insert(block.output);  // the block's output is not its first node's
     return;
   }
-  json layer = {{"id", unique_id(sanitized(block.name.empty() ? "attention" : block.name))},
+  json layer = {{"id", unique_id(module_id(block.name, "", "attention"))},
                 {"type", "attention"},
                 {"heads", block.heads}};
   if (block.dropout > 0)
