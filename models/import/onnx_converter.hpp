@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/import/onnx_import.hpp"
+#include "models/import/onnx_normalize.hpp"
 #include "models/import/onnx_patterns.hpp"
 #include "models/kernels/tensor.hpp"
 
@@ -52,7 +53,9 @@ bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width);
 // Converts one graph into `out`: throws core::ConfigError listing every node it cannot import.
 class OnnxConverter {
  public:
-  OnnxConverter(const onnx::GraphProto& graph, const std::string& path, OnnxImport& out);
+  // `graph` as normalize_onnx left it, with what it inferred.
+  OnnxConverter(const onnx::GraphProto& graph, const OnnxNormalized& normalized,
+                const std::string& path, OnnxImport& out);
   void convert();
 
  private:

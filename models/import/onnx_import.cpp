@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "models/import/onnx_converter.hpp"
+#include "models/import/onnx_normalize.hpp"
 #include "models/import/onnx_tensors.hpp"
 #include "sim/core/error.hpp"
 
@@ -64,9 +65,9 @@ bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width) {
   return t.shape() == Shape{rows, width} || t.shape() == Shape{1, rows, width};
 }
 
-OnnxConverter::OnnxConverter(const onnx::GraphProto& graph, const std::string& path,
-                             OnnxImport& out)
-    : graph_(graph), path_(path), out_(out), index_(graph) {}
+OnnxConverter::OnnxConverter(const onnx::GraphProto& graph, const OnnxNormalized& normalized,
+                             const std::string& path, OnnxImport& out)
+    : graph_(graph), path_(path), out_(out), index_(graph, normalized.shapes) {}
 
 void OnnxConverter::convert() {
   add_input();
@@ -91,8 +92,6 @@ void OnnxConverter::convert() {
   }
   push_layer({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
   out_.model["layers"] = layers_;
-  for (const auto& init : graph_.initializer())  // each count checked by check_onnx_graph
-    out_.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
 }
 
 // Logits: the graph's one output is a dense layer's, without an activation, over two or more
@@ -301,8 +300,17 @@ OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
   const std::string& name = model.graph().name();
   out.model = {
       {"name", name.empty() ? "onnx_model" : onnx_detail::utf8(name, "the graph's name", path)}};
-  check_onnx_graph(model.graph(), path);
-  onnx_detail::OnnxConverter(model.graph(), path, out).convert();
+  check_onnx_graph(model.graph(), path);  // declared sizes, before inference and folding read them
+  const OnnxNormalized normalized = normalize_onnx(model, path);
+  onnx_detail::OnnxConverter(model.graph(), normalized, path, out).convert();
+  for (const auto& init : model.graph().initializer()) {
+    // Only float initializers are parameters (integer ones hold shapes); counts checked above.
+    if (init.data_type() == onnx::TensorProto::FLOAT ||
+        init.data_type() == onnx::TensorProto::DOUBLE)
+      out.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
+  }
+  out.aliased_initializer_elements = normalized.aliased_initializer_elements;
+  out.initializer_elements += out.aliased_initializer_elements;
   return out;
 }
 

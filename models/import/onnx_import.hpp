@@ -34,8 +34,11 @@ struct OnnxImport {
   nlohmann::json model;
   std::string producer;  // "pytorch 2.1" or "onnx.helper" as the file names its producer
   std::vector<std::pair<std::string, std::vector<Tensor>>> weights;  // by layer id
-  std::int64_t initializer_elements = 0;                             // the source's parameter count
-  std::int64_t running_statistics_elements = 0;  // batch-norm means and variances among them
+  // The source's parameter count: the float initializers' elements, each read through an
+  // Identity alias counted once more (PyTorch stores equal parameters once).
+  std::int64_t initializer_elements = 0;
+  std::int64_t aliased_initializer_elements = 0;  // of which: the aliases' copies
+  std::int64_t running_statistics_elements = 0;   // batch-norm means and variances among them
   // Each batch norm's running mean and variance, by layer id.
   std::vector<std::pair<std::string, std::vector<Tensor>>> running_statistics;
   std::vector<std::string> notes;  // what the import added or changed, for the user

@@ -199,6 +199,15 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
     out << "note: " << note << "\n";
 }
 
+// PyTorch stores parameters of equal values once (zero biases, a norm's ones) and reads the
+// copy through an Identity; ipusim gives each layer its own, so counts them once per parameter.
+std::string aliased(std::int64_t elements) {
+  if (elements == 0)
+    return "";
+  return ", counting " + sim::with_commas(elements) +
+         " stored once for several equal parameters once per parameter";
+}
+
 std::string running_statistics(std::int64_t elements) {
   if (elements == 0)
     return "";
@@ -225,6 +234,7 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
       << a.model_path << ": " << spec.model.layers.size() << " layers, "
       << sim::with_commas(spec.model.total_params()) << " parameters ("
       << sim::with_commas(imported.initializer_elements) << " in the file's initializers"
+      << aliased(imported.aliased_initializer_elements)
       << running_statistics(imported.running_statistics_elements) << "); wrote " << a.output
       << " and its initial weights in " << folder << "/\n";
   for (const auto& note : imported.notes)
