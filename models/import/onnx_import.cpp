@@ -66,8 +66,14 @@ bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width) {
 }
 
 OnnxConverter::OnnxConverter(const onnx::GraphProto& graph, const OnnxNormalized& normalized,
-                             const std::string& path, OnnxImport& out)
-    : graph_(graph), path_(path), out_(out), index_(graph, normalized.shapes) {}
+                             const std::string& path, const OnnxImportOptions& options,
+                             OnnxImport& out)
+    : graph_(graph),
+      path_(path),
+      out_(out),
+      index_(graph, normalized.shapes),
+      opset_(normalized.opset),
+      verbose_(options.verbose) {}
 
 void OnnxConverter::convert() {
   add_input();
@@ -80,11 +86,8 @@ void OnnxConverter::convert() {
     else if (!skipped_.contains(n))
       convert_node(n);
   }
-  if (!problems_.empty()) {
-    throw core::ConfigError(path_, "",
-                            "cannot import " + std::to_string(problem_count_) +
-                                " node(s), so nothing was written:" + problems_);
-  }
+  if (!problems_.empty())
+    throw core::ConfigError(path_, "", refusal());
   if (!softmax_end_ && !ends_in_logits()) {
     throw core::ConfigError(path_, "",
                             "the graph ends in neither a Softmax nor logits (a Gemm or MatMul "
@@ -209,8 +212,7 @@ void OnnxConverter::convert_node(int n) {
 
 // Records why `node` cannot be imported; the nodes fed by it then go unmentioned.
 void OnnxConverter::problem(const onnx::NodeProto& node, const std::string& why) {
-  problems_ += "\n  node '" + node.name() + "' (" + node.op_type() + "): " + why;
-  ++problem_count_;
+  problems_.push_back({&node, why});
   fail_outputs(node);
 }
 
@@ -285,7 +287,8 @@ std::string utf8(const std::string& text, const std::string& what, const std::st
 
 }  // namespace onnx_detail
 
-OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
+OnnxImport import_onnx(const std::string& bytes, const std::string& path,
+                       const OnnxImportOptions& options) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes) || !model.has_graph()) {
     throw core::ConfigError(path, "",
@@ -302,7 +305,7 @@ OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
       {"name", name.empty() ? "onnx_model" : onnx_detail::utf8(name, "the graph's name", path)}};
   check_onnx_graph(model.graph(), path);  // declared sizes, before inference and folding read them
   const OnnxNormalized normalized = normalize_onnx(model, path);
-  onnx_detail::OnnxConverter(model.graph(), normalized, path, out).convert();
+  onnx_detail::OnnxConverter(model.graph(), normalized, path, options, out).convert();
   for (const auto& init : model.graph().initializer()) {
     // Only float initializers are parameters (integer ones hold shapes); counts checked above.
     if (init.data_type() == onnx::TensorProto::FLOAT ||

@@ -44,8 +44,15 @@ struct OnnxImport {
   std::vector<std::string> notes;  // what the import added or changed, for the user
 };
 
-// Throws core::ConfigError naming `path`: for bytes that are no ONNX model, and for every node
-// ipusim cannot represent, all listed in one message with their names and operator types.
-OnnxImport import_onnx(const std::string& bytes, const std::string& path);
+struct OnnxImportOptions {
+  bool verbose = false;  // a refusal lists every node it cannot import, not only each group's first
+};
+
+// Normalises the graph first (models/import/onnx_normalize.hpp). Throws core::ConfigError naming
+// `path`: for bytes that are no ONNX model, a graph normalisation refuses, and the nodes ipusim
+// cannot represent, grouped by operator and reason, each group's first node named with its
+// inputs' shapes and what would make it importable.
+OnnxImport import_onnx(const std::string& bytes, const std::string& path,
+                       const OnnxImportOptions& options = {});
 
 }  // namespace ipusim::models
