@@ -99,11 +99,46 @@ void drop_nodes(GraphProto& graph, const std::vector<bool>& drop) {
   graph.mutable_node()->Swap(&kept);
 }
 
-// Removes every Identity; returns the elements of float initializers read through one.
-std::int64_t remove_identities(GraphProto& graph, const std::string& path) {
-  std::unordered_map<std::string, const TensorProto*> initializers;
+// The elements a float initializer adds to the source's parameter count by being read under
+// more than one name: itself and each Identity alias (through chains) that a node other than an
+// Identity, or the graph's outputs, read. One read under k names is k parameters in PyTorch,
+// stored once; k - 1 copies are counted here.
+std::int64_t aliased_elements(const GraphProto& graph) {
+  std::unordered_map<std::string, const TensorProto*> floats;
   for (const auto& init : graph.initializer())
-    initializers.emplace(init.name(), &init);
+    if (is_float_initializer_type(init.data_type()))
+      floats.emplace(init.name(), &init);
+  std::unordered_map<std::string, std::string> root;  // alias -> the initializer it reads
+  for (const auto& node : graph.node()) {
+    if (node.op_type() != "Identity" || node.input_size() != 1 || node.output_size() != 1)
+      continue;
+    const auto up = root.find(node.input(0));
+    if (up != root.end() || floats.contains(node.input(0)))
+      root[node.output(0)] = up != root.end() ? up->second : node.input(0);
+  }
+  std::unordered_set<std::string> read;  // by a layer or the outside
+  for (const auto& node : graph.node())
+    if (node.op_type() != "Identity")
+      read.insert(node.input().begin(), node.input().end());
+  for (const auto& output : graph.output())
+    read.insert(output.name());
+  std::unordered_map<std::string, std::int64_t> names;  // by initializer: names read
+  for (const auto& [name, init] : floats)
+    names[name] += read.contains(name);
+  for (const auto& [alias, init] : root)
+    names[init] += read.contains(alias);
+  std::int64_t aliased = 0;
+  for (const auto& [name, count] : names) {
+    std::int64_t elements = 1;  // dimensions checked by check_onnx_graph
+    for (const std::int64_t d : floats.at(name)->dims())
+      elements *= d;
+    aliased += count > 1 ? (count - 1) * elements : 0;
+  }
+  return aliased;
+}
+
+// Removes every Identity: its readers read its input.
+void remove_identities(GraphProto& graph, const std::string& path) {
   std::unordered_map<std::string, int> producers, outputs;
   for (int n = 0; n < graph.node_size(); ++n)
     for (const auto& out : graph.node(n).output())
@@ -112,7 +147,6 @@ std::int64_t remove_identities(GraphProto& graph, const std::string& path) {
     outputs[graph.output(o).name()] = o;
   Readers readers = readers_of(graph);
   std::vector<bool> drop(std::size_t(graph.node_size()), false);
-  std::int64_t aliased = 0;
   for (int n = 0; n < graph.node_size(); ++n) {
     const NodeProto& node = graph.node(n);
     if (node.op_type() != "Identity")
@@ -124,13 +158,6 @@ std::int64_t remove_identities(GraphProto& graph, const std::string& path) {
       throw core::ConfigError(path, "",
                               named(node) + " reads its own output '" + to + "' (a cycle)");
     drop[std::size_t(n)] = true;
-    if (const auto init = initializers.find(from);
-        init != initializers.end() && is_float_initializer_type(init->second->data_type())) {
-      std::int64_t elements = 1;  // dimensions checked by check_onnx_graph
-      for (const std::int64_t d : init->second->dims())
-        elements *= d;
-      aliased += elements;
-    }
     const auto output = outputs.find(to);
     const auto producer = producers.find(from);
     if (output == outputs.end()) {
@@ -149,7 +176,6 @@ std::int64_t remove_identities(GraphProto& graph, const std::string& path) {
     }
   }
   drop_nodes(graph, drop);
-  return aliased;
 }
 
 // Every node reads values written before it, and no value is written twice.
@@ -392,7 +418,8 @@ OnnxNormalized normalize_onnx(onnx::ModelProto& model, const std::string& path) 
   out.opset = check_opset(model, path);
   GraphProto& graph = *model.mutable_graph();
   fix_batch(graph);
-  out.aliased_initializer_elements = remove_identities(graph, path);
+  out.aliased_initializer_elements = aliased_elements(graph);
+  remove_identities(graph, path);
   check_order(graph, path);
   onnx_fold::FoldBudget budget(path);
   for (int round = 0; round < kMaxRounds; ++round) {
