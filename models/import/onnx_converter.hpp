@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/import/onnx_import.hpp"
+#include "models/import/onnx_normalize.hpp"
 #include "models/import/onnx_patterns.hpp"
 #include "models/kernels/tensor.hpp"
 
@@ -52,7 +53,9 @@ bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width);
 // Converts one graph into `out`: throws core::ConfigError listing every node it cannot import.
 class OnnxConverter {
  public:
-  OnnxConverter(const onnx::GraphProto& graph, const std::string& path, OnnxImport& out);
+  // `graph` as normalize_onnx left it, with what it inferred.
+  OnnxConverter(const onnx::GraphProto& graph, const OnnxNormalized& normalized,
+                const std::string& path, const OnnxImportOptions& options, OnnxImport& out);
   void convert();
 
  private:
@@ -81,6 +84,13 @@ class OnnxConverter {
 
   // Records why `node` cannot be imported; the nodes fed by it then go unmentioned.
   void problem(const onnx::NodeProto& node, const std::string& why);
+
+  // The refusal (onnx_refusals.cpp): the problems grouped by operator and reason, each group's
+  // first node with its inputs' shapes and what would make it importable; every node with
+  // --verbose.
+  std::string refusal() const;
+  std::string inputs_text(const onnx::NodeProto& node) const;
+  std::string remedy(const onnx::NodeProto& node) const;
 
   void fail_outputs(const onnx::NodeProto& node);
 
@@ -140,6 +150,7 @@ class OnnxConverter {
   void activation(const GeluPattern& nodes, const std::string& name, const onnx::NodeProto& node);
 
   void flatten(const onnx::NodeProto& node);
+  bool reshapes_to_features(const onnx::NodeProto& node) const;
 
   // Sequences and learned tensors (onnx_token_layers.cpp).
   void layer_norm_pattern(const LayerNormPattern& norm);
@@ -217,8 +228,13 @@ class OnnxConverter {
   std::unordered_map<std::string, std::size_t> layer_at_;  // layers_ by id
   // By wanted name, the first suffix unique_id still has to try: every lower one is taken.
   mutable std::unordered_map<std::string, int> next_suffix_;
-  std::string problems_;
-  int problem_count_ = 0;
+  struct Problem {
+    const onnx::NodeProto* node;
+    std::string why;
+  };
+  std::vector<Problem> problems_;  // in graph order
+  std::int64_t opset_;
+  bool verbose_;
   bool softmax_end_ = false;
 };
 

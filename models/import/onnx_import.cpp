@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "models/import/onnx_converter.hpp"
+#include "models/import/onnx_normalize.hpp"
 #include "models/import/onnx_tensors.hpp"
 #include "sim/core/error.hpp"
 
@@ -66,9 +67,15 @@ bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width) {
   return t.shape() == Shape{rows, width} || t.shape() == Shape{1, rows, width};
 }
 
-OnnxConverter::OnnxConverter(const onnx::GraphProto& graph, const std::string& path,
+OnnxConverter::OnnxConverter(const onnx::GraphProto& graph, const OnnxNormalized& normalized,
+                             const std::string& path, const OnnxImportOptions& options,
                              OnnxImport& out)
-    : graph_(graph), path_(path), out_(out), index_(graph) {}
+    : graph_(graph),
+      path_(path),
+      out_(out),
+      index_(graph, normalized.shapes),
+      opset_(normalized.opset),
+      verbose_(options.verbose) {}
 
 void OnnxConverter::convert() {
   find_scopes();
@@ -84,11 +91,8 @@ void OnnxConverter::convert() {
     else if (!skipped_.contains(n))
       convert_node(n);
   }
-  if (!problems_.empty()) {
-    throw core::ConfigError(path_, "",
-                            "cannot import " + std::to_string(problem_count_) +
-                                " node(s), so nothing was written:" + problems_);
-  }
+  if (!problems_.empty())
+    throw core::ConfigError(path_, "", refusal());
   if (!softmax_end_ && !ends_in_logits()) {
     throw core::ConfigError(path_, "",
                             "the graph ends in neither a Softmax nor logits (a Gemm or MatMul "
@@ -96,8 +100,6 @@ void OnnxConverter::convert() {
   }
   push_layer({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
   out_.model["layers"] = layers_;
-  for (const auto& init : graph_.initializer())  // each count checked by check_onnx_graph
-    out_.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
 }
 
 // Logits: the graph's one output is a dense layer's, without an activation, over two or more
@@ -237,8 +239,7 @@ void OnnxConverter::convert_node(int n) {
 
 // Records why `node` cannot be imported; the nodes fed by it then go unmentioned.
 void OnnxConverter::problem(const onnx::NodeProto& node, const std::string& why) {
-  problems_ += "\n  node '" + node.name() + "' (" + node.op_type() + "): " + why;
-  ++problem_count_;
+  problems_.push_back({&node, why});
   fail_outputs(node);
 }
 
@@ -384,7 +385,8 @@ std::string utf8(const std::string& text, const std::string& what, const std::st
 
 }  // namespace onnx_detail
 
-OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
+OnnxImport import_onnx(const std::string& bytes, const std::string& path,
+                       const OnnxImportOptions& options) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes) || !model.has_graph()) {
     throw core::ConfigError(path, "",
@@ -399,8 +401,17 @@ OnnxImport import_onnx(const std::string& bytes, const std::string& path) {
   const std::string& name = model.graph().name();
   out.model = {
       {"name", name.empty() ? "onnx_model" : onnx_detail::utf8(name, "the graph's name", path)}};
-  check_onnx_graph(model.graph(), path);
-  onnx_detail::OnnxConverter(model.graph(), path, out).convert();
+  check_onnx_graph(model.graph(), path);  // declared sizes, before inference and folding read them
+  const OnnxNormalized normalized = normalize_onnx(model, path);
+  onnx_detail::OnnxConverter(model.graph(), normalized, path, options, out).convert();
+  for (const auto& init : model.graph().initializer()) {
+    // Only float initializers are parameters (integer ones hold shapes); counts checked above.
+    if (init.data_type() == onnx::TensorProto::FLOAT ||
+        init.data_type() == onnx::TensorProto::DOUBLE)
+      out.initializer_elements += element_count(Shape(init.dims().begin(), init.dims().end()));
+  }
+  out.aliased_initializer_elements = normalized.aliased_initializer_elements;
+  out.initializer_elements += out.aliased_initializer_elements;
   return out;
 }
 

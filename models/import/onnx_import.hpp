@@ -34,15 +34,25 @@ struct OnnxImport {
   nlohmann::json model;
   std::string producer;  // "pytorch 2.1" or "onnx.helper" as the file names its producer
   std::vector<std::pair<std::string, std::vector<Tensor>>> weights;  // by layer id
-  std::int64_t initializer_elements = 0;                             // the source's parameter count
-  std::int64_t running_statistics_elements = 0;  // batch-norm means and variances among them
+  // The source's parameter count: the float initializers' elements, each read through an
+  // Identity alias counted once more (PyTorch stores equal parameters once).
+  std::int64_t initializer_elements = 0;
+  std::int64_t aliased_initializer_elements = 0;  // of which: the aliases' copies
+  std::int64_t running_statistics_elements = 0;   // batch-norm means and variances among them
   // Each batch norm's running mean and variance, by layer id.
   std::vector<std::pair<std::string, std::vector<Tensor>>> running_statistics;
   std::vector<std::string> notes;  // what the import added or changed, for the user
 };
 
-// Throws core::ConfigError naming `path`: for bytes that are no ONNX model, and for every node
-// ipusim cannot represent, all listed in one message with their names and operator types.
-OnnxImport import_onnx(const std::string& bytes, const std::string& path);
+struct OnnxImportOptions {
+  bool verbose = false;  // a refusal lists every node it cannot import, not only each group's first
+};
+
+// Normalises the graph first (models/import/onnx_normalize.hpp). Throws core::ConfigError naming
+// `path`: for bytes that are no ONNX model, a graph normalisation refuses, and the nodes ipusim
+// cannot represent, grouped by operator and reason, each group's first node named with its
+// inputs' shapes and what would make it importable.
+OnnxImport import_onnx(const std::string& bytes, const std::string& path,
+                       const OnnxImportOptions& options = {});
 
 }  // namespace ipusim::models

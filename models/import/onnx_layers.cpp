@@ -268,6 +268,17 @@ void OnnxConverter::activation(const GeluPattern& nodes, const std::string& name
   add_layer({{"id", id}, {"type", name}}, nodes.output, *in, {in->layer});
 }
 
+// A Reshape to [batch, features]: by the shapes normalisation inferred (a target PyTorch
+// computes from the input's Shape is folded by then), or by a constant target of two values
+// when inference could not tell.
+bool OnnxConverter::reshapes_to_features(const onnx::NodeProto& node) const {
+  const auto in = index_.shape(node.input(0)), out = index_.shape(node.output(0));
+  if (in && out)
+    return out->size() == 2 && !in->empty() && out->front() == in->front();
+  const auto* shape = initializer(node, 1);
+  return shape && shape->int64_data_size() + int(shape->raw_data().size() / 8) == 2;
+}
+
 void OnnxConverter::flatten(const onnx::NodeProto& node) {
   const Activation* in = value(node);
   if (!in)
@@ -278,12 +289,9 @@ void OnnxConverter::flatten(const onnx::NodeProto& node) {
   }
   if (node.op_type() == "Reshape" && patches(node, *in))
     return;
-  if (node.op_type() == "Reshape") {
-    const auto* shape = initializer(node, 1);
-    if (!shape || shape->int64_data_size() + int(shape->raw_data().size() / 8) != 2) {
-      problem(node, "only a Reshape to [batch, features]");
-      return;
-    }
+  if (node.op_type() == "Reshape" && !reshapes_to_features(node)) {
+    problem(node, "only a Reshape to [batch, features]");
+    return;
   }
   const std::string id = id_of(node);
   if (in->channels_first)

@@ -302,7 +302,8 @@ bool is_scalar(const OnnxGraphIndex& index, const std::string& tensor, double va
 
 }  // namespace
 
-OnnxGraphIndex::OnnxGraphIndex(const onnx::GraphProto& graph) : graph_(graph) {
+OnnxGraphIndex::OnnxGraphIndex(const onnx::GraphProto& graph, Shapes shapes)
+    : graph_(graph), shapes_(std::move(shapes)) {
   for (const auto& init : graph.initializer()) {
     constants_.emplace(init.name(), &init);
     initializers_.insert(init.name());
@@ -360,6 +361,11 @@ const TensorProto* OnnxGraphIndex::constant(const std::string& tensor) const {
 std::vector<double> OnnxGraphIndex::constant_values(const std::string& tensor) const {
   const TensorProto* t = constant(tensor);
   return t == nullptr ? std::vector<double>{} : values_of(*t);
+}
+
+std::optional<std::vector<std::int64_t>> OnnxGraphIndex::shape(const std::string& tensor) const {
+  const auto found = shapes_.find(tensor);
+  return found == shapes_.end() ? std::nullopt : std::optional(found->second);
 }
 
 std::optional<AttentionPattern> match_attention(const OnnxGraphIndex& index,

@@ -16,11 +16,13 @@
 
 namespace ipusim::models {
 
-// Who produces and who reads each tensor of a graph, and its constants (initializers and the
-// values of Constant nodes).
+// Who produces and who reads each tensor of a graph, its constants (initializers and the
+// values of Constant nodes) and, for a normalised graph, the shapes inference found.
 class OnnxGraphIndex {
  public:
-  explicit OnnxGraphIndex(const onnx::GraphProto& graph);
+  using Shapes = std::map<std::string, std::vector<std::int64_t>>;
+  // `shapes`: full shapes (batch first) by value name, as OnnxNormalized::shapes holds them.
+  explicit OnnxGraphIndex(const onnx::GraphProto& graph, Shapes shapes = {});
 
   const onnx::GraphProto& graph() const { return graph_; }
   // The node writing `tensor`, or null for graph inputs, initializers and unknown names.
@@ -37,6 +39,9 @@ class OnnxGraphIndex {
   bool is_initializer(const std::string& tensor) const { return initializers_.contains(tensor); }
   // A constant's values as doubles (float, double or int64); empty when not a constant.
   std::vector<double> constant_values(const std::string& tensor) const;
+  // The full shape of `tensor` (batch first, every dimension static), or nullopt when shape
+  // inference could not tell it.
+  std::optional<std::vector<std::int64_t>> shape(const std::string& tensor) const;
 
  private:
   const onnx::GraphProto& graph_;
@@ -46,6 +51,7 @@ class OnnxGraphIndex {
   std::map<std::string, const onnx::TensorProto*> constants_;
   std::set<std::string> initializers_;
   std::set<std::string> outputs_;
+  Shapes shapes_;
 };
 
 // Where one of an attention's projections (Q, K, V, output) takes its parameters: a weight

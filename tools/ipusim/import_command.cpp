@@ -28,6 +28,7 @@ struct ImportArgs {
   std::string output;
   std::string weights;  // a Keras model's .npz
   std::vector<std::string> splits;
+  bool verbose = false;  // an ONNX refusal lists every node
 };
 
 // How an error names the model file when an output would replace it.
@@ -199,6 +200,15 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
     out << "note: " << note << "\n";
 }
 
+// PyTorch stores parameters of equal values once (zero biases, a norm's ones) and reads the
+// copy through an Identity; ipusim gives each layer its own, so counts them once per parameter.
+std::string aliased(std::int64_t elements) {
+  if (elements == 0)
+    return "";
+  return ", counting " + sim::with_commas(elements) +
+         " stored once for several equal parameters once per parameter";
+}
+
 std::string running_statistics(std::int64_t elements) {
   if (elements == 0)
     return "";
@@ -210,7 +220,8 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
   core::OutputSet outputs;
   outputs.add(a.output, "-o");
   outputs.add_input(a.model_path, kModelRole);
-  const auto imported = models::import_onnx(read_onnx_file(a.model_path), a.model_path);
+  const auto imported =
+      models::import_onnx(read_onnx_file(a.model_path), a.model_path, {.verbose = a.verbose});
   const std::filesystem::path config_path(a.output);
   const std::string folder_name = config_path.stem().string() + ".weights";
   auto model = imported.model;
@@ -225,6 +236,7 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
       << a.model_path << ": " << spec.model.layers.size() << " layers, "
       << sim::with_commas(spec.model.total_params()) << " parameters ("
       << sim::with_commas(imported.initializer_elements) << " in the file's initializers"
+      << aliased(imported.aliased_initializer_elements)
       << running_statistics(imported.running_statistics_elements) << "); wrote " << a.output
       << " and its initial weights in " << folder << "/\n";
   for (const auto& note : imported.notes)
@@ -257,6 +269,9 @@ void add_import_command(CLI::App& app, std::ostream& out) {
                    "A Keras model's weights as numpy.savez writes them, arrays named "
                    "<layer>/<weight> (default: <model>.npz beside the JSON, if there is one)")
       ->check(non_empty_path());
+  command->add_flag("--verbose", a->verbose,
+                    "When an ONNX model cannot be imported, list every node that cannot, not "
+                    "only the first of each cause");
   command->footer("Example:\n  ipusim import keras_cnn.json -o cnn.json --splits max_pooling2d_1");
   command->callback([a, &out] {
     if (is_onnx(a->model_path) && !a->weights.empty())

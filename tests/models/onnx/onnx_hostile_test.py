@@ -91,12 +91,16 @@ def check_nodes(folder):
         [helper.make_node("Flatten", ["x"], ["f"], name="flatten", axis=1),
          gemm("w", ["f", "w"], transB=1), softmax()], image(2, 4, 4),
         [base.weight("w", 10, 8)]),
-        "cannot import 1 node(s), so nothing was written:\n  node 'fc' (Gemm): a weight of "
-        "shape [8, 10] for features of width 32 (expected [32, units])")
+        "cannot import 1 node(s) (1 cause(s)), so nothing was written:\n"
+        "  Gemm x1: a weight of shape [8, 10] for features of width 32 (expected [32, units])\n"
+        "    first: node 'fc', reading 'f' [1, 32], 'w' [10, 8]\n"
+        "    to import it: change the model to the form named, or write this part of the model "
+        "in the config by hand (README, \"model\", lists the layer types)\n"
+        "(ipusim import --verbose lists every node)")
     refused(folder, "gemm_3d_weight", model_bytes(
         [gemm("w"), softmax()], features(4), [base.weight("w", 4, 5, 2)]),
-        "cannot import 1 node(s), so nothing was written:\n  node 'fc' (Gemm): a weight 'w' "
-        "of shape [4, 5, 2] (expected a 2-D [in, units] or, with transB, [units, in])")
+        "Gemm x1: a weight 'w' "
+        "of shape [4, 5, 2] (expected a 2-D [in, units] or, with transB, [units, in])", line=True)
     refused(folder, "gemm_no_inputs", model_bytes(
         [gemm("w", []), softmax()], features(4), [base.weight("w", 4, 10)]),
         "node 'fc' (Gemm): expected at least 2 input(s), found 0")
@@ -112,8 +116,8 @@ def check_nodes(folder):
         [helper.make_node("Dropout", ["x", "ratio"], ["d"], name="drop"),
          gemm("w", ["d", "w"]), softmax()], features(4),
         [base.weight("w", 4, 10), array("ratio", np.zeros(0))]),
-        "cannot import 1 node(s), so nothing was written:\n  node 'drop' (Dropout): a ratio "
-        "'ratio' of shape [0] (expected one value)")
+        "Dropout x1: a ratio "
+        "'ratio' of shape [0] (expected one value)", line=True)
     refused(folder, "dropout_nan_ratio", model_bytes(
         [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=float("nan")),
          gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
@@ -121,8 +125,8 @@ def check_nodes(folder):
     refused(folder, "dropout_ratio_of_1", model_bytes(
         [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=1.0),
          gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
-        "cannot import 1 node(s), so nothing was written:\n  node 'drop' (Dropout): a ratio of "
-        "1.000000 (expected one from 0 up to, not including, 1)")
+        "Dropout x1: a ratio of "
+        "1.000000 (expected one from 0 up to, not including, 1)", line=True)
     refused(folder, "norm_infinite_epsilon", model_bytes(
         [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["n"], name="norm",
                           epsilon=float("inf")), gemm("w", ["n", "w"]), softmax()], features(4),
@@ -153,22 +157,21 @@ def check_windows(folder):
              gemm("w", ["f", "w"], transB=1), softmax()], image(1, 4, 4),
             [base.weight("w", 10, 4)])
 
-    prefix = "cannot import 1 node(s), so nothing was written:\n  "
     refused(folder, "conv_zero_strides", conv_model(strides=[0, 0]),
-            prefix + "node 'conv' (Conv): strides [0, 0] (expected two strides of 1 or more)")
+            "Conv x1: strides [0, 0] (expected two strides of 1 or more)", line=True)
     refused(folder, "conv_one_stride", conv_model(strides=[1]),
-            prefix + "node 'conv' (Conv): strides [1] (expected two strides of 1 or more)")
+            "Conv x1: strides [1] (expected two strides of 1 or more)", line=True)
     refused(folder, "conv_kernel_shape", conv_model(kernel_shape=[3]),
-            prefix + "node 'conv' (Conv): kernel_shape [3] (expected two sizes of 1 or more)")
+            "Conv x1: kernel_shape [3] (expected two sizes of 1 or more)", line=True)
     refused(folder, "pool_zero_strides", pool_model(kernel_shape=[2, 2], strides=[0, 0]),
-            prefix + "node 'pool' (MaxPool): strides [0, 0] (expected two strides of 1 or more)")
+            "MaxPool x1: strides [0, 0] (expected two strides of 1 or more)", line=True)
     refused(folder, "pool_one_stride", pool_model(kernel_shape=[2, 2], strides=[1]),
-            prefix + "node 'pool' (MaxPool): strides [1] (expected two strides of 1 or more)")
+            "MaxPool x1: strides [1] (expected two strides of 1 or more)", line=True)
     refused(folder, "pool_zero_kernel", pool_model(kernel_shape=[0, 2]),
-            prefix + "node 'pool' (MaxPool): kernel_shape [0, 2] (expected two sizes of 1 or "
-            "more)")
+            "MaxPool x1: kernel_shape [0, 2] (expected two sizes of 1 or "
+            "more)", line=True)
     refused(folder, "pool_kernel_past_image", pool_model(kernel_shape=[5, 5]),
-            prefix + "node 'pool' (MaxPool): a kernel [5, 5] larger than its image [1, 4, 4]")
+            "MaxPool x1: a kernel [5, 5] larger than its image [1, 4, 4]", line=True)
     print("windows: zero, missing and oversized strides and kernels are named")
 
 
@@ -214,16 +217,16 @@ def attention_model(heads_shape, root_d):
 
 
 def check_attention(folder):
-    """The nodes of a refused attention are listed too, as for any refused pattern."""
+    """A refused attention is named by its cause, as any refused pattern."""
     refused(folder, "attention_head_size_0",
             attention_model([0, base.SEQUENCE, base.HIDDEN, 0], 1.0),
-            "node 'a/softmax' (Softmax): an attention whose Reshape into heads names 8 heads of "
+            "Softmax x1: an attention whose Reshape into heads names 8 heads of "
             "size 0 (expected both as counts from 1 up)", line=True)
     refused(folder, "attention_heads_short",
             attention_model([0, base.SEQUENCE, 4, 1], 1.0),
-            "cannot import 1 node(s), so nothing was written:\n  node 'a/q' (MatMul): an "
+            "MatMul x1: an "
             "attention of 4 heads of size 1 over values of width 8 (expected heads x head size "
-            "= width)")
+            "= width)", line=True)
     print("attention: a head size of 0 and heads that do not fill the width are named")
 
 

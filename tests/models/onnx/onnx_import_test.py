@@ -415,14 +415,24 @@ def check_pipelined(folder):
           "sequential and 1f1b")
 
 
+BY_HAND = ("write this part of the model in the config by hand (README, \"model\", lists the "
+           "layer types)")
+
+
 def check_refusals(folder):
     source = os.path.join(folder, "unsupported.onnx")
     unsupported(source)
     config = os.path.join(folder, "unsupported.json")
     err = run("import", source, "-o", config, expect=2).stderr
-    expected = (f"error: {source}: cannot import 2 node(s), so nothing was written:\n"
-                "  node 'gate' (Sigmoid): no ipusim layer for this operator\n"
-                "  node 'leaky' (LeakyRelu): no ipusim layer for this operator\n")
+    expected = (f"error: {source}: cannot import 2 node(s) (2 cause(s)), so nothing was "
+                "written:\n"
+                "  Sigmoid x1: no ipusim layer for this operator\n"
+                "    first: node 'gate', reading 'h1' [1, 4]\n"
+                f"    to import it: {BY_HAND}, or export the model without this operator\n"
+                "  LeakyRelu x1: no ipusim layer for this operator\n"
+                "    first: node 'leaky', reading 'a1' [1, 4]\n"
+                f"    to import it: {BY_HAND}, or export the model without this operator\n"
+                "(ipusim import --verbose lists every node)\n")
     if err != expected or os.path.exists(config):
         sys.exit(f"unsupported operators: got {err!r}")
     garbage = os.path.join(folder, "garbage.onnx")
@@ -431,7 +441,8 @@ def check_refusals(folder):
     err = run("import", garbage, "-o", config, expect=2).stderr
     if "not an ONNX model" not in err or os.path.exists(config):
         sys.exit(f"garbage file: got {err!r}")
-    print("refusals: unsupported operators listed, a garbage file refused, nothing written")
+    print("refusals: unsupported operators grouped by cause, a garbage file refused, nothing "
+          "written")
 
 
 def refused_graph(nodes, weights, inputs):
@@ -453,8 +464,8 @@ def check_transformer_refusals(folder):
     source = os.path.join(folder, "masked.onnx")
     save(graph, source, opset=17)
     err = run("import", source, "-o", config, expect=2).stderr
-    expected = ("  node 'masked/softmax' (Softmax): an attention with a mask added to its scores "
-                "(ipusim's attention takes its padding mask as a second input)\n")
+    expected = ("  Softmax x1: an attention with a mask added to its scores (ipusim's attention "
+                "takes its padding mask as a second input)\n")
     if expected not in err or os.path.exists(config):
         sys.exit(f"masked attention: got {err!r}")
     graph = refused_graph(
@@ -465,8 +476,17 @@ def check_transformer_refusals(folder):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", SEQUENCE, HIDDEN])])
     source = os.path.join(folder, "erf.onnx")
     save(graph, source, opset=17)
-    err = run("import", source, "-o", config, expect=2).stderr
-    expected = (f"error: {source}: cannot import 2 node(s), so nothing was written:\n"
+    err = run("import", source, "-o", config, "--verbose", expect=2).stderr
+    expected = (f"error: {source}: cannot import 2 node(s) (2 cause(s)), so nothing was "
+                "written:\n"
+                "  Erf x1: an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))\n"
+                "    first: node 'lonely_erf', reading 'x' [1, 8, 8]\n"
+                f"    to import it: change the model to the form named, or {BY_HAND}\n"
+                "  Gather x1: only a lookup of the model input's token ids in a [vocabulary, "
+                "hidden] initializer (an embedding)\n"
+                "    first: node 'gather_of_values', reading 'x' [1, 8, 8], 'x' [1, 8, 8]\n"
+                f"    to import it: change the model to the form named, or {BY_HAND}\n"
+                "every node:\n"
                 "  node 'lonely_erf' (Erf): an Erf that is not part of a GELU "
                 "(0.5 x (1 + erf(x / sqrt 2)))\n"
                 "  node 'gather_of_values' (Gather): only a lookup of the model input's token "
