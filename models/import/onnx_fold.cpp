@@ -170,65 +170,46 @@ std::optional<Constant> unary(const onnx::NodeProto& node, const Inputs& in, Fol
 using Folder =
     std::function<std::optional<Constant>(const onnx::NodeProto&, const Inputs&, FoldBudget&)>;
 
+// Integer arithmetic, nullopt on an overflow or a division by zero.
+std::optional<std::int64_t> add_ints(std::int64_t x, std::int64_t y) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+}
+std::optional<std::int64_t> sub_ints(std::int64_t x, std::int64_t y) {
+  std::int64_t r = 0;
+  return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+}
+std::optional<std::int64_t> mul_ints(std::int64_t x, std::int64_t y) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+}
+std::optional<std::int64_t> div_ints(std::int64_t x, std::int64_t y) {
+  return y == 0 || (x == INT64_MIN && y == -1) ? std::nullopt : std::optional(x / y);
+}
+
+// An element-wise arithmetic operator: `on_ints` for integers (none: not folded), `on_reals`.
+Folder arithmetic(IntOp on_ints, RealOp on_reals) {
+  return [=](const onnx::NodeProto& node, const Inputs& in, FoldBudget& budget) {
+    return binary(node, in, budget, on_ints, on_reals);
+  };
+}
+
+Folder comparison(std::function<bool(double, double)> test) {
+  return [=](const onnx::NodeProto& node, const Inputs& in, FoldBudget& budget) {
+    return compare(node, in, budget, test);
+  };
+}
+
 const std::map<std::string, Folder>& folders() {
   static const std::map<std::string, Folder> table = {
-      {"Add",
-       [](const auto& n, const auto& in, auto& b) {
-         return binary(
-             n, in, b,
-             [](std::int64_t x, std::int64_t y) -> std::optional<std::int64_t> {
-               std::int64_t r = 0;
-               if (__builtin_add_overflow(x, y, &r))
-                 return std::nullopt;
-               return r;
-             },
-             std::plus<double>());
-       }},
-      {"Sub",
-       [](const auto& n, const auto& in, auto& b) {
-         return binary(
-             n, in, b,
-             [](std::int64_t x, std::int64_t y) -> std::optional<std::int64_t> {
-               std::int64_t r = 0;
-               if (__builtin_sub_overflow(x, y, &r))
-                 return std::nullopt;
-               return r;
-             },
-             std::minus<double>());
-       }},
-      {"Mul",
-       [](const auto& n, const auto& in, auto& b) {
-         return binary(
-             n, in, b,
-             [](std::int64_t x, std::int64_t y) -> std::optional<std::int64_t> {
-               std::int64_t r = 0;
-               if (__builtin_mul_overflow(x, y, &r))
-                 return std::nullopt;
-               return r;
-             },
-             std::multiplies<double>());
-       }},
-      {"Div",
-       [](const auto& n, const auto& in, auto& b) {
-         return binary(
-             n, in, b,
-             [](std::int64_t x, std::int64_t y) -> std::optional<std::int64_t> {
-               if (y == 0 || (x == INT64_MIN && y == -1))
-                 return std::nullopt;
-               return x / y;
-             },
-             std::divides<double>());
-       }},
-      {"Pow",
-       [](const auto& n, const auto& in, auto& b) {
-         return binary(n, in, b, nullptr, [](double x, double y) { return std::pow(x, y); });
-       }},
-      {"Equal", [](const auto& n, const auto& in,
-                   auto& b) { return compare(n, in, b, std::equal_to<double>()); }},
-      {"Less", [](const auto& n, const auto& in,
-                  auto& b) { return compare(n, in, b, std::less<double>()); }},
-      {"Greater", [](const auto& n, const auto& in,
-                     auto& b) { return compare(n, in, b, std::greater<double>()); }},
+      {"Add", arithmetic(add_ints, std::plus<double>())},
+      {"Sub", arithmetic(sub_ints, std::minus<double>())},
+      {"Mul", arithmetic(mul_ints, std::multiplies<double>())},
+      {"Div", arithmetic(div_ints, std::divides<double>())},
+      {"Pow", arithmetic(nullptr, [](double x, double y) { return std::pow(x, y); })},
+      {"Equal", comparison(std::equal_to<double>())},
+      {"Less", comparison(std::less<double>())},
+      {"Greater", comparison(std::greater<double>())},
       {"Where", where},
       {"Neg", unary},
       {"Sqrt", unary},
