@@ -12,6 +12,7 @@
 
 #include "models/kernels/kernel_factories.hpp"
 #include "models/kernels/kernels.hpp"
+#include "models/layers/window.hpp"
 
 namespace ipusim::models::detail {
 
@@ -85,18 +86,6 @@ void softmax_rows(const float* x, std::int64_t rows, std::int64_t width, float* 
 // dx = y (dy - sum(dy y)) for each row; dx may alias dy.
 void softmax_rows_backward(const float* y, const float* dy, std::int64_t rows, std::int64_t width,
                            float* dx);
-
-// The placement of a conv2d or maxpool2d window over one image axis, TensorFlow's rules:
-// valid: out = floor((in - k) / s) + 1; same: out = ceil(in / s), padding split with the extra
-// row or column at the end.
-struct WindowAxis {
-  std::int64_t in = 0;
-  std::int64_t kernel = 0;
-  std::int64_t stride = 1;
-  std::int64_t out = 0;
-  std::int64_t pad_before = 0;
-};
-WindowAxis window_axis(std::int64_t in, std::int64_t kernel, std::int64_t stride, Padding padding);
 
 // Multi-head self-attention over samples of [sequence, hidden], as the attention and
 // transformer_encoder kernels run it. Parameters, in order: Wq, bq, Wk, bk, Wv, bv, Wo, bo, each
