@@ -132,3 +132,29 @@ TEST_CASE("a max pool with padding and ceil_mode keeps one int32 argmax an outpu
   CHECK(info.saved_bytes == 57 * 57 * 64 * 4);
   CHECK(info.forward_flops == 57.0 * 57 * 64 * 9);
 }
+
+TEST_CASE("causal is off by default and costs what the unmasked attention costs") {
+  const std::string encoder =
+      R"({"id": "t", "type": "transformer_encoder", "hidden": 8, "heads": 2,
+          "sequence_length": 4)";
+  const std::string half =
+      R"({"id": "t", "type": "transformer_attention", "hidden": 8, "heads": 2,
+          "sequence_length": 4)";
+  const std::string attention = R"({"id": "t", "type": "attention", "heads": 2)";
+  for (const std::string& layer : {encoder, half, attention}) {
+    INFO(layer);
+    const Model plain = model_from(with_layers("[4, 8]", "[" + layer + "}]"));
+    const Model masked = model_from(with_layers("[4, 8]", "[" + layer + R"(, "causal": true}])"));
+    CHECK_FALSE(plain.layers[0].params.causal);
+    CHECK(masked.layers[0].params.causal);
+    const LayerInfo& a = plain.info[0];
+    const LayerInfo& b = masked.info[0];
+    CHECK(a.params == b.params);
+    CHECK(a.forward_flops == b.forward_flops);
+    CHECK(a.backward_flops == b.backward_flops);
+    CHECK(a.saved_bytes == b.saved_bytes);
+    CHECK(a.operations.size() == b.operations.size());
+  }
+  CHECK(model_error(with_layers("[4, 8]", "[" + attention + R"(, "causal": "yes"}])")) ==
+        "model.json: at /model/layers/0/causal: expected true or false, found a string \"yes\"");
+}
