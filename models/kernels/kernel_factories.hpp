@@ -22,6 +22,8 @@ std::unique_ptr<Kernel> make_conv2d(const Layer& layer, const std::vector<Shape>
                                     DType dtype);
 std::unique_ptr<Kernel> make_maxpool2d(const Layer& layer, const std::vector<Shape>& inputs,
                                        DType dtype);
+std::unique_ptr<Kernel> make_avgpool2d(const Layer& layer, const std::vector<Shape>& inputs,
+                                       DType dtype);
 std::unique_ptr<Kernel> make_global_average_pool2d(const std::vector<Shape>& inputs, DType dtype);
 std::unique_ptr<Kernel> make_relu(const std::vector<Shape>& inputs, DType dtype);
 std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype);

@@ -116,19 +116,5 @@ void apply_dropout_mask(std::span<float> values, double rate, std::uint64_t seed
   round_to_dtype(values, dtype);
 }
 
-WindowAxis window_axis(std::int64_t in, std::int64_t kernel, std::int64_t stride, Padding padding) {
-  IPUSIM_CHECK(kernel > 0 && stride > 0);
-  WindowAxis axis{in, kernel, stride, 0, 0};
-  if (padding == Padding::kValid) {
-    IPUSIM_CHECK(in >= kernel);
-    axis.out = (in - kernel) / stride + 1;
-    return axis;
-  }
-  axis.out = (in + stride - 1) / stride;
-  const std::int64_t pad_total = std::max<std::int64_t>((axis.out - 1) * stride + kernel - in, 0);
-  axis.pad_before = pad_total / 2;
-  return axis;
-}
-
 }  // namespace detail
 }  // namespace ipusim::models

@@ -20,7 +20,8 @@
 // caller folds in with update_running_statistics, once per micro-batch, never when recomputing.
 //
 // Transformers: attention takes [sequence, hidden] samples and an optional padding mask
-// ([sequence], 1 keeps a key, 0 adds kMaskedScore to its scores); embedding takes token ids
+// ([sequence], 1 keeps a key, 0 adds kMaskedScore to its scores), and when causal gives each
+// query's later keys a probability of exactly 0; embedding takes token ids
 // (and optionally token types) as integer-valued floats and throws core::ConfigError at the
 // layer when one is not an integer or out of range. transformer_encoder is BERT's post-LN layer:
 // attention, dropout, add, layer norm, dense + gelu, dense, dropout, add, layer norm;

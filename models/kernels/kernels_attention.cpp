@@ -7,6 +7,7 @@
 #endif
 
 #include <cmath>
+#include <limits>
 
 #include "models/kernels/kernels_internal.hpp"
 #include "sim/core/error.hpp"
@@ -30,7 +31,8 @@ class AttentionKernel final : public Kernel {
   AttentionKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype,
                   std::uint64_t seed)
       : Kernel(LayerType::kAttention, dtype, inputs, inputs.at(0)),
-        core_(inputs.at(0).at(0), inputs.at(0).at(1), layer.params.heads, layer.params.rate, dtype),
+        core_(inputs.at(0).at(0), inputs.at(0).at(1), layer.params.heads, layer.params.rate,
+              layer.params.causal, dtype),
         seed_(derive_seed(seed, layer.id)) {
     IPUSIM_CHECK(inputs.size() <= 2);
   }
@@ -70,12 +72,13 @@ class AttentionKernel final : public Kernel {
 }  // namespace
 
 AttentionCore::AttentionCore(std::int64_t sequence, std::int64_t hidden, std::int64_t heads,
-                             double rate, DType dtype)
+                             double rate, bool causal, DType dtype)
     : sequence_(sequence),
       hidden_(hidden),
       heads_(heads),
       head_size_(hidden / heads),
       rate_(rate),
+      causal_(causal),
       dtype_(dtype) {
   IPUSIM_CHECK(heads > 0 && hidden % heads == 0 && rate >= 0 && rate < 1);
 }
@@ -100,10 +103,14 @@ void AttentionCore::scores(const Tensor& q, const Tensor& k, const Tensor* mask,
       block.noalias() = ConstHeadMap(q.data() + at, s, head_size_, Stride(hidden_)) *
                         ConstHeadMap(k.data() + at, s, head_size_, Stride(hidden_)).transpose();
       block *= scale;
-      if (mask == nullptr)
-        continue;
-      for (std::int64_t j = 0; j < s; ++j)
-        block.col(j).array() += (1.0f - (*mask)[b * s + j]) * kMaskedScore;
+      if (mask != nullptr) {
+        for (std::int64_t j = 0; j < s; ++j)
+          block.col(j).array() += (1.0f - (*mask)[b * s + j]) * kMaskedScore;
+      }
+      if (causal_) {
+        for (std::int64_t i = 0; i + 1 < s; ++i)
+          block.row(i).tail(s - 1 - i).setConstant(-std::numeric_limits<float>::infinity());
+      }
     }
   }
   softmax_rows(p.data(), p.elements() / s, s, p.data());

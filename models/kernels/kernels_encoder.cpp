@@ -37,7 +37,7 @@ class AttentionBlock {
   static constexpr std::size_t kParameters = 10;
 
   AttentionBlock(const LayerParams& p, DType dtype)
-      : attention_(p.sequence_length, p.hidden, p.heads, p.rate, dtype),
+      : attention_(p.sequence_length, p.hidden, p.heads, p.rate, p.causal, dtype),
         hidden_(p.hidden),
         rate_(p.rate),
         dtype_(dtype) {}

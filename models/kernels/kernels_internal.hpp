@@ -12,6 +12,7 @@
 
 #include "models/kernels/kernel_factories.hpp"
 #include "models/kernels/kernels.hpp"
+#include "models/layers/window.hpp"
 
 namespace ipusim::models::detail {
 
@@ -86,29 +87,19 @@ void softmax_rows(const float* x, std::int64_t rows, std::int64_t width, float* 
 void softmax_rows_backward(const float* y, const float* dy, std::int64_t rows, std::int64_t width,
                            float* dx);
 
-// The placement of a conv2d or maxpool2d window over one image axis, TensorFlow's rules:
-// valid: out = floor((in - k) / s) + 1; same: out = ceil(in / s), padding split with the extra
-// row or column at the end.
-struct WindowAxis {
-  std::int64_t in = 0;
-  std::int64_t kernel = 0;
-  std::int64_t stride = 1;
-  std::int64_t out = 0;
-  std::int64_t pad_before = 0;
-};
-WindowAxis window_axis(std::int64_t in, std::int64_t kernel, std::int64_t stride, Padding padding);
-
 // Multi-head self-attention over samples of [sequence, hidden], as the attention and
 // transformer_encoder kernels run it. Parameters, in order: Wq, bq, Wk, bk, Wv, bv, Wo, bo, each
 // W of [hidden, hidden] applied as x W + b. Head k reads columns k·d .. (k+1)·d - 1 of Q, K and V
 // and writes those of the context (d = hidden / heads); scores are Q Kᵀ / sqrt(d), plus
-// kMaskedScore x (1 - mask) per key when a padding mask is given. With a dropout rate the
+// kMaskedScore x (1 - mask) per key when a padding mask is given. A causal core lets query i
+// attend to keys j <= i only: the others score -inf, as PyTorch's additive causal mask gives, so
+// their probabilities are exactly 0 (and so are their gradients). With a dropout rate the
 // probabilities are dropped out with the mask of `seed`, drawn over [batch, heads, s, s] in
 // order. forward keeps X, Q, K, V, P, the dropped-out P (with a rate only) and the context.
 class AttentionCore {
  public:
   AttentionCore(std::int64_t sequence, std::int64_t hidden, std::int64_t heads, double rate,
-                DType dtype);
+                bool causal, DType dtype);
 
   std::vector<ParameterSpec> parameters() const;
 
@@ -136,6 +127,7 @@ class AttentionCore {
   std::int64_t heads_;
   std::int64_t head_size_;
   double rate_;
+  bool causal_;
   DType dtype_;
 };
 

@@ -131,10 +131,8 @@ class Conv2dKernel final : public Kernel {
  public:
   Conv2dKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
       : Kernel(LayerType::kConv2d, dtype, inputs, output_shape_of(layer, inputs)),
-        rows_(window_axis(inputs[0][0], layer.params.kernel_h, layer.params.stride_h,
-                          layer.params.padding)),
-        cols_(window_axis(inputs[0][1], layer.params.kernel_w, layer.params.stride_w,
-                          layer.params.padding)),
+        rows_(layer_window(layer, ImageAxis::kHeight, inputs[0][0])),
+        cols_(layer_window(layer, ImageAxis::kWidth, inputs[0][1])),
         channels_(inputs[0][2]),
         filters_(layer.params.filters),
         bias_(layer.params.bias),
@@ -201,8 +199,8 @@ class Conv2dKernel final : public Kernel {
   static Shape output_shape_of(const Layer& layer, const std::vector<Shape>& inputs) {
     IPUSIM_CHECK(inputs.size() == 1 && inputs[0].size() == 3 && layer.params.filters > 0);
     const LayerParams& p = layer.params;
-    return {window_axis(inputs[0][0], p.kernel_h, p.stride_h, p.padding).out,
-            window_axis(inputs[0][1], p.kernel_w, p.stride_w, p.padding).out, p.filters};
+    return {layer_window(layer, ImageAxis::kHeight, inputs[0][0]).out,
+            layer_window(layer, ImageAxis::kWidth, inputs[0][1]).out, p.filters};
   }
 
   std::int64_t patch_size() const { return rows_.kernel * cols_.kernel * channels_; }

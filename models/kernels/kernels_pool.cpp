@@ -1,5 +1,6 @@
 // maxpool2d: the maximum over each window, remembering where it was for the backward pass;
-// global_average_pool2d: the mean of each channel over the image.
+// avgpool2d: the mean of each window; global_average_pool2d: the mean of each channel over the
+// image.
 
 #include <algorithm>
 #include <limits>
@@ -10,16 +11,21 @@
 namespace ipusim::models::detail {
 namespace {
 
-// Max pooling over [H, W, C] samples. Padding ("same") never wins: windows only look at pixels
-// inside the image. Ties go to the first pixel in row-major order.
+Shape pooled_shape(const Layer& layer, const std::vector<Shape>& inputs) {
+  IPUSIM_CHECK(inputs.size() == 1 && inputs[0].size() == 3);
+  return {layer_window(layer, ImageAxis::kHeight, inputs[0][0]).out,
+          layer_window(layer, ImageAxis::kWidth, inputs[0][1]).out, inputs[0][2]};
+}
+
+// Max pooling over [H, W, C] samples. Padding never wins: windows only look at pixels inside the
+// image (a pool's pads are at most half its window, so each window holds one). Ties go to the
+// first pixel in row-major order.
 class MaxPool2dKernel final : public Kernel {
  public:
   MaxPool2dKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
-      : Kernel(LayerType::kMaxPool2d, dtype, inputs, output_shape_of(layer, inputs)),
-        rows_(window_axis(inputs[0][0], layer.params.pool_h, layer.params.stride_h,
-                          layer.params.padding)),
-        cols_(window_axis(inputs[0][1], layer.params.pool_w, layer.params.stride_w,
-                          layer.params.padding)),
+      : Kernel(LayerType::kMaxPool2d, dtype, inputs, pooled_shape(layer, inputs)),
+        rows_(layer_window(layer, ImageAxis::kHeight, inputs[0][0])),
+        cols_(layer_window(layer, ImageAxis::kWidth, inputs[0][1])),
         channels_(inputs[0][2]) {}
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
@@ -57,13 +63,6 @@ class MaxPool2dKernel final : public Kernel {
   }
 
  private:
-  static Shape output_shape_of(const Layer& layer, const std::vector<Shape>& inputs) {
-    IPUSIM_CHECK(inputs.size() == 1 && inputs[0].size() == 3);
-    const LayerParams& p = layer.params;
-    return {window_axis(inputs[0][0], p.pool_h, p.stride_h, p.padding).out,
-            window_axis(inputs[0][1], p.pool_w, p.stride_w, p.padding).out, inputs[0][2]};
-  }
-
   // Pools one sample; `argmax` receives the index of each maximum within the sample.
   void pool_sample(const float* x, float* y, std::int32_t* argmax) const {
     for (std::int64_t oy = 0; oy < rows_.out; ++oy) {
@@ -84,6 +83,7 @@ class MaxPool2dKernel final : public Kernel {
               }
             }
           }
+          IPUSIM_CHECK(best_index >= 0);
           *y = best;
           *argmax = static_cast<std::int32_t>(best_index);
         }
@@ -93,6 +93,110 @@ class MaxPool2dKernel final : public Kernel {
 
   WindowAxis rows_;
   WindowAxis cols_;
+  std::int64_t channels_;
+};
+
+// One window along one axis of an average pool: the pixels it covers inside the image
+// [first, last), and how many it counts towards the divisor.
+struct PoolSpan {
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+  std::int64_t counted = 0;
+};
+
+// PyTorch's AvgPool2d (aten/src/ATen/native/cpu/AvgPoolKernel.cpp): with count_include_pad a
+// window counts the padding it covers, clipped to the padded input (a ceil_mode window that runs
+// past it counts only up to its end); without, the pixels inside the image alone.
+std::vector<PoolSpan> pool_spans(const WindowAxis& axis, bool count_include_pad) {
+  std::vector<PoolSpan> spans;
+  for (std::int64_t o = 0; o < axis.out; ++o) {
+    const std::int64_t start = o * axis.stride - axis.pad_before;
+    const std::int64_t end = std::min(start + axis.kernel, axis.in + axis.pad_after);
+    PoolSpan span{std::max<std::int64_t>(start, 0), std::min(end, axis.in), 0};
+    span.counted = count_include_pad ? end - start : span.last - span.first;
+    IPUSIM_CHECK(span.last > span.first);
+    spans.push_back(span);
+  }
+  return spans;
+}
+
+// Average pooling over [H, W, C] samples: each window's sum (in double, pixel by pixel in
+// row-major order) divided by the count pool_spans gives. Backward gives each pixel of a window
+// the window's gradient over that count; it needs only the shapes, so nothing is kept.
+class AvgPool2dKernel final : public Kernel {
+ public:
+  AvgPool2dKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
+      : Kernel(LayerType::kAvgPool2d, dtype, inputs, pooled_shape(layer, inputs)),
+        rows_(pool_spans(layer_window(layer, ImageAxis::kHeight, inputs[0][0]),
+                         layer.params.count_include_pad)),
+        cols_(pool_spans(layer_window(layer, ImageAxis::kWidth, inputs[0][1]),
+                         layer.params.count_include_pad)),
+        width_(inputs[0][1]),
+        channels_(inputs[0][2]) {}
+
+  ForwardResult forward(const std::vector<const Tensor*>& inputs,
+                        std::span<const Tensor> /*params*/,
+                        const ForwardContext& /*context*/) const override {
+    IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
+    const Tensor& x = *inputs[0];
+    Tensor y(with_batch(x.batch(), output_shape()));
+    std::vector<double> sums(static_cast<std::size_t>(channels_));
+    float* out = y.data();
+    for (std::int64_t n = 0; n < x.batch(); ++n) {
+      const float* sample = x.data() + n * x.sample_elements();
+      for (const PoolSpan& row : rows_) {
+        for (const PoolSpan& col : cols_) {
+          std::fill(sums.begin(), sums.end(), 0.0);
+          for_each_pixel(row, col, [&](std::int64_t pixel) {
+            for (std::int64_t c = 0; c < channels_; ++c)
+              sums[std::size_t(c)] += sample[pixel + c];
+          });
+          const double count = double(row.counted * col.counted);
+          for (std::int64_t c = 0; c < channels_; ++c)
+            *out++ = static_cast<float>(sums[std::size_t(c)] / count);
+        }
+      }
+    }
+    round_to_dtype(y, dtype());
+    return {std::move(y), {}, {}};
+  }
+
+  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& /*saved*/,
+                               std::span<const Tensor> /*params*/,
+                               std::span<GradientAccumulator> /*gradients*/) const override {
+    const std::int64_t batch = output_gradient.batch();
+    Tensor dx(with_batch(batch, input_shapes()[0]));
+    const float* dy = output_gradient.data();
+    for (std::int64_t n = 0; n < batch; ++n) {
+      float* sample = dx.data() + n * dx.sample_elements();
+      for (const PoolSpan& row : rows_) {
+        for (const PoolSpan& col : cols_) {
+          const double count = double(row.counted * col.counted);
+          for_each_pixel(row, col, [&](std::int64_t pixel) {
+            for (std::int64_t c = 0; c < channels_; ++c)
+              sample[pixel + c] += static_cast<float>(dy[c] / count);
+          });
+          dy += channels_;
+        }
+      }
+    }
+    round_to_dtype(dx, dtype());
+    return {std::move(dx)};
+  }
+
+ private:
+  // Calls visit(offset of the pixel's first channel in the sample) in row-major order.
+  template <typename Visit>
+  void for_each_pixel(const PoolSpan& row, const PoolSpan& col, Visit visit) const {
+    for (std::int64_t iy = row.first; iy < row.last; ++iy) {
+      for (std::int64_t ix = col.first; ix < col.last; ++ix)
+        visit((iy * width_ + ix) * channels_);
+    }
+  }
+
+  std::vector<PoolSpan> rows_;
+  std::vector<PoolSpan> cols_;
+  std::int64_t width_;
   std::int64_t channels_;
 };
 
@@ -159,6 +263,11 @@ class GlobalAveragePool2dKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_global_average_pool2d(const std::vector<Shape>& inputs, DType dtype) {
   return std::make_unique<GlobalAveragePool2dKernel>(inputs, dtype);
+}
+
+std::unique_ptr<Kernel> make_avgpool2d(const Layer& layer, const std::vector<Shape>& inputs,
+                                       DType dtype) {
+  return std::make_unique<AvgPool2dKernel>(layer, inputs, dtype);
 }
 
 std::unique_ptr<Kernel> make_maxpool2d(const Layer& layer, const std::vector<Shape>& inputs,

@@ -38,6 +38,7 @@ enum class LayerType {
   // gelu, dense, dropout, add and layer norm.
   kTransformerAttention,
   kTransformerFeedForward,
+  kAvgPool2d,  // the mean of each window of [height, width, channels], per channel
 };
 
 enum class Activation { kNone, kRelu, kGelu, kTanh };
@@ -59,7 +60,21 @@ inline constexpr double kBertDropout = 0.1;
 // attention mask is (1 - mask) x -10000).
 inline constexpr float kMaskedScore = -10000.0f;
 
-enum class Padding { kValid, kSame };
+// How a conv2d or pool window is padded along height and width. "same" is TensorFlow's rule,
+// which depends on the input: ceil(size / stride) outputs per axis, the padding split with the
+// odd row or column at the end. Otherwise the four pads are explicit, as PyTorch's `padding` and
+// ONNX's `pads` give them; "valid" is all four 0.
+struct Padding {
+  bool same = false;
+  std::int64_t top = 0;  // rows before the image (0 with "same")
+  std::int64_t left = 0;
+  std::int64_t bottom = 0;  // rows after it
+  std::int64_t right = 0;
+
+  bool operator==(const Padding&) const = default;
+};
+inline constexpr Padding kValidPadding{};
+inline constexpr Padding kSamePadding{.same = true};
 
 // Profiled figures that replace the cost model for a layer, per micro-batch.
 struct CyclesOverride {
@@ -77,26 +92,30 @@ struct LayerParams {
   std::int64_t filters = 0;                   // conv2d
   std::int64_t kernel_h = 0;                  // conv2d
   std::int64_t kernel_w = 0;
-  std::int64_t stride_h = 1;  // conv2d, maxpool2d
+  std::int64_t stride_h = 1;  // conv2d, maxpool2d, avgpool2d
   std::int64_t stride_w = 1;
-  std::int64_t pool_h = 2;  // maxpool2d
+  std::int64_t pool_h = 2;  // maxpool2d, avgpool2d
   std::int64_t pool_w = 2;
-  Padding padding = Padding::kValid;  // conv2d, maxpool2d
-  double rate = 0.0;                  // dropout; attention, transformer_*: "dropout"
-  std::int64_t axis = -1;             // concat (default -1), slice (default 0): per-sample axis
-  std::int64_t slice_start = 0;       // slice
-  std::int64_t slice_size = 0;        // slice
-  std::int64_t hidden = 0;            // embedding, transformer_*
-  std::int64_t heads = 0;             // transformer_encoder, _attention, attention
-  std::int64_t sequence_length = 0;   // embedding, transformer_*
-  std::int64_t ffn = 0;               // transformer_encoder, _feed_forward
-  std::int64_t vocab_size = 0;        // embedding
-  std::int64_t max_positions = 0;     // embedding (default: sequence_length)
-  std::int64_t token_types = 0;       // embedding
-  bool positions = true;              // embedding: a position table (false: a plain lookup)
-  bool normalized = true;             // embedding: a layer norm after the sum ("layer_norm")
-  double epsilon = 0.0;               // layer_norm, batch_norm, embedding
-  double momentum = 0.0;              // batch_norm
+  Padding padding;                   // conv2d, maxpool2d, avgpool2d
+  bool ceil_mode = false;            // maxpool2d, avgpool2d: PyTorch's ceil_mode
+  bool count_include_pad = true;     // avgpool2d: padding counts in the divisor
+  bool causal = false;               // attention, transformer_encoder, _attention
+  std::int64_t index = 0;            // token_select: the position (negative: from the end)
+  double rate = 0.0;                 // dropout; attention, transformer_*: "dropout"
+  std::int64_t axis = -1;            // concat (default -1), slice (default 0): per-sample axis
+  std::int64_t slice_start = 0;      // slice
+  std::int64_t slice_size = 0;       // slice
+  std::int64_t hidden = 0;           // embedding, transformer_*
+  std::int64_t heads = 0;            // transformer_encoder, _attention, attention
+  std::int64_t sequence_length = 0;  // embedding, transformer_*
+  std::int64_t ffn = 0;              // transformer_encoder, _feed_forward
+  std::int64_t vocab_size = 0;       // embedding
+  std::int64_t max_positions = 0;    // embedding (default: sequence_length)
+  std::int64_t token_types = 0;      // embedding
+  bool positions = true;             // embedding: a position table (false: a plain lookup)
+  bool normalized = true;            // embedding: a layer norm after the sum ("layer_norm")
+  double epsilon = 0.0;              // layer_norm, batch_norm, embedding
+  double momentum = 0.0;             // batch_norm
 };
 
 struct Layer {

@@ -20,7 +20,8 @@
 //
 // The vector operations count a few FLOPs an element (E of the output, I of the input); they are
 // bound by memory traffic, which bytes_moved_* give for a roofline floor. maxpool2d: a compare an
-// element of each window, and backward an add a window into its argmax (E); global average
+// element of each window, and backward an add a window into its argmax (E); avgpool2d: an add an
+// element of each window (the division folded in), and as many back; global average
 // pool: the sums and a division per channel (I + E), backward a share per pixel (I); dropout: the
 // multiply by the mask each way (E; the draw is integer work); softmax 5·E and 3·E back
 // (y·(dy − Σ dy·y)); the loss 5·I and I back (the probability less the one-hot label); layer_norm
@@ -31,8 +32,8 @@
 // count, d = dtype bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu,
 // tanh and softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
 // argmax); softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of
-// logits); dropout, input, flatten, reshape, add, concat and global_average_pool2d (whose
-// backward needs only the input's shape) nothing. An embedding keeps its
+// logits); dropout, input, flatten, reshape, add, concat, avgpool2d and global_average_pool2d
+// (whose backward needs only the input's shape) nothing. An embedding keeps its
 // layer norm's input s·h·d and 4 bytes per token id (and per token type, when given). Attention
 // keeps, as Korthikanti et al. 2022 count it without the dropout masks, its input, Q, K, V and
 // the context (5·s·h) and the probabilities before and after dropout (2·heads·s², one copy

@@ -110,6 +110,19 @@ std::pair<std::int64_t, std::int64_t> read_pair(const ConfigNode& value) {
   return {value.at(std::size_t{0}).as_positive_int(), value.at(std::size_t{1}).as_positive_int()};
 }
 
+Padding read_padding(const ConfigNode& value) {
+  if (value.is_string())
+    return value.as_enum({"valid", "same"}) == "same" ? kSamePadding : kValidPadding;
+  if (!value.is_array())
+    value.fail("expected \"valid\", \"same\" or [top, left, bottom, right], found " +
+               value.json().dump());
+  if (value.size() != 4)
+    value.fail("expected [top, left, bottom, right], found a list of " +
+               std::to_string(value.size()));
+  const std::vector<std::int64_t> pads = value.as_int_list(0, core::kMaxCount);
+  return {.same = false, .top = pads[0], .left = pads[1], .bottom = pads[2], .right = pads[3]};
+}
+
 Shape read_shape(const ConfigNode& value, std::int64_t min) {
   if (value.size() == 0)
     value.fail("expected a shape with at least one dimension, found []");
@@ -135,6 +148,8 @@ std::string key_value_text(const LayerKey& key) {
       return core::quoted_list({key.values.begin(), key.values.end()}, "\"");
     case KeyKind::kPair:
       return "N or [height, width], positive integers";
+    case KeyKind::kPadding:
+      return "\"valid\", \"same\" or [top, left, bottom, right]";
     case KeyKind::kShape:
       return "a list of dimensions";
     case KeyKind::kLayerId:
@@ -153,6 +168,8 @@ std::string key_default_text(const LayerKey& key) {
       return key.fallback != 0 ? "true" : "false";
     case KeyKind::kEnum:
       return "\"" + std::string(key.values[std::size_t(key.fallback)]) + "\"";
+    case KeyKind::kPadding:
+      return "\"valid\"";
     default:
       return shortest(key.fallback);
   }

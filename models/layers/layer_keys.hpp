@@ -27,6 +27,7 @@ enum class KeyKind {
   kBool,
   kEnum,     // one of `values`
   kPair,     // "kernel": 3 or [3, 5], as (height, width), each a positive integer
+  kPadding,  // "valid", "same" or [top, left, bottom, right], integers from 0
   kShape,    // a list of dimensions
   kLayerId,  // another layer's id
 };
@@ -52,9 +53,8 @@ struct LayerKey {
 inline constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
 inline constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
-// Activation's and Padding's names, in the enums' order.
+// Activation's names, in the enum's order.
 inline constexpr std::array<const char*, 4> kActivationNames = {"none", "relu", "gelu", "tanh"};
-inline constexpr std::array<const char*, 2> kPaddingNames = {"valid", "same"};
 
 // Reads every key of `keys` that has a reader, in their order.
 void read_keys(const core::ConfigNode& layer, std::span<const LayerKey> keys, LayerParams& params);
@@ -68,6 +68,8 @@ bool key_bool(const core::ConfigNode& layer, const LayerKey& key);
 std::size_t key_enum(const core::ConfigNode& layer, const LayerKey& key);
 std::pair<std::int64_t, std::int64_t> key_pair(const core::ConfigNode& layer, const LayerKey& key);
 std::pair<std::int64_t, std::int64_t> read_pair(const core::ConfigNode& value);
+// "valid", "same" or [top, left, bottom, right].
+Padding read_padding(const core::ConfigNode& value);
 // At least one dimension, each from `min`.
 Shape read_shape(const core::ConfigNode& value, std::int64_t min);
 
@@ -103,6 +105,11 @@ void enumeration(const core::ConfigNode& layer, const LayerKey& key, LayerParams
 template <std::int64_t LayerParams::*Height, std::int64_t LayerParams::*Width>
 void pair(const core::ConfigNode& layer, const LayerKey& key, LayerParams& params) {
   std::tie(params.*Height, params.*Width) = key_pair(layer, key);
+}
+
+inline void padding(const core::ConfigNode& layer, const LayerKey& /*key*/, LayerParams& params) {
+  if (const auto value = layer.find("padding"))
+    params.padding = read_padding(*value);
 }
 
 }  // namespace key_readers
@@ -200,12 +207,14 @@ constexpr LayerKey pair_key(const char* name, std::int64_t fallback, const char*
   return key;
 }
 
-// The keys dense and conv2d share (padding: conv2d and maxpool2d).
+// The keys dense and conv2d share (padding: conv2d and the pools).
 inline constexpr LayerKey kActivationKey = enum_key<Activation, &LayerParams::activation>(
     "activation", kActivationNames, "applied to the output");
 inline constexpr LayerKey kBiasKey = bool_key<&LayerParams::bias>("bias", true, "adds a bias");
-inline constexpr LayerKey kPaddingKey = enum_key<Padding, &LayerParams::padding>(
-    "padding", kPaddingNames, "same: ceil(size / stride) outputs per axis, the input padded");
+inline constexpr LayerKey kPaddingKey =
+    base_key("padding", KeyKind::kPadding,
+             "same: TensorFlow's, ceil(size / stride) outputs per axis; a list: the pads",
+             key_readers::padding);
 
 // A key its type's read function reads: `fallback` states the default (nullptr: required).
 constexpr LayerKey own_key(const char* name, KeyKind kind, const char* fallback,

@@ -106,5 +106,6 @@ LayerTypeDef tanh_type();
 LayerTypeDef attention_type();
 LayerTypeDef transformer_attention_type();
 LayerTypeDef transformer_feed_forward_type();
+LayerTypeDef avgpool2d_type();
 
 }  // namespace ipusim::models

@@ -43,6 +43,7 @@ std::array<LayerTypeDef, kLayerTypeCount> make_registry() {
       attention_type(),
       transformer_attention_type(),
       transformer_feed_forward_type(),
+      avgpool2d_type(),
   };
   IPUSIM_CHECK(lists_every_type_in_order(rows));
   return rows;

@@ -57,29 +57,29 @@ TEST_CASE("dense without a bias has a weight and no bias parameter") {
 
 TEST_CASE("conv2d gradients match central differences with valid and same padding") {
   SECTION("valid, stride 1, relu") {
-    check_gradients(conv2d(3, 3, 1, Padding::kValid, Activation::kRelu),
+    check_gradients(conv2d(3, 3, 1, kValidPadding, Activation::kRelu),
                     {random_tensor({2, 5, 5, 2}, 4)});
   }
   SECTION("same, stride 2, gelu") {
-    check_gradients(conv2d(2, 3, 2, Padding::kSame, Activation::kGelu),
+    check_gradients(conv2d(2, 3, 2, kSamePadding, Activation::kGelu),
                     {random_tensor({2, 6, 5, 2}, 5)});
   }
 }
 
 TEST_CASE("maxpool2d gradients match central differences") {
-  check_gradients(maxpool2d(2, 2, Padding::kValid), {spread_tensor({2, 4, 4, 2}, 6)});
-  check_gradients(maxpool2d(3, 2, Padding::kSame), {spread_tensor({2, 5, 5, 2}, 7)});
+  check_gradients(maxpool2d(2, 2, kValidPadding), {spread_tensor({2, 4, 4, 2}, 6)});
+  check_gradients(maxpool2d(3, 2, kSamePadding), {spread_tensor({2, 5, 5, 2}, 7)});
 }
 
 TEST_CASE("strided same-padding windows as ResNet uses them match central differences") {
   SECTION("7x7 stride 2 over 8 pixels: two rows of padding before, three after") {
-    check_gradients(conv2d(2, 7, 2, Padding::kSame), {random_tensor({1, 8, 8, 1}, 20)});
+    check_gradients(conv2d(2, 7, 2, kSamePadding), {random_tensor({1, 8, 8, 1}, 20)});
   }
   SECTION("1x1 stride 2, the projection shortcut: no padding") {
-    check_gradients(conv2d(3, 1, 2, Padding::kSame), {random_tensor({2, 6, 6, 2}, 21)});
+    check_gradients(conv2d(3, 1, 2, kSamePadding), {random_tensor({2, 6, 6, 2}, 21)});
   }
   SECTION("3x3 max pool stride 2 over 6 pixels: one row of padding after") {
-    check_gradients(maxpool2d(3, 2, Padding::kSame), {spread_tensor({2, 6, 6, 2}, 22)});
+    check_gradients(maxpool2d(3, 2, kSamePadding), {spread_tensor({2, 6, 6, 2}, 22)});
   }
 }
 
@@ -203,7 +203,7 @@ TEST_CASE("a dense layer computes x W + b") {
 }
 
 TEST_CASE("conv2d of a 3x3 image with a 2x2 kernel of ones sums each window") {
-  const auto kernel = kernel_for(conv2d(1, 2, 1, Padding::kValid), {{3, 3, 1}});
+  const auto kernel = kernel_for(conv2d(1, 2, 1, kValidPadding), {{3, 3, 1}});
   CHECK(kernel->output_shape() == Shape{2, 2, 1});
   const Tensor x({1, 3, 3, 1}, std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9});
   const std::vector<Tensor> params{Tensor({2, 2, 1, 1}, 1.0f), Tensor({1}, 0.0f)};
@@ -213,13 +213,13 @@ TEST_CASE("conv2d of a 3x3 image with a 2x2 kernel of ones sums each window") {
 }
 
 TEST_CASE("same padding follows TensorFlow: ceil(in / stride) outputs, extra padding at the end") {
-  CHECK(kernel_for(conv2d(1, 3, 2, Padding::kSame), {{28, 28, 1}})->output_shape() ==
+  CHECK(kernel_for(conv2d(1, 3, 2, kSamePadding), {{28, 28, 1}})->output_shape() ==
         Shape{14, 14, 1});
-  CHECK(kernel_for(conv2d(8, 3, 1, Padding::kValid), {{28, 28, 1}})->output_shape() ==
+  CHECK(kernel_for(conv2d(8, 3, 1, kValidPadding), {{28, 28, 1}})->output_shape() ==
         Shape{26, 26, 8});
   // A 2x2 pool with stride 2 over 3 columns pads one column on the right only, so the last
   // window sees the last column alone.
-  const auto pool = kernel_for(maxpool2d(2, 2, Padding::kSame), {{1, 3, 1}});
+  const auto pool = kernel_for(maxpool2d(2, 2, kSamePadding), {{1, 3, 1}});
   CHECK(pool->output_shape() == Shape{1, 2, 1});
   const Tensor x({1, 1, 3, 1}, std::vector<float>{-3, -1, -2});
   const ForwardResult result = pool->forward({&x}, {}, {});
@@ -231,7 +231,7 @@ TEST_CASE("same padding follows TensorFlow: ceil(in / stride) outputs, extra pad
 TEST_CASE("a strided same convolution pads TensorFlow's way: the odd row and column at the end") {
   // 4 pixels, 3 taps, stride 2: 2 outputs and 1 padding pixel, after the image (PyTorch-style
   // symmetric padding would put it before and give 1 + 2 + 5 + 6 = 14 at the first output).
-  const auto kernel = kernel_for(conv2d(1, 3, 2, Padding::kSame), {{4, 4, 1}});
+  const auto kernel = kernel_for(conv2d(1, 3, 2, kSamePadding), {{4, 4, 1}});
   CHECK(kernel->output_shape() == Shape{2, 2, 1});
   Tensor x({1, 4, 4, 1});
   for (std::int64_t i = 0; i < 16; ++i)
@@ -240,9 +240,9 @@ TEST_CASE("a strided same convolution pads TensorFlow's way: the odd row and col
   const Tensor y = kernel->forward({&x}, params, {}).output;
   CHECK(std::vector<float>(y.values().begin(), y.values().end()) ==
         std::vector<float>{54, 45, 72, 54});
-  CHECK(kernel_for(conv2d(64, 7, 2, Padding::kSame), {{224, 224, 3}})->output_shape() ==
+  CHECK(kernel_for(conv2d(64, 7, 2, kSamePadding), {{224, 224, 3}})->output_shape() ==
         Shape{112, 112, 64});
-  CHECK(kernel_for(maxpool2d(3, 2, Padding::kSame), {{112, 112, 64}})->output_shape() ==
+  CHECK(kernel_for(maxpool2d(3, 2, kSamePadding), {{112, 112, 64}})->output_shape() ==
         Shape{56, 56, 64});
 }
 
@@ -265,13 +265,13 @@ TEST_CASE("saved bytes follow the stash rule for every kernel") {
       {dense(128, Activation::kRelu), {{784}}, 784 * 4 + 128 * 4},
       {dense(128, Activation::kTanh), {{784}}, 784 * 4 + 128 * 4},
       {dense(128, Activation::kGelu), {{784}}, 784 * 4 + 128 * 4},
-      {conv2d(32, 3, 1, Padding::kValid, Activation::kRelu),
+      {conv2d(32, 3, 1, kValidPadding, Activation::kRelu),
        {{28, 28, 1}},
        784 * 4 + 26 * 26 * 32 * 4},
-      {conv2d(8, 3, 1, Padding::kSame), {{28, 28, 1}}, 784 * 4},
+      {conv2d(8, 3, 1, kSamePadding), {{28, 28, 1}}, 784 * 4},
       {make_layer(LayerType::kRelu), {{100}}, 400},
       {make_layer(LayerType::kGelu), {{100}}, 400},
-      {maxpool2d(2, 2, Padding::kValid), {{26, 26, 32}}, 13 * 13 * 32 * 4},
+      {maxpool2d(2, 2, kValidPadding), {{26, 26, 32}}, 13 * 13 * 32 * 4},
       {make_layer(LayerType::kGlobalAveragePool2d), {{7, 7, 8}}, 0},
       {dropout(0.5), {{1600}}, 0},
       {make_layer(LayerType::kSoftmaxCrossEntropy), {{10}}, 10 * 4 + 4},
@@ -306,8 +306,8 @@ TEST_CASE("every kernel keeps the bytes the memory model charges, in fp32 and fp
   const std::vector<std::pair<Layer, std::vector<Shape>>> cases = {
       {dense(16, Activation::kGelu), {{4, 8}}},
       {dense(16), {{8}}},
-      {conv2d(4, 3, 2, Padding::kSame, Activation::kRelu), {{9, 9, 3}}},
-      {maxpool2d(2, 2, Padding::kValid), {{8, 8, 4}}},
+      {conv2d(4, 3, 2, kSamePadding, Activation::kRelu), {{9, 9, 3}}},
+      {maxpool2d(2, 2, kValidPadding), {{8, 8, 4}}},
       {make_layer(LayerType::kGlobalAveragePool2d), {{3, 3, 4}}},
       {make_layer(LayerType::kRelu), {{12}}},
       {make_layer(LayerType::kGelu), {{12}}},
@@ -380,7 +380,7 @@ TEST_CASE("dropout keeps an 8-byte seed and draws the same mask again in backwar
 }
 
 TEST_CASE("the same inputs give bit-identical outputs and gradients in fresh allocations") {
-  const Layer layer = conv2d(16, 3, 1, Padding::kSame, Activation::kGelu);
+  const Layer layer = conv2d(16, 3, 1, kSamePadding, Activation::kGelu);
   const auto kernel = kernel_for(layer, {{12, 12, 8}});
   const auto run = [&] {
     const Tensor x = random_tensor({5, 12, 12, 8}, 30);

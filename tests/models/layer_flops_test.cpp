@@ -83,6 +83,10 @@ void check_layer_flops(const Model& model, std::size_t i) {
       CHECK(info.forward_flops == e * double(p.pool_h * p.pool_w));
       CHECK(info.backward_flops == e);
       return;
+    case LayerType::kAvgPool2d:  // an add an element of each window, each way
+      CHECK(info.forward_flops == e * double(p.pool_h * p.pool_w));
+      CHECK(info.backward_flops == e * double(p.pool_h * p.pool_w));
+      return;
     case LayerType::kGlobalAveragePool2d:  // the sums and a division a channel; a share a pixel
       CHECK(info.forward_flops == in + e);
       CHECK(info.backward_flops == in);

@@ -40,7 +40,7 @@ TEST_CASE("a conv2d layer reads single numbers as square kernels and strides") {
   CHECK(layer.params.kernel_w == 3);
   CHECK(layer.params.stride_h == 2);
   CHECK(layer.params.stride_w == 1);
-  CHECK(layer.params.padding == Padding::kSame);
+  CHECK(layer.params.padding == kSamePadding);
   CHECK(layer.params.activation == Activation::kGelu);
   CHECK_FALSE(layer.params.bias);
   CHECK(layer.checkpoint);
@@ -108,8 +108,8 @@ TEST_CASE("a layer type unlike any known type lists the types") {
         "'input', 'flatten', 'reshape', 'dense', 'conv2d', 'maxpool2d', "
         "'global_average_pool2d', 'dropout', 'relu', 'gelu', 'add', 'concat', 'slice', "
         "'softmax_cross_entropy', 'embedding', 'transformer_encoder', 'layer_norm', "
-        "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention' or "
-        "'transformer_feed_forward'");
+        "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention', "
+        "'transformer_feed_forward' or 'avgpool2d'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {
@@ -356,13 +356,16 @@ TEST_CASE("the README's layer table agrees with each key's declared default and 
     for (const LayerKey& key : layer_type_row(*layer_type_from_name(name)).keys) {
       INFO(name << " " << key.name);
       CHECK(std::string(key.meaning).size() > 0);
-      const std::string stated = readme_default(row->second, key, key.kind == KeyKind::kEnum);
+      const bool listed = key.kind == KeyKind::kEnum || key.kind == KeyKind::kPadding;
+      const std::string stated = readme_default(row->second, key, listed);
       if (stated.empty() || key.required)
         continue;  // a required key's parentheses say what it must be, not a default
       if (key.derived != nullptr)
         CHECK(stated == key.derived);
       else if (key.kind == KeyKind::kEnum)
         CHECK(stated == enum_values(key));
+      else if (key.kind == KeyKind::kPadding)
+        CHECK(stated == "valid, same or [top, left, bottom, right]");
       else if (key.kind == KeyKind::kBool)
         CHECK(stated == (key.fallback != 0 ? "true" : "false"));
       else

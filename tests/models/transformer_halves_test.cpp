@@ -66,8 +66,8 @@ TEST_CASE("a bad key or value of an encoder half is an error at its JSON path") 
   CHECK(model_error(on_sequence(R"({"id": "a", "type": "transformer_attention", "hidden": 32,
                                     "heads": 4, "sequence_length": 16, "ffn": 64})")) ==
         "model.json: at /model/layers/0/ffn: unknown key 'ffn'; the keys allowed here are "
-        "'id', 'type', 'inputs', 'cycles', 'checkpoint', 'hidden', 'heads', 'sequence_length' "
-        "or 'dropout'");
+        "'id', 'type', 'inputs', 'cycles', 'checkpoint', 'hidden', 'heads', 'sequence_length', "
+        "'dropout' or 'causal'");
   CHECK(model_error(on_sequence(R"({"id": "f", "type": "transformer_feed_forward",
                                     "hidden": 32, "sequence_length": 16, "fnn": 64})")) ==
         "model.json: at /model/layers/0/fnn: unknown key 'fnn'; did you mean 'ffn'?");

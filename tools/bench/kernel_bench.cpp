@@ -166,7 +166,7 @@ int main() {
   conv.type = LayerType::kConv2d;
   conv.params.filters = 64;
   conv.params.kernel_h = conv.params.kernel_w = 3;
-  conv.params.padding = ipusim::models::Padding::kSame;
+  conv.params.padding = ipusim::models::kSamePadding;
   bench_layer("conv2d 32 x 28x28x32 -> 64, 3x3 same", conv, {28, 28, 32}, 32,
               2.0 * 32 * 28 * 28 * 3 * 3 * 32 * 64, peak);
   return 0;

@@ -1,5 +1,5 @@
 // attention: multi-head self-attention over [sequence, hidden], with an optional padding mask
-// as second input.
+// as second input and an optional causal mask.
 
 #include <array>
 
@@ -11,6 +11,7 @@ namespace {
 constexpr std::array kAttentionKeys = {
     positive_int_key<&LayerParams::heads>("heads", "heads; must divide the input's last axis"),
     dropout_rate_key<&LayerParams::rate>("dropout", 0, "the rate of the probabilities' dropout"),
+    kCausalKey,
 };
 
 void read_attention(const core::ConfigNode& layer, LayerParams& params) {

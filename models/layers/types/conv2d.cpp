@@ -23,8 +23,7 @@ void read_conv2d(const core::ConfigNode& layer, LayerParams& params) {
 }
 
 Shape conv2d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
-  const LayerParams& p = layer.params;
-  return windowed_shape(layer, inputs, p.kernel_h, p.kernel_w, "kernel", p.filters);
+  return windowed_shape(layer, inputs, "kernel", layer.params.filters);
 }
 
 LayerCost conv2d_cost(const Layer& layer, const std::vector<Shape>& inputs, const CostSizes& size) {

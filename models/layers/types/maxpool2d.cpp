@@ -1,35 +1,16 @@
 // maxpool2d: the maximum of each window of [height, width, channels], per channel.
 
 #include <array>
-#include <tuple>
 
 #include "models/layers/types/type_support.hpp"
 
 namespace ipusim::models {
 namespace {
 
-constexpr LayerKey kMaxPool2dPool =
-    pair_key<&LayerParams::pool_h, &LayerParams::pool_w>("pool", 2, "the window: N or [h, w]");
-
-constexpr std::array kMaxPool2dKeys = {
-    kMaxPool2dPool,
-    own_key("stride", KeyKind::kPair, "the pool", "the window's step: N or [h, w]"),
-    kPaddingKey,
-};
-
-void read_maxpool2d(const core::ConfigNode& layer, LayerParams& params) {
-  read_key(layer, kMaxPool2dPool, params);
-  // As in Keras, the window steps by its own size unless told otherwise.
-  params.stride_h = params.pool_h;
-  params.stride_w = params.pool_w;
-  if (const auto stride = layer.find("stride"))
-    std::tie(params.stride_h, params.stride_w) = read_pair(*stride);
-  read_key(layer, kPaddingKey, params);
-}
+constexpr std::array kMaxPool2dKeys = {kPoolKey, kPoolStrideKey, kPaddingKey, kCeilModeKey};
 
 Shape maxpool2d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
-  const LayerParams& p = layer.params;
-  return windowed_shape(layer, inputs, p.pool_h, p.pool_w, "pool window", 0);
+  return windowed_shape(layer, inputs, "pool window", 0);
 }
 
 // Backward sends each window's gradient to its argmax, which it keeps as an int32.
@@ -62,7 +43,7 @@ LayerTypeDef maxpool2d_type() {
           .keys = kMaxPool2dKeys,
           .inputs = LayerInputs::kOne,
           .view = false,
-          .read = read_maxpool2d,
+          .read = read_pool,
           .shape = maxpool2d_shape,
           .cost = maxpool2d_cost,
           .lower = maxpool2d_operations,

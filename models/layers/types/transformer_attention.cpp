@@ -10,7 +10,8 @@ namespace ipusim::models {
 namespace {
 
 constexpr std::array kTransformerAttentionKeys = {kTransformerHidden, kTransformerHeads,
-                                                  kTransformerSequenceLength, kTransformerDropout};
+                                                  kTransformerSequenceLength, kTransformerDropout,
+                                                  kCausalKey};
 
 void read_transformer_attention(const core::ConfigNode& layer, LayerParams& params) {
   read_transformer(layer, params, true, false);

@@ -29,6 +29,8 @@ void read_transformer(const core::ConfigNode& layer, LayerParams& params, bool a
   if (feed_forward)
     params.ffn = layer.get_int("ffn", 4 * params.hidden, 1, core::kMaxCount);
   read_key(layer, kTransformerDropout, params);
+  if (attention)
+    read_key(layer, kCausalKey, params);
 }
 
 Shape transformer_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
@@ -47,7 +49,8 @@ std::unique_ptr<Kernel> transformer_kernel(const Layer& layer, const std::vector
   return detail::make_transformer(layer, inputs, dtype, seed);
 }
 
-// Q, K, V and output projections with their biases; what multi-head attention keeps.
+// Q, K, V and output projections with their biases; what multi-head attention keeps. A causal
+// mask changes none of it (kCausalKey).
 LayerCost attention_block_cost(const AttentionShape& a, const CostSizes& size) {
   using core::checked_add;
   using core::checked_mul;

@@ -21,9 +21,14 @@ inline constexpr LayerKey kTransformerFfn =
     own_key("ffn", KeyKind::kInt, "4 x hidden", "the feed-forward network's inner width");
 inline constexpr LayerKey kTransformerDropout = dropout_rate_key<&LayerParams::rate>(
     "dropout", kBertDropout, "the rate of each of its dropouts (BERT's)");
+// Shared with attention. The mask changes no cost figure: the cost model has the IPU compute the
+// whole score matrix and then mask it, so the products, the softmax and the stash stay as they
+// are without it.
+inline constexpr LayerKey kCausalKey = bool_key<&LayerParams::causal>(
+    "causal", false, "query i attends to keys j <= i only (a decoder's mask)");
 
-// An encoder's keys, or those of one of its halves: heads for the attention, ffn for the
-// feed-forward network, read in the encoder's order.
+// An encoder's keys, or those of one of its halves: heads and causal for the attention, ffn for
+// the feed-forward network, read in the encoder's order.
 void read_transformer(const core::ConfigNode& layer, LayerParams& params, bool attention,
                       bool feed_forward);
 // A half of an encoder keeps its shape as the whole does; only the attention takes a mask.

@@ -1,5 +1,7 @@
 #include "models/layers/types/type_support.hpp"
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "models/layers/layer_types.hpp"
@@ -65,26 +67,46 @@ void expect_image(const Layer& layer, const InputShape& input) {
                "needs an input of shape [height, width, channels], but " + input_text(input));
 }
 
-// Output length of one spatial axis; `window` fits when padding is valid.
-std::int64_t window_output(std::int64_t size, std::int64_t window, std::int64_t stride,
-                           Padding padding) {
-  if (padding == Padding::kSame)
-    return (size + stride - 1) / stride;
-  return (size - window) / stride + 1;
-}
-
-Shape windowed_shape(const Layer& layer, const std::vector<InputShape>& inputs, std::int64_t height,
-                     std::int64_t width, const std::string& what, std::int64_t channels) {
+Shape windowed_shape(const Layer& layer, const std::vector<InputShape>& inputs,
+                     const std::string& what, std::int64_t channels) {
   const InputShape& input = only_input(inputs);
   expect_image(layer, input);
-  const LayerParams& p = layer.params;
-  if (p.padding == Padding::kValid && (height > input.shape[0] || width > input.shape[1])) {
+  const Padding& pad = layer.params.padding;
+  const std::int64_t height = window_size(layer, ImageAxis::kHeight);
+  const std::int64_t width = window_size(layer, ImageAxis::kWidth);
+  if (!pad.same && (height > input.shape[0] + pad.top + pad.bottom ||
+                    width > input.shape[1] + pad.left + pad.right)) {
     fail_layer(layer, "has a " + std::to_string(height) + "x" + std::to_string(width) + " " + what +
-                          " larger than its input: " + input_text(input));
+                          " larger than its input" +
+                          (pad == kValidPadding ? "" : " padded by " + padding_text(pad)) + ": " +
+                          input_text(input));
   }
-  return {window_output(input.shape[0], height, p.stride_h, p.padding),
-          window_output(input.shape[1], width, p.stride_w, p.padding),
+  return {layer_window(layer, ImageAxis::kHeight, input.shape[0]).out,
+          layer_window(layer, ImageAxis::kWidth, input.shape[1]).out,
           channels > 0 ? channels : input.shape[2]};
+}
+
+std::string padding_text(const Padding& padding) {
+  return shape_text({padding.top, padding.left, padding.bottom, padding.right});
+}
+
+void read_pool(const core::ConfigNode& layer, LayerParams& params) {
+  read_key(layer, kPoolKey, params);
+  params.stride_h = params.pool_h;
+  params.stride_w = params.pool_w;
+  if (const auto stride = layer.find("stride"))
+    std::tie(params.stride_h, params.stride_w) = read_pair(*stride);
+  read_key(layer, kPaddingKey, params);
+  const Padding& pad = params.padding;
+  const std::int64_t rows = params.pool_h / 2;
+  const std::int64_t cols = params.pool_w / 2;
+  if (std::max(pad.top, pad.bottom) > rows || std::max(pad.left, pad.right) > cols) {
+    layer.at("padding").fail("expected pads of at most half the " + std::to_string(params.pool_h) +
+                             "x" + std::to_string(params.pool_w) + " pool window (" +
+                             std::to_string(rows) + " above and below, " + std::to_string(cols) +
+                             " left and right), found " + padding_text(pad));
+  }
+  read_key(layer, kCeilModeKey, params);
 }
 
 std::size_t axis_index(const Layer& layer, std::size_t rank) {

@@ -12,6 +12,7 @@
 #include "models/kernels/kernel_factories.hpp"
 #include "models/kernels/kernels.hpp"
 #include "models/layers/layer_type_def.hpp"
+#include "models/layers/window.hpp"
 
 namespace ipusim::models {
 
@@ -53,11 +54,24 @@ LayerCost linear_cost(const Layer& layer, const CostSizes& size, std::int64_t we
 const InputShape& only_input(const std::vector<InputShape>& inputs);
 // An image is [height, width, channels].
 void expect_image(const Layer& layer, const InputShape& input);
-// The output of a `height` x `width` window (`what`: a kernel, a pool window) stepping over the
-// layer's one image input by its stride, with its padding, giving `channels` channels (0: as
-// many as the input). The window must fit the image when padding is valid.
-Shape windowed_shape(const Layer& layer, const std::vector<InputShape>& inputs, std::int64_t height,
-                     std::int64_t width, const std::string& what, std::int64_t channels);
+// The output of the layer's window (`what`: a kernel, a pool window) stepping over its one image
+// input by its stride, with its padding (models/layers/window.hpp), giving `channels` channels
+// (0: as many as the input). The window must fit the padded image.
+Shape windowed_shape(const Layer& layer, const std::vector<InputShape>& inputs,
+                     const std::string& what, std::int64_t channels);
+// "[1, 1, 1, 1]": the pads as a config lists them, top, left, bottom, right.
+std::string padding_text(const Padding& padding);
+
+// The keys maxpool2d and avgpool2d share, and their reading: the stride defaults to the pool
+// (as in Keras and PyTorch), and each pad may be at most half the window, as PyTorch requires,
+// so that every window holds a pixel of the image.
+inline constexpr LayerKey kPoolKey =
+    pair_key<&LayerParams::pool_h, &LayerParams::pool_w>("pool", 2, "the window: N or [h, w]");
+inline constexpr LayerKey kPoolStrideKey =
+    own_key("stride", KeyKind::kPair, "the pool", "the window's step: N or [h, w]");
+inline constexpr LayerKey kCeilModeKey = bool_key<&LayerParams::ceil_mode>(
+    "ceil_mode", false, "rounds the output size up (PyTorch's); the last window starts inside");
+void read_pool(const core::ConfigNode& layer, LayerParams& params);
 // The layer's "axis" (concat, slice) as an index into inputs of `rank` axes.
 std::size_t axis_index(const Layer& layer, std::size_t rank);
 // An embedding's token ids and token types, and an attention's padding mask: one value per

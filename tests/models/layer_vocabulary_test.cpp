@@ -1,0 +1,160 @@
+// The layer vocabulary PyTorch models need, as configs spell it: explicit padding and ceil_mode
+// on the windows, avgpool2d, token_mean and token_select, causal attention, position_table and
+// class_token. Parsing, shapes, their errors' exact texts, and each type's parameters, FLOPs and
+// saved bytes.
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "model_test_support.hpp"
+#include "models/layers/layer_types.hpp"
+
+using namespace ipusim::models;
+using ipusim::models::testing::model_error;
+using ipusim::models::testing::model_from;
+using ipusim::models::testing::with_layers;
+
+namespace {
+
+// The error a one-layer model on a [28, 28, 1] input raises for `layer_json`.
+std::string image_layer_error(const std::string& layer_json) {
+  return model_error(with_layers("[28, 28, 1]", "[" + layer_json + "]"));
+}
+
+// The only layer of a model on `input` (a JSON shape).
+LayerInfo only_layer(const std::string& input, const std::string& layer_json) {
+  return model_from(with_layers(input, "[" + layer_json + "]")).info.at(0);
+}
+
+}  // namespace
+
+TEST_CASE("padding takes valid, same or four explicit pads, top, left, bottom, right") {
+  const Model model = model_from(with_layers("[112, 112, 64]", R"([
+      {"id": "c", "type": "conv2d", "filters": 4, "kernel": 3, "padding": [2, 0, 1, 3]},
+      {"id": "p", "type": "maxpool2d", "pool": 3, "stride": 2, "padding": [1, 1, 1, 1]},
+      {"id": "v", "type": "maxpool2d", "padding": "valid"}])"));
+  const Padding& pads = model.layers[0].params.padding;
+  CHECK_FALSE(pads.same);
+  CHECK(pads.top == 2);
+  CHECK(pads.left == 0);
+  CHECK(pads.bottom == 1);
+  CHECK(pads.right == 3);
+  // floor((112 + 3 - 3) / 1) + 1 = 113 rows, floor((112 + 3 - 3) / 1) + 1 = 113 columns.
+  CHECK(shape_text(model.info[0].output) == "[113, 113, 4]");
+  // floor((113 + 2 - 3) / 2) + 1 = 57.
+  CHECK(shape_text(model.info[1].output) == "[57, 57, 4]");
+  CHECK(model.layers[2].params.padding == kValidPadding);
+  CHECK(shape_text(model.info[2].output) == "[28, 28, 4]");
+}
+
+TEST_CASE("padding that is not valid, same or four pads from 0 is refused at the key") {
+  const std::string conv = R"({"id": "c", "type": "conv2d", "filters": 4, "kernel": 3, )";
+  CHECK(image_layer_error(conv + R"("padding": [1, 1]})") ==
+        "model.json: at /model/layers/0/padding: expected [top, left, bottom, right], found a "
+        "list of 2");
+  CHECK(image_layer_error(conv + R"("padding": 1})") ==
+        "model.json: at /model/layers/0/padding: expected \"valid\", \"same\" or [top, left, "
+        "bottom, right], found 1");
+  CHECK(image_layer_error(conv + R"("padding": [1, -1, 0, 0]})") ==
+        "model.json: at /model/layers/0/padding/1: expected an integer from 0 to 1099511627776, "
+        "found -1");
+  CHECK(image_layer_error(conv + R"("padding": "full"})") ==
+        "model.json: at /model/layers/0/padding: unknown value 'full'; expected 'valid' or 'same'");
+}
+
+TEST_CASE("a pool's pads may be at most half its window, as PyTorch requires") {
+  CHECK(image_layer_error(
+            R"({"id": "p", "type": "maxpool2d", "pool": [3, 2], "padding": [1, 2, 0, 0]})") ==
+        "model.json: at /model/layers/0/padding: expected pads of at most half the 3x2 pool "
+        "window (1 above and below, 1 left and right), found [1, 2, 0, 0]");
+  CHECK(image_layer_error(
+            R"({"id": "p", "type": "avgpool2d", "pool": 3, "padding": [0, 0, 2, 0]})") ==
+        "model.json: at /model/layers/0/padding: expected pads of at most half the 3x3 pool "
+        "window (1 above and below, 1 left and right), found [0, 0, 2, 0]");
+}
+
+TEST_CASE("a window larger than its padded input names the padding") {
+  CHECK(model_error(with_layers("[2, 2, 1]", R"([
+      {"id": "c", "type": "conv2d", "filters": 1, "kernel": 5, "padding": [1, 1, 1, 1]}])")) ==
+        "model.json: at /model/layers/0: layer 'c' (conv2d) has a 5x5 kernel larger than its "
+        "input padded by [1, 1, 1, 1]: the model input is [2, 2, 1]");
+  // Padded to 4x4, a 4x4 kernel fits once.
+  CHECK(shape_text(only_layer("[2, 2, 1]", R"({"id": "c", "type": "conv2d", "filters": 1,
+      "kernel": 4, "padding": [1, 1, 1, 1]})")
+                       .output) == "[1, 1, 1]");
+}
+
+TEST_CASE("ceil_mode rounds a pool's output size up as PyTorch does") {
+  // 6 rows, 3x3 windows, stride 2: floor gives 2, ceil 3.
+  CHECK(shape_text(only_layer("[6, 6, 1]", R"({"id": "p", "type": "maxpool2d", "pool": 3,
+      "stride": 2})")
+                       .output) == "[2, 2, 1]");
+  CHECK(shape_text(only_layer("[6, 6, 1]", R"({"id": "p", "type": "maxpool2d", "pool": 3,
+      "stride": 2, "ceil_mode": true})")
+                       .output) == "[3, 3, 1]");
+  // 5 columns, 2-wide windows, stride 2, one pad each side: 3, not ceil(5 / 2) + 1 = 4.
+  CHECK(shape_text(only_layer("[1, 5, 1]", R"({"id": "p", "type": "avgpool2d", "pool": [1, 2],
+      "padding": [0, 1, 0, 1], "ceil_mode": true})")
+                       .output) == "[1, 3, 1]");
+  CHECK(image_layer_error(R"({"id": "p", "type": "maxpool2d", "ceil_mode": 1})") ==
+        "model.json: at /model/layers/0/ceil_mode: expected true or false, found an integer 1");
+}
+
+TEST_CASE("avgpool2d steps by its window, counts padding by default and keeps nothing") {
+  const Model model = model_from(with_layers("[9, 9, 4]", R"([
+      {"id": "a", "type": "avgpool2d", "pool": 3, "padding": [1, 1, 1, 1]},
+      {"id": "b", "type": "avgpool2d", "stride": 1, "count_include_pad": false}])"));
+  const LayerParams& a = model.layers[0].params;
+  CHECK(a.stride_h == 3);
+  CHECK(a.stride_w == 3);
+  CHECK(a.count_include_pad);
+  CHECK_FALSE(a.ceil_mode);
+  CHECK_FALSE(model.layers[1].params.count_include_pad);
+  const LayerInfo& info = model.info[0];
+  // floor((9 + 2 - 3) / 3) + 1 = 3.
+  CHECK(shape_text(info.output) == "[3, 3, 4]");
+  CHECK(info.params == 0);
+  CHECK(info.param_tensors == 0);
+  CHECK(info.saved_bytes == 0);
+  // An add an element of each 3x3 window each way: 36 outputs x 9.
+  CHECK(info.forward_flops == 36 * 9);
+  CHECK(info.backward_flops == 36 * 9);
+  CHECK(info.operations.size() == 1);
+  CHECK(info.operations[0].name == "avgpool");
+  CHECK(info.operations[0].op_class == OpClass::kReduction);
+}
+
+TEST_CASE("a max pool with padding and ceil_mode keeps one int32 argmax an output") {
+  const LayerInfo info = only_layer("[112, 112, 64]", R"({"id": "p", "type": "maxpool2d",
+      "pool": 3, "stride": 2, "padding": [1, 1, 1, 1], "ceil_mode": true})");
+  // ceil((112 + 2 - 3) / 2) + 1 = 57; the 57th window starts at 112 - 1, inside: 57.
+  CHECK(shape_text(info.output) == "[57, 57, 64]");
+  CHECK(info.saved_bytes == 57 * 57 * 64 * 4);
+  CHECK(info.forward_flops == 57.0 * 57 * 64 * 9);
+}
+
+TEST_CASE("causal is off by default and costs what the unmasked attention costs") {
+  const std::string encoder =
+      R"({"id": "t", "type": "transformer_encoder", "hidden": 8, "heads": 2,
+          "sequence_length": 4)";
+  const std::string half =
+      R"({"id": "t", "type": "transformer_attention", "hidden": 8, "heads": 2,
+          "sequence_length": 4)";
+  const std::string attention = R"({"id": "t", "type": "attention", "heads": 2)";
+  for (const std::string& layer : {encoder, half, attention}) {
+    INFO(layer);
+    const Model plain = model_from(with_layers("[4, 8]", "[" + layer + "}]"));
+    const Model masked = model_from(with_layers("[4, 8]", "[" + layer + R"(, "causal": true}])"));
+    CHECK_FALSE(plain.layers[0].params.causal);
+    CHECK(masked.layers[0].params.causal);
+    const LayerInfo& a = plain.info[0];
+    const LayerInfo& b = masked.info[0];
+    CHECK(a.params == b.params);
+    CHECK(a.forward_flops == b.forward_flops);
+    CHECK(a.backward_flops == b.backward_flops);
+    CHECK(a.saved_bytes == b.saved_bytes);
+    CHECK(a.operations.size() == b.operations.size());
+  }
+  CHECK(model_error(with_layers("[4, 8]", "[" + attention + R"(, "causal": "yes"}])")) ==
+        "model.json: at /model/layers/0/causal: expected true or false, found a string \"yes\"");
+}
