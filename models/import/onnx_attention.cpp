@@ -178,10 +178,12 @@ std::optional<Layout> through(const OnnxGraphIndex& index, const NodeProto& node
     const bool slice = op == "Slice";
     const auto starts = counts_of(index, node.input(1));
     const auto ends = slice ? counts_of(index, node.input(2)) : starts;
-    const auto axes = slice && node.input_size() > 3 ? counts_of(index, node.input(3))
-                                                     : std::vector<std::int64_t>{int_of(node, "axis", 0)};
+    const auto axes = slice && node.input_size() > 3
+                          ? counts_of(index, node.input(3))
+                          : std::vector<std::int64_t>{int_of(node, "axis", 0)};
     if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 ||
-        (slice && node.input_size() > 4 && counts_of(index, node.input(4)) != std::vector<std::int64_t>{1}))
+        (slice && node.input_size() > 4 &&
+         counts_of(index, node.input(4)) != std::vector<std::int64_t>{1}))
       return std::nullopt;
     const auto a = normalized_axis(axes[0], layout.size());
     if (a < 0 || a >= std::int64_t(layout.size()))
@@ -227,7 +229,6 @@ double scalar_scale(const OnnxGraphIndex& index, const NodeProto& node, std::str
   return 0;
 }
 
-
 // x W + b: MatMul by a [in, out] weight then Add of a bias, or Gemm (its weight [out, in] when
 // transB).
 struct Projection {
@@ -248,9 +249,8 @@ class LayoutAttentionMatcher {
     const NodeProto* weighted = scores ? weighted_sum(softmax) : nullptr;
     if (!weighted)
       return std::nullopt;
-    std::array<std::optional<Layout>, 3> qkv = {branch(scores->input(0), 0),
-                                                branch(scores->input(1), 1),
-                                                branch(weighted->input(1), 2)};
+    std::array<std::optional<Layout>, 3> qkv = {
+        branch(scores->input(0), 0), branch(scores->input(1), 1), branch(weighted->input(1), 2)};
     if (!qkv[0] || !qkv[1] || !qkv[2] || !heads(*qkv[0], *qkv[1], *qkv[2]) || !packing() ||
         !merged(weighted->output(0)) || !check_scale() || !self_contained())
       return std::nullopt;
@@ -295,7 +295,6 @@ class LayoutAttentionMatcher {
     fail("a Softmax that is not over the product of two computed values (QKᵀ)");
     return nullptr;
   }
-
 
   enum class MaskKind { kNone, kCausal, kOther };
 

@@ -218,8 +218,8 @@ class OnnxConverter {
   std::map<int, GeluPattern> gelu_at_;
   std::map<int, LayerNormPattern> layer_norm_at_;
   std::map<std::string, std::string> expanded_;  // Expand outputs: the initializer expanded
-  std::set<std::string> inner_scopes_;  // module paths that hold submodules' nodes
-  std::map<int, std::string> attention_why_;  // by Softmax: why its attention is refused
+  std::set<std::string> inner_scopes_;           // module paths that hold submodules' nodes
+  std::map<int, std::string> attention_why_;     // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
   std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens
   std::set<int> skipped_;

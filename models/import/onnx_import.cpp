@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 
 #include "models/import/onnx_converter.hpp"
 #include "models/import/onnx_normalize.hpp"
@@ -306,15 +307,18 @@ std::vector<std::string> path_parts(const std::string& name) {
   return parts;
 }
 
-// A module path from its scopes, each named relative to its parent or in full ("layer1",
-// "layer1.0", "conv1" -> "layer1.0.conv1").
+// A module path from its scopes as PyTorch names them: a child by its attribute, a Sequential's
+// child by the Sequential's name and its index ("layer1", "layer1.0", "downsample",
+// "downsample.0" -> "layer1.0.downsample.0").
 std::string module_path(const std::vector<std::string>& scopes) {
-  std::string path;
+  std::string path, last;
   for (const auto& scope : scopes) {
-    if (path.empty() || scope.rfind(path + ".", 0) == 0)
-      path = scope;
-    else
-      path += "." + scope;
+    if (!last.empty() && scope.rfind(last + ".", 0) == 0)
+      path.erase(path.size() - last.size());
+    else if (!path.empty())
+      path += ".";
+    path += scope;
+    last = scope;
   }
   return path;
 }
@@ -383,6 +387,15 @@ std::string utf8(const std::string& text, const std::string& what, const std::st
   return text;
 }
 
+// The graph's name, unless it is an exporter's placeholder (PyTorch's "torch_jit", "main_graph")
+// or empty: then the file's, as a user names the model.
+std::string model_name(const std::string& graph_name, const std::string& path) {
+  if (!graph_name.empty() && graph_name != "torch_jit" && graph_name != "main_graph")
+    return utf8(graph_name, "the graph's name", path);
+  const std::string stem = std::filesystem::path(path).stem().string();
+  return stem.empty() ? "onnx_model" : utf8(stem, "the file's name", path);
+}
+
 }  // namespace onnx_detail
 
 OnnxImport import_onnx(const std::string& bytes, const std::string& path,
@@ -398,9 +411,7 @@ OnnxImport import_onnx(const std::string& bytes, const std::string& path,
       model.producer_name() +
           (model.producer_version().empty() ? "" : " " + model.producer_version()),
       "the producer's name", path);
-  const std::string& name = model.graph().name();
-  out.model = {
-      {"name", name.empty() ? "onnx_model" : onnx_detail::utf8(name, "the graph's name", path)}};
+  out.model = {{"name", onnx_detail::model_name(model.graph().name(), path)}};
   check_onnx_graph(model.graph(), path);  // declared sizes, before inference and folding read them
   const OnnxNormalized normalized = normalize_onnx(model, path);
   onnx_detail::OnnxConverter(model.graph(), normalized, path, options, out).convert();

@@ -69,8 +69,8 @@ std::optional<LayerNormPattern> match_layer_norm(const OnnxGraphIndex& index,
   const auto two = pow ? index.constant_values(pow->input(1)) : std::vector<double>{};
   const NodeProto* variance = pow ? reader(index, pow->output(0), "ReduceMean") : nullptr;
   const NodeProto* plus = variance ? reader(index, variance->output(0), "Add") : nullptr;
-  const auto epsilon =
-      plus ? index.constant_values(operand_besides(*plus, variance->output(0))) : std::vector<double>{};
+  const auto epsilon = plus ? index.constant_values(operand_besides(*plus, variance->output(0)))
+                            : std::vector<double>{};
   const NodeProto* sqrt = plus ? reader(index, plus->output(0), "Sqrt") : nullptr;
   if (!div || two != std::vector<double>{2.0} || !variance ||
       !reduces_last_axis(index, *variance, shape->size()) || epsilon.size() != 1 || !sqrt ||

@@ -115,7 +115,8 @@ std::int64_t OnnxConverter::Window::out(std::int64_t in, int a) const {
   const std::int64_t k = kernel[std::size_t(a)], s = strides[std::size_t(a)];
   if (same)
     return (in + s - 1) / s;
-  const std::int64_t before = pads[std::size_t(a)], span = in + before + pads[std::size_t(a) + 2] - k;
+  const std::int64_t before = pads[std::size_t(a)],
+                     span = in + before + pads[std::size_t(a) + 2] - k;
   std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
   if (ceil_mode && (out - 1) * s >= in + before)
     --out;
@@ -126,7 +127,8 @@ std::int64_t OnnxConverter::Window::out(std::int64_t in, int a) const {
 // of two sizes from 1 up, four pads from 0 up, and a kernel no larger than the padded image.
 std::string OnnxConverter::Window::problem_over(const Shape& image) const {
   const auto all_from = [](const std::vector<std::int64_t>& v, std::size_t n, std::int64_t low) {
-    return v.size() == n && std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x >= low; });
+    return v.size() == n &&
+           std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x >= low; });
   };
   if (!problem.empty())
     return problem;
@@ -134,10 +136,11 @@ std::string OnnxConverter::Window::problem_over(const Shape& image) const {
     return "kernel_shape " + shape_text(kernel) + " (expected two sizes of 1 or more)";
   if (!all_from(strides, 2, 1))
     return "strides " + shape_text(strides) + " (expected two strides of 1 or more)";
-  if (!all_from(pads, 4, 0) || pads[0] > kernel[0] || pads[2] > kernel[0] ||
-      pads[1] > kernel[1] || pads[3] > kernel[1])
+  if (!all_from(pads, 4, 0) || pads[0] > kernel[0] || pads[2] > kernel[0] || pads[1] > kernel[1] ||
+      pads[3] > kernel[1])
     return "pads " + shape_text(pads) + " (expected four pads from 0 up to the kernel's size)";
-  if (!same && (image[1] + pads[0] + pads[2] < kernel[0] || image[2] + pads[1] + pads[3] < kernel[1]))
+  if (!same &&
+      (image[1] + pads[0] + pads[2] < kernel[0] || image[2] + pads[1] + pads[3] < kernel[1]))
     return "a kernel " + shape_text(kernel) + " larger than its padded image " + shape_text(image);
   return "";
 }

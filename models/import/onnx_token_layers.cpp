@@ -101,8 +101,7 @@ bool OnnxConverter::position_table(const onnx::NodeProto& node, const Activation
 // Expand of an initializer over the batch, read by a Concat: a class token it puts in front.
 void OnnxConverter::expand(const onnx::NodeProto& node) {
   const onnx::NodeProto* concat = index_.sole_consumer(node.output(0));
-  if (!index_.is_initializer(node.input(0)) || concat == nullptr ||
-      concat->op_type() != "Concat")
+  if (!index_.is_initializer(node.input(0)) || concat == nullptr || concat->op_type() != "Concat")
     return problem(node,
                    "only an Expand of an initializer over the batch put in front of a sequence "
                    "by Concat (a class token)");
@@ -127,8 +126,7 @@ bool OnnxConverter::class_token(const onnx::NodeProto& node) {
     return true;
   }
   add_layer({{"id", id_of(node)}, {"type", "class_token"}}, node.output(0),
-            {"", {in->onnx_shape[0] + 1, width}, false}, {in->layer},
-            {token.reshaped({width})});
+            {"", {in->onnx_shape[0] + 1, width}, false}, {in->layer}, {token.reshaped({width})});
   return true;
 }
 
@@ -139,9 +137,8 @@ bool OnnxConverter::patches(const onnx::NodeProto& node, const Activation& in) {
   const onnx::NodeProto* transpose = index_.sole_consumer(node.output(0));
   const auto shape = index_.shape(node.output(0));
   const Shape& s = in.onnx_shape;
-  if (!in.channels_first || s.size() != 3 || !shape || shape->size() != 3 ||
-      (*shape)[1] != s[0] || (*shape)[2] != s[1] * s[2] || transpose == nullptr ||
-      transpose->op_type() != "Transpose" ||
+  if (!in.channels_first || s.size() != 3 || !shape || shape->size() != 3 || (*shape)[1] != s[0] ||
+      (*shape)[2] != s[1] * s[2] || transpose == nullptr || transpose->op_type() != "Transpose" ||
       ints_attribute(*transpose, "perm") != std::vector<std::int64_t>{0, 2, 1})
     return false;
   skipped_.insert(index_.index_of(*transpose));

@@ -216,6 +216,35 @@ std::string running_statistics(std::int64_t elements) {
          " are batch-norm running statistics, imported as such";
 }
 
+// The largest of 32, 16, ..., 1 samples a micro-batch whose replay fits each IPU's memory on
+// the default hardware, set in `config`; a note for the user when it is not 32.
+std::string fitting_micro_batch(nlohmann::json& config, sim::RunSpec& spec, const ImportArgs& a) {
+  sim::SimulateOptions options;
+  options.allow_oom = true;
+  std::optional<sim::RunFigures> first;
+  for (std::int64_t micro_batch = 32; micro_batch >= 1; micro_batch /= 2) {
+    config["pipeline"]["micro_batch_size"] = micro_batch;
+    spec = validated(config, a);
+    const auto figures = sim::simulate(spec, options).figures;
+    if (!first)
+      first = figures;
+    if (figures.fits_in_memory)
+      return micro_batch == 32
+                 ? ""
+                 : "micro-batch " + std::to_string(micro_batch) +
+                       ", the largest of 32, 16, ..., 1 that fits: at 32 the "
+                       "fullest IPU would hold " +
+                       sim::memory_figure(double(first->peak_memory_bytes_max)) + " of " +
+                       sim::memory_figure(double(spec.hardware.memory_per_ipu_bytes));
+  }
+  return "the model does not fit one IPU even at micro-batch 1 (" +
+         sim::memory_figure(double(first->peak_memory_bytes_max)) +
+         " at 32 on the fullest IPU, of " +
+         sim::memory_figure(double(spec.hardware.memory_per_ipu_bytes)) +
+         "): split it over more IPUs, with --splits or `ipusim plan " + a.output +
+         "` (it tries 1, 2, 4 and 8 IPUs per replica)";
+}
+
 void import_onnx_file(const ImportArgs& a, std::ostream& out) {
   core::OutputSet outputs;
   outputs.add(a.output, "-o");
@@ -227,7 +256,8 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
   auto model = imported.model;
   model["initial_weights"] = folder_name;
   auto config = config_of(model, "ONNX, " + imported.producer, a);
-  const auto spec = with_data(config, a);
+  auto spec = with_data(config, a);
+  const std::string fit = fitting_micro_batch(config, spec, a);
   const std::string folder = (config_path.parent_path() / folder_name).string();
   write_weights(imported.weights, imported.running_statistics, spec, folder, a.model_path, outputs);
   outputs.write(a.output, config.dump(2) + "\n");
@@ -241,6 +271,8 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
       << " and its initial weights in " << folder << "/\n";
   for (const auto& note : imported.notes)
     out << "note: " << note << "\n";
+  if (!fit.empty())
+    out << "note: " << fit << "\n";
 }
 
 }  // namespace
