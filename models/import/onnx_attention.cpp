@@ -266,33 +266,39 @@ class LayoutAttentionMatcher {
 
   void take(const NodeProto& node) { out_.nodes.insert(index_.index_of(node)); }
 
-  // The QKᵀ product under the Softmax, through scalar scales and a mask.
+  // The QKᵀ product under the Softmax, through scalar scales and a mask; null, with no reason,
+  // when the Softmax reads no product of two computed values (it is some other layer's).
   const NodeProto* scores_product(std::string t) {
+    std::vector<const NodeProto*> masks;
     for (int steps = 0; steps < 8; ++steps) {
       const NodeProto* p = index_.producer(t);
       if (p == nullptr)
-        break;
+        return nullptr;
       std::string other;
       if (const double s = scalar_scale(index_, *p, other); s != 0) {
         scale_ *= s;
         take(*p);
         t = other;
-        continue;
-      }
-      if (p->op_type() == "Add" || p->op_type() == "Where") {
-        if (!mask(*p, t))
-          return nullptr;
-        take(*p);
-        continue;
-      }
-      if (p->op_type() == "MatMul" && !index_.constant(p->input(0)) &&
-          !index_.constant(p->input(1))) {
+      } else if ((p->op_type() == "Add" && p->input_size() == 2) ||
+                 (p->op_type() == "Where" && p->input_size() == 3)) {
+        masks.push_back(p);
+        t = p->input(p->op_type() == "Add" && index_.constant(p->input(0)) ? 1 : 0);
+        if (p->op_type() == "Where")
+          t = index_.constant(p->input(1)) ? p->input(2) : p->input(1);
+      } else if (p->op_type() == "MatMul" && !index_.constant(p->input(0)) &&
+                 !index_.constant(p->input(1))) {
+        for (const NodeProto* m : masks) {
+          std::string scores;
+          if (!mask(*m, scores))
+            return nullptr;
+          take(*m);
+        }
         take(*p);
         return p;
+      } else {
+        return nullptr;
       }
-      break;
     }
-    fail("a Softmax that is not over the product of two computed values (QKᵀ)");
     return nullptr;
   }
 

@@ -159,14 +159,14 @@ void OnnxConverter::conv(const onnx::NodeProto& node) {
                              " (expected [out, " + std::to_string(in->onnx_shape[0]) +
                              ", kh, kw] for an image of shape " + shape_text(in->onnx_shape) + ")");
   const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
-  const Window window = window_of(node, k);
+  const auto shape_attribute = ints_attribute(node, "kernel_shape");
+  const Window window = window_of(node, shape_attribute.empty() ? k : shape_attribute);
   const auto dilations = ints_attribute(node, "dilations");
   if (int_attribute(node, "group", 1) != 1 ||
       std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; })) {
     problem(node, "only ungrouped, undilated convolutions");
     return;
   }
-  const auto shape_attribute = ints_attribute(node, "kernel_shape");
   std::string why = window.problem_over(in->onnx_shape);
   if (why.empty() && !shape_attribute.empty() && shape_attribute != k)
     why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +

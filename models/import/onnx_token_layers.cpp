@@ -73,8 +73,9 @@ void OnnxConverter::select_token(const onnx::NodeProto& node, const Activation& 
       index[0] != std::floor(index[0]) || std::abs(index[0]) > double(in.onnx_shape[0]) ||
       index[0] == double(in.onnx_shape[0]))
     return problem(node,
-                   "only a Gather of one constant token of a sequence (a scalar index on axis 1 "
-                   "of [batch, sequence, hidden]), as token_select");
+                   "only a lookup of the model input's token ids in a [vocabulary, hidden] "
+                   "initializer (an embedding), or of one token of a sequence (a constant "
+                   "scalar index on axis 1 of [batch, sequence, hidden], token_select)");
   const Shape out(in.onnx_shape.begin() + 1, in.onnx_shape.end());
   add_layer({{"id", id_of(node)},
              {"type", "token_select"},

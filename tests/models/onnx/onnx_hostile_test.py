@@ -171,7 +171,7 @@ def check_windows(folder):
             "MaxPool x1: kernel_shape [0, 2] (expected two sizes of 1 or "
             "more)", line=True)
     refused(folder, "pool_kernel_past_image", pool_model(kernel_shape=[5, 5]),
-            "MaxPool x1: a kernel [5, 5] larger than its image [1, 4, 4]", line=True)
+            "MaxPool x1: a kernel [5, 5] larger than its padded image [1, 4, 4]", line=True)
     print("windows: zero, missing and oversized strides and kernels are named")
 
 

@@ -483,14 +483,17 @@ def check_transformer_refusals(folder):
                 "    first: node 'lonely_erf', reading 'x' [1, 8, 8]\n"
                 f"    to import it: change the model to the form named, or {BY_HAND}\n"
                 "  Gather x1: only a lookup of the model input's token ids in a [vocabulary, "
-                "hidden] initializer (an embedding)\n"
+                "hidden] initializer (an embedding), or of one token of a sequence (a constant "
+                "scalar index on axis 1 of [batch, sequence, hidden], token_select)\n"
                 "    first: node 'gather_of_values', reading 'x' [1, 8, 8], 'x' [1, 8, 8]\n"
                 f"    to import it: change the model to the form named, or {BY_HAND}\n"
                 "every node:\n"
                 "  node 'lonely_erf' (Erf): an Erf that is not part of a GELU "
                 "(0.5 x (1 + erf(x / sqrt 2)))\n"
                 "  node 'gather_of_values' (Gather): only a lookup of the model input's token "
-                "ids in a [vocabulary, hidden] initializer (an embedding)\n")
+                "ids in a [vocabulary, hidden] initializer (an embedding), or of one token of a "
+                "sequence (a constant scalar index on axis 1 of [batch, sequence, hidden], "
+                "token_select)\n")
     if err != expected or os.path.exists(config):
         sys.exit(f"lonely Erf and a Gather of values: got {err!r}")
     print("transformer refusals: a masked attention, an Erf that is no GELU and a Gather of "
