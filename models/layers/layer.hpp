@@ -38,7 +38,9 @@ enum class LayerType {
   // gelu, dense, dropout, add and layer norm.
   kTransformerAttention,
   kTransformerFeedForward,
-  kAvgPool2d,  // the mean of each window of [height, width, channels], per channel
+  kAvgPool2d,    // the mean of each window of [height, width, channels], per channel
+  kTokenMean,    // the mean over the first per-sample axis: [S, H...] -> [H...]
+  kTokenSelect,  // one position of the first per-sample axis: [S, H...] -> [H...]
 };
 
 enum class Activation { kNone, kRelu, kGelu, kTanh };
