@@ -23,7 +23,8 @@
 // element of each window, and backward an add a window into its argmax (E); avgpool2d: an add an
 // element of each window (the division folded in), and as many back; global average pool: the
 // sums and a division per channel (I + E), backward a share per pixel (I), and token_mean alike
-// over the tokens; dropout: the
+// over the tokens; position_table: an add an element each way, as a bias; class_token: none
+// forward (a copy, as concat) and an add a feature back, the token's gradient; dropout: the
 // multiply by the mask each way (E; the draw is integer work); softmax 5·E and 3·E back
 // (y·(dy − Σ dy·y)); the loss 5·I and I back (the probability less the one-hot label); layer_norm
 // and batch_norm 8·E and twice that back, where the statistics are recomputed; embedding: an add
@@ -33,8 +34,9 @@
 // count, d = dtype bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu,
 // tanh and softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
 // argmax); softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of
-// logits); dropout, input, flatten, reshape, add, concat, token_select, avgpool2d,
-// global_average_pool2d and token_mean (whose backward needs only the input's shape) nothing. An
+// logits); dropout, input, flatten, reshape, add, concat, token_select, position_table,
+// class_token, avgpool2d, global_average_pool2d and token_mean (whose backward needs only the
+// input's shape) nothing. An
 // embedding keeps its layer norm's input s·h·d and 4 bytes per token id (and per token type, when
 // given). Attention keeps, as Korthikanti et al. 2022 count it without the dropout masks, its
 // input, Q, K, V and the context (5·s·h) and the probabilities before and after dropout

@@ -109,5 +109,7 @@ LayerTypeDef transformer_feed_forward_type();
 LayerTypeDef avgpool2d_type();
 LayerTypeDef token_mean_type();
 LayerTypeDef token_select_type();
+LayerTypeDef position_table_type();
+LayerTypeDef class_token_type();
 
 }  // namespace ipusim::models

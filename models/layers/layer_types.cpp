@@ -46,6 +46,8 @@ std::array<LayerTypeDef, kLayerTypeCount> make_registry() {
       avgpool2d_type(),
       token_mean_type(),
       token_select_type(),
+      position_table_type(),
+      class_token_type(),
   };
   IPUSIM_CHECK(lists_every_type_in_order(rows));
   return rows;

@@ -201,3 +201,30 @@ TEST_CASE("a token layer needs two axes, and token_select an index inside them")
         "model.json: at /model/layers/0/index: expected an integer from -2147483648 to 2147483647, "
         "found a number 0.5");
 }
+
+TEST_CASE("position_table holds a parameter an input element and class_token one a feature") {
+  const Model model = model_from(with_layers("[196, 768]", R"([
+      {"id": "cls", "type": "class_token"},
+      {"id": "pos", "type": "position_table"}])"));
+  const LayerInfo& token = model.info[0];
+  CHECK(shape_text(token.output) == "[197, 768]");
+  CHECK(token.params == 768);
+  CHECK(token.param_tensors == 1);
+  CHECK(token.saved_bytes == 0);
+  CHECK(token.forward_flops == 0);
+  CHECK(token.backward_flops == 768);
+  const LayerInfo& table = model.info[1];
+  CHECK(shape_text(table.output) == "[197, 768]");
+  CHECK(table.params == 197 * 768);
+  CHECK(table.param_tensors == 1);
+  CHECK(table.saved_bytes == 0);
+  CHECK(table.forward_flops == 197 * 768);
+  CHECK(table.backward_flops == 197 * 768);
+  CHECK(table.operations.at(0).op_class == OpClass::kElementwise);
+}
+
+TEST_CASE("class_token needs [tokens, hidden]") {
+  CHECK(model_error(with_layers("[4, 4, 3]", R"([{"id": "cls", "type": "class_token"}])")) ==
+        "model.json: at /model/layers/0: layer 'cls' (class_token) needs an input of shape "
+        "[tokens, hidden], but the model input is [4, 4, 3]");
+}
