@@ -7,6 +7,20 @@ namespace ipusim::models {
 namespace {
 
 constexpr double kEmbeddingLimit = 0.05;  // Keras' Embedding: RandomUniform(-0.05, 0.05)
+constexpr double kTableStddev = 0.02;     // torchvision's ViT: pos_embedding.normal_(std=0.02)
+
+void draw(const ParameterSpec& spec, Rng& rng, Tensor& tensor) {
+  if (spec.role == ParameterSpec::Role::kTable) {
+    for (float& value : tensor.values())
+      value = static_cast<float>(rng.normal() * kTableStddev);
+    return;
+  }
+  const double limit = spec.role == ParameterSpec::Role::kEmbedding
+                           ? kEmbeddingLimit
+                           : std::sqrt(6.0 / static_cast<double>(spec.fan_in + spec.fan_out));
+  for (float& value : tensor.values())
+    value = static_cast<float>((2.0 * rng.uniform() - 1.0) * limit);
+}
 
 }  // namespace
 
@@ -52,14 +66,11 @@ std::vector<Tensor> initial_parameters(const std::vector<ParameterSpec>& specs, 
   std::vector<Tensor> parameters;
   for (const ParameterSpec& spec : specs) {
     Tensor tensor(spec.shape, spec.role == ParameterSpec::Role::kScale ? 1.0f : 0.0f);
-    const bool drawn =
-        spec.role == ParameterSpec::Role::kWeight || spec.role == ParameterSpec::Role::kEmbedding;
+    const bool drawn = spec.role == ParameterSpec::Role::kWeight ||
+                       spec.role == ParameterSpec::Role::kEmbedding ||
+                       spec.role == ParameterSpec::Role::kTable;
     if (drawn) {
-      const double limit = spec.role == ParameterSpec::Role::kEmbedding
-                               ? kEmbeddingLimit
-                               : std::sqrt(6.0 / static_cast<double>(spec.fan_in + spec.fan_out));
-      for (float& value : tensor.values())
-        value = static_cast<float>((2.0 * rng.uniform() - 1.0) * limit);
+      draw(spec, rng, tensor);
       round_to_dtype(tensor, dtype);
     }
     parameters.push_back(std::move(tensor));

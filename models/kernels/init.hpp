@@ -43,6 +43,8 @@ struct ParameterSpec {
     kBias,
     kScale,      // a normalisation's gamma
     kEmbedding,  // a lookup table: rows of an embedding
+    kTable,      // position_table's: added to the activations
+    kToken,      // class_token's: a learned token
   };
   Role role = Role::kWeight;
   Shape shape;
@@ -52,7 +54,10 @@ struct ParameterSpec {
 
 // Keras defaults: Glorot-uniform weights (limit sqrt(6 / (fan_in + fan_out))), zero biases,
 // scales of one, and embedding tables uniform in [-0.05, 0.05) (Keras' Embedding), drawn in
-// order from the stream keyed by (seed, layer id) and rounded to `dtype`.
+// order from the stream keyed by (seed, layer id) and rounded to `dtype`. ViT's for its own two:
+// a position table normal with standard deviation 0.02 and a class token of zeros, as
+// torchvision's VisionTransformer initialises pos_embedding and class_token
+// (torchvision/models/vision_transformer.py).
 std::vector<Tensor> initial_parameters(const std::vector<ParameterSpec>& specs, std::uint64_t seed,
                                        std::string_view layer_id, DType dtype);
 

@@ -48,6 +48,11 @@ std::unique_ptr<Kernel> make_attention(const Layer& layer, const std::vector<Sha
                                        DType dtype, std::uint64_t seed);
 std::unique_ptr<Kernel> make_embedding(const Layer& layer, const std::vector<Shape>& inputs,
                                        DType dtype);
+std::unique_ptr<Kernel> make_position_table(const std::vector<Shape>& inputs, DType dtype);
+std::unique_ptr<Kernel> make_class_token(const std::vector<Shape>& inputs, DType dtype);
+std::unique_ptr<Kernel> make_token_mean(const std::vector<Shape>& inputs, DType dtype);
+std::unique_ptr<Kernel> make_token_select(const Layer& layer, const std::vector<Shape>& inputs,
+                                          DType dtype);
 // transformer_encoder and its halves, transformer_attention and transformer_feed_forward.
 std::unique_ptr<Kernel> make_transformer(const Layer& layer, const std::vector<Shape>& inputs,
                                          DType dtype, std::uint64_t seed);

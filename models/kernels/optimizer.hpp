@@ -45,7 +45,8 @@ std::int64_t state_bytes_per_parameter(const OptimizerConfig& config, DType weig
 // Whether LAMB and LARS decay a parameter: not biases and normalisation parameters, which
 // Graphcore's BERT excludes ("bias", "beta", "gamma" in its TF LAMB; weight decay 0 for them in
 // PopART) and the MLPerf ResNet-50 reference excludes from LARS ("batch_normalization", "bias":
-// neither decayed nor scaled by a trust ratio).
+// neither decayed nor scaled by a trust ratio). Nor ViT's position table and class token, which
+// timm's VisionTransformer lists in no_weight_decay ("pos_embed", "cls_token").
 bool takes_weight_decay(ParameterSpec::Role role);
 
 enum class GradientReduction {

@@ -38,7 +38,11 @@ enum class LayerType {
   // gelu, dense, dropout, add and layer norm.
   kTransformerAttention,
   kTransformerFeedForward,
-  kAvgPool2d,  // the mean of each window of [height, width, channels], per channel
+  kAvgPool2d,      // the mean of each window of [height, width, channels], per channel
+  kTokenMean,      // the mean over the first per-sample axis: [S, H...] -> [H...]
+  kTokenSelect,    // one position of the first per-sample axis: [S, H...] -> [H...]
+  kPositionTable,  // a learned tensor of the input's shape added to it (ViT's pos_embedding)
+  kClassToken,     // a learned [H] token prepended to [S, H]: [S + 1, H] (ViT's class token)
 };
 
 enum class Activation { kNone, kRelu, kGelu, kTanh };

@@ -21,8 +21,10 @@
 // The vector operations count a few FLOPs an element (E of the output, I of the input); they are
 // bound by memory traffic, which bytes_moved_* give for a roofline floor. maxpool2d: a compare an
 // element of each window, and backward an add a window into its argmax (E); avgpool2d: an add an
-// element of each window (the division folded in), and as many back; global average
-// pool: the sums and a division per channel (I + E), backward a share per pixel (I); dropout: the
+// element of each window (the division folded in), and as many back; global average pool: the
+// sums and a division per channel (I + E), backward a share per pixel (I), and token_mean alike
+// over the tokens; position_table: an add an element each way, as a bias; class_token: none
+// forward (a copy, as concat) and an add a feature back, the token's gradient; dropout: the
 // multiply by the mask each way (E; the draw is integer work); softmax 5·E and 3·E back
 // (y·(dy − Σ dy·y)); the loss 5·I and I back (the probability less the one-hot label); layer_norm
 // and batch_norm 8·E and twice that back, where the statistics are recomputed; embedding: an add
@@ -32,14 +34,15 @@
 // count, d = dtype bytes): dense/conv2d E(in)·d, plus E(out)·d unless the activation is none; relu,
 // tanh and softmax E(out)·d; gelu, layer_norm and batch_norm E(in)·d; maxpool2d E(out)·4 (int32
 // argmax); softmax_cross_entropy E(in)·d probabilities + 4 per label (one label per row of
-// logits); dropout, input, flatten, reshape, add, concat, avgpool2d and global_average_pool2d
-// (whose backward needs only the input's shape) nothing. An embedding keeps its
-// layer norm's input s·h·d and 4 bytes per token id (and per token type, when given). Attention
-// keeps, as Korthikanti et al. 2022 count it without the dropout masks, its input, Q, K, V and
-// the context (5·s·h) and the probabilities before and after dropout (2·heads·s², one copy
-// without dropout), times d. A transformer encoder keeps its attention's share plus both layer
-// norms' inputs, the FFN's input and the GELU's input and output: (8·s·h + 2·s·ffn +
-// 2·heads·s²)·d, which is Korthikanti's (16·s·h + 2·heads·s²)·d when ffn = 4·h.
+// logits); dropout, input, flatten, reshape, add, concat, token_select, position_table,
+// class_token, avgpool2d, global_average_pool2d and token_mean (whose backward needs only the
+// input's shape) nothing. An
+// embedding keeps its layer norm's input s·h·d and 4 bytes per token id (and per token type, when
+// given). Attention keeps, as Korthikanti et al. 2022 count it without the dropout masks, its
+// input, Q, K, V and the context (5·s·h) and the probabilities before and after dropout
+// (2·heads·s², one copy without dropout), times d. A transformer encoder keeps its attention's
+// share plus both layer norms' inputs, the FFN's input and the GELU's input and output: (8·s·h +
+// 2·s·ffn + 2·heads·s²)·d, which is Korthikanti's (16·s·h + 2·heads·s²)·d when ffn = 4·h.
 //
 // An encoder's halves (transformer_attention, transformer_feed_forward) split every figure of
 // it: parameters 4·h² + 4·h + 2·h and 2·h·ffn + ffn + h + 2·h, forward FLOPs 8·s·h² + 4·s²·h

@@ -107,5 +107,9 @@ LayerTypeDef attention_type();
 LayerTypeDef transformer_attention_type();
 LayerTypeDef transformer_feed_forward_type();
 LayerTypeDef avgpool2d_type();
+LayerTypeDef token_mean_type();
+LayerTypeDef token_select_type();
+LayerTypeDef position_table_type();
+LayerTypeDef class_token_type();
 
 }  // namespace ipusim::models

@@ -44,6 +44,10 @@ std::array<LayerTypeDef, kLayerTypeCount> make_registry() {
       transformer_attention_type(),
       transformer_feed_forward_type(),
       avgpool2d_type(),
+      token_mean_type(),
+      token_select_type(),
+      position_table_type(),
+      class_token_type(),
   };
   IPUSIM_CHECK(lists_every_type_in_order(rows));
   return rows;

@@ -18,7 +18,7 @@ namespace ipusim::models {
 // How many layer types there are: LayerType's values run from 0 to its last, which a type added
 // at the end of the enum must replace here. The registry is an array of this many rows, so a
 // type without its row does not compile.
-inline constexpr std::size_t kLayerTypeCount = static_cast<std::size_t>(LayerType::kAvgPool2d) + 1;
+inline constexpr std::size_t kLayerTypeCount = static_cast<std::size_t>(LayerType::kClassToken) + 1;
 
 const LayerTypeDef& layer_type_row(LayerType type);
 // The names of the row's keys, in order.

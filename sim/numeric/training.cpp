@@ -42,7 +42,8 @@ std::string parameter_file(const std::string& directory, const std::string& name
                               parameter_text(name));
 }
 
-// Keras' variable names: kernel, bias, gamma (a normalisation's scale), embeddings.
+// Keras' variable names: kernel, bias, gamma (a normalisation's scale), embeddings; and
+// position_table's table and class_token's token.
 std::string role_name(models::ParameterSpec::Role role) {
   switch (role) {
     case models::ParameterSpec::Role::kWeight:
@@ -53,6 +54,10 @@ std::string role_name(models::ParameterSpec::Role role) {
       return "gamma";
     case models::ParameterSpec::Role::kEmbedding:
       return "embeddings";
+    case models::ParameterSpec::Role::kTable:
+      return "table";
+    case models::ParameterSpec::Role::kToken:
+      return "token";
   }
   return "?";
 }

@@ -35,10 +35,6 @@ Layer avgpool(std::int64_t window, std::int64_t stride, Padding padding, bool ce
   return pool(LayerType::kAvgPool2d, window, window, stride, padding, ceil_mode, count_include_pad);
 }
 
-std::vector<float> values_of(const Tensor& tensor) {
-  return {tensor.values().begin(), tensor.values().end()};
-}
-
 // Distinct values 0.05 apart, so that no two pixels of a max pool window are within 2h.
 Tensor distinct_tensor(Shape shape) {
   Tensor tensor(std::move(shape));

@@ -318,6 +318,10 @@ TEST_CASE("every kernel keeps the bytes the memory model charges, in fp32 and fp
       {reshape({3, 2}), {{2, 3}}},
       {make_layer(LayerType::kSoftmaxCrossEntropy), {{10}}},
       {make_layer(LayerType::kSoftmaxCrossEntropy), {{6, 10}}},
+      {make_layer(LayerType::kTokenMean), {{5, 3}}},
+      {make_layer(LayerType::kTokenSelect), {{5, 3}}},
+      {make_layer(LayerType::kPositionTable), {{5, 3}}},
+      {make_layer(LayerType::kClassToken), {{5, 3}}},
   };
   for (const DType dtype : {DType::kFp32, DType::kFp16}) {
     for (const auto& [layer, inputs] : cases) {

@@ -113,6 +113,11 @@ inline Tensor random_tensor(Shape shape, std::uint64_t seed) {
   return tensor;
 }
 
+// A tensor's values, to compare with a list.
+inline std::vector<float> values_of(const Tensor& tensor) {
+  return {tensor.values().begin(), tensor.values().end()};
+}
+
 inline std::vector<GradientAccumulator> sum_accumulators(const Kernel& kernel) {
   std::vector<GradientAccumulator> accumulators;
   for (const ParameterSpec& spec : kernel.parameters())

@@ -87,6 +87,15 @@ void check_layer_flops(const Model& model, std::size_t i) {
       CHECK(info.forward_flops == e * double(p.pool_h * p.pool_w));
       CHECK(info.backward_flops == e * double(p.pool_h * p.pool_w));
       return;
+    case LayerType::kPositionTable:  // an add an element each way, as a bias
+      CHECK(info.forward_flops == e);
+      CHECK(info.backward_flops == e);
+      return;
+    case LayerType::kClassToken:  // a copy forward; the token's gradient, an add a feature
+      CHECK(info.forward_flops == 0);
+      CHECK(info.backward_flops == double(info.output.back()));
+      return;
+    case LayerType::kTokenMean:            // as global_average_pool2d's, over the tokens
     case LayerType::kGlobalAveragePool2d:  // the sums and a division a channel; a share a pixel
       CHECK(info.forward_flops == in + e);
       CHECK(info.backward_flops == in);
@@ -119,6 +128,7 @@ void check_layer_flops(const Model& model, std::size_t i) {
     case LayerType::kReshape:
     case LayerType::kConcat:
     case LayerType::kSlice:
+    case LayerType::kTokenSelect:
     case LayerType::kDense:
     case LayerType::kConv2d:
     case LayerType::kRelu:

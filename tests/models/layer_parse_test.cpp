@@ -109,7 +109,8 @@ TEST_CASE("a layer type unlike any known type lists the types") {
         "'global_average_pool2d', 'dropout', 'relu', 'gelu', 'add', 'concat', 'slice', "
         "'softmax_cross_entropy', 'embedding', 'transformer_encoder', 'layer_norm', "
         "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention', "
-        "'transformer_feed_forward' or 'avgpool2d'");
+        "'transformer_feed_forward', 'avgpool2d', 'token_mean', 'token_select', "
+        "'position_table' or 'class_token'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {

@@ -158,3 +158,73 @@ TEST_CASE("causal is off by default and costs what the unmasked attention costs"
   CHECK(model_error(with_layers("[4, 8]", "[" + attention + R"(, "causal": "yes"}])")) ==
         "model.json: at /model/layers/0/causal: expected true or false, found a string \"yes\"");
 }
+
+TEST_CASE("token_mean and token_select reduce [tokens, features...] to [features...]") {
+  CHECK(shape_text(only_layer("[5, 2, 4]", R"({"id": "m", "type": "token_mean"})").output) ==
+        "[2, 4]");
+  const Model first = model_from(with_layers("[5, 8]", R"([{"id": "s", "type": "token_select"}])"));
+  CHECK(first.layers[0].params.index == 0);
+  CHECK(shape_text(first.info[0].output) == "[8]");
+  const Model last =
+      model_from(with_layers("[5, 8]", R"([{"id": "s", "type": "token_select", "index": -1}])"));
+  CHECK(last.layers[0].params.index == -1);
+  CHECK(shape_text(last.info[0].output) == "[8]");
+  // The mean: 40 adds and 8 divisions; backward a share a token.
+  const LayerInfo mean = only_layer("[5, 8]", R"({"id": "m", "type": "token_mean"})");
+  CHECK(shape_text(mean.output) == "[8]");
+  CHECK(mean.params == 0);
+  CHECK(mean.saved_bytes == 0);
+  CHECK(mean.forward_flops == 48);
+  CHECK(mean.backward_flops == 40);
+  CHECK(mean.operations.at(0).op_class == OpClass::kReduction);
+  // A token is a view of its input: no operations, nothing kept or moved.
+  const LayerInfo& token = first.info[0];
+  CHECK(token.operations.empty());
+  CHECK(token.saved_bytes == 0);
+  CHECK(token.bytes_moved_forward == 0);
+}
+
+TEST_CASE("a token layer needs two axes, and token_select an index inside them") {
+  CHECK(model_error(with_layers("[8]", R"([{"id": "m", "type": "token_mean"}])")) ==
+        "model.json: at /model/layers/0: layer 'm' (token_mean) needs an input of shape [tokens, "
+        "features...], two axes or more, but the model input is [8]");
+  CHECK(
+      model_error(with_layers("[4, 8]", R"([{"id": "s", "type": "token_select", "index": 4}])")) ==
+      "model.json: at /model/layers/0: layer 's' (token_select) has index 4, but its input has 4 "
+      "tokens (allowed: -4 to 3): the model input is [4, 8]");
+  CHECK(
+      model_error(with_layers("[4, 8]", R"([{"id": "s", "type": "token_select", "index": -5}])")) ==
+      "model.json: at /model/layers/0: layer 's' (token_select) has index -5, but its input has 4 "
+      "tokens (allowed: -4 to 3): the model input is [4, 8]");
+  CHECK(model_error(
+            with_layers("[4, 8]", R"([{"id": "s", "type": "token_select", "index": 0.5}])")) ==
+        "model.json: at /model/layers/0/index: expected an integer from -2147483648 to 2147483647, "
+        "found a number 0.5");
+}
+
+TEST_CASE("position_table holds a parameter an input element and class_token one a feature") {
+  const Model model = model_from(with_layers("[196, 768]", R"([
+      {"id": "cls", "type": "class_token"},
+      {"id": "pos", "type": "position_table"}])"));
+  const LayerInfo& token = model.info[0];
+  CHECK(shape_text(token.output) == "[197, 768]");
+  CHECK(token.params == 768);
+  CHECK(token.param_tensors == 1);
+  CHECK(token.saved_bytes == 0);
+  CHECK(token.forward_flops == 0);
+  CHECK(token.backward_flops == 768);
+  const LayerInfo& table = model.info[1];
+  CHECK(shape_text(table.output) == "[197, 768]");
+  CHECK(table.params == 197 * 768);
+  CHECK(table.param_tensors == 1);
+  CHECK(table.saved_bytes == 0);
+  CHECK(table.forward_flops == 197 * 768);
+  CHECK(table.backward_flops == 197 * 768);
+  CHECK(table.operations.at(0).op_class == OpClass::kElementwise);
+}
+
+TEST_CASE("class_token needs [tokens, hidden]") {
+  CHECK(model_error(with_layers("[4, 4, 3]", R"([{"id": "cls", "type": "class_token"}])")) ==
+        "model.json: at /model/layers/0: layer 'cls' (class_token) needs an input of shape "
+        "[tokens, hidden], but the model input is [4, 4, 3]");
+}

@@ -109,6 +109,13 @@ void read_pool(const core::ConfigNode& layer, LayerParams& params) {
   read_key(layer, kCeilModeKey, params);
 }
 
+void expect_tokens(const Layer& layer, const InputShape& input) {
+  if (input.shape.size() < 2) {
+    fail_layer(layer, "needs an input of shape [tokens, features...], two axes or more, but " +
+                          input_text(input));
+  }
+}
+
 std::size_t axis_index(const Layer& layer, std::size_t rank) {
   const std::int64_t axis = layer.params.axis;
   const auto signed_rank = std::int64_t(rank);

@@ -72,6 +72,8 @@ inline constexpr LayerKey kPoolStrideKey =
 inline constexpr LayerKey kCeilModeKey = bool_key<&LayerParams::ceil_mode>(
     "ceil_mode", false, "rounds the output size up (PyTorch's); the last window starts inside");
 void read_pool(const core::ConfigNode& layer, LayerParams& params);
+// A sequence of tokens, [tokens, features...]: two axes or more.
+void expect_tokens(const Layer& layer, const InputShape& input);
 // The layer's "axis" (concat, slice) as an index into inputs of `rank` axes.
 std::size_t axis_index(const Layer& layer, std::size_t rank);
 // An embedding's token ids and token types, and an attention's padding mask: one value per
