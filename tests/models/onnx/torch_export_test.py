@@ -32,6 +32,9 @@ TOLERANCE = 1e-5  # relative, on every loss of the first step, and of later step
 # gradient of a whole channel (torch's own float32 and float64 runs differ so at other seeds).
 # The batch-norm nets' later steps are held to this instead.
 LATER_STEP_TOLERANCE_BATCH_NORM = 1e-3
+# ResNet-50 is compared over its first step alone: after one update its loss is chaotic in
+# float32 (torch's own float32 and float64 runs of the second step differ by 6%).
+STEPS_OF = {"resnet50": 1}
 warnings.filterwarnings("ignore")
 
 
@@ -131,13 +134,13 @@ def export(model, example, path, opset, dynamic, batch_norms):
                       input_names=["x"], output_names=["y"], dynamic_axes=axes)
 
 
-def torch_losses(model, inputs, labels, micro_batch):
-    """The losses of STEPS steps of GAC micro-batches, as ipusim trains: SGD, the micro-batches'
-    gradients averaged."""
+def torch_losses(model, inputs, labels, micro_batch, steps):
+    """The losses of `steps` steps of GAC micro-batches, as ipusim trains: SGD, the
+    micro-batches' gradients averaged."""
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     losses = []
-    for step in range(STEPS):
+    for step in range(steps):
         optimizer.zero_grad()
         for m in range(GAC):
             at = slice((step * GAC + m) * micro_batch, (step * GAC + m + 1) * micro_batch)
@@ -165,7 +168,8 @@ def check(folder, name, opset, dynamic):
     if f" {parameters:,} parameters" not in out:
         sys.exit(f"{label}: expected torch's {parameters:,} parameters, ipusim says: {out}")
     saved = os.path.join(folder, f"{name}_{opset}_run")
-    run("train", config, "--steps", str(STEPS), "--micro-batch", str(micro_batch), "--gac",
+    steps = STEPS_OF.get(name, STEPS)
+    run("train", config, "--steps", str(steps), "--micro-batch", str(micro_batch), "--gac",
         str(GAC), "--test-samples", "0", "--save", saved)
     ipusim = np.load(os.path.join(saved, "losses.npy")).reshape(-1)
     inputs = torch.from_numpy(np.load(os.path.join(saved, "inputs.npy")))
@@ -174,7 +178,7 @@ def check(folder, name, opset, dynamic):
     else:
         inputs = inputs.long()
     labels = torch.from_numpy(np.load(os.path.join(saved, "labels.npy")).astype(np.int64))
-    expected = torch_losses(model, inputs, labels, micro_batch)
+    expected = torch_losses(model, inputs, labels, micro_batch, steps)
     tolerance = np.full(len(expected), TOLERANCE)
     if batch_norms:
         tolerance[GAC:] = LATER_STEP_TOLERANCE_BATCH_NORM
