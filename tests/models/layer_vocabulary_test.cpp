@@ -159,7 +159,7 @@ TEST_CASE("causal is off by default and costs what the unmasked attention costs"
         "model.json: at /model/layers/0/causal: expected true or false, found a string \"yes\"");
 }
 
-TEST_CASE("token_mean and token_select reduce [tokens, features...] to [features...]") {
+TEST_CASE("token_mean and token_select reduce a sequence of tokens to the shape of one") {
   CHECK(shape_text(only_layer("[5, 2, 4]", R"({"id": "m", "type": "token_mean"})").output) ==
         "[2, 4]");
   const Model first = model_from(with_layers("[5, 8]", R"([{"id": "s", "type": "token_select"}])"));
@@ -223,7 +223,7 @@ TEST_CASE("position_table holds a parameter an input element and class_token one
   CHECK(table.operations.at(0).op_class == OpClass::kElementwise);
 }
 
-TEST_CASE("class_token needs [tokens, hidden]") {
+TEST_CASE("class_token needs an input of tokens by hidden") {
   CHECK(model_error(with_layers("[4, 4, 3]", R"([{"id": "cls", "type": "class_token"}])")) ==
         "model.json: at /model/layers/0: layer 'cls' (class_token) needs an input of shape "
         "[tokens, hidden], but the model input is [4, 4, 3]");

@@ -128,6 +128,8 @@ TEST_CASE("LAMB decays weights and embeddings, not biases and normalisation para
   CHECK(takes_weight_decay(ParameterSpec::Role::kEmbedding));
   CHECK_FALSE(takes_weight_decay(ParameterSpec::Role::kBias));
   CHECK_FALSE(takes_weight_decay(ParameterSpec::Role::kScale));
+  CHECK_FALSE(takes_weight_decay(ParameterSpec::Role::kTable));
+  CHECK_FALSE(takes_weight_decay(ParameterSpec::Role::kToken));
 }
 
 // w = [3, 4] (norm 5), g = [0.5, -0.5]. At step 1 the bias-corrected moments are m = g and

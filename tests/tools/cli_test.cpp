@@ -470,11 +470,14 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
       text += (text.empty() ? "" : " ") + word;
     squeezed.push_back(text);
   }
-  REQUIRE(squeezed.size() == 23 + 2);  // a header, the 23 types, a closing line
+  REQUIRE(squeezed.size() == 28 + 2);  // a header, the 28 types, a closing line
   CHECK(squeezed[0] == "type inputs keys");
   CHECK(std::count(squeezed.begin(), squeezed.end(),
                    "dense one units, activation, bias, tied_to") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "add two or more") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(),
+                   "avgpool2d one pool, stride, padding, ceil_mode, count_include_pad") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(), "class_token one") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "input the model input shape") == 1);
   CHECK(squeezed.back() ==
         "Every layer also takes id, type, inputs, cycles, checkpoint (an input layer all but "
@@ -484,16 +487,18 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
 TEST_CASE("layers TYPE gives each of its keys with the value it takes, its default and meaning") {
   const auto result = run_ipusim({"layers", "maxpool2d"});
   REQUIRE(result.code == 0);
-  CHECK(
-      result.out ==
-      "maxpool2d: takes one input\n"
-      "key      value                                    default   meaning\n"
-      "pool     N or [height, width], positive integers  2         the window: N or [h, w]\n"
-      "stride   N or [height, width], positive integers  the pool  the window's step: N or "
-      "[h, w]\n"
-      "padding  \"valid\" or \"same\"                        \"valid\"   same: ceil(size / stride) "
-      "outputs per axis, the input padded\n"
-      "It also takes id, type, inputs, cycles, checkpoint.\n");
+  CHECK(result.out ==
+        "maxpool2d: takes one input\n"
+        "key        value                                          default   meaning\n"
+        "pool       N or [height, width], positive integers        2         the window: N or "
+        "[h, w]\n"
+        "stride     N or [height, width], positive integers        the pool  the window's step: "
+        "N or [h, w]\n"
+        "padding    \"valid\", \"same\" or [top, left, bottom, right]  \"valid\"   same: "
+        "TensorFlow's, ceil(size / stride) outputs per axis; a list: the pads\n"
+        "ceil_mode  true or false                                  false     rounds the output "
+        "size up (PyTorch's); the last window starts inside\n"
+        "It also takes id, type, inputs, cycles, checkpoint.\n");
   const auto dense = run_ipusim({"layers", "dense"});
   CHECK(dense.out.find("\nunits       a positive integer") != std::string::npos);
   CHECK(dense.out.find("bias        true or false") != std::string::npos);
