@@ -203,7 +203,8 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       nothing_fits = outcome;
     }
     if (!a->best_path.empty() && !nothing_fits)
-      outputs.write(a->best_path, sim::planned_config(result.ranked.front(), a->best_path).dump(2) + "\n");
+      outputs.write(a->best_path,
+                    sim::planned_config(result.ranked.front(), a->best_path).dump(2) + "\n");
     if (!a->csv_path.empty())
       outputs.write(a->csv_path, sim::plan_csv(result));
     if (!a->html_path.empty())
