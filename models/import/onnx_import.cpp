@@ -348,7 +348,7 @@ std::string OnnxConverter::module_id(const std::string& name, const std::string&
   // module.
   const std::string& last = parts.back();
   const bool op_last =
-      !op_type.empty() && parts.size() > 1 &&
+      !op_type.empty() &&
       (last == op_type ||
        (last.rfind(op_type + "_", 0) == 0 && last.size() > op_type.size() + 1 &&
         std::all_of(last.begin() + std::ptrdiff_t(op_type.size()) + 1, last.end(),

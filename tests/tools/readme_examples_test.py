@@ -24,6 +24,7 @@ SKIPPED = [
     ("ipusim train", "prints wall time; tests/tools/train_test.cpp checks its figures"),
     ("ipusim import", "reads model files the README only names"),
     ("run t.json", "runs a config a skipped import wrote"),
+    ("run gpt.json", "runs a config a skipped import wrote"),
     ("--measured bert_measured.csv", "reads a measurement file the README only names"),
     ("merge -o", "merges shard files the README only names"),
     ("--shard", "writes the shards of a run on two machines"),

@@ -67,7 +67,7 @@ nlohmann::json config_of(const nlohmann::json& model, const std::string& source,
       {"model", model},
       {"pipeline",
        {{"micro_batch_size", 32},
-        {"gradient_accumulation_count", std::max<std::int64_t>(16, 2 * stages)}}}};
+        {"gradient_accumulation_count", (16 + 2 * stages - 1) / (2 * stages) * (2 * stages)}}}};
   if (!a.splits.empty())
     config["pipeline"]["splits"] = a.splits;
   return config;
