@@ -281,7 +281,10 @@ class LayoutAttentionMatcher {
       root = p->input(0);
     }
     const auto shape = shape_of_(root);
-    if (!shape || shape->size() != 3 || (!out_.input.empty() && out_.input != root))
+    // Dimensions from 1 to 2^20 keep every product of factors within 2^60.
+    const auto counts = [](std::int64_t d) { return d >= 1 && d <= (std::int64_t{1} << 20); };
+    if (!shape || shape->size() != 3 || !std::all_of(shape->begin(), shape->end(), counts) ||
+        (!out_.input.empty() && out_.input != root))
       return std::nullopt;
     out_.input = root;
     hidden_ = (*shape)[2];

@@ -34,8 +34,8 @@ std::optional<std::vector<std::int64_t>> reshape_target(const OnnxGraphIndex& in
       dims[i] = size_of(in[i]);
     if (dims[i] == -1 && infer < 0)
       infer = int(i);
-    else if (dims[i] >= 1)
-      known *= dims[i];
+    else if (dims[i] >= 1 && dims[i] <= total && known <= total / dims[i])
+      known *= dims[i];  // never past the input's size, so never overflowing
     else
       return std::nullopt;
   }

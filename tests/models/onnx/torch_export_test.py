@@ -187,11 +187,62 @@ def check(folder, name, opset, dynamic):
     print(f"{label}: {parameters:,} parameters; losses {np.round(ipusim, 6).tolist()} as torch's")
 
 
+class WrongAttention(nn.Module):
+    """Attention by hand gone wrong: masked below the diagonal (a causal mask reversed), or
+    heads taken by a Reshape that mixes positions into them."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.embed = nn.Embedding(10, 16)
+        self.q, self.k, self.v, self.out = (nn.Linear(16, 16) for _ in range(4))
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = self.embed(x)
+        b, s, _ = h.shape
+        if self.kind == "mixed":
+            split = lambda t: t.reshape(b, 4, s, 4)
+        else:
+            split = lambda t: t.view(b, s, 4, 4).transpose(1, 2)
+        q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
+        scores = q @ k.transpose(-2, -1) / 2
+        if self.kind == "reversed":
+            scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).tril(-1),
+                                        float("-inf"))
+        context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, 16)
+        return self.head(self.out(context).mean(1))
+
+
+def check_refusals(folder):
+    """An attention ipusim would compute differently is refused, naming why, and nothing is
+    written."""
+    reasons = {
+        "reversed": "  Softmax x1: a mask on attention scores that is neither causal nor empty "
+                    "(ipusim's attention takes \"causal\": true, or a padding mask as its second "
+                    "input)\n",
+        "mixed": "  Softmax x1: an attention whose Q, K or V is not a projection split into heads "
+                 "by Reshape and Transpose\n",
+    }
+    for kind, reason in reasons.items():
+        source = os.path.join(folder, f"{kind}.onnx")
+        torch.onnx.export(WrongAttention(kind).eval(), torch.randint(0, 10, (1, 6)), source,
+                          opset_version=17, input_names=["x"])
+        config = os.path.join(folder, f"{kind}.json")
+        result = subprocess.run([IPUSIM, "import", source, "-o", config], capture_output=True,
+                                text=True)
+        if result.returncode != 2 or reason not in result.stderr or os.path.exists(config):
+            sys.exit(f"{kind} attention: exit {result.returncode}, {result.stderr}")
+    print("attention with a reversed mask, or heads mixed with positions: refused, saying why")
+
+
 def main():
     with tempfile.TemporaryDirectory() as folder:
         for name, opset, dynamic in CASES:
             if not ONLY or name in ONLY:
                 check(folder, name, opset, dynamic)
+        if not ONLY:
+            check_refusals(folder)
 
 
 if __name__ == "__main__":
