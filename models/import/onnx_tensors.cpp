@@ -71,6 +71,42 @@ std::int64_t declared_elements(const onnx::TensorProto& t, const std::string& wh
   return count;
 }
 
+// The values a tensor holds, or -1 when they cannot be counted: its raw bytes over its type's
+// size, or its typed field, as ONNX's TensorProto stores them.
+std::int64_t held_elements(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  static const std::map<int, int> bytes = {
+      {T::FLOAT, 4},  {T::UINT8, 1},  {T::INT8, 1},    {T::UINT16, 2},  {T::INT16, 2},
+      {T::INT32, 4},  {T::INT64, 8},  {T::BOOL, 1},    {T::FLOAT16, 2}, {T::DOUBLE, 8},
+      {T::UINT32, 4}, {T::UINT64, 8}, {T::BFLOAT16, 2}};
+  const auto size = bytes.find(t.data_type());
+  if (!t.raw_data().empty()) {
+    if (size == bytes.end() || t.raw_data().size() % std::size_t(size->second) != 0)
+      return -1;
+    return std::int64_t(t.raw_data().size()) / size->second;
+  }
+  return t.float_data_size() + t.int32_data_size() + t.int64_data_size() + t.double_data_size() +
+         t.uint64_data_size() + t.string_data_size();
+}
+
+// A tensor's declared size, checked to be one a file can hold and the number of values it
+// holds: shape inference and folding read them (libonnx reads past an empty scalar).
+void check_tensor(const onnx::TensorProto& t, const std::string& what, const std::string& path) {
+  const std::int64_t declared = declared_elements(t, what, path);
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw core::ConfigError(path, "",
+                            what +
+                                " keeps its values in an external file, which ipusim does "
+                                "not read: save the model with its weights inside");
+  if (held_elements(t) != declared)
+    throw core::ConfigError(
+        path, "",
+        what + " holds " +
+            (held_elements(t) < 0 ? std::string("values of another size than its type's")
+                                  : std::to_string(held_elements(t)) + " values") +
+            " for shape " + shape_text(Shape(t.dims().begin(), t.dims().end())));
+}
+
 void check_node(const onnx::NodeProto& node, const std::string& path) {
   const int inputs = fewest_inputs(node.op_type());
   if (node.input_size() < inputs)
@@ -81,7 +117,7 @@ void check_node(const onnx::NodeProto& node, const std::string& path) {
     throw core::ConfigError(path, "", node_text(node) + ": expected an output, found none");
   for (const auto& a : node.attribute()) {
     if (a.has_t())
-      declared_elements(a.t(), node_text(node) + "'s tensor '" + a.name() + "'", path);
+      check_tensor(a.t(), node_text(node) + "'s tensor '" + a.name() + "'", path);
     // The float attributes ipusim copies into a config (epsilon, momentum, ratio, alpha, beta).
     if (a.type() == onnx::AttributeProto::FLOAT && !std::isfinite(a.f()) &&
         kFloatAttributesRead.contains(node.op_type()))
@@ -97,7 +133,7 @@ void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path) {
   for (const auto& node : graph.node())
     check_node(node, path);
   for (const auto& init : graph.initializer())
-    declared_elements(init, "initializer '" + init.name() + "'", path);
+    check_tensor(init, "initializer '" + init.name() + "'", path);
 }
 
 Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path) {

@@ -189,6 +189,17 @@ def check_initializers(folder):
             "1073741824 elements, as many as a file of at most 1 GB holds")
     refused(folder, "declared_without_data", with_weight(declared("w", [4, 10])),
             "initializer 'w' holds 0 values for shape [4, 10]")
+    # An int64 scalar without its value, which libonnx's shape inference of Range would read
+    # past (the import fuzzer's finding): refused before inference runs.
+    empty_step = TensorProto(name="step", data_type=TensorProto.INT64)
+    bounds = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("a", 0), ("b", 3))]
+    refused(folder, "int64_scalar_without_data", model_bytes(
+        [helper.make_node("Range", ["a", "b", "step"], ["r"], name="range"), gemm("w"),
+         softmax()], features(4), [*bounds, empty_step, array("w", np.ones((10, 4)))]),
+            "initializer 'step' holds 0 values for shape []")
+    half = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[10, 4], raw_data=b"\0" * 158)
+    refused(folder, "raw_bytes_not_whole_values", with_weight(half),
+            "initializer 'w' holds values of another size than its type's for shape [10, 4]")
     nan = np.ones((4, 10), np.float32)
     nan[1, 2] = np.nan
     refused(folder, "nan_weight", with_weight(array("w", nan)),
