@@ -1,13 +1,12 @@
 #include "models/import/onnx_normalize.hpp"
 
-#include <onnx/shape_inference/implementation.h>
-
 #include <algorithm>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "models/import/onnx_fold.hpp"
+#include "models/import/onnx_infer.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -242,12 +241,7 @@ void infer_shapes(onnx::ModelProto& model, const std::string& path) {
   for (int n = 0; n < all.size(); ++n)
     if (!(held[std::size_t(n)] = unsafe_to_infer(all.Get(n))))
       graph.add_node()->Swap(all.Mutable(n));
-  std::string failure;
-  try {
-    onnx::shape_inference::InferShapes(model);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
+  const std::string failure = infer_shapes_isolated(model);
   for (int n = 0, inferred = 0; n < all.size(); ++n)  // the nodes back, in their order
     if (!held[std::size_t(n)])
       all.Mutable(n)->Swap(graph.mutable_node(inferred++));
