@@ -262,6 +262,17 @@ class LayoutAttentionMatcher {
     return layout;
   }
 
+  // The batch of the graph's input (normalisation makes it static), or 0.
+  std::int64_t graph_batch() const {
+    for (const auto& input : index_.graph().input()) {
+      if (index_.is_initializer(input.name()))
+        continue;
+      const auto shape = shape_of_(input.name());
+      return shape && !shape->empty() ? shape->front() : 0;
+    }
+    return 0;
+  }
+
   bool is_hidden(const Axis& axis) const {
     const Axis a = without_ones(axis);
     return (a.size() == 1 && a[0].kind == 'h') ||
@@ -273,9 +284,10 @@ class LayoutAttentionMatcher {
   std::optional<Layout> input_layout(const std::string& x) {
     std::vector<const NodeProto*> ops;
     std::string root = x;
+    // Back through the layout ops the projections alone read, to the value the block reads.
     for (const NodeProto* p = index_.producer(root);
          p != nullptr && (p->op_type() == "Transpose" || p->op_type() == "Reshape") &&
-         ops.size() < 8;
+         index_.read_at_most_once(root) && ops.size() < 8;
          p = index_.producer(root)) {
       ops.push_back(p);
       root = p->input(0);
@@ -288,7 +300,13 @@ class LayoutAttentionMatcher {
       return std::nullopt;
     out_.input = root;
     hidden_ = (*shape)[2];
+    // [batch, sequence, hidden], or [sequence, batch, hidden] (batch_first=False) when only
+    // the second axis is the batch's size; the converter checks which its value is.
+    const std::int64_t batch = graph_batch();
+    out_.sequence_first = (*shape)[0] != batch && (*shape)[1] == batch;
     root_ = {{{'b', (*shape)[0]}}, {{'s', (*shape)[1]}}, {{'h', hidden_}}};
+    if (out_.sequence_first)
+      root_ = {{{'s', (*shape)[0]}}, {{'b', (*shape)[1]}}, {{'h', hidden_}}};
     std::optional<Layout> layout = root_;
     int part = -1;
     for (auto op = ops.rbegin(); layout && op != ops.rend(); ++op) {

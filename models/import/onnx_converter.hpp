@@ -171,6 +171,11 @@ class OnnxConverter {
                         const std::string& fallback) const;
   void find_scopes();
 
+  // Values PyTorch holds [sequence, batch, ...] (a batch_first=False model): onnx_import.cpp.
+  static bool per_position(const std::string& op);
+  void carry_layout(const std::string& input, const std::string& output);
+  void transpose(const onnx::NodeProto& node);
+
   void dropout(const onnx::NodeProto& node);
 
   // The per-sample axis an ONNX axis (counting the batch, possibly negative) names; -1 for the
@@ -219,6 +224,7 @@ class OnnxConverter {
   std::map<int, LayerNormPattern> layer_norm_at_;
   std::map<std::string, std::string> expanded_;  // Expand outputs: the initializer expanded
   std::set<std::string> inner_scopes_;           // module paths that hold submodules' nodes
+  std::set<std::string> sequence_first_;         // ONNX values laid out [sequence, batch, ...]
   std::map<int, std::string> attention_why_;     // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
   std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens

@@ -83,14 +83,18 @@ void OnnxConverter::convert() {
   add_input();
   find_patterns();
   for (int n = 0; n < graph_.node_size(); ++n) {
-    if (const auto a = attention_at_.find(n); a != attention_at_.end())
+    if (const auto a = attention_at_.find(n); a != attention_at_.end()) {
       attention(a->second);
-    else if (const auto g = gelu_at_.find(n); g != gelu_at_.end())
+      carry_layout(a->second.input, a->second.output);
+    } else if (const auto g = gelu_at_.find(n); g != gelu_at_.end()) {
       activation(g->second, "gelu", graph_.node(n));
-    else if (const auto l = layer_norm_at_.find(n); l != layer_norm_at_.end())
+      carry_layout(g->second.input, g->second.output);
+    } else if (const auto l = layer_norm_at_.find(n); l != layer_norm_at_.end()) {
       layer_norm_pattern(l->second);
-    else if (!skipped_.contains(n))
+      carry_layout(l->second.input, l->second.output);
+    } else if (!skipped_.contains(n)) {
       convert_node(n);
+    }
   }
   if (!problems_.empty())
     throw core::ConfigError(path_, "", refusal());
@@ -220,6 +224,7 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Concat", &OnnxConverter::concat},
       {"ReduceMean", &OnnxConverter::reduce_mean},
       {"Expand", &OnnxConverter::expand},
+      {"Transpose", &OnnxConverter::transpose},
       {"LayerNormalization", &OnnxConverter::layer_norm},
       {"BatchNormalization", &OnnxConverter::batch_norm},
   };
@@ -231,11 +236,49 @@ void OnnxConverter::convert_node(int n) {
   const std::string& op = node.op_type();
   if (op == "Constant")
     return;  // read through the index where it is used
+  const bool sequence_first =
+      std::any_of(node.input().begin(), node.input().end(),
+                  [&](const std::string& t) { return sequence_first_.contains(t); });
+  if (sequence_first && op != "Transpose" && !per_position(op))
+    return problem(node, "a " + op +
+                             " of a [sequence, batch, ...] value (batch_first=False), whose axes "
+                             "ipusim reads batch first: export the model with batch_first=True");
   if (const auto handler = handlers().find(op); handler != handlers().end())
     (this->*handler->second)(node);
   else
     problem(node, op == "Erf" ? "an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))"
                               : "no ipusim layer for this operator");
+  if (sequence_first && op != "Transpose")
+    carry_layout(node.input(0), node.output(0));
+}
+
+// Operators that act on each position alone, whatever order the batch and sequence axes are in.
+bool OnnxConverter::per_position(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "Add", "Relu", "Tanh", "Gelu", "Dropout", "MatMul", "LayerNormalization"};
+  return ops.contains(op);
+}
+
+// `output` holds its value [sequence, batch, ...] when `input` does.
+void OnnxConverter::carry_layout(const std::string& input, const std::string& output) {
+  if (sequence_first_.contains(input))
+    sequence_first_.insert(output);
+}
+
+// Transpose of a sequence's batch and sequence axes: ipusim's layers hold one sample's
+// [sequence, ...] either way, so the value is the same, its ONNX layout flipped.
+void OnnxConverter::transpose(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  if (in->channels_first || in->onnx_shape.size() != 2 ||
+      ints_attribute(node, "perm") != std::vector<std::int64_t>{1, 0, 2})
+    return problem(node,
+                   "only a Transpose of a sequence's batch and sequence axes (perm [1, 0, 2]), "
+                   "as a batch_first=False model writes it");
+  values_[node.output(0)] = *in;
+  if (!sequence_first_.contains(node.input(0)))
+    sequence_first_.insert(node.output(0));
 }
 
 // Records why `node` cannot be imported; the nodes fed by it then go unmentioned.

@@ -75,7 +75,8 @@ struct AttentionPattern {
   std::int64_t heads = 0;
   std::int64_t head_size = 0;  // both from 1 up, as the Reshape into heads names them
   double dropout = 0.0;
-  bool causal = false;  // a constant causal mask on the scores
+  bool causal = false;          // a constant causal mask on the scores
+  bool sequence_first = false;  // its input and output are [sequence, batch, hidden]
   std::vector<const onnx::TensorProto*> parameters;
   std::vector<AttentionProjection> projections;  // instead of `parameters`, when set
 };

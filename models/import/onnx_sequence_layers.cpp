@@ -86,6 +86,10 @@ void OnnxConverter::add(const onnx::NodeProto& node) {
   const Activation* b = a ? value(node.input(1), node) : nullptr;
   if (!a || !b)
     return;
+  if (sequence_first_.contains(node.input(0)) != sequence_first_.contains(node.input(1)))
+    return problem(node,
+                   "an Add of a [sequence, batch, ...] value and a [batch, sequence, ...] "
+                   "one");
   if (a->onnx_shape != b->onnx_shape || a->channels_first != b->channels_first) {
     problem(node, "an Add of values of shapes " + shape_text(a->onnx_shape) + " and " +
                       shape_text(b->onnx_shape) + " (ipusim adds values of one shape)");
@@ -264,7 +268,11 @@ void OnnxConverter::attention(const AttentionPattern& block) {
     for (auto& t : projection_weights(p, in->onnx_shape.back()))
       weights.push_back(std::move(t));
   }
-  const std::string why = in ? attention_problem(block, *in, weights) : "";
+  std::string why = in ? attention_problem(block, *in, weights) : "";
+  if (why.empty() && in && sequence_first_.contains(block.input) != block.sequence_first)
+    why =
+        "an attention whose input's batch and sequence axes are of one size, so that which "
+        "is which cannot be told (export with another batch or sequence length)";
   if (!in || !why.empty()) {
     if (!why.empty())
       problem(first, why);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ipusim import of models exported by PyTorch's own exporter (Debian's python3-torch), as a user
 exports them, with no edit of the file: torchvision's ResNet-18 and ResNet-50, a classifier over
-nn.TransformerEncoder (post- and pre-norm), GPT-style causal decoders (nn.MultiheadAttention with
+nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-style causal decoders (nn.MultiheadAttention with
 a causal mask, and attention written by hand with masked_fill), and torchvision's
 VisionTransformer at reduced width, at opsets 14 and 17, with a static and a dynamic batch.
 
@@ -47,18 +47,25 @@ def run(*args):
 
 
 class Encoder(nn.Module):
-    """Token ids -> nn.TransformerEncoder -> mean over tokens -> classes."""
+    """Token ids -> nn.TransformerEncoder -> mean over tokens -> classes; batch_first=False as
+    PyTorch's own tutorials write it, transposing in and out."""
 
-    def __init__(self, norm_first):
+    def __init__(self, norm_first, batch_first=True):
         super().__init__()
+        self.batch_first = batch_first
         self.embed = nn.Embedding(50, 32)
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True,
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=batch_first,
                                            norm_first=norm_first)
         self.encoder = nn.TransformerEncoder(layer, 2)
         self.head = nn.Linear(32, 5)
 
     def forward(self, x):
-        return self.head(self.encoder(self.embed(x)).mean(1))
+        h = self.embed(x)
+        if not self.batch_first:
+            h = self.encoder(h.transpose(0, 1)).transpose(0, 1)
+        else:
+            h = self.encoder(h)
+        return self.head(h.mean(1))
 
 
 class Decoder(nn.Module):
@@ -114,6 +121,8 @@ MODELS = {
     "encoder_post_norm": (lambda: Encoder(False), lambda b: torch.randint(0, 50, (b, 8)), False,
                           2),
     "encoder_pre_norm": (lambda: Encoder(True), lambda b: torch.randint(0, 50, (b, 8)), False, 2),
+    "encoder_sequence_first": (lambda: Encoder(False, batch_first=False),
+                               lambda b: torch.randint(0, 50, (b, 8)), False, 2),
     "decoder_mha": (lambda: Decoder(False), lambda b: torch.randint(0, 40, (b, 8)), False, 2),
     "decoder_by_hand": (lambda: Decoder(True), lambda b: torch.randint(0, 40, (b, 8)), False, 2),
     "vit": (vit, lambda b: torch.randn(b, 3, 32, 32), False, 2),
@@ -122,7 +131,8 @@ MODELS = {
 # (model, opset, dynamic batch)
 CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False),
          ("encoder_post_norm", 14, False), ("encoder_post_norm", 17, True),
-         ("encoder_pre_norm", 17, False), ("decoder_mha", 14, True), ("decoder_mha", 17, False),
+         ("encoder_pre_norm", 17, False), ("encoder_sequence_first", 14, False),
+         ("encoder_sequence_first", 17, True), ("decoder_mha", 14, True), ("decoder_mha", 17, False),
          ("decoder_by_hand", 17, False), ("vit", 14, False), ("vit", 17, True)]
 
 
