@@ -225,6 +225,7 @@ class OnnxConverter {
   std::map<std::string, std::string> expanded_;  // Expand outputs: the initializer expanded
   std::set<std::string> inner_scopes_;           // module paths that hold submodules' nodes
   std::set<std::string> sequence_first_;         // ONNX values laid out [sequence, batch, ...]
+  std::vector<std::string> written_;             // values the node being converted wrote
   std::map<int, std::string> attention_why_;     // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
   std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens

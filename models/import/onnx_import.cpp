@@ -243,13 +243,17 @@ void OnnxConverter::convert_node(int n) {
     return problem(node, "a " + op +
                              " of a [sequence, batch, ...] value (batch_first=False), whose axes "
                              "ipusim reads batch first: export the model with batch_first=True");
+  written_.clear();
   if (const auto handler = handlers().find(op); handler != handlers().end())
     (this->*handler->second)(node);
   else
     problem(node, op == "Erf" ? "an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))"
                               : "no ipusim layer for this operator");
-  if (sequence_first && op != "Transpose")
-    carry_layout(node.input(0), node.output(0));
+  if (sequence_first && op != "Transpose") {
+    // The node's outputs, and those of the nodes its layer took in (a MatMul's bias Add).
+    written_.insert(written_.end(), node.output().begin(), node.output().end());
+    sequence_first_.insert(written_.begin(), written_.end());
+  }
 }
 
 // Operators that act on each position alone, whatever order the batch and sequence axes are in.
@@ -417,6 +421,7 @@ void OnnxConverter::add_layer(json layer, const std::string& output, Activation 
     out_.weights.emplace_back(produced.layer, std::move(weights));
   push_layer(std::move(layer));
   values_[output] = std::move(produced);
+  written_.push_back(output);
 }
 
 // `text` from the file as a JSON string; an error names `what` when it is not UTF-8 (protobuf
