@@ -87,7 +87,7 @@ void OnnxConverter::convert() {
       attention(a->second);
       carry_layout(a->second.input, a->second.output);
     } else if (const auto g = gelu_at_.find(n); g != gelu_at_.end()) {
-      activation(g->second, "gelu", graph_.node(n));
+      activation(g->second, g->second.tanh ? "gelu_tanh" : "gelu", graph_.node(n));
       carry_layout(g->second.input, g->second.output);
     } else if (const auto l = layer_norm_at_.find(n); l != layer_norm_at_.end()) {
       layer_norm_pattern(l->second);
@@ -175,6 +175,11 @@ void OnnxConverter::find_patterns() {
       if (auto norm = match_layer_norm(index_, node)) {
         claim(norm->nodes);
         layer_norm_at_.emplace(*norm->nodes.begin(), std::move(*norm));
+      }
+    } else if (node.op_type() == "Tanh") {
+      if (auto gelu = match_gelu_tanh(index_, node)) {
+        claim(gelu->nodes);
+        gelu_at_.emplace(*gelu->nodes.begin(), std::move(*gelu));
       }
     } else if (node.op_type() == "Erf") {
       if (auto gelu = match_gelu(index_, node)) {

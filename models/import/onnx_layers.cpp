@@ -238,14 +238,16 @@ void OnnxConverter::global_average_pool(const onnx::NodeProto& node) {
 
 void OnnxConverter::named_activation(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
-  if (op == "Gelu" && string_attribute(node, "approximate", "none") != "none") {
-    problem(node, "only the exact GELU (approximate 'none'), which ipusim's gelu computes");
-    return;
-  }
+  const std::string approximate = string_attribute(node, "approximate", "none");
+  if (op == "Gelu" && approximate != "none" && approximate != "tanh")
+    return problem(node, "a GELU approximated by '" + approximate +
+                             "' (ipusim's gelu is exact or "
+                             "approximate 'tanh')");
   activation({{index_.index_of(node)}, node.input(0), node.output(0), ""},
-             op == "Relu"   ? "relu"
-             : op == "Tanh" ? "tanh"
-                            : "gelu",
+             op == "Relu"            ? "relu"
+             : op == "Tanh"          ? "tanh"
+             : approximate == "tanh" ? "gelu_tanh"
+                                     : "gelu",
              node);
 }
 
@@ -268,7 +270,10 @@ void OnnxConverter::activation(const GeluPattern& nodes, const std::string& name
   }
   const std::string id =
       nodes.name.empty() ? id_of(node) : unique_id(module_id(nodes.name, "", name));
-  add_layer({{"id", id}, {"type", name}}, nodes.output, *in, {in->layer});
+  json layer = {{"id", id}, {"type", name}};
+  if (name == "gelu_tanh")  // a layer of its own is a gelu with its approximation named
+    layer = {{"id", id}, {"type", "gelu"}, {"approximate", "tanh"}};
+  add_layer(std::move(layer), nodes.output, *in, {in->layer});
 }
 
 // A Reshape to [batch, features]: by the shapes normalisation inferred (a target PyTorch

@@ -126,8 +126,14 @@ struct GeluPattern {
   std::set<int> nodes;
   std::string input;
   std::string output;
-  std::string name;  // as an attention's
+  std::string name;
+  bool tanh = false;  // the tanh approximation (match_gelu_tanh), not the exact erf form  // as an
+                      // attention's
 };
+
+// The tanh-approximated GELU around `tanh` (onnx_gelu_tanh.cpp), or nullopt.
+std::optional<GeluPattern> match_gelu_tanh(const OnnxGraphIndex& index,
+                                           const onnx::NodeProto& tanh);
 
 // The GELU around `erf`, or nullopt when the Erf computes something else.
 std::optional<GeluPattern> match_gelu(const OnnxGraphIndex& index, const onnx::NodeProto& erf);

@@ -26,7 +26,8 @@ std::unique_ptr<Kernel> make_avgpool2d(const Layer& layer, const std::vector<Sha
                                        DType dtype);
 std::unique_ptr<Kernel> make_global_average_pool2d(const std::vector<Shape>& inputs, DType dtype);
 std::unique_ptr<Kernel> make_relu(const std::vector<Shape>& inputs, DType dtype);
-std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype);
+// `form`: kGelu (exact) or kGeluTanh.
+std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype, Activation form);
 std::unique_ptr<Kernel> make_dropout(const Layer& layer, const std::vector<Shape>& inputs,
                                      DType dtype, std::uint64_t seed);
 std::unique_ptr<Kernel> make_add(const std::vector<Shape>& inputs, DType dtype);

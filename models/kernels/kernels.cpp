@@ -45,6 +45,21 @@ float gelu(float x) {
   return static_cast<float>(0.5 * x * (1.0 + std::erf(x * std::numbers::sqrt2 / 2.0)));
 }
 
+// GELU's tanh approximation: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+constexpr double kGeluTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kGeluTanhCubic = 0.044715;
+
+float gelu_tanh(float x) {
+  const double t = std::tanh(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x));
+  return static_cast<float>(0.5 * x * (1.0 + t));
+}
+
+float gelu_tanh_derivative(float x) {
+  const double t = std::tanh(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x));
+  const double inner = kGeluTanhScale * (1.0 + 3.0 * kGeluTanhCubic * x * x);
+  return static_cast<float>(0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * inner);
+}
+
 float gelu_derivative(float x) {
   const double cdf = 0.5 * (1.0 + std::erf(x * std::numbers::sqrt2 / 2.0));
   const double pdf = std::exp(-0.5 * x * x) * std::numbers::inv_sqrtpi / std::numbers::sqrt2;
@@ -71,6 +86,10 @@ void activate(Activation activation, std::span<float> values) {
       for (float& v : values)
         v = std::tanh(v);
       return;
+    case Activation::kGeluTanh:
+      for (float& v : values)
+        v = gelu_tanh(v);
+      return;
   }
 }
 
@@ -91,6 +110,10 @@ void activation_backward(Activation activation, std::span<float> gradient,
     case Activation::kTanh:
       for (std::size_t i = 0; i < gradient.size(); ++i)
         gradient[i] *= 1.0f - saved[i] * saved[i];
+      return;
+    case Activation::kGeluTanh:
+      for (std::size_t i = 0; i < gradient.size(); ++i)
+        gradient[i] *= gelu_tanh_derivative(saved[i]);
       return;
   }
 }

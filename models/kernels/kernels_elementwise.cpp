@@ -29,7 +29,9 @@ class ActivationKernel final : public Kernel {
     round_to_dtype(y, dtype());
     SavedState saved;
     saved.dtype = dtype();
-    saved.tensors.push_back(activation_ == Activation::kGelu ? *inputs[0] : y);
+    const bool keeps_input =
+        activation_ == Activation::kGelu || activation_ == Activation::kGeluTanh;
+    saved.tensors.push_back(keeps_input ? *inputs[0] : y);
     return {std::move(y), std::move(saved), {}};
   }
 
@@ -122,8 +124,8 @@ std::unique_ptr<Kernel> make_relu(const std::vector<Shape>& inputs, DType dtype)
   return std::make_unique<ActivationKernel>(LayerType::kRelu, Activation::kRelu, inputs, dtype);
 }
 
-std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype) {
-  return std::make_unique<ActivationKernel>(LayerType::kGelu, Activation::kGelu, inputs, dtype);
+std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype, Activation form) {
+  return std::make_unique<ActivationKernel>(LayerType::kGelu, form, inputs, dtype);
 }
 
 std::unique_ptr<Kernel> make_tanh(const std::vector<Shape>& inputs, DType dtype) {

@@ -21,7 +21,7 @@ ForwardResult finish_forward(Activation activation, DType dtype, const Tensor& i
   SavedState saved;
   saved.dtype = dtype;
   saved.tensors.push_back(input);
-  if (activation == Activation::kGelu)
+  if (activation == Activation::kGelu || activation == Activation::kGeluTanh)
     saved.tensors.push_back(pre_activation);
   activate(activation, pre_activation.values());
   round_to_dtype(pre_activation, dtype);

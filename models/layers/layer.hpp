@@ -45,7 +45,11 @@ enum class LayerType {
   kClassToken,     // a learned [H] token prepended to [S, H]: [S + 1, H] (ViT's class token)
 };
 
-enum class Activation { kNone, kRelu, kGelu, kTanh };
+// kGeluTanh: GELU's tanh approximation, PyTorch's nn.GELU(approximate='tanh') (GPT-2's).
+enum class Activation { kNone, kRelu, kGelu, kTanh, kGeluTanh };
+
+// gelu's "approximate": none (the exact erf form) or tanh.
+enum class GeluForm { kExact, kTanh };
 
 // What a dropout keeps between its forward and backward, per micro-batch: poprand's seed, a pair
 // of uint32 (graphcore/poplibs include/poprand/RandomGen.hpp), from which the mask is redrawn.
@@ -100,26 +104,27 @@ struct LayerParams {
   std::int64_t stride_w = 1;
   std::int64_t pool_h = 2;  // maxpool2d, avgpool2d
   std::int64_t pool_w = 2;
-  Padding padding;                   // conv2d, maxpool2d, avgpool2d
-  bool ceil_mode = false;            // maxpool2d, avgpool2d: PyTorch's ceil_mode
-  bool count_include_pad = true;     // avgpool2d: padding counts in the divisor
-  bool causal = false;               // attention, transformer_encoder, _attention
-  std::int64_t index = 0;            // token_select: the position (negative: from the end)
-  double rate = 0.0;                 // dropout; attention, transformer_*: "dropout"
-  std::int64_t axis = -1;            // concat (default -1), slice (default 0): per-sample axis
-  std::int64_t slice_start = 0;      // slice
-  std::int64_t slice_size = 0;       // slice
-  std::int64_t hidden = 0;           // embedding, transformer_*
-  std::int64_t heads = 0;            // transformer_encoder, _attention, attention
-  std::int64_t sequence_length = 0;  // embedding, transformer_*
-  std::int64_t ffn = 0;              // transformer_encoder, _feed_forward
-  std::int64_t vocab_size = 0;       // embedding
-  std::int64_t max_positions = 0;    // embedding (default: sequence_length)
-  std::int64_t token_types = 0;      // embedding
-  bool positions = true;             // embedding: a position table (false: a plain lookup)
-  bool normalized = true;            // embedding: a layer norm after the sum ("layer_norm")
-  double epsilon = 0.0;              // layer_norm, batch_norm, embedding
-  double momentum = 0.0;             // batch_norm
+  Padding padding;                        // conv2d, maxpool2d, avgpool2d
+  bool ceil_mode = false;                 // maxpool2d, avgpool2d: PyTorch's ceil_mode
+  bool count_include_pad = true;          // avgpool2d: padding counts in the divisor
+  bool causal = false;                    // attention, transformer_encoder, _attention
+  std::int64_t index = 0;                 // token_select: the position (negative: from the end)
+  double rate = 0.0;                      // dropout; attention, transformer_*: "dropout"
+  std::int64_t axis = -1;                 // concat (default -1), slice (default 0): per-sample axis
+  std::int64_t slice_start = 0;           // slice
+  std::int64_t slice_size = 0;            // slice
+  std::int64_t hidden = 0;                // embedding, transformer_*
+  std::int64_t heads = 0;                 // transformer_encoder, _attention, attention
+  std::int64_t sequence_length = 0;       // embedding, transformer_*
+  std::int64_t ffn = 0;                   // transformer_encoder, _feed_forward
+  std::int64_t vocab_size = 0;            // embedding
+  std::int64_t max_positions = 0;         // embedding (default: sequence_length)
+  std::int64_t token_types = 0;           // embedding
+  bool positions = true;                  // embedding: a position table (false: a plain lookup)
+  bool normalized = true;                 // embedding: a layer norm after the sum ("layer_norm")
+  double epsilon = 0.0;                   // layer_norm, batch_norm, embedding
+  double momentum = 0.0;                  // batch_norm
+  GeluForm gelu_form = GeluForm::kExact;  // gelu
 };
 
 struct Layer {

@@ -54,7 +54,8 @@ inline constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min
 inline constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
 // Activation's names, in the enum's order.
-inline constexpr std::array<const char*, 4> kActivationNames = {"none", "relu", "gelu", "tanh"};
+inline constexpr std::array<const char*, 5> kActivationNames = {"none", "relu", "gelu", "tanh",
+                                                                "gelu_tanh"};
 
 // Reads every key of `keys` that has a reader, in their order.
 void read_keys(const core::ConfigNode& layer, std::span<const LayerKey> keys, LayerParams& params);

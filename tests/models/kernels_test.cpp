@@ -35,8 +35,8 @@ Tensor spread_tensor(Shape shape, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("dense gradients match central differences for every activation") {
-  for (const Activation activation :
-       {Activation::kNone, Activation::kRelu, Activation::kGelu, Activation::kTanh}) {
+  for (const Activation activation : {Activation::kNone, Activation::kRelu, Activation::kGelu,
+                                      Activation::kTanh, Activation::kGeluTanh}) {
     INFO("activation " << static_cast<int>(activation));
     check_gradients(dense(4, activation), {random_tensor({2, 3}, 1)});
   }
@@ -252,6 +252,20 @@ TEST_CASE("gelu is the exact erf form, not the tanh approximation") {
   const Tensor y = kernel->forward({&x}, {}, {}).output;
   CHECK(y[0] == 0.841344774f);  // the tanh form gives 0.841192
   CHECK(y[1] == -0.158655256f);
+}
+
+TEST_CASE("gelu with approximate tanh is PyTorch's tanh form, and its gradient matches") {
+  Layer layer = make_layer(LayerType::kGelu);
+  layer.params.gelu_form = GeluForm::kTanh;
+  const auto kernel = kernel_for(layer, {{3}});
+  const Tensor x({1, 3}, std::vector<float>{1.0f, -1.0f, 2.0f});
+  const Tensor y = kernel->forward({&x}, {}, {}).output;
+  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) in double, rounded to float32; torch's
+  // gelu(approximate='tanh') gives the same three.
+  CHECK(y[0] == 0.841192f);
+  CHECK(y[1] == -0.15880801f);
+  CHECK(y[2] == 1.9545977f);
+  check_gradients(layer, {random_tensor({2, 7}, 9)});
 }
 
 TEST_CASE("saved bytes follow the stash rule for every kernel") {

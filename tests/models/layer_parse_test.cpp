@@ -30,6 +30,17 @@ std::string layer_error(const std::string& layer_json) {
 
 }  // namespace
 
+TEST_CASE("gelu reads approximate, and dense takes the tanh-approximated gelu") {
+  CHECK(layer_from(R"({"id": "g", "type": "gelu"})").params.gelu_form == GeluForm::kExact);
+  CHECK(layer_from(R"({"id": "g", "type": "gelu", "approximate": "tanh"})").params.gelu_form ==
+        GeluForm::kTanh);
+  CHECK(layer_from(R"({"id": "d", "type": "dense", "units": 4, "activation": "gelu_tanh"})")
+            .params.activation == Activation::kGeluTanh);
+  CHECK(
+      layer_error(R"({"id": "g", "type": "gelu", "approximate": "erf"})") ==
+      "model.json: at /model/layers/0/approximate: unknown value 'erf'; expected 'none' or 'tanh'");
+}
+
 TEST_CASE("a conv2d layer reads single numbers as square kernels and strides") {
   const Layer layer = layer_from(
       R"({"id": "c", "type": "conv2d", "filters": 8, "kernel": 3, "stride": [2, 1],

@@ -187,6 +187,7 @@ void add_activation(std::vector<Operation>& ops, Activation activation, double e
       ops.push_back(vector_op("tanh", OpClass::kNonLinear, elements, kTanhFlops));
       return;
     case Activation::kGelu:
+    case Activation::kGeluTanh:
       ops.push_back(vector_op("gelu", OpClass::kNonLinear, elements, kGeluFlops));
       return;
   }

@@ -82,7 +82,9 @@ class Decoder(nn.Module):
         else:
             self.attention = nn.MultiheadAttention(32, 4, batch_first=True)
         self.norm = nn.LayerNorm(32)
-        self.ffn = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32))
+        # GPT-2's tanh-approximated GELU in the decoder written by hand, the exact one else.
+        gelu = nn.GELU(approximate="tanh" if by_hand else "none")
+        self.ffn = nn.Sequential(nn.Linear(32, 64), gelu, nn.Linear(64, 32))
         self.head = nn.Linear(32, 40)
         self.register_buffer("mask", torch.triu(torch.full((8, 8), float("-inf")), 1))
 
