@@ -64,6 +64,11 @@ std::string OnnxConverter::refusal() const {
     else
       same->push_back(&p);
   }
+  // An attention that does not match explains the Reshapes, Transposes and scales around its
+  // Softmax, refused in turn: its reason comes first.
+  std::stable_partition(groups.begin(), groups.end(), [&](const auto& group) {
+    return attention_why_.contains(index_.index_of(*group.front()->node));
+  });
   std::string text = "cannot import " + std::to_string(problems_.size()) + " node(s) (" +
                      std::to_string(groups.size()) + " cause(s)), so nothing was written:";
   for (const auto& group : groups) {
