@@ -37,7 +37,7 @@ class LayoutAttentionMatcher {
   std::optional<AttentionPattern> match(const NodeProto& softmax) {
     take(softmax);
     const NodeProto* scores = scores_product(softmax.input(0));
-    const NodeProto* weighted = scores ? weighted_sum(softmax) : nullptr;
+    const NodeProto* weighted = scores ? weighted_sum(index_, softmax, out_, why_) : nullptr;
     if (!weighted)
       return std::nullopt;
     std::array<std::optional<Layout>, 3> qkv = {
@@ -161,24 +161,6 @@ class LayoutAttentionMatcher {
       }
     }
     return none ? MaskKind::kNone : causal ? MaskKind::kCausal : MaskKind::kOther;
-  }
-
-  // The (dropped out) probabilities times V.
-  const NodeProto* weighted_sum(const NodeProto& softmax) {
-    std::string probabilities = softmax.output(0);
-    const NodeProto* next = index_.sole_consumer(probabilities);
-    if (next != nullptr && next->op_type() == "Dropout") {
-      take(*next);
-      out_.dropout = dropout_ratio(index_, *next);
-      probabilities = next->output(0);
-      next = index_.sole_consumer(probabilities);
-    }
-    if (next == nullptr || next->op_type() != "MatMul" || next->input(0) != probabilities) {
-      fail("a Softmax over attention scores whose probabilities are not multiplied by V");
-      return nullptr;
-    }
-    take(*next);
-    return next;
   }
 
   // Q, K or V: back from `tensor` through layout ops and scalar scales to a projection; the

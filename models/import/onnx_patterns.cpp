@@ -88,6 +88,24 @@ std::string common_node_prefix(const OnnxGraphIndex& index, const std::set<int>&
   return prefix;
 }
 
+const NodeProto* weighted_sum(const OnnxGraphIndex& index, const NodeProto& softmax,
+                              AttentionPattern& block, std::string& why) {
+  std::string probabilities = softmax.output(0);
+  const NodeProto* next = index.sole_consumer(probabilities);
+  if (next != nullptr && next->op_type() == "Dropout") {
+    block.nodes.insert(index.index_of(*next));
+    block.dropout = dropout_ratio(index, *next);
+    probabilities = next->output(0);
+    next = index.sole_consumer(probabilities);
+  }
+  if (next == nullptr || next->op_type() != "MatMul" || next->input(0) != probabilities) {
+    why = "a Softmax over attention scores whose probabilities are not multiplied by V";
+    return nullptr;
+  }
+  block.nodes.insert(index.index_of(*next));
+  return next;
+}
+
 double dropout_ratio(const OnnxGraphIndex& index, const NodeProto& dropout) {
   double ratio = 0.5;
   for (const auto& a : dropout.attribute())
@@ -111,12 +129,13 @@ class AttentionMatcher {
     const NodeProto* scores = scaled_scores(softmax);
     if (scores == nullptr)
       return std::nullopt;
-    const NodeProto* weighted = weighted_sum(softmax);
+    const NodeProto* weighted = weighted_sum(index_, softmax, out_, why_);
     if (weighted == nullptr || !projection_heads(scores->input(0), {0, 2, 1, 3}, 0) ||
         !key_heads(scores->input(1)) || !projection_heads(weighted->input(1), {0, 2, 1, 3}, 2) ||
         !merged_output(*weighted) || !check_scale())
       return std::nullopt;
-    out_.parameters = {q_[0], q_[1], k_[0], k_[1], v_[0], v_[1], o_[0], o_[1]};
+    for (const auto& [weight, bias] : {q_, k_, v_, o_})
+      out_.projections.push_back({weight, bias});
     out_.name = common_node_prefix(index_, out_.nodes);
     return out_;
   }
@@ -171,24 +190,6 @@ class AttentionMatcher {
     const NodeProto* node = index_.producer(tensor);
     return node != nullptr && node->op_type() == "MatMul" && !index_.constant(node->input(0)) &&
            !index_.constant(node->input(1));
-  }
-
-  // The product of the (dropped out) probabilities with V.
-  const NodeProto* weighted_sum(const NodeProto& softmax) {
-    std::string probabilities = softmax.output(0);
-    const NodeProto* next = index_.sole_consumer(probabilities);
-    if (next != nullptr && next->op_type() == "Dropout") {
-      out_.nodes.insert(index_.index_of(*next));
-      out_.dropout = dropout_ratio(index_, *next);
-      probabilities = next->output(0);
-      next = index_.sole_consumer(probabilities);
-    }
-    if (next == nullptr || next->op_type() != "MatMul" || next->input(0) != probabilities) {
-      why_ = "a Softmax over attention scores whose probabilities are not multiplied by V";
-      return nullptr;
-    }
-    out_.nodes.insert(index_.index_of(*next));
-    return next;
   }
 
   // Transpose(Reshape(x W + b, [batch, sequence, heads, head size]), perm): one of Q, K, V.

@@ -65,8 +65,8 @@ struct AttentionProjection {
 };
 
 // A self-attention block: every node in it, the tensor it reads and the one it writes, the
-// heads and the attention-probability dropout, and its parameters in ipusim's order (query,
-// key, value and output projections, each a [hidden, hidden] kernel then a bias).
+// heads and the attention-probability dropout, and where its projections' parameters are, in
+// ipusim's order (query, key, value, output).
 struct AttentionPattern {
   std::set<int> nodes;
   std::string input;
@@ -77,8 +77,7 @@ struct AttentionPattern {
   double dropout = 0.0;
   bool causal = false;          // a constant causal mask on the scores
   bool sequence_first = false;  // its input and output are [sequence, batch, hidden]
-  std::vector<const onnx::TensorProto*> parameters;
-  std::vector<AttentionProjection> projections;  // instead of `parameters`, when set
+  std::vector<AttentionProjection> projections;
 };
 
 // The full shape (with the batch) of a value of the graph, when known.
@@ -111,6 +110,11 @@ std::optional<LayerNormPattern> match_layer_norm(const OnnxGraphIndex& index,
 
 // The longest common prefix of the names of `nodes`, without trailing separators.
 std::string common_node_prefix(const OnnxGraphIndex& index, const std::set<int>& nodes);
+
+// The MatMul of an attention's probabilities (after an optional Dropout, whose ratio it sets)
+// by V, both taken into `block`; null with `why` set when the Softmax is not so read.
+const onnx::NodeProto* weighted_sum(const OnnxGraphIndex& index, const onnx::NodeProto& softmax,
+                                    AttentionPattern& block, std::string& why);
 
 // A Dropout node's ratio: its attribute (before opset 12) or constant input; 0.5 by default.
 double dropout_ratio(const OnnxGraphIndex& index, const onnx::NodeProto& dropout);

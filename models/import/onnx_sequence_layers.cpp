@@ -262,8 +262,6 @@ void OnnxConverter::attention(const AttentionPattern& block) {
   const auto& first = graph_.node(*block.nodes.begin());
   const Activation* in = value(block.input, first);
   std::vector<Tensor> weights;
-  for (const auto* t : in ? block.parameters : std::vector<const onnx::TensorProto*>{})
-    weights.push_back(onnx_float_tensor(*t, path_));
   for (const auto& p : in ? block.projections : std::vector<AttentionProjection>{}) {
     for (auto& t : projection_weights(p, in->onnx_shape.back()))
       weights.push_back(std::move(t));

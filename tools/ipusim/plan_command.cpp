@@ -65,7 +65,8 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
   add_list(command, "--schedules", a.request.schedules,
            "Schedules to try (comma separated), or 'all'; default Graphcore's step-based ones");
   add_list(command, "--ipus-per-replica", a.ipus_per_replica,
-           "IPUs per replica to try, powers of two, e.g. 2,4,8 (default: the config's)");
+           "IPUs per replica to try, powers of two, e.g. 2,4,8 (default: the config's; 1,2,4,8 "
+           "for a one-stage config)");
   command
       ->add_option("--ipus", a.request.total_ipus,
                    "IPUs in all: each setting runs IPUs / IPUs-per-replica replicas")
