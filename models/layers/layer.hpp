@@ -2,15 +2,21 @@
 // One layer of a model as the config describes it, after its own fields are validated.
 // Shapes are per sample (no batch dimension); the layer graph fills in the inferred shapes.
 
+#include <any>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/core/error.hpp"
+
 namespace ipusim::models {
 
 using Shape = std::vector<std::int64_t>;
 
+// A layer type is its row's position in the registry (layer_types.cpp). The types code singles
+// out by value are named here, in the registry's order; a type added since has no name here and
+// is looked up by its config name (layer_type_from_name).
 enum class LayerType {
   kInput,
   kFlatten,
@@ -125,7 +131,28 @@ struct LayerParams {
   double epsilon = 0.0;                   // layer_norm, batch_norm, embedding
   double momentum = 0.0;                  // batch_norm
   GeluForm gelu_form = GeluForm::kExact;  // gelu
+  // The fields of a type that declares them in a struct of its own file rather than here: set
+  // by its key readers, read with own_fields<T>.
+  std::any own;
 };
+
+// The type's own fields, which its reading set.
+template <class Fields>
+const Fields& own_fields(const LayerParams& params) {
+  const Fields* fields = std::any_cast<Fields>(&params.own);
+  IPUSIM_CHECK(fields != nullptr);
+  return *fields;
+}
+
+// The type's own fields to set, made with their defaults on first use.
+template <class Fields>
+Fields& own_fields_to_set(LayerParams& params) {
+  if (!params.own.has_value())
+    params.own = Fields{};
+  Fields* fields = std::any_cast<Fields>(&params.own);
+  IPUSIM_CHECK(fields != nullptr);
+  return *fields;
+}
 
 struct Layer {
   std::string id;

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "models/layers/layer.hpp"
@@ -80,32 +81,51 @@ Shape read_shape(const core::ConfigNode& value, std::int64_t min);
 std::string key_value_text(const LayerKey& key);
 std::string key_default_text(const LayerKey& key);
 
-// What a declaration's `read` points at: each stores the value in its LayerParams field.
+// What a declaration's `read` points at: each stores the value in its field, a member of
+// LayerParams or of the struct a type declares its own fields in (LayerParams::own).
 namespace key_readers {
 
-template <std::int64_t LayerParams::*Field>
+template <class Member>
+struct FieldOf;
+template <class Owner_, class Value_>
+struct FieldOf<Value_ Owner_::*> {
+  using Owner = Owner_;
+  using Value = Value_;
+};
+
+template <auto Field>
+auto& field(LayerParams& params) {
+  using Owner = typename FieldOf<decltype(Field)>::Owner;
+  if constexpr (std::is_same_v<Owner, LayerParams>)
+    return params.*Field;
+  else
+    return own_fields_to_set<Owner>(params).*Field;
+}
+
+template <auto Field>
 void integer(const core::ConfigNode& layer, const LayerKey& key, LayerParams& params) {
-  params.*Field = key_int(layer, key);
+  field<Field>(params) = key_int(layer, key);
 }
 
-template <double LayerParams::*Field>
+template <auto Field>
 void number(const core::ConfigNode& layer, const LayerKey& key, LayerParams& params) {
-  params.*Field = key_number(layer, key);
+  field<Field>(params) = key_number(layer, key);
 }
 
-template <bool LayerParams::*Field>
+template <auto Field>
 void flag(const core::ConfigNode& layer, const LayerKey& key, LayerParams& params) {
-  params.*Field = key_bool(layer, key);
+  field<Field>(params) = key_bool(layer, key);
 }
 
-template <class Enum, Enum LayerParams::*Field>
+template <auto Field>
 void enumeration(const core::ConfigNode& layer, const LayerKey& key, LayerParams& params) {
-  params.*Field = static_cast<Enum>(key_enum(layer, key));
+  using Enum = typename FieldOf<decltype(Field)>::Value;
+  field<Field>(params) = static_cast<Enum>(key_enum(layer, key));
 }
 
-template <std::int64_t LayerParams::*Height, std::int64_t LayerParams::*Width>
+template <auto Height, auto Width>
 void pair(const core::ConfigNode& layer, const LayerKey& key, LayerParams& params) {
-  std::tie(params.*Height, params.*Width) = key_pair(layer, key);
+  std::tie(field<Height>(params), field<Width>(params)) = key_pair(layer, key);
 }
 
 inline void padding(const core::ConfigNode& layer, const LayerKey& /*key*/, LayerParams& params) {
@@ -131,7 +151,7 @@ constexpr LayerKey base_key(const char* name, KeyKind kind, const char* meaning,
           .read = read};
 }
 
-template <std::int64_t LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey positive_int_key(const char* name, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kPositiveInt, meaning, key_readers::integer<Field>);
   key.required = true;
@@ -140,7 +160,7 @@ constexpr LayerKey positive_int_key(const char* name, const char* meaning) {
   return key;
 }
 
-template <std::int64_t LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey int_key(const char* name, std::int64_t fallback, std::int64_t min,
                            std::int64_t max, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kInt, meaning, key_readers::integer<Field>);
@@ -150,7 +170,7 @@ constexpr LayerKey int_key(const char* name, std::int64_t fallback, std::int64_t
   return key;
 }
 
-template <double LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey positive_number_key(const char* name, double fallback, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kPositiveNumber, meaning, key_readers::number<Field>);
   key.fallback = fallback;
@@ -158,27 +178,27 @@ constexpr LayerKey positive_number_key(const char* name, double fallback, const 
 }
 
 // A dropout rate; without a fallback, required.
-template <double LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey dropout_rate_key(const char* name, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kDropoutRate, meaning, key_readers::number<Field>);
   key.required = true;
   return key;
 }
-template <double LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey dropout_rate_key(const char* name, double fallback, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kDropoutRate, meaning, key_readers::number<Field>);
   key.fallback = fallback;
   return key;
 }
 
-template <double LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey fraction_key(const char* name, double fallback, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kFraction, meaning, key_readers::number<Field>);
   key.fallback = fallback;
   return key;
 }
 
-template <bool LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey bool_key(const char* name, bool fallback, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kBool, meaning, key_readers::flag<Field>);
   key.fallback = fallback ? 1 : 0;
@@ -186,22 +206,22 @@ constexpr LayerKey bool_key(const char* name, bool fallback, const char* meaning
 }
 
 // One of `values`, the names of Enum's values in its order; the first by default.
-template <class Enum, Enum LayerParams::*Field>
+template <auto Field>
 constexpr LayerKey enum_key(const char* name, std::span<const char* const> values,
                             const char* meaning) {
-  LayerKey key = base_key(name, KeyKind::kEnum, meaning, key_readers::enumeration<Enum, Field>);
+  LayerKey key = base_key(name, KeyKind::kEnum, meaning, key_readers::enumeration<Field>);
   key.values = values;
   return key;
 }
 
 // "kernel": 3 or [3, 5]; without a fallback, required.
-template <std::int64_t LayerParams::*Height, std::int64_t LayerParams::*Width>
+template <auto Height, auto Width>
 constexpr LayerKey pair_key(const char* name, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kPair, meaning, key_readers::pair<Height, Width>);
   key.required = true;
   return key;
 }
-template <std::int64_t LayerParams::*Height, std::int64_t LayerParams::*Width>
+template <auto Height, auto Width>
 constexpr LayerKey pair_key(const char* name, std::int64_t fallback, const char* meaning) {
   LayerKey key = base_key(name, KeyKind::kPair, meaning, key_readers::pair<Height, Width>);
   key.fallback = double(fallback);
@@ -209,8 +229,8 @@ constexpr LayerKey pair_key(const char* name, std::int64_t fallback, const char*
 }
 
 // The keys dense and conv2d share (padding: conv2d and the pools).
-inline constexpr LayerKey kActivationKey = enum_key<Activation, &LayerParams::activation>(
-    "activation", kActivationNames, "applied to the output");
+inline constexpr LayerKey kActivationKey =
+    enum_key<&LayerParams::activation>("activation", kActivationNames, "applied to the output");
 inline constexpr LayerKey kBiasKey = bool_key<&LayerParams::bias>("bias", true, "adds a bias");
 inline constexpr LayerKey kPaddingKey =
     base_key("padding", KeyKind::kPadding,

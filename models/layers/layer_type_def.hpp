@@ -1,6 +1,7 @@
 #pragma once
-// A layer type's row in the registry (layer_types.cpp): every fact of the type that is not in
-// LayerParams, stated once in the type's own file under models/layers/types/. The name and keys
+// A layer type's row in the registry (layer_types.cpp): every fact of the type, stated once in
+// the type's own file under models/layers/types/ (its fields in LayerParams, or in a struct of
+// that file held in LayerParams::own). The name and keys
 // as configs spell them, how many inputs it takes, whether it is a view, and the functions that
 // read its fields, infer its output shape, cost it, lower it to operations and build its kernel.
 // A row must name every function (core::RowFn has no default), so a type cannot be half added.
@@ -70,7 +71,6 @@ using MakeKernel = std::unique_ptr<Kernel>(const Layer& layer, const std::vector
                                            DType dtype, std::uint64_t seed);
 
 struct LayerTypeDef {
-  LayerType type;
   const char* name;                // as configs spell it
   std::span<const LayerKey> keys;  // its own, beyond those every layer takes
   LayerInputs inputs;
@@ -81,35 +81,5 @@ struct LayerTypeDef {
   core::RowFn<LowerLayer> lower;
   core::RowFn<MakeKernel> kernel;  // input has none (has_kernel)
 };
-
-// The rows, one function per type in its file, listed in layer_types.cpp in LayerType's order.
-LayerTypeDef input_type();
-LayerTypeDef flatten_type();
-LayerTypeDef reshape_type();
-LayerTypeDef dense_type();
-LayerTypeDef conv2d_type();
-LayerTypeDef maxpool2d_type();
-LayerTypeDef global_average_pool2d_type();
-LayerTypeDef dropout_type();
-LayerTypeDef relu_type();
-LayerTypeDef gelu_type();
-LayerTypeDef add_type();
-LayerTypeDef concat_type();
-LayerTypeDef slice_type();
-LayerTypeDef softmax_cross_entropy_type();
-LayerTypeDef embedding_type();
-LayerTypeDef transformer_encoder_type();
-LayerTypeDef layer_norm_type();
-LayerTypeDef batch_norm_type();
-LayerTypeDef softmax_type();
-LayerTypeDef tanh_type();
-LayerTypeDef attention_type();
-LayerTypeDef transformer_attention_type();
-LayerTypeDef transformer_feed_forward_type();
-LayerTypeDef avgpool2d_type();
-LayerTypeDef token_mean_type();
-LayerTypeDef token_select_type();
-LayerTypeDef position_table_type();
-LayerTypeDef class_token_type();
 
 }  // namespace ipusim::models

@@ -5,56 +5,60 @@
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
+
+// The registry: one row per layer type, each `ROW(name)` naming the function `name_type()` that
+// the type's file under types/ defines. A type's position is its LayerType value, so the types
+// LayerType names come first and in its order; a type added since is appended here and needs
+// nothing else (code that must single it out looks it up by name).
+#define IPUSIM_LAYER_TYPES(ROW) \
+  ROW(input)                    \
+  ROW(flatten)                  \
+  ROW(reshape)                  \
+  ROW(dense)                    \
+  ROW(conv2d)                   \
+  ROW(maxpool2d)                \
+  ROW(global_average_pool2d)    \
+  ROW(dropout)                  \
+  ROW(relu)                     \
+  ROW(gelu)                     \
+  ROW(add)                      \
+  ROW(concat)                   \
+  ROW(slice)                    \
+  ROW(softmax_cross_entropy)    \
+  ROW(embedding)                \
+  ROW(transformer_encoder)      \
+  ROW(layer_norm)               \
+  ROW(batch_norm)               \
+  ROW(softmax)                  \
+  ROW(tanh)                     \
+  ROW(attention)                \
+  ROW(transformer_attention)    \
+  ROW(transformer_feed_forward) \
+  ROW(avgpool2d)                \
+  ROW(token_mean)               \
+  ROW(token_select)             \
+  ROW(position_table)           \
+  ROW(class_token)
+
+#define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();
+IPUSIM_LAYER_TYPES(IPUSIM_DECLARE_ROW)
+#undef IPUSIM_DECLARE_ROW
+
 namespace {
 
-// Each type once, in the enum's order, so that a type's row is at its index.
-bool lists_every_type_in_order(const std::array<LayerTypeDef, kLayerTypeCount>& rows) {
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].type != static_cast<LayerType>(i))
-      return false;
-  }
-  return true;
-}
+using RowFunction = LayerTypeDef (*)();
 
-// One row per type, in the enum's order. A row has no default, so a list one short does not
-// compile; the order is checked once, on first use.
-std::array<LayerTypeDef, kLayerTypeCount> make_registry() {
-  const std::array<LayerTypeDef, kLayerTypeCount> rows = {
-      input_type(),
-      flatten_type(),
-      reshape_type(),
-      dense_type(),
-      conv2d_type(),
-      maxpool2d_type(),
-      global_average_pool2d_type(),
-      dropout_type(),
-      relu_type(),
-      gelu_type(),
-      add_type(),
-      concat_type(),
-      slice_type(),
-      softmax_cross_entropy_type(),
-      embedding_type(),
-      transformer_encoder_type(),
-      layer_norm_type(),
-      batch_norm_type(),
-      softmax_type(),
-      tanh_type(),
-      attention_type(),
-      transformer_attention_type(),
-      transformer_feed_forward_type(),
-      avgpool2d_type(),
-      token_mean_type(),
-      token_select_type(),
-      position_table_type(),
-      class_token_type(),
-  };
-  IPUSIM_CHECK(lists_every_type_in_order(rows));
-  return rows;
-}
+#define IPUSIM_LIST_ROW(name) &name##_type,
+constexpr std::array kRowFunctions = {IPUSIM_LAYER_TYPES(IPUSIM_LIST_ROW)};
+#undef IPUSIM_LIST_ROW
 
-const std::array<LayerTypeDef, kLayerTypeCount>& registry() {
-  static const std::array<LayerTypeDef, kLayerTypeCount> rows = make_registry();
+const std::vector<LayerTypeDef>& registry() {
+  static const std::vector<LayerTypeDef> rows = [] {
+    std::vector<LayerTypeDef> out;
+    for (const RowFunction row : kRowFunctions)
+      out.push_back(row());
+    return out;
+  }();
   return rows;
 }
 
@@ -62,7 +66,7 @@ const std::array<LayerTypeDef, kLayerTypeCount>& registry() {
 
 const LayerTypeDef& layer_type_row(LayerType type) {
   const auto index = static_cast<std::size_t>(type);
-  IPUSIM_CHECK(index < kLayerTypeCount);
+  IPUSIM_CHECK(index < registry().size());
   return registry()[index];
 }
 
@@ -84,11 +88,16 @@ const std::vector<std::string>& layer_type_names() {
 }
 
 std::optional<LayerType> layer_type_from_name(const std::string& name) {
-  for (const LayerTypeDef& row : registry()) {
-    if (name == row.name)
-      return row.type;
+  const std::vector<LayerTypeDef>& rows = registry();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (name == rows[i].name)
+      return static_cast<LayerType>(i);
   }
   return std::nullopt;
+}
+
+std::size_t layer_type_count() {
+  return kRowFunctions.size();
 }
 
 std::string layer_type_name(LayerType type) {

@@ -1,7 +1,7 @@
 #pragma once
 // The registry of layer types: one row per type (LayerTypeDef, layer_type_def.hpp), made by a
-// function in the type's file under models/layers/types/ and listed in layer_types.cpp in
-// LayerType's order. Reading a layer (layer_parse.cpp), its output shape (shape_inference.cpp),
+// function in the type's file under models/layers/types/ and listed by one line in
+// layer_types.cpp. Reading a layer (layer_parse.cpp), its output shape (shape_inference.cpp),
 // its cost (layer_info.cpp), its operations (operations.cpp) and its kernel (kernels.cpp) each
 // look up the row; none switches over LayerType.
 
@@ -15,10 +15,8 @@
 
 namespace ipusim::models {
 
-// How many layer types there are: LayerType's values run from 0 to its last, which a type added
-// at the end of the enum must replace here. The registry is an array of this many rows, so a
-// type without its row does not compile.
-inline constexpr std::size_t kLayerTypeCount = static_cast<std::size_t>(LayerType::kClassToken) + 1;
+// How many layer types there are: LayerType's values run from 0 to one less.
+std::size_t layer_type_count();
 
 const LayerTypeDef& layer_type_row(LayerType type);
 // The names of the row's keys, in order.

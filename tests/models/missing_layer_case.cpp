@@ -10,8 +10,7 @@
 namespace ipusim::models {
 
 LayerTypeDef forgets_its_kernel() {
-  return {.type = LayerType::kRelu,
-          .name = "relu",
+  return {.name = "relu",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

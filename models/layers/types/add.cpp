@@ -36,8 +36,7 @@ std::unique_ptr<Kernel> add_kernel(const Layer& /*layer*/, const std::vector<Sha
 }  // namespace
 
 LayerTypeDef add_type() {
-  return {.type = LayerType::kAdd,
-          .name = "add",
+  return {.name = "add",
           .keys = {},
           .inputs = LayerInputs::kTwoOrMore,
           .view = false,

@@ -53,8 +53,7 @@ std::unique_ptr<Kernel> attention_kernel(const Layer& layer, const std::vector<S
 }  // namespace
 
 LayerTypeDef attention_type() {
-  return {.type = LayerType::kAttention,
-          .name = "attention",
+  return {.name = "attention",
           .keys = kAttentionKeys,
           .inputs = LayerInputs::kOneOrTwo,
           .view = false,

@@ -50,8 +50,7 @@ std::unique_ptr<Kernel> avgpool2d_kernel(const Layer& layer, const std::vector<S
 }  // namespace
 
 LayerTypeDef avgpool2d_type() {
-  return {.type = LayerType::kAvgPool2d,
-          .name = "avgpool2d",
+  return {.name = "avgpool2d",
           .keys = kAvgPool2dKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

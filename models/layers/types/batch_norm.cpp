@@ -33,8 +33,7 @@ std::unique_ptr<Kernel> batch_norm_kernel(const Layer& layer, const std::vector<
 }  // namespace
 
 LayerTypeDef batch_norm_type() {
-  return {.type = LayerType::kBatchNorm,
-          .name = "batch_norm",
+  return {.name = "batch_norm",
           .keys = kBatchNormKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

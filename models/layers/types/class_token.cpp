@@ -42,8 +42,7 @@ std::unique_ptr<Kernel> class_token_kernel(const Layer& /*layer*/, const std::ve
 }  // namespace
 
 LayerTypeDef class_token_type() {
-  return {.type = LayerType::kClassToken,
-          .name = "class_token",
+  return {.name = "class_token",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -53,8 +53,7 @@ std::unique_ptr<Kernel> concat_kernel(const Layer& layer, const std::vector<Shap
 }  // namespace
 
 LayerTypeDef concat_type() {
-  return {.type = LayerType::kConcat,
-          .name = "concat",
+  return {.name = "concat",
           .keys = kConcatKeys,
           .inputs = LayerInputs::kTwoOrMore,
           .view = false,

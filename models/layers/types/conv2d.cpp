@@ -62,8 +62,7 @@ std::unique_ptr<Kernel> conv2d_kernel(const Layer& layer, const std::vector<Shap
 }  // namespace
 
 LayerTypeDef conv2d_type() {
-  return {.type = LayerType::kConv2d,
-          .name = "conv2d",
+  return {.name = "conv2d",
           .keys = kConv2dKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -53,8 +53,7 @@ std::unique_ptr<Kernel> dense_kernel(const Layer& layer, const std::vector<Shape
 }  // namespace
 
 LayerTypeDef dense_type() {
-  return {.type = LayerType::kDense,
-          .name = "dense",
+  return {.name = "dense",
           .keys = kDenseKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -37,8 +37,7 @@ std::unique_ptr<Kernel> dropout_kernel(const Layer& layer, const std::vector<Sha
 }  // namespace
 
 LayerTypeDef dropout_type() {
-  return {.type = LayerType::kDropout,
-          .name = "dropout",
+  return {.name = "dropout",
           .keys = kDropoutKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

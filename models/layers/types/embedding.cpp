@@ -131,8 +131,7 @@ std::unique_ptr<Kernel> embedding_kernel(const Layer& layer, const std::vector<S
 }  // namespace
 
 LayerTypeDef embedding_type() {
-  return {.type = LayerType::kEmbedding,
-          .name = "embedding",
+  return {.name = "embedding",
           .keys = kEmbeddingKeys,
           .inputs = LayerInputs::kOneOrTwo,
           .view = false,

@@ -17,8 +17,7 @@ std::unique_ptr<Kernel> flatten_kernel(const Layer& /*layer*/, const std::vector
 }  // namespace
 
 LayerTypeDef flatten_type() {
-  return {.type = LayerType::kFlatten,
-          .name = "flatten",
+  return {.name = "flatten",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = true,

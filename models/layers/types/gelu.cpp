@@ -10,7 +10,7 @@ namespace {
 constexpr std::array<const char*, 2> kGeluForms = {"none", "tanh"};
 
 constexpr std::array kGeluKeys = {
-    enum_key<GeluForm, &LayerParams::gelu_form>(
+    enum_key<&LayerParams::gelu_form>(
         "approximate", kGeluForms,
         "\"tanh\": 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), PyTorch's "
         "nn.GELU(approximate='tanh'); \"none\": the exact x Φ(x)"),
@@ -40,8 +40,7 @@ std::unique_ptr<Kernel> gelu_kernel(const Layer& layer, const std::vector<Shape>
 }  // namespace
 
 LayerTypeDef gelu_type() {
-  return {.type = LayerType::kGelu,
-          .name = "gelu",
+  return {.name = "gelu",
           .keys = kGeluKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

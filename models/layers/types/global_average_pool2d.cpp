@@ -41,8 +41,7 @@ std::unique_ptr<Kernel> global_average_pool2d_kernel(const Layer& /*layer*/,
 }  // namespace
 
 LayerTypeDef global_average_pool2d_type() {
-  return {.type = LayerType::kGlobalAveragePool2d,
-          .name = "global_average_pool2d",
+  return {.name = "global_average_pool2d",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -35,8 +35,7 @@ std::unique_ptr<Kernel> input_kernel(const Layer& /*layer*/, const std::vector<S
 }  // namespace
 
 LayerTypeDef input_type() {
-  return {.type = LayerType::kInput,
-          .name = "input",
+  return {.name = "input",
           .keys = kInputKeys,
           .inputs = LayerInputs::kOne,
           .view = true,

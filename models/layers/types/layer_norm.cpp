@@ -30,8 +30,7 @@ std::unique_ptr<Kernel> layer_norm_kernel(const Layer& layer, const std::vector<
 }  // namespace
 
 LayerTypeDef layer_norm_type() {
-  return {.type = LayerType::kLayerNorm,
-          .name = "layer_norm",
+  return {.name = "layer_norm",
           .keys = kLayerNormKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -38,8 +38,7 @@ std::unique_ptr<Kernel> maxpool2d_kernel(const Layer& layer, const std::vector<S
 }  // namespace
 
 LayerTypeDef maxpool2d_type() {
-  return {.type = LayerType::kMaxPool2d,
-          .name = "maxpool2d",
+  return {.name = "maxpool2d",
           .keys = kMaxPool2dKeys,
           .inputs = LayerInputs::kOne,
           .view = false,

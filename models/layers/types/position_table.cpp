@@ -32,8 +32,7 @@ std::unique_ptr<Kernel> position_table_kernel(const Layer& /*layer*/,
 }  // namespace
 
 LayerTypeDef position_table_type() {
-  return {.type = LayerType::kPositionTable,
-          .name = "position_table",
+  return {.name = "position_table",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -24,8 +24,7 @@ std::unique_ptr<Kernel> relu_kernel(const Layer& /*layer*/, const std::vector<Sh
 }  // namespace
 
 LayerTypeDef relu_type() {
-  return {.type = LayerType::kRelu,
-          .name = "relu",
+  return {.name = "relu",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -56,8 +56,7 @@ std::unique_ptr<Kernel> reshape_kernel(const Layer& layer, const std::vector<Sha
 }  // namespace
 
 LayerTypeDef reshape_type() {
-  return {.type = LayerType::kReshape,
-          .name = "reshape",
+  return {.name = "reshape",
           .keys = kReshapeKeys,
           .inputs = LayerInputs::kOne,
           .view = true,

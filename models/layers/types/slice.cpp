@@ -40,8 +40,7 @@ std::unique_ptr<Kernel> slice_kernel(const Layer& layer, const std::vector<Shape
 }  // namespace
 
 LayerTypeDef slice_type() {
-  return {.type = LayerType::kSlice,
-          .name = "slice",
+  return {.name = "slice",
           .keys = kSliceKeys,
           .inputs = LayerInputs::kOne,
           .view = true,

@@ -25,8 +25,7 @@ std::unique_ptr<Kernel> softmax_kernel(const Layer& /*layer*/, const std::vector
 }  // namespace
 
 LayerTypeDef softmax_type() {
-  return {.type = LayerType::kSoftmax,
-          .name = "softmax",
+  return {.name = "softmax",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -41,8 +41,7 @@ std::unique_ptr<Kernel> softmax_cross_entropy_kernel(const Layer& /*layer*/,
 }  // namespace
 
 LayerTypeDef softmax_cross_entropy_type() {
-  return {.type = LayerType::kSoftmaxCrossEntropy,
-          .name = "softmax_cross_entropy",
+  return {.name = "softmax_cross_entropy",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

@@ -24,8 +24,7 @@ std::unique_ptr<Kernel> tanh_kernel(const Layer& /*layer*/, const std::vector<Sh
 }  // namespace
 
 LayerTypeDef tanh_type() {
-  return {.type = LayerType::kTanh,
-          .name = "tanh",
+  return {.name = "tanh",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

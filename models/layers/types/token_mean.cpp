@@ -40,8 +40,7 @@ std::unique_ptr<Kernel> token_mean_kernel(const Layer& /*layer*/, const std::vec
 }  // namespace
 
 LayerTypeDef token_mean_type() {
-  return {.type = LayerType::kTokenMean,
-          .name = "token_mean",
+  return {.name = "token_mean",
           .keys = {},
           .inputs = LayerInputs::kOne,
           .view = false,

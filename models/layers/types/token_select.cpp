@@ -38,8 +38,7 @@ std::unique_ptr<Kernel> token_select_kernel(const Layer& layer, const std::vecto
 }  // namespace
 
 LayerTypeDef token_select_type() {
-  return {.type = LayerType::kTokenSelect,
-          .name = "token_select",
+  return {.name = "token_select",
           .keys = kTokenSelectKeys,
           .inputs = LayerInputs::kOne,
           .view = true,

@@ -35,8 +35,7 @@ std::vector<Operation> transformer_attention_operations(const Layer& layer,
 }  // namespace
 
 LayerTypeDef transformer_attention_type() {
-  return {.type = LayerType::kTransformerAttention,
-          .name = "transformer_attention",
+  return {.name = "transformer_attention",
           .keys = kTransformerAttentionKeys,
           .inputs = LayerInputs::kOneOrTwo,
           .view = false,

@@ -41,8 +41,7 @@ std::vector<Operation> transformer_encoder_operations(const Layer& layer,
 }  // namespace
 
 LayerTypeDef transformer_encoder_type() {
-  return {.type = LayerType::kTransformerEncoder,
-          .name = "transformer_encoder",
+  return {.name = "transformer_encoder",
           .keys = kTransformerEncoderKeys,
           .inputs = LayerInputs::kOneOrTwo,
           .view = false,

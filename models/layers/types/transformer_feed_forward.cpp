@@ -29,8 +29,7 @@ std::vector<Operation> transformer_feed_forward_operations(const Layer& layer,
 }  // namespace
 
 LayerTypeDef transformer_feed_forward_type() {
-  return {.type = LayerType::kTransformerFeedForward,
-          .name = "transformer_feed_forward",
+  return {.name = "transformer_feed_forward",
           .keys = kTransformerFeedForwardKeys,
           .inputs = LayerInputs::kOne,
           .view = false,
