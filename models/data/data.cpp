@@ -286,4 +286,26 @@ void MaskedTokens::read_sample(std::int64_t index, std::span<float> values, std:
     values[static_cast<std::size_t>(2 * s + i)] = i < length ? 1.0f : 0.0f;
 }
 
+NextTokens::NextTokens(std::uint64_t seed, std::int64_t size, Shape sample_shape,
+                       std::int64_t vocab_size)
+    : seed_(seed), size_(size), sample_shape_(std::move(sample_shape)), vocab_size_(vocab_size) {
+  IPUSIM_CHECK(size_ > 0 && vocab_size_ >= 2 && sample_shape_.size() == 1);
+}
+
+void NextTokens::read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) {
+  const std::int64_t s = sample_shape_.back();
+  Rng rng(derive_seed(derive_seed(seed_, std::string_view("next tokens")),
+                      static_cast<std::uint64_t>(index)));
+  const auto vocab = static_cast<std::uint64_t>(vocab_size_);
+  const std::uint64_t start = rng.below(vocab);
+  const std::uint64_t step = rng.below(3) + 1;
+  const auto id = [&](std::int64_t j) {
+    return static_cast<int>((start + static_cast<std::uint64_t>(j) * step) % vocab);
+  };
+  for (std::int64_t j = 0; j < s; ++j) {
+    values[static_cast<std::size_t>(j)] = static_cast<float>(id(j));
+    labels[static_cast<std::size_t>(j)] = id(j + 1);
+  }
+}
+
 }  // namespace ipusim::models

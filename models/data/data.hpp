@@ -172,4 +172,28 @@ class MaskedTokens final : public DataSource {
   double mask_probability_;
 };
 
+// Seeded token sequences for a causal language model, as GPT-2 trains: the sample shape is
+// [s], every position a token, and one label per position, the token after it. Sample i depends
+// only on (seed, i): s + 1 ids follow a progression, id_j = (a + j·d) mod vocab_size with a
+// uniform in [0, vocab_size) and d uniform in 1..3, so that a next id follows from the ones
+// before; the sample holds ids 0..s-1 and the label of position j is id_{j+1}.
+class NextTokens final : public DataSource {
+ public:
+  NextTokens(std::uint64_t seed, std::int64_t size, Shape sample_shape, std::int64_t vocab_size);
+
+  std::int64_t size() const override { return size_; }
+  const Shape& sample_shape() const override { return sample_shape_; }
+  std::int64_t classes() const override { return vocab_size_; }
+  std::int64_t labels_per_sample() const override { return sample_shape_.back(); }
+
+ protected:
+  void read_sample(std::int64_t index, std::span<float> values, std::span<int> labels) override;
+
+ private:
+  std::uint64_t seed_;
+  std::int64_t size_;
+  Shape sample_shape_;
+  std::int64_t vocab_size_;
+};
+
 }  // namespace ipusim::models

@@ -55,6 +55,11 @@ std::unique_ptr<models::DataSource> synthetic(const RunSpec& spec, std::int64_t 
                                                   p.vocab_size, p.token_types,
                                                   spec.data.mask_probability);
   }
+  if (is_tokens(spec.data) && spec.data.labels == "next_token") {
+    const models::LayerParams& p = first_embedding(model)->params;
+    return std::make_unique<models::NextTokens>(spec.data.seed, size, model.input_shape,
+                                                p.vocab_size);
+  }
   if (is_tokens(spec.data)) {
     const models::LayerParams& p = first_embedding(model)->params;
     return std::make_unique<models::SyntheticTokens>(spec.data.seed, size, model.input_shape,
@@ -85,6 +90,16 @@ std::string data_mismatch(const RunSpec& spec) {
            "rows (ids, types, mask), not " +
            models::shape_text(input);
   }
+  if (spec.data.labels == "next_token" && input.size() != 1) {
+    return "next-token labels follow one sequence of token ids, a model input of [sequence], "
+           "not " +
+           models::shape_text(input);
+  }
+  if (spec.data.labels == "next_token" && model.classes < embedding->params.vocab_size) {
+    return "next tokens are labelled with their ids, up to " +
+           std::to_string(embedding->params.vocab_size - 1) + ", but the loss has " +
+           std::to_string(model.classes) + " classes";
+  }
   if (spec.data.labels == "masked_tokens" && embedding->params.vocab_size < 4) {
     return "masked tokens keep id 0 for padding and the last id for [MASK], so the vocabulary "
            "needs at least 4 ids, not " +
@@ -109,7 +124,7 @@ std::int64_t logit_rows_per_sample(const models::Model& model) {
 // masked tokens one label per token.
 std::string label_mismatch(const RunSpec& spec) {
   const std::int64_t rows = logit_rows_per_sample(spec.model);
-  const bool per_token = is_tokens(spec.data) && spec.data.labels == "masked_tokens";
+  const bool per_token = is_tokens(spec.data) && spec.data.labels != "class";
   const std::int64_t labels = per_token ? spec.model.input_shape.back() : 1;
   if (rows == labels)
     return "";
@@ -117,7 +132,7 @@ std::string label_mismatch(const RunSpec& spec) {
                            std::to_string(rows) + " rows of logits per sample";
   if (!per_token)
     return "numeric data give one label per sample, but " + loss;
-  return "\"masked_tokens\" data give one label per token, " + std::to_string(labels) +
+  return "\"" + spec.data.labels + "\" data give one label per token, " + std::to_string(labels) +
          " per sample, but " + loss;
 }
 
@@ -175,6 +190,8 @@ TestSet test_data(const RunSpec& spec) {
 std::string data_description(const DataSpec& data) {
   if (is_fashion_mnist(data))
     return "fashion-mnist (" + data.path + ")";
+  if (is_tokens(data) && data.labels == "next_token")
+    return "synthetic_tokens with next-token labels (seed " + std::to_string(data.seed) + ")";
   if (is_tokens(data) && data.labels == "masked_tokens") {
     return "synthetic_tokens with masked-token labels (seed " + std::to_string(data.seed) +
            ", mask probability " + fixed(data.mask_probability, 2) + ")";

@@ -420,7 +420,9 @@ std::string test_accuracy(const RunSpec& spec, const models::ParameterStore& par
   if (samples > 0)
     test.count = std::min(test.count, samples);
   const Predictions predictions = correct_predictions(spec.model, parameters, test);
-  const char* unit = data.labels_per_sample() > 1 ? " masked test tokens" : " test samples";
+  const char* unit = data.labels_per_sample() == 1         ? " test samples"
+                     : spec.data.labels == "masked_tokens" ? " masked test tokens"
+                                                           : " test tokens";
   return "Test accuracy: " + percent(double(predictions.correct) / double(predictions.targets)) +
          " (" + with_commas(predictions.correct) + " of " + with_commas(predictions.targets) +
          unit + ")\n";

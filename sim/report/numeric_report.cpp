@@ -8,6 +8,15 @@ namespace ipusim::sim {
 
 namespace {
 
+// What each micro-batch's loss is a mean over.
+std::string loss_heading(const std::string& labels) {
+  if (labels == "masked_tokens")
+    return "Loss per micro-batch (nats, mean over its masked tokens):\n";
+  if (labels == "next_token")
+    return "Loss per micro-batch (nats, mean over its tokens):\n";
+  return "Loss per micro-batch (nats, mean over its samples):\n";
+}
+
 std::string loss_row(const std::vector<float>& losses) {
   std::string row;
   for (const float loss : losses)
@@ -39,9 +48,7 @@ std::string numeric_text(const RunReport& r) {
                     ", " + std::to_string(n.losses.size()) + " weight update(s) x " +
                     std::to_string(p.gradient_accumulation_count) + " micro-batch(es) of " +
                     std::to_string(p.micro_batch_size) + " samples\n";
-  out += r.spec->data.labels == "masked_tokens"
-             ? "Loss per micro-batch (nats, mean over its masked tokens):\n"
-             : "Loss per micro-batch (nats, mean over its samples):\n";
+  out += loss_heading(r.spec->data.labels);
   const std::vector<double> means = n.mean_loss_per_update();
   const std::size_t updates = n.losses.size();
   for (std::size_t s = 0; s < updates; ++s) {

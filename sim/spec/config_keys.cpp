@@ -258,8 +258,9 @@ const std::vector<ConfigKey>& data_keys() {
       {"path", code("\"" + std::string(kFashionMnistPath) + "\""), "the Fashion-MNIST folder"},
       bool_key("shuffle", false, "reshuffle each epoch"),
       int_key("seed", 0, 0, kMaxSeed, "the shuffle's seed, and the synthetic sets'"),
-      choice_key("labels", {"class", "masked_tokens"}, "class",
-                 "with `synthetic_tokens` only; `masked_tokens` gives one label per position"),
+      choice_key("labels", {"class", "masked_tokens", "next_token"}, "class",
+                 "with `synthetic_tokens` only; `masked_tokens` labels masked positions (BERT), "
+                 "`next_token` every position with the token after it (a causal language model)"),
       {"mask_probability", "0.15",
        "with `\"masked_tokens\"` only: the chance each token is masked"},
       {"sequences_per_sample", "absent (one sequence a sample)",

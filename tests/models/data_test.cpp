@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -239,4 +240,36 @@ TEST_CASE("masked tokens label each masked position with the id its progression 
   const double sd = std::sqrt(expected * 0.75);
   CHECK(double(masked) > expected - 4 * sd);
   CHECK(double(masked) < expected + 4 * sd + 1000 * std::pow(0.75, 6));
+}
+
+TEST_CASE("next tokens label every position with the id after it in its progression") {
+  // Vocabulary 11: s + 1 = 9 ids (a + j·d) mod 11 with d in 1..3; the sample holds ids 0..7 and
+  // position j's label is id j + 1, so the last label is the one id the sample does not hold.
+  NextTokens data(5, 500, {8}, 11);
+  CHECK(data.classes() == 11);
+  CHECK(data.labels_per_sample() == 8);
+  Tensor inputs;
+  std::vector<int> labels;
+  data.batch(0, 500, inputs, labels);
+  REQUIRE(labels.size() == 4'000);
+  std::array<int, 4> steps{};
+  for (std::int64_t i = 0; i < 500; ++i) {
+    const float* ids = inputs.data() + i * 8;
+    const int* row = labels.data() + i * 8;
+    const int first = int(ids[0]);
+    const int step = (int(ids[1]) - first + 11) % 11;
+    REQUIRE((step >= 1 && step <= 3));
+    ++steps[std::size_t(step)];
+    for (int j = 0; j < 8; ++j) {
+      CHECK(ids[j] == float((first + j * step) % 11));
+      CHECK(row[j] == (first + (j + 1) * step) % 11);
+    }
+  }
+  // Each step about a third of the time: within four standard deviations of 500/3.
+  for (int step = 1; step <= 3; ++step)
+    CHECK(std::abs(steps[std::size_t(step)] - 500.0 / 3) < 4 * std::sqrt(500 * 2.0 / 9));
+  Tensor again;
+  std::vector<int> again_labels;
+  NextTokens(5, 500, {8}, 11).batch(17, 1, again, again_labels);
+  CHECK(std::equal(again.values().begin(), again.values().end(), inputs.data() + 17 * 8));
 }

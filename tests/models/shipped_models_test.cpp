@@ -146,6 +146,12 @@ TEST_CASE("the models shipped in configs/ parse with their published parameter c
   CHECK(tiny_bert == 38048);
   CHECK(shipped_config("bert_tiny_4ipu.json").total_params() == tiny_bert);
   CHECK(shipped_config("bert_tiny_halves_4ipu.json").total_params() == tiny_bert);
+  // The tiny GPT: word and position tables (48 + 16) x 32 without a layer norm; two pre-LN
+  // blocks (h 32) of two layer norms 2 x 2h, attention's Q, K, V, O 4 x (h² + h), and the MLP
+  // h x 128 + 128 and 128 x h + h; the final layer norm 2h; the LM head is the word table.
+  CHECK(shipped_config("gpt_tiny_2ipu.json").total_params() ==
+        (48 + 16) * 32 + 2 * (2 * 64 + 4 * (32 * 32 + 32) + (32 * 128 + 128) + (128 * 32 + 32)) +
+            64);
 }
 
 namespace {
@@ -170,6 +176,20 @@ std::string output_of(const Model& model, const std::string& id) {
 }
 
 }  // namespace
+
+TEST_CASE(
+    "GPT-2 small has Hugging Face's 124,439,808 parameters plus its 15 padded vocabulary rows") {
+  // Word and position tables V x h + 1024 x h; per block two layer norms 2 x 2h, attention's
+  // packed Q, K, V h x 3h + 3h and projection h² + h, the MLP h x 4h + 4h and 4h x h + h; the
+  // final layer norm 2h; the LM head is the word table. GPT2LMHeadModel counts the same with
+  // V = 50257; Graphcore pads it to 50272.
+  const std::int64_t h = 768;
+  const std::int64_t block =
+      2 * 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * 4 * h + 4 * h) + (4 * h * h + h);
+  const auto gpt2 = [&](std::int64_t vocab) { return vocab * h + 1024 * h + 12 * block + 2 * h; };
+  CHECK(gpt2(50257) == 124439808);
+  CHECK(shipped_config("examples/gpt2_small_pod16.json").total_params() == gpt2(50272));
+}
 
 TEST_CASE("ResNet-50 v1.5 has torchvision's 25,557,032 trainable parameters") {
   const Model model = shipped_config("models/resnet50.json");

@@ -83,22 +83,33 @@ sim::RunSpec validated(const nlohmann::json& config, const ImportArgs& a) {
   }
 }
 
-// Token data for a model that looks tokens up: labelled per token (masked-language modelling,
-// BERT's 15%) when the loss takes a row of logits per position, one class per sample otherwise.
-// Returns the spec the config validates to with its data.
+// What labels token data take for a model whose loss reads a row of logits per position: the
+// next token when the model attends causally over one sequence and can name every id, as a
+// causal language model trains; else masked-language modelling, BERT's 15%.
+nlohmann::json token_labels(const models::Model& model, const models::Layer& embedding) {
+  const bool causal = std::any_of(model.layers.begin(), model.layers.end(),
+                                  [](const models::Layer& l) { return l.params.causal; });
+  if (causal && model.input_shape.size() == 1 && model.classes >= embedding.params.vocab_size)
+    return {{"labels", "next_token"}};
+  return {{"labels", "masked_tokens"}, {"mask_probability", 0.15}};
+}
+
+// Token data for a model that looks tokens up: labelled per token when the loss takes a row of
+// logits per position (token_labels), one class per sample otherwise. Returns the spec the
+// config validates to with its data.
 sim::RunSpec with_data(nlohmann::json& config, const ImportArgs& a) {
   sim::RunSpec spec = validated(config, a);
   const auto& layers = spec.model.layers;
-  const bool tokens = std::any_of(layers.begin(), layers.end(), [](const models::Layer& l) {
+  const auto embedding = std::find_if(layers.begin(), layers.end(), [](const models::Layer& l) {
     return l.type == models::LayerType::kEmbedding;
   });
-  if (!tokens)
+  if (embedding == layers.end())
     return spec;
   const int loss = static_cast<int>(layers.size()) - 1;
   const models::Shape logits = models::input_shapes_of(spec.model, loss).front();
   config["data"] = {{"source", "synthetic_tokens"}};
   if (models::element_count(logits) > logits.back())
-    config["data"].update({{"labels", "masked_tokens"}, {"mask_probability", 0.15}});
+    config["data"].update(token_labels(spec.model, *embedding));
   return validated(config, a);
 }
 
