@@ -1,5 +1,6 @@
 #pragma once
-// Shared pieces of the kernel implementations (models/kernels_*.cpp); not for other folders.
+// Shared pieces of the kernel implementations: models/kernels/kernels_*.cpp, and the layer types
+// under models/layers/types/ that hold their own kernel.
 
 #include <array>
 #include <cstdint>
