@@ -38,7 +38,12 @@ namespace ipusim::models {
   ROW(token_mean)               \
   ROW(token_select)             \
   ROW(position_table)           \
-  ROW(class_token)
+  ROW(class_token)              \
+  ROW(sigmoid)                  \
+  ROW(swish)                    \
+  ROW(multiply)                 \
+  ROW(glu)                      \
+  ROW(group_norm)
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();
 IPUSIM_LAYER_TYPES(IPUSIM_DECLARE_ROW)
