@@ -193,6 +193,11 @@ class OnnxConverter {
 
   void add(const onnx::NodeProto& node);
 
+  // onnx_gates.cpp: a Sigmoid, or with the Mul by its input that reads it alone a swish; a Mul
+  // of two layers' outputs, the one that broadcasts to the other second.
+  void sigmoid(const onnx::NodeProto& node);
+  void mul(const onnx::NodeProto& node);
+
   // A [sequence, hidden] table added to a plain lookup's output: the lookup's position table.
   void add_positions(const onnx::NodeProto& node, const Activation& in,
                      const onnx::TensorProto& constant);

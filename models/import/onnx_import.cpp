@@ -226,6 +226,8 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Softmax", &OnnxConverter::softmax},
       {"Gather", &OnnxConverter::gather},
       {"Add", &OnnxConverter::add},
+      {"Mul", &OnnxConverter::mul},
+      {"Sigmoid", &OnnxConverter::sigmoid},
       {"Concat", &OnnxConverter::concat},
       {"ReduceMean", &OnnxConverter::reduce_mean},
       {"Expand", &OnnxConverter::expand},

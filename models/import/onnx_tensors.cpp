@@ -32,6 +32,7 @@ int fewest_inputs(const std::string& op) {
       {"GlobalAveragePool", 1},
       {"Relu", 1},
       {"Tanh", 1},
+      {"Sigmoid", 1},
       {"Gelu", 1},
       {"Erf", 1},
       {"Flatten", 1},

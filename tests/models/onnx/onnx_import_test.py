@@ -244,7 +244,7 @@ def transformer(path):
 def unsupported(path):
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
-        helper.make_node("Sigmoid", ["h1"], ["a1"], name="gate"),
+        helper.make_node("Softplus", ["h1"], ["a1"], name="gate"),
         helper.make_node("LeakyRelu", ["a1"], ["a2"], name="leaky"),
         helper.make_node("Softmax", ["a2"], ["probs"], name="softmax", axis=1),
     ]
@@ -426,7 +426,7 @@ def check_refusals(folder):
     err = run("import", source, "-o", config, expect=2).stderr
     expected = (f"error: {source}: cannot import 2 node(s) (2 cause(s)), so nothing was "
                 "written:\n"
-                "  Sigmoid x1: no ipusim layer for this operator\n"
+                "  Softplus x1: no ipusim layer for this operator\n"
                 "    first: node 'gate', reading 'h1' [1, 4]\n"
                 f"    to import it: {BY_HAND}, or export the model without this operator\n"
                 "  LeakyRelu x1: no ipusim layer for this operator\n"
