@@ -445,6 +445,38 @@ def check_refusals(folder):
           "written")
 
 
+def check_mul_refusals(folder):
+    """A Mul ipusim's multiply cannot take is named: by a constant, or of shapes neither of
+    which broadcasts to the other."""
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
+        helper.make_node("Gemm", ["x", "w2", "b2"], ["h2"], name="fc2", transB=1),
+        helper.make_node("Mul", ["h1", "h2"], ["m1"], name="mismatched"),
+        helper.make_node("Mul", ["h1", "scale"], ["m2"], name="scaled"),
+        helper.make_node("Add", ["m1", "m2"], ["s"], name="sum"),
+        helper.make_node("Softmax", ["s"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_mul_refused",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
+        [weight("w1", 4, 8), weight("b1", 4), weight("w2", 3, 8), weight("b2", 3),
+         weight("scale", 4)])
+    source = os.path.join(folder, "mul_refused.onnx")
+    save(graph, source)
+    config = os.path.join(folder, "mul_refused.json")
+    err = run("import", source, "-o", config, expect=2).stderr
+    for expected in [
+            "  Mul x1: a Mul of values of shapes [4] and [3] (ipusim's multiply broadcasts one to "
+            "the other's shape by numpy's rule, an image only by one of its rank)\n"
+            "    first: node 'mismatched'",
+            "  Mul x1: a Mul by a constant (ipusim's multiply takes two layers' outputs)\n"
+            "    first: node 'scaled'"]:
+        if expected not in err or os.path.exists(config):
+            sys.exit(f"Mul refusals: got {err!r}")
+    print("refusals: a Mul by a constant and one of shapes that do not broadcast, named")
+
+
 def refused_graph(nodes, weights, inputs):
     graph = helper.make_graph(
         nodes, "onnx_refused", inputs,
@@ -554,6 +586,7 @@ def main():
         check_missing_weights(folder)
         check_refusals(folder)
         check_transformer_refusals(folder)
+        check_mul_refusals(folder)
         check_maxpool_default_stride(folder)
 
 
