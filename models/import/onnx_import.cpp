@@ -181,6 +181,8 @@ void OnnxConverter::find_patterns() {
         claim(gelu->nodes);
         gelu_at_.emplace(*gelu->nodes.begin(), std::move(*gelu));
       }
+    } else if (node.op_type() == "InstanceNormalization") {
+      find_group_norm(node);
     } else if (node.op_type() == "Erf") {
       if (auto gelu = match_gelu(index_, node)) {
         claim(gelu->nodes);
@@ -234,6 +236,7 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Transpose", &OnnxConverter::transpose},
       {"LayerNormalization", &OnnxConverter::layer_norm},
       {"BatchNormalization", &OnnxConverter::batch_norm},
+      {"InstanceNormalization", &OnnxConverter::instance_norm},
   };
   return table;
 }

@@ -28,6 +28,7 @@ int fewest_inputs(const std::string& op) {
       {"Gather", 2},
       {"LayerNormalization", 2},
       {"BatchNormalization", 5},
+      {"InstanceNormalization", 3},
       {"MaxPool", 1},
       {"GlobalAveragePool", 1},
       {"Relu", 1},
@@ -46,7 +47,7 @@ int fewest_inputs(const std::string& op) {
 }
 
 const std::set<std::string> kFloatAttributesRead = {"Gemm", "Dropout", "LayerNormalization",
-                                                    "BatchNormalization"};
+                                                    "BatchNormalization", "InstanceNormalization"};
 
 std::string node_text(const onnx::NodeProto& node) {
   return "node '" + node.name() + "' (" + node.op_type() + ")";

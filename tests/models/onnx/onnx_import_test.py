@@ -446,8 +446,8 @@ def check_refusals(folder):
 
 
 def check_mul_refusals(folder):
-    """A Mul ipusim's multiply cannot take is named: by a constant, or of shapes neither of
-    which broadcasts to the other."""
+    """A Mul ipusim's multiply cannot take is named (by a constant, or of shapes neither of which
+    broadcasts to the other), and so is an InstanceNormalization outside PyTorch's GroupNorm."""
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
         helper.make_node("Gemm", ["x", "w2", "b2"], ["h2"], name="fc2", transB=1),
@@ -474,7 +474,27 @@ def check_mul_refusals(folder):
             "    first: node 'scaled'"]:
         if expected not in err or os.path.exists(config):
             sys.exit(f"Mul refusals: got {err!r}")
-    print("refusals: a Mul by a constant and one of shapes that do not broadcast, named")
+    nodes = [
+        helper.make_node("InstanceNormalization", ["image", "s", "b"], ["n"], name="instance"),
+        helper.make_node("Flatten", ["n"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "w", "c"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_instance_norm",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 2, 4, 4])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
+        [weight("s", 2), weight("b", 2), weight("w", 4, 32), weight("c", 4)])
+    source = os.path.join(folder, "instance_norm.onnx")
+    save(graph, source)
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = ("  InstanceNormalization x1: an InstanceNormalization other than PyTorch's GroupNorm "
+                "(a Reshape to [batch, groups, -1], scale 1 and bias 0, a Reshape back, then a Mul "
+                "by a constant scale and an Add of a constant bias)\n")
+    if expected not in err or os.path.exists(config):
+        sys.exit(f"InstanceNormalization refusal: got {err!r}")
+    print("refusals: a Mul by a constant, one of shapes that do not broadcast, and an "
+          "InstanceNormalization that is no GroupNorm, named")
 
 
 def refused_graph(nodes, weights, inputs):
