@@ -208,6 +208,8 @@ class OnnxConverter {
   // of two layers' outputs, the one that broadcasts to the other second.
   void sigmoid(const onnx::NodeProto& node);
   void mul(const onnx::NodeProto& node);
+  // A Conv of a global average pool's [C, 1, 1] (onnx_gates.cpp): true when it took the node.
+  bool pooled_conv(const onnx::NodeProto& node, const Activation& in);
 
   // A [sequence, hidden] table added to a plain lookup's output: the lookup's position table.
   void add_positions(const onnx::NodeProto& node, const Activation& in,

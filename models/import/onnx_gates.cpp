@@ -1,5 +1,8 @@
 // ONNX gates as ipusim layers: Sigmoid, Mul(x, Sigmoid(x)) as a swish (PyTorch's SiLU exports
-// so), and Mul of two layers' outputs as a multiply (models/import/onnx_converter.hpp).
+// so), Mul of two layers' outputs as a multiply, and a squeeze-and-excite's 1x1 convolutions of
+// pooled channels as dense layers (models/import/onnx_converter.hpp).
+
+#include <algorithm>
 
 #include "models/import/onnx_converter.hpp"
 #include "models/import/onnx_tensors.hpp"
@@ -7,11 +10,21 @@
 namespace ipusim::models::onnx_detail {
 namespace {
 
-// ipusim's shape of a value ONNX holds as `in`: an image [C, H, W] is [H, W, C].
+// A global average pool's [C, 1, 1], which ipusim holds as [C] (and what squeeze-and-excite
+// computes from it: 1x1 convolutions, activations).
+bool pooled_channels(const Activation& in) {
+  const Shape& s = in.onnx_shape;
+  return !in.channels_first && s.size() == 3 && s[1] == 1 && s[2] == 1;
+}
+
+// ipusim's shape of a value ONNX holds as `in`: an image [C, H, W] is [H, W, C], pooled
+// channels [C, 1, 1] are [C].
 Shape gate_shape(const Activation& in) {
   const Shape& s = in.onnx_shape;
   if (in.channels_first && s.size() == 3)
     return {s[1], s[2], s[0]};
+  if (pooled_channels(in))
+    return {s[0]};
   return s;
 }
 
@@ -30,6 +43,36 @@ bool gate_broadcasts(const Shape& first, const Shape& second) {
 }
 
 }  // namespace
+
+// A squeeze-and-excite's 1x1 convolution of pooled channels: a dense layer on ipusim's [C].
+bool OnnxConverter::pooled_conv(const onnx::NodeProto& node, const Activation& in) {
+  const auto* w = initializer(node, 1);
+  if (w == nullptr || !pooled_channels(in))
+    return false;
+  const Tensor kernel = onnx_float_tensor(*w, path_);
+  const auto pads = ints_attribute(node, "pads");
+  const std::int64_t channels = in.onnx_shape[0];
+  if (kernel.rank() != 4 || kernel.dim(1) != channels || kernel.dim(2) != 1 || kernel.dim(3) != 1 ||
+      int_attribute(node, "group", 1) != 1 ||
+      std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p != 0; })) {
+    problem(node, "a convolution of pooled channels " + shape_text(in.onnx_shape) +
+                      " other than an ungrouped, unpadded 1x1 one (a squeeze-and-excite's)");
+    return true;
+  }
+  const std::int64_t units = kernel.dim(0);
+  Tensor matrix({channels, units});  // [out, in, 1, 1] to dense's [in, out]
+  for (std::int64_t o = 0; o < units; ++o) {
+    for (std::int64_t c = 0; c < channels; ++c)
+      matrix[c * units + o] = kernel[o * channels + c];
+  }
+  const auto* bias = initializer(node, 2);
+  std::vector<Tensor> weights{std::move(matrix)};
+  if (bias)
+    weights.push_back(onnx_float_tensor(*bias, path_));
+  add_layer({{"id", id_of(node)}, {"type", "dense"}, {"units", units}, {"bias", bias != nullptr}},
+            node.output(0), {"", {units, 1, 1}, false}, {in.layer}, std::move(weights));
+  return true;
+}
 
 void OnnxConverter::sigmoid(const onnx::NodeProto& node) {
   const Activation* in = value(node);
@@ -59,9 +102,12 @@ void OnnxConverter::mul(const onnx::NodeProto& node) {
     return;
   const Shape first = gate_shape(*a);
   const Shape second = gate_shape(*b);
+  // ONNX aligns an image [C, H, W] at W and ipusim's [H, W, C] at C: they agree when the other
+  // value is an image too or pooled channels, of the same ONNX rank.
   const bool images = a->channels_first || b->channels_first;
-  const bool same_layout =
-      a->channels_first == b->channels_first && (!images || first.size() == second.size());
+  const bool layouts =
+      a->channels_first == b->channels_first || pooled_channels(*a) || pooled_channels(*b);
+  const bool same_layout = layouts && (!images || a->onnx_shape.size() == b->onnx_shape.size());
   if (same_layout && gate_broadcasts(first, second)) {
     add_layer({{"id", id_of(node)}, {"type", "multiply"}}, node.output(0), *a,
               {a->layer, b->layer});
