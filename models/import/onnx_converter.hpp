@@ -208,6 +208,7 @@ class OnnxConverter {
   // of two layers' outputs, the one that broadcasts to the other second.
   void sigmoid(const onnx::NodeProto& node);
   void mul(const onnx::NodeProto& node);
+  void split(const onnx::NodeProto& node);
   // A Conv of a global average pool's [C, 1, 1] (onnx_gates.cpp): true when it took the node.
   bool pooled_conv(const onnx::NodeProto& node, const Activation& in);
 

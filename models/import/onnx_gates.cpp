@@ -93,6 +93,39 @@ void OnnxConverter::sigmoid(const onnx::NodeProto& node) {
             mul->output(0), *in, {in->layer});
 }
 
+// The halves a and b of an equal Split, b's Sigmoid, and their Mul: PyTorch's GLU as one glu
+// layer, its Sigmoid and Mul skipped.
+void OnnxConverter::split(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  const onnx::NodeProto* gate =
+      node.output_size() == 2 ? index_.sole_consumer(node.output(1)) : nullptr;
+  const onnx::NodeProto* mul =
+      gate && gate->op_type() == "Sigmoid" ? index_.sole_consumer(gate->output(0)) : nullptr;
+  const bool glu = mul && mul->op_type() == "Mul" && mul->input_size() == 2 &&
+                   index_.sole_consumer(node.output(0)) == mul && mul->input(0) == node.output(0) &&
+                   mul->input(1) == gate->output(0);
+  std::vector<double> sizes = index_.constant_values(node.input_size() > 1 ? node.input(1) : "");
+  for (const std::int64_t size : ints_attribute(node, "split"))
+    sizes.push_back(double(size));
+  const std::int64_t axis = sample_axis(int_attribute(node, "axis", 0), *in);
+  if (!glu || in->channels_first || axis < 0 ||
+      (!sizes.empty() && sizes != std::vector{sizes[0], sizes[0]}))
+    return problem(node,
+                   "a Split other than a GLU's (two equal halves a and b of a value that is "
+                   "not an image, then a Mul of a by the Sigmoid of b)");
+  Shape out = in->onnx_shape;
+  if (out[std::size_t(axis)] % 2 != 0)
+    return problem(node, "a GLU's Split of an odd axis, " + shape_text(in->onnx_shape));
+  out[std::size_t(axis)] /= 2;
+  skipped_.insert({index_.index_of(*gate), index_.index_of(*mul)});
+  add_layer({{"id", unique_id(module_id(node.name(), node.op_type(), "glu"))},
+             {"type", "glu"},
+             {"axis", axis}},
+            mul->output(0), {"", out, false}, {in->layer});
+}
+
 void OnnxConverter::mul(const onnx::NodeProto& node) {
   if (initializer(node, 0) || initializer(node, 1))
     return problem(node, "a Mul by a constant (ipusim's multiply takes two layers' outputs)");

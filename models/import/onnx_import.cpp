@@ -230,6 +230,7 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Add", &OnnxConverter::add},
       {"Mul", &OnnxConverter::mul},
       {"Sigmoid", &OnnxConverter::sigmoid},
+      {"Split", &OnnxConverter::split},
       {"Concat", &OnnxConverter::concat},
       {"ReduceMean", &OnnxConverter::reduce_mean},
       {"Expand", &OnnxConverter::expand},

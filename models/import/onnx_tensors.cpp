@@ -34,6 +34,7 @@ int fewest_inputs(const std::string& op) {
       {"Relu", 1},
       {"Tanh", 1},
       {"Sigmoid", 1},
+      {"Split", 1},
       {"Gelu", 1},
       {"Erf", 1},
       {"Flatten", 1},

@@ -447,7 +447,8 @@ def check_refusals(folder):
 
 def check_mul_refusals(folder):
     """A Mul ipusim's multiply cannot take is named (by a constant, or of shapes neither of which
-    broadcasts to the other), and so is an InstanceNormalization outside PyTorch's GroupNorm."""
+    broadcasts to the other), and so are an InstanceNormalization outside PyTorch's GroupNorm and
+    a Split outside a GLU."""
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
         helper.make_node("Gemm", ["x", "w2", "b2"], ["h2"], name="fc2", transB=1),
@@ -493,8 +494,26 @@ def check_mul_refusals(folder):
                 "by a constant scale and an Add of a constant bias)\n")
     if expected not in err or os.path.exists(config):
         sys.exit(f"InstanceNormalization refusal: got {err!r}")
-    print("refusals: a Mul by a constant, one of shapes that do not broadcast, and an "
-          "InstanceNormalization that is no GroupNorm, named")
+    nodes = [
+        helper.make_node("Split", ["x"], ["a", "b"], name="halves", axis=1),
+        helper.make_node("Add", ["a", "b"], ["s"], name="sum"),
+        helper.make_node("Gemm", ["s", "w", "c"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
+        [weight("w", 4, 4), weight("c", 4)])
+    source = os.path.join(folder, "split.onnx")
+    save(graph, source)
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = ("  Split x1: a Split other than a GLU's (two equal halves a and b of a value that is "
+                "not an image, then a Mul of a by the Sigmoid of b)\n")
+    if expected not in err or os.path.exists(config):
+        sys.exit(f"Split refusal: got {err!r}")
+    print("refusals: a Mul by a constant, one of shapes that do not broadcast, an "
+          "InstanceNormalization that is no GroupNorm and a Split that is no GLU, named")
 
 
 def refused_graph(nodes, weights, inputs):

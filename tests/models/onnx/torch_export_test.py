@@ -3,7 +3,7 @@
 exports them, with no edit of the file: torchvision's ResNet-18 and ResNet-50, a classifier over
 nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-style causal decoders (nn.MultiheadAttention with
 a causal mask, and attention written by hand with masked_fill), torchvision's
-VisionTransformer at reduced width, a sigmoid-gated projection with a SiLU feed-forward, a CNN
+VisionTransformer at reduced width, a sigmoid-gated projection with SiLU and GLU, a CNN
 of nn.GroupNorm and SiLU, and torchvision's SqueezeExcitation, at opsets 14 and 17, with a
 static and a dynamic batch.
 
@@ -109,19 +109,22 @@ class Decoder(nn.Module):
 
 class Gated(nn.Module):
     """Token ids -> a projection gated by the sigmoid of another (a Mul of two layers' outputs)
-    -> a feed-forward with SiLU (exported as Mul(x, Sigmoid(x))) -> mean over tokens -> classes."""
+    -> a feed-forward with SiLU (exported as Mul(x, Sigmoid(x))) -> a projection to twice the
+    width halved by nn.GLU (Split, Sigmoid, Mul) -> mean over tokens -> classes."""
 
     def __init__(self):
         super().__init__()
         self.embed = nn.Embedding(30, 16)
         self.value, self.gate, self.ffn = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 16)
         self.act = nn.SiLU()
+        self.expand, self.glu = nn.Linear(16, 32), nn.GLU()
         self.head = nn.Linear(16, 5)
 
     def forward(self, x):
         h = self.embed(x)
         h = self.value(h) * torch.sigmoid(self.gate(h))
-        return self.head(self.act(self.ffn(h)).mean(1))
+        h = self.glu(self.expand(self.act(self.ffn(h))))
+        return self.head(h.mean(1))
 
 
 class GroupNormNet(nn.Module):
