@@ -113,6 +113,9 @@ TEST_CASE("multiply's gradients match central differences for each broadcast") {
     INFO(shape_text(second));
     check_gradients(layer, {random_tensor({2, 2, 3, 4}, 4), random_tensor(batched(2, second), 5)});
   }
+  // fp16: the gradients rounded to binary16, the second's summed before it is rounded.
+  check_gradients(layer, {random_tensor({2, 3, 4}, 6), random_tensor({2, 1, 4}, 7)}, {}, SIZE_MAX,
+                  DType::kFp16);
 }
 
 TEST_CASE("multiply refuses a second input that does not broadcast to the first, or a third") {
@@ -153,6 +156,7 @@ TEST_CASE("glu halves its axis into a sigmoid(b), as torch's glu") {
   check_gradients(typed("glu"), {random_tensor({2, 3, 6}, 6)});
   check_gradients(layer_from(R"({"id": "g", "type": "glu", "axis": 1})"),
                   {random_tensor({2, 3, 4, 2}, 7)});
+  check_gradients(typed("glu"), {random_tensor({2, 4}, 8)}, {}, SIZE_MAX, DType::kFp16);
 }
 
 TEST_CASE("glu refuses an odd axis and an axis its input does not have") {
