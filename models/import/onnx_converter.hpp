@@ -50,6 +50,17 @@ std::string sanitized(std::string id);
 // Whether `t` is a [rows, width] (or [1, rows, width]) constant.
 bool is_constant_of(const Tensor& t, std::int64_t rows, std::int64_t width);
 
+// PyTorch's GroupNorm: the value it reads, the Add's output it writes, the groups and epsilon,
+// and the constants of the per-channel scale and bias.
+struct GroupNormPattern {
+  std::string input;
+  std::string output;
+  std::int64_t groups = 0;
+  double epsilon = 0;
+  std::string scale;
+  std::string bias;
+};
+
 // Converts one graph into `out`: throws core::ConfigError listing every node it cannot import.
 class OnnxConverter {
  public:
@@ -193,6 +204,14 @@ class OnnxConverter {
 
   void add(const onnx::NodeProto& node);
 
+  // onnx_gates.cpp: a Sigmoid, or with the Mul by its input that reads it alone a swish; a Mul
+  // of two layers' outputs, the one that broadcasts to the other second.
+  void sigmoid(const onnx::NodeProto& node);
+  void mul(const onnx::NodeProto& node);
+  void split(const onnx::NodeProto& node);
+  // A Conv of a global average pool's [C, 1, 1] (onnx_gates.cpp): true when it took the node.
+  bool pooled_conv(const onnx::NodeProto& node, const Activation& in);
+
   // A [sequence, hidden] table added to a plain lookup's output: the lookup's position table.
   void add_positions(const onnx::NodeProto& node, const Activation& in,
                      const onnx::TensorProto& constant);
@@ -209,6 +228,11 @@ class OnnxConverter {
   // Batch normalization of image channels or features, with its running mean and variance.
   void batch_norm(const onnx::NodeProto& node);
 
+  // onnx_group_norm.cpp: PyTorch's GroupNorm around an InstanceNormalization, recorded by
+  // find_patterns (its other nodes skipped), then converted at the InstanceNormalization.
+  void find_group_norm(const onnx::NodeProto& norm);
+  void instance_norm(const onnx::NodeProto& node);
+
   // Why an attention block cannot be one ipusim attention layer, or "".
   static std::string attention_problem(const AttentionPattern& block, const Activation& in,
                                        const std::vector<Tensor>& weights);
@@ -222,11 +246,12 @@ class OnnxConverter {
   std::map<int, AttentionPattern> attention_at_;  // by the block's first node
   std::map<int, GeluPattern> gelu_at_;
   std::map<int, LayerNormPattern> layer_norm_at_;
-  std::map<std::string, std::string> expanded_;  // Expand outputs: the initializer expanded
-  std::set<std::string> inner_scopes_;           // module paths that hold submodules' nodes
-  std::set<std::string> sequence_first_;         // ONNX values laid out [sequence, batch, ...]
-  std::vector<std::string> written_;             // values the node being converted wrote
-  std::map<int, std::string> attention_why_;     // by Softmax: why its attention is refused
+  std::map<int, GroupNormPattern> group_norm_at_;  // by InstanceNormalization
+  std::map<std::string, std::string> expanded_;    // Expand outputs: the initializer expanded
+  std::set<std::string> inner_scopes_;             // module paths that hold submodules' nodes
+  std::set<std::string> sequence_first_;           // ONNX values laid out [sequence, batch, ...]
+  std::vector<std::string> written_;               // values the node being converted wrote
+  std::map<int, std::string> attention_why_;       // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
   std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens
   std::set<int> skipped_;

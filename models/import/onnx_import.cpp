@@ -181,6 +181,8 @@ void OnnxConverter::find_patterns() {
         claim(gelu->nodes);
         gelu_at_.emplace(*gelu->nodes.begin(), std::move(*gelu));
       }
+    } else if (node.op_type() == "InstanceNormalization") {
+      find_group_norm(node);
     } else if (node.op_type() == "Erf") {
       if (auto gelu = match_gelu(index_, node)) {
         claim(gelu->nodes);
@@ -226,12 +228,16 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Softmax", &OnnxConverter::softmax},
       {"Gather", &OnnxConverter::gather},
       {"Add", &OnnxConverter::add},
+      {"Mul", &OnnxConverter::mul},
+      {"Sigmoid", &OnnxConverter::sigmoid},
+      {"Split", &OnnxConverter::split},
       {"Concat", &OnnxConverter::concat},
       {"ReduceMean", &OnnxConverter::reduce_mean},
       {"Expand", &OnnxConverter::expand},
       {"Transpose", &OnnxConverter::transpose},
       {"LayerNormalization", &OnnxConverter::layer_norm},
       {"BatchNormalization", &OnnxConverter::batch_norm},
+      {"InstanceNormalization", &OnnxConverter::instance_norm},
   };
   return table;
 }

@@ -148,6 +148,8 @@ std::string OnnxConverter::Window::problem_over(const Shape& image) const {
 void OnnxConverter::conv(const onnx::NodeProto& node) {
   const Activation* in = value(node);
   const auto* w = initializer(node, 1);
+  if (in && pooled_conv(node, *in))
+    return;
   if (!in || !w || !in->channels_first) {
     if (in)
       problem(node, "only a convolution of an image by an initializer kernel");

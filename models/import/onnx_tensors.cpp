@@ -28,10 +28,13 @@ int fewest_inputs(const std::string& op) {
       {"Gather", 2},
       {"LayerNormalization", 2},
       {"BatchNormalization", 5},
+      {"InstanceNormalization", 3},
       {"MaxPool", 1},
       {"GlobalAveragePool", 1},
       {"Relu", 1},
       {"Tanh", 1},
+      {"Sigmoid", 1},
+      {"Split", 1},
       {"Gelu", 1},
       {"Erf", 1},
       {"Flatten", 1},
@@ -45,7 +48,7 @@ int fewest_inputs(const std::string& op) {
 }
 
 const std::set<std::string> kFloatAttributesRead = {"Gemm", "Dropout", "LayerNormalization",
-                                                    "BatchNormalization"};
+                                                    "BatchNormalization", "InstanceNormalization"};
 
 std::string node_text(const onnx::NodeProto& node) {
   return "node '" + node.name() + "' (" + node.op_type() + ")";

@@ -39,7 +39,13 @@ namespace ipusim::models {
   ROW(token_select)             \
   ROW(position_table)           \
   ROW(class_token)              \
-  ROW(relative_attention)
+  ROW(relative_attention)       \
+  ROW(sigmoid)                  \
+  ROW(swish)                    \
+  ROW(multiply)                 \
+  ROW(glu)                      \
+  ROW(group_norm)               \
+  /* a new type's line goes above this one, so that adding it edits no other line */
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();
 IPUSIM_LAYER_TYPES(IPUSIM_DECLARE_ROW)

@@ -10,6 +10,7 @@
 #include "models/layers/model.hpp"
 #include "models/layers/shape_inference.hpp"
 #include "sim/core/config_file.hpp"
+#include "tests/models/model_test_support.hpp"
 
 using namespace ipusim::models;
 
@@ -167,4 +168,38 @@ TEST_CASE(
   }
   CHECK(models == 15);
   CHECK(types.size() == 20);
+}
+
+TEST_CASE("the element-wise and group norm types count their FLOPs by their closed forms") {
+  // E: output elements; B: the multiply's second input. sigmoid 4·E each way (as tanh), swish 5·E
+  // (and the multiply by x), multiply E and 3·E − B back (a multiply for each input's gradient
+  // and E − B adds summing the second's), glu 5·E of its halved output, group_norm 8·E and 16·E
+  // (as layer_norm) with a scale and a bias per channel.
+  const Model model = ipusim::models::testing::model_from(R"({
+      "name": "m", "input": {"shape": [4, 4, 6]}, "layers": [
+        {"id": "norm", "type": "group_norm", "groups": 3},
+        {"id": "act", "type": "swish"},
+        {"id": "squeeze", "type": "global_average_pool2d"},
+        {"id": "gate", "type": "sigmoid"},
+        {"id": "excite", "type": "multiply", "inputs": ["act", "gate"]},
+        {"id": "same", "type": "multiply", "inputs": ["act", "excite"]},
+        {"id": "glu", "type": "glu"}]})");
+  struct Expected {
+    double forward;
+    double backward;
+    std::int64_t params;
+  };
+  const double e = 96;
+  const std::vector<Expected> expected = {
+      {8 * e, 16 * e, 12}, {5 * e, 5 * e, 0}, {e + 6, e, 0},       {4 * 6, 4 * 6, 0},
+      {e, 3 * e - 6, 0},   {e, 3 * e - e, 0}, {5 * 48, 5 * 48, 0},
+  };
+  REQUIRE(model.info.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO(layer_label(model.layers[i]));
+    CHECK(model.info[i].forward_flops == expected[i].forward);
+    CHECK(model.info[i].backward_flops == expected[i].backward);
+    CHECK(model.info[i].params == expected[i].params);
+  }
+  CHECK(model.info.back().output == Shape{4, 4, 3});
 }

@@ -157,7 +157,8 @@ TEST_CASE("a layer type unlike any known type lists the types") {
         "'softmax_cross_entropy', 'embedding', 'transformer_encoder', 'layer_norm', "
         "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention', "
         "'transformer_feed_forward', 'avgpool2d', 'token_mean', 'token_select', "
-        "'position_table', 'class_token' or 'relative_attention'");
+        "'position_table', 'class_token', 'relative_attention', 'sigmoid', 'swish', "
+        "'multiply', 'glu' or 'group_norm'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {

@@ -309,6 +309,14 @@ TEST_CASE("run checks the numbers by default and --no-numeric skips the check") 
   CHECK(run_ipusim(args).code == 1);
 }
 
+TEST_CASE("a squeeze-and-excite block and a GLU over two IPUs run bit-identical to the reference") {
+  // group_norm, swish, a sigmoid gate multiplied over the channels across the split, and a glu.
+  const auto result = run_ipusim({"run", "tests/tools/data/squeeze_excite_glu.json", "--numeric"});
+  CHECK(result.code == 0);
+  CHECK(result.out.find("\nBit-identical to the reference: largest |pipelined - reference| 0 "
+                        "nats in losses, 0 in weights\n") != std::string::npos);
+}
+
 TEST_CASE("run --json adds the numeric object") {
   const std::string json = std::string(IPUSIM_BINARY_DIR) + "/numeric_report.json";
   const auto result = run_ipusim({"run", kTf1Config, "--gac", "4", "--micro-batch", "2", "--set",

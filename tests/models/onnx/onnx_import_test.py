@@ -244,7 +244,7 @@ def transformer(path):
 def unsupported(path):
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
-        helper.make_node("Sigmoid", ["h1"], ["a1"], name="gate"),
+        helper.make_node("Softplus", ["h1"], ["a1"], name="gate"),
         helper.make_node("LeakyRelu", ["a1"], ["a2"], name="leaky"),
         helper.make_node("Softmax", ["a2"], ["probs"], name="softmax", axis=1),
     ]
@@ -426,7 +426,7 @@ def check_refusals(folder):
     err = run("import", source, "-o", config, expect=2).stderr
     expected = (f"error: {source}: cannot import 2 node(s) (2 cause(s)), so nothing was "
                 "written:\n"
-                "  Sigmoid x1: no ipusim layer for this operator\n"
+                "  Softplus x1: no ipusim layer for this operator\n"
                 "    first: node 'gate', reading 'h1' [1, 4]\n"
                 f"    to import it: {BY_HAND}, or export the model without this operator\n"
                 "  LeakyRelu x1: no ipusim layer for this operator\n"
@@ -443,6 +443,77 @@ def check_refusals(folder):
         sys.exit(f"garbage file: got {err!r}")
     print("refusals: unsupported operators grouped by cause, a garbage file refused, nothing "
           "written")
+
+
+def check_mul_refusals(folder):
+    """A Mul ipusim's multiply cannot take is named (by a constant, or of shapes neither of which
+    broadcasts to the other), and so are an InstanceNormalization outside PyTorch's GroupNorm and
+    a Split outside a GLU."""
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
+        helper.make_node("Gemm", ["x", "w2", "b2"], ["h2"], name="fc2", transB=1),
+        helper.make_node("Mul", ["h1", "h2"], ["m1"], name="mismatched"),
+        helper.make_node("Mul", ["h1", "scale"], ["m2"], name="scaled"),
+        helper.make_node("Add", ["m1", "m2"], ["s"], name="sum"),
+        helper.make_node("Softmax", ["s"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_mul_refused",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
+        [weight("w1", 4, 8), weight("b1", 4), weight("w2", 3, 8), weight("b2", 3),
+         weight("scale", 4)])
+    source = os.path.join(folder, "mul_refused.onnx")
+    save(graph, source)
+    config = os.path.join(folder, "mul_refused.json")
+    err = run("import", source, "-o", config, expect=2).stderr
+    for expected in [
+            "  Mul x1: a Mul of values of shapes [4] and [3] (ipusim's multiply broadcasts one to "
+            "the other's shape by numpy's rule, an image only by one of its rank)\n"
+            "    first: node 'mismatched'",
+            "  Mul x1: a Mul by a constant (ipusim's multiply takes two layers' outputs)\n"
+            "    first: node 'scaled'"]:
+        if expected not in err or os.path.exists(config):
+            sys.exit(f"Mul refusals: got {err!r}")
+    nodes = [
+        helper.make_node("InstanceNormalization", ["image", "s", "b"], ["n"], name="instance"),
+        helper.make_node("Flatten", ["n"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "w", "c"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_instance_norm",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 2, 4, 4])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
+        [weight("s", 2), weight("b", 2), weight("w", 4, 32), weight("c", 4)])
+    source = os.path.join(folder, "instance_norm.onnx")
+    save(graph, source)
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = ("  InstanceNormalization x1: an InstanceNormalization other than PyTorch's GroupNorm "
+                "(a Reshape to [batch, groups, -1], scale 1 and bias 0, a Reshape back, then a Mul "
+                "by a constant scale and an Add of a constant bias)\n")
+    if expected not in err or os.path.exists(config):
+        sys.exit(f"InstanceNormalization refusal: got {err!r}")
+    nodes = [
+        helper.make_node("Split", ["x"], ["a", "b"], name="halves", axis=1),
+        helper.make_node("Add", ["a", "b"], ["s"], name="sum"),
+        helper.make_node("Gemm", ["s", "w", "c"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
+        [weight("w", 4, 4), weight("c", 4)])
+    source = os.path.join(folder, "split.onnx")
+    save(graph, source)
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = ("  Split x1: a Split other than a GLU's (two equal halves a and b of a value that is "
+                "not an image, then a Mul of a by the Sigmoid of b)\n")
+    if expected not in err or os.path.exists(config):
+        sys.exit(f"Split refusal: got {err!r}")
+    print("refusals: a Mul by a constant, one of shapes that do not broadcast, an "
+          "InstanceNormalization that is no GroupNorm and a Split that is no GLU, named")
 
 
 def refused_graph(nodes, weights, inputs):
@@ -554,6 +625,7 @@ def main():
         check_missing_weights(folder)
         check_refusals(folder)
         check_transformer_refusals(folder)
+        check_mul_refusals(folder)
         check_maxpool_default_stride(folder)
 
 

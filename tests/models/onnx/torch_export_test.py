@@ -2,8 +2,10 @@
 """ipusim import of models exported by PyTorch's own exporter (Debian's python3-torch), as a user
 exports them, with no edit of the file: torchvision's ResNet-18 and ResNet-50, a classifier over
 nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-style causal decoders (nn.MultiheadAttention with
-a causal mask, and attention written by hand with masked_fill), and torchvision's
-VisionTransformer at reduced width, at opsets 14 and 17, with a static and a dynamic batch.
+a causal mask, and attention written by hand with masked_fill), torchvision's
+VisionTransformer at reduced width, a sigmoid-gated projection with SiLU and GLU, a CNN
+of nn.GroupNorm and SiLU, and torchvision's SqueezeExcitation, at opsets 14 and 17, with a
+static and a dynamic batch.
 
 For each: the import succeeds, its parameter count is torch's, and two training steps through the
 simulated pipeline (two micro-batches a step, SGD 0.01, gradients averaged) give the losses
@@ -105,6 +107,59 @@ class Decoder(nn.Module):
         return self.head(h + self.ffn(h))
 
 
+class Gated(nn.Module):
+    """Token ids -> a projection gated by the sigmoid of another (a Mul of two layers' outputs)
+    -> a feed-forward with SiLU (exported as Mul(x, Sigmoid(x))) -> a projection to twice the
+    width halved by nn.GLU (Split, Sigmoid, Mul) -> mean over tokens -> classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(30, 16)
+        self.value, self.gate, self.ffn = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 16)
+        self.act = nn.SiLU()
+        self.expand, self.glu = nn.Linear(16, 32), nn.GLU()
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.embed(x)
+        h = self.value(h) * torch.sigmoid(self.gate(h))
+        h = self.glu(self.expand(self.act(self.ffn(h))))
+        return self.head(h.mean(1))
+
+
+class GroupNormNet(nn.Module):
+    """Convolutions each followed by nn.GroupNorm (exported around an InstanceNormalization)
+    and SiLU, a global average pool and classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.norm1 = nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(4, 8)
+        self.conv2, self.norm2 = nn.Conv2d(8, 8, 3, padding=1), nn.GroupNorm(2, 8, eps=1e-3)
+        self.act = nn.SiLU()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = self.act(self.norm1(self.conv1(x)))
+        h = self.act(self.norm2(self.conv2(h)))
+        return self.head(self.pool(h).flatten(1))
+
+
+class SqueezeExcite(nn.Module):
+    """A convolution, torchvision's SqueezeExcitation as EfficientNet uses it (1x1 convolutions
+    of the pooled channels, SiLU, a sigmoid gate multiplied over the image) and classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.se = torchvision.ops.SqueezeExcitation(8, 2, activation=nn.SiLU)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.head(self.pool(self.se(self.conv(x))).flatten(1))
+
+
 def vit():
     return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2,
                                                 num_heads=2, hidden_dim=32, mlp_dim=64,
@@ -128,6 +183,9 @@ MODELS = {
     "decoder_mha": (lambda: Decoder(False), lambda b: torch.randint(0, 40, (b, 8)), False, 2),
     "decoder_by_hand": (lambda: Decoder(True), lambda b: torch.randint(0, 40, (b, 8)), False, 2),
     "vit": (vit, lambda b: torch.randn(b, 3, 32, 32), False, 2),
+    "gated": (Gated, lambda b: torch.randint(0, 30, (b, 8)), False, 2),
+    "group_norm": (GroupNormNet, lambda b: torch.randn(b, 3, 16, 16), False, 2),
+    "squeeze_excite": (SqueezeExcite, lambda b: torch.randn(b, 3, 16, 16), False, 2),
 }
 
 # (model, opset, dynamic batch)
@@ -135,7 +193,9 @@ CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False
          ("encoder_post_norm", 14, False), ("encoder_post_norm", 17, True),
          ("encoder_pre_norm", 17, False), ("encoder_sequence_first", 14, False),
          ("encoder_sequence_first", 17, True), ("decoder_mha", 14, True), ("decoder_mha", 17, False),
-         ("decoder_by_hand", 17, False), ("vit", 14, False), ("vit", 17, True)]
+         ("decoder_by_hand", 17, False), ("vit", 14, False), ("vit", 17, True),
+         ("gated", 14, False), ("gated", 17, True), ("group_norm", 14, False),
+         ("group_norm", 17, True), ("squeeze_excite", 14, False), ("squeeze_excite", 17, True)]
 
 
 def export(model, example, path, opset, dynamic, batch_norms):
