@@ -38,7 +38,8 @@ namespace ipusim::models {
   ROW(token_mean)               \
   ROW(token_select)             \
   ROW(position_table)           \
-  ROW(class_token)
+  ROW(class_token)              \
+  ROW(conv1d)
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();
 IPUSIM_LAYER_TYPES(IPUSIM_DECLARE_ROW)
