@@ -39,7 +39,8 @@ namespace ipusim::models {
   ROW(token_select)             \
   ROW(position_table)           \
   ROW(class_token)              \
-  ROW(conv1d)
+  ROW(conv1d)                   \
+  ROW(conv2d_transpose)
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();
 IPUSIM_LAYER_TYPES(IPUSIM_DECLARE_ROW)
