@@ -40,7 +40,8 @@ namespace ipusim::models {
   ROW(position_table)           \
   ROW(class_token)              \
   ROW(conv1d)                   \
-  ROW(conv2d_transpose)
+  ROW(conv2d_transpose)         \
+  ROW(crop2d)
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();
 IPUSIM_LAYER_TYPES(IPUSIM_DECLARE_ROW)
