@@ -157,7 +157,7 @@ TEST_CASE("a layer type unlike any known type lists the types") {
         "'softmax_cross_entropy', 'embedding', 'transformer_encoder', 'layer_norm', "
         "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention', "
         "'transformer_feed_forward', 'avgpool2d', 'token_mean', 'token_select', "
-        "'position_table' or 'class_token'");
+        "'position_table', 'class_token', 'conv1d', 'conv2d_transpose' or 'crop2d'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {
