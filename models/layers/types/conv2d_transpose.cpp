@@ -31,8 +31,9 @@ constexpr std::array kConv2dTransposeKeys = {
         "padding", KeyKind::kPadding,
         "same: Keras', in x stride outputs per axis; a list: PyTorch's, cropped from each side",
         key_readers::padding),
-    own_key("output_padding", KeyKind::kPair, "0",
-            "rows and columns added at the end (PyTorch's), each below the stride"),
+    own_key("output_padding", KeyKind::kInt, "0",
+            "N or [h, w]: rows and columns added at the end (PyTorch's), from 0 to the stride "
+            "less 1, with a padding list"),
     kActivationKey,
     kBiasKey,
 };

@@ -18,7 +18,7 @@ struct Crop2dFields {
 };
 
 constexpr std::array kCrop2dKeys = {
-    own_key("cropping", KeyKind::kPair, "0",
+    own_key("cropping", KeyKind::kInt, "0",
             "N (every side), [h, w] (top and bottom, left and right) or [[top, bottom], "
             "[left, right]], integers from 0"),
 };

@@ -195,16 +195,16 @@ void add_activation(std::vector<Operation>& ops, Activation activation, double e
 
 // A dense convolution, or a grouped one whose groups fill the AMP's input, is a product on the
 // AMP units, each group its own (poplin's AMP vertices take one conv group at a time: "AMP only
-// supports a conv group grouping of 1"). With fewer input channels per group, the AMP would be
-// fed mostly padding: poplin ranks its candidates by effectiveMaxFLOPs, the unit's MACs per
+// supports a conv group grouping of 1"). With fewer input channels per group the AMP would be fed
+// mostly padding: poplin ranks its candidate vertices by effectiveMaxFLOPs, the unit's MACs per
 // cycle times the share of the padded channels that are real (sortConvVertexTypeCandidates in
-// lib/poplin/ConvVertexType.cpp), and a depthwise group pads 1 input and 1 output channel to
-// 4 x 8, leaving the AMP 2 MACs a cycle against the 4 of the HMAC and VMAC vertices, which
-// multiply-add on the vector unit at its vector width (getMaxMACsPerCyclePerTile in
-// lib/poplin/ConvModel.cpp; codelets ConvPartialHorizontalMac.cpp, ConvPartialVerticalMac.cpp).
-// So such a conv is vector work: one element a multiply-add, the vector unit's rate. (For half
-// inputs poplin also has SLIC, which feeds up to 16 small groups to the conv units at once at
-// 8 MACs a cycle for depthwise; this model leaves it out.)
+// graphcore/poplibs lib/poplin/ConvVertexType.cpp). A depthwise group pads 1 input and 1 output
+// channel to 4 x 8 (4 x 16), leaving the AMP 1 MAC a cycle of its 32 (64), against the 4 of the
+// HMAC and VMAC vertices, which multiply-add on the vector unit at its vector width
+// (getMaxMACsPerCyclePerTile in lib/poplin/ConvModel.cpp; codelets ConvPartialHorizontalMac.cpp,
+// ConvPartialVerticalMac.cpp). So such a conv is vector work, one element a multiply-add. (For
+// half inputs poplin also has SLIC, feeding up to 16 small groups to the conv units at once, 8
+// MACs a cycle when depthwise; this model leaves it out.)
 Operation convolution_op(const Convolution& conv) {
   const std::int64_t in_per_group = conv.in_channels / conv.groups;
   const double window = conv.taps * double(in_per_group);
