@@ -175,7 +175,7 @@ TEST_CASE("crop2d keeps the window inside its cropping, and backward puts the gr
             ->output_shape() == Shape{1, 4, 2});
 }
 
-TEST_CASE("the convolution family's gradients match central differences") {
+TEST_CASE("the convolution family's gradients match central differences, in fp32 and fp16") {
   const std::vector<std::pair<std::string, Shape>> cases = {
       {R"({"id": "c", "type": "conv2d", "filters": 4, "kernel": 3, "padding": "same",
            "groups": 2, "activation": "tanh"})",
@@ -199,7 +199,10 @@ TEST_CASE("the convolution family's gradients match central differences") {
     INFO(json);
     Shape batched{2};
     batched.insert(batched.end(), shape.begin(), shape.end());
-    check_gradients(layer_from(json), {random_tensor(batched, 5)});
+    for (const DType dtype : {DType::kFp32, DType::kFp16}) {
+      INFO(dtype_name(dtype));
+      check_gradients(layer_from(json), {random_tensor(batched, 5)}, {}, SIZE_MAX, dtype);
+    }
   }
 }
 
@@ -244,5 +247,10 @@ TEST_CASE("the convolution family keeps what the stash rule charges") {
       params.emplace_back(spec.shape);
     const ForwardResult result = kernel->forward({&x}, params, {});
     CHECK(result.saved.saved_bytes() == kBatch * c.per_sample);
+    // In fp16, half as many bytes, as the memory model charges them.
+    const auto half = kernel_for(layer, {c.input}, DType::kFp16);
+    const LayerInfo info = layer_info(layer, {c.input}, half->output_shape(), DType::kFp16);
+    CHECK(info.saved_bytes == c.per_sample / 2);
+    CHECK(half->forward({&x}, params, {}).saved.saved_bytes() == kBatch * info.saved_bytes);
   }
 }
