@@ -124,9 +124,11 @@ class DenseKernel final : public Kernel {
   Activation activation_;
 };
 
-// A 2-D convolution over [H, W, C] samples with a [kh, kw, C, filters] kernel (Keras layout),
-// computed as im2col patches times the kernel viewed as [kh*kw*C, filters], block by block of
-// output positions. The block size depends only on the layer, so results are reproducible.
+// A 2-D convolution over [H, W, C] samples with a [kh, kw, C / groups, filters] kernel (Keras
+// layout; group g takes channels g C / groups on and gives filters g filters / groups on),
+// computed as im2col patches times the kernel viewed as [kh*kw*C/groups, filters], block by block
+// of output positions, a group at a time. The block size depends only on the layer, so results
+// are reproducible.
 class Conv2dKernel final : public Kernel {
  public:
   Conv2dKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
@@ -135,17 +137,22 @@ class Conv2dKernel final : public Kernel {
         cols_(layer_window(layer, ImageAxis::kWidth, inputs[0][1])),
         channels_(inputs[0][2]),
         filters_(layer.params.filters),
+        groups_(layer.params.groups),
         bias_(layer.params.bias),
-        activation_(layer.params.activation) {}
+        activation_(layer.params.activation) {
+    IPUSIM_CHECK(groups_ > 0 && channels_ % groups_ == 0 && filters_ % groups_ == 0);
+  }
 
   std::vector<ParameterSpec> parameters() const override {
     const std::int64_t taps = rows_.kernel * cols_.kernel;
     std::vector<ParameterSpec> specs{{ParameterSpec::Role::kWeight,
-                                      {rows_.kernel, cols_.kernel, channels_, filters_},
-                                      taps * channels_,
+                                      {rows_.kernel, cols_.kernel, group_channels(), filters_},
+                                      taps * group_channels(),
                                       taps * filters_}};
-    if (bias_)
-      specs.push_back({ParameterSpec::Role::kBias, {filters_}, taps * channels_, taps * filters_});
+    if (bias_) {
+      specs.push_back(
+          {ParameterSpec::Role::kBias, {filters_}, taps * group_channels(), taps * filters_});
+    }
     return specs;
   }
 
@@ -153,13 +160,20 @@ class Conv2dKernel final : public Kernel {
                         const ForwardContext& /*context*/) const override {
     IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
     const Tensor& x = *inputs[0];
-    const auto weights = as_matrix(params[0].data(), patch_size(), filters_);
     Tensor z(with_batch(x.batch(), output_shape()));
     Tensor patches({block_positions(), patch_size()});
     for_each_block(x.batch(), [&](std::int64_t first, std::int64_t count) {
-      im2col(x, first, count, patches);
-      as_matrix(z.data() + first * filters_, count, filters_).noalias() =
-          as_matrix(patches.data(), count, patch_size()) * weights;
+      for (std::int64_t group = 0; group < groups_; ++group) {
+        im2col(x, first, count, group, patches);
+        const auto block = as_matrix(patches.data(), count, patch_size());
+        if (groups_ == 1) {
+          as_matrix(z.data() + first * filters_, count, filters_).noalias() =
+              block * as_matrix(params[0].data(), patch_size(), filters_);
+        } else {
+          group_columns(z.data() + first * filters_, count, group).noalias() =
+              block * group_columns(params[0].data(), patch_size(), group);
+        }
+      }
     });
     if (bias_)
       add_bias(z, params[1]);
@@ -173,19 +187,21 @@ class Conv2dKernel final : public Kernel {
     Tensor scratch;
     const Tensor& g =
         pre_activation_gradient(activation_, dtype(), output_gradient, saved, scratch);
-    const auto weights = as_matrix(params[0].data(), patch_size(), filters_);
     Tensor weight_gradient({patch_size(), filters_});
     Tensor dx(x.shape());
     Tensor patches({block_positions(), patch_size()});
     Tensor patch_gradient({block_positions(), patch_size()});
     for_each_block(x.batch(), [&](std::int64_t first, std::int64_t count) {
-      const auto g_block = as_matrix(g.data() + first * filters_, count, filters_);
-      im2col(x, first, count, patches);
-      as_matrix(weight_gradient.data(), patch_size(), filters_).noalias() +=
-          as_matrix(patches.data(), count, patch_size()).transpose() * g_block;
-      as_matrix(patch_gradient.data(), count, patch_size()).noalias() =
-          g_block * weights.transpose();
-      col2im(patch_gradient, first, count, dx);
+      for (std::int64_t group = 0; group < groups_; ++group) {
+        im2col(x, first, count, group, patches);
+        if (groups_ == 1)
+          dense_block_backward(g, params[0], first, count, patches, weight_gradient,
+                               patch_gradient);
+        else
+          group_block_backward(g, params[0], first, count, group, patches, weight_gradient,
+                               patch_gradient);
+        col2im(patch_gradient, first, count, group, dx);
+      }
     });
     round_to_dtype(weight_gradient, dtype());
     gradients[0].add(weight_gradient.values());
@@ -196,6 +212,9 @@ class Conv2dKernel final : public Kernel {
   }
 
  private:
+  using GroupMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+  using ConstGroupMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
   static Shape output_shape_of(const Layer& layer, const std::vector<Shape>& inputs) {
     IPUSIM_CHECK(inputs.size() == 1 && inputs[0].size() == 3 && layer.params.filters > 0);
     const LayerParams& p = layer.params;
@@ -203,7 +222,39 @@ class Conv2dKernel final : public Kernel {
             layer_window(layer, ImageAxis::kWidth, inputs[0][1]).out, p.filters};
   }
 
-  std::int64_t patch_size() const { return rows_.kernel * cols_.kernel * channels_; }
+  std::int64_t group_channels() const { return channels_ / groups_; }
+  std::int64_t group_filters() const { return filters_ / groups_; }
+  std::int64_t patch_size() const { return rows_.kernel * cols_.kernel * group_channels(); }
+
+  // The columns of `group` in rows of `filters_` values (outputs, weights and their gradients).
+  GroupMap group_columns(float* data, std::int64_t rows, std::int64_t group) const {
+    return {data + group * group_filters(), rows, group_filters(), Eigen::OuterStride<>(filters_)};
+  }
+  ConstGroupMap group_columns(const float* data, std::int64_t rows, std::int64_t group) const {
+    return {data + group * group_filters(), rows, group_filters(), Eigen::OuterStride<>(filters_)};
+  }
+
+  // A block's weight gradient (added) and patch gradient of a dense convolution.
+  void dense_block_backward(const Tensor& g, const Tensor& weights, std::int64_t first,
+                            std::int64_t count, const Tensor& patches, Tensor& weight_gradient,
+                            Tensor& patch_gradient) const {
+    const auto g_block = as_matrix(g.data() + first * filters_, count, filters_);
+    as_matrix(weight_gradient.data(), patch_size(), filters_).noalias() +=
+        as_matrix(patches.data(), count, patch_size()).transpose() * g_block;
+    as_matrix(patch_gradient.data(), count, patch_size()).noalias() =
+        g_block * as_matrix(weights.data(), patch_size(), filters_).transpose();
+  }
+
+  // The same for one group's columns.
+  void group_block_backward(const Tensor& g, const Tensor& weights, std::int64_t first,
+                            std::int64_t count, std::int64_t group, const Tensor& patches,
+                            Tensor& weight_gradient, Tensor& patch_gradient) const {
+    const auto g_block = group_columns(g.data() + first * filters_, count, group);
+    group_columns(weight_gradient.data(), patch_size(), group).noalias() +=
+        as_matrix(patches.data(), count, patch_size()).transpose() * g_block;
+    as_matrix(patch_gradient.data(), count, patch_size()).noalias() =
+        g_block * group_columns(weights.data(), patch_size(), group).transpose();
+  }
 
   // Output positions per im2col block: about 1 MiB of patches, so that a block and its
   // gradient stay in L2 cache instead of streaming the whole patch matrix through memory.
@@ -220,20 +271,22 @@ class Conv2dKernel final : public Kernel {
   }
 
   // Calls visit(patch_pointer, pixel_pointer_or_null) for every tap of output positions
-  // first .. first + count - 1 (flattened over batch, rows and columns); null marks padding.
+  // first .. first + count - 1 (flattened over batch, rows and columns), the pixel pointing at
+  // the group's first channel; null marks padding.
   template <typename Patch, typename Image, typename Visit>
-  void for_each_tap(std::int64_t first, std::int64_t count, Patch* patches, Image* image,
-                    Visit visit) const {
+  void for_each_tap(std::int64_t first, std::int64_t count, std::int64_t group, Patch* patches,
+                    Image* image, Visit visit) const {
     const std::int64_t row_stride = cols_.in * channels_;
     const std::int64_t image_stride = rows_.in * row_stride;
     const std::int64_t per_image = rows_.out * cols_.out;
+    image += group * group_channels();
     for (std::int64_t p = first; p < first + count; ++p) {
       const std::int64_t n = p / per_image;
       const std::int64_t oy = p % per_image / cols_.out;
       const std::int64_t ox = p % cols_.out;
       for (std::int64_t ky = 0; ky < rows_.kernel; ++ky) {
         const std::int64_t iy = oy * rows_.stride - rows_.pad_before + ky;
-        for (std::int64_t kx = 0; kx < cols_.kernel; ++kx, patches += channels_) {
+        for (std::int64_t kx = 0; kx < cols_.kernel; ++kx, patches += group_channels()) {
           const std::int64_t ix = ox * cols_.stride - cols_.pad_before + kx;
           const bool inside = iy >= 0 && iy < rows_.in && ix >= 0 && ix < cols_.in;
           visit(patches,
@@ -243,28 +296,35 @@ class Conv2dKernel final : public Kernel {
     }
   }
 
-  void im2col(const Tensor& x, std::int64_t first, std::int64_t count, Tensor& patches) const {
-    for_each_tap(first, count, patches.data(), x.data(), [this](float* patch, const float* pixel) {
-      if (pixel != nullptr)
-        std::copy(pixel, pixel + channels_, patch);
-      else
-        std::fill(patch, patch + channels_, 0.0f);
-    });
+  void im2col(const Tensor& x, std::int64_t first, std::int64_t count, std::int64_t group,
+              Tensor& patches) const {
+    const std::int64_t width = group_channels();
+    for_each_tap(first, count, group, patches.data(), x.data(),
+                 [width](float* patch, const float* pixel) {
+                   if (pixel != nullptr)
+                     std::copy(pixel, pixel + width, patch);
+                   else
+                     std::fill(patch, patch + width, 0.0f);
+                 });
   }
 
-  void col2im(const Tensor& patches, std::int64_t first, std::int64_t count, Tensor& dx) const {
-    for_each_tap(first, count, patches.data(), dx.data(), [this](const float* patch, float* pixel) {
-      if (pixel == nullptr)
-        return;
-      for (std::int64_t c = 0; c < channels_; ++c)
-        pixel[c] += patch[c];
-    });
+  void col2im(const Tensor& patches, std::int64_t first, std::int64_t count, std::int64_t group,
+              Tensor& dx) const {
+    const std::int64_t width = group_channels();
+    for_each_tap(first, count, group, patches.data(), dx.data(),
+                 [width](const float* patch, float* pixel) {
+                   if (pixel == nullptr)
+                     return;
+                   for (std::int64_t c = 0; c < width; ++c)
+                     pixel[c] += patch[c];
+                 });
   }
 
   WindowAxis rows_;
   WindowAxis cols_;
   std::int64_t channels_;
   std::int64_t filters_;
+  std::int64_t groups_;
   bool bias_;
   Activation activation_;
 };

@@ -104,6 +104,7 @@ struct LayerParams {
   Activation activation = Activation::kNone;  // dense, conv2d
   bool bias = true;                           // dense, conv2d
   std::int64_t filters = 0;                   // conv2d
+  std::int64_t groups = 1;                    // conv2d: channel groups (depthwise: the channels)
   std::int64_t kernel_h = 0;                  // conv2d
   std::int64_t kernel_w = 0;
   std::int64_t stride_h = 1;  // conv2d, maxpool2d, avgpool2d

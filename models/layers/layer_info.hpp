@@ -9,14 +9,14 @@
 // FLOPs count a multiply-add as two and come from one place: each pass of each operation
 // (models/layers/operations.hpp) carries its FLOPs, and a layer's are the sum over its
 // operations, so that the layer and its lowering cannot disagree. Dense: 2·in·units per row
-// (+units for the bias, + the activation's per element); conv2d 2·Hout·Wout·kh·kw·Cin·Cout
-// (+Hout·Wout·Cout for the bias). Attention and the transformer layers sum their matrix products
-// alone (the operations on the AMP units), as Narayanan et al. 2021 count a model's FLOPs: a
-// transformer encoder 8·s·h² + 4·s·h·ffn + 4·s²·h (Q, K, V and output projections, the FFN, QKᵀ
-// and the attention-weighted sum: 24·s·h² + 4·s²·h when ffn = 4h), attention alone
-// 8·s·h² + 4·s²·h; their softmax, dropout and layer norms are operations but not model FLOPs.
-// Backward is the gradient with respect to the input plus that with respect to the weights, so
-// twice the forward products; every layer computes its input gradient, even the first.
+// (+units for the bias, + the activation's per element); conv2d
+// 2·Hout·Wout·kh·kw·(Cin/groups)·Cout (+Hout·Wout·Cout for the bias). Attention and the transformer
+// layers sum their matrix products alone (the operations on the AMP units), as Narayanan et al.
+// 2021 count a model's FLOPs: a transformer encoder 8·s·h² + 4·s·h·ffn + 4·s²·h (Q, K, V and output
+// projections, the FFN, QKᵀ and the attention-weighted sum: 24·s·h² + 4·s²·h when ffn = 4h),
+// attention alone 8·s·h² + 4·s²·h; their softmax, dropout and layer norms are operations but not
+// model FLOPs. Backward is the gradient with respect to the input plus that with respect to the
+// weights, so twice the forward products; every layer computes its input gradient, even the first.
 //
 // The vector operations count a few FLOPs an element (E of the output, I of the input); they are
 // bound by memory traffic, which bytes_moved_* give for a roofline floor. maxpool2d: a compare an

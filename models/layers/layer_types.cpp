@@ -45,6 +45,9 @@ namespace ipusim::models {
   ROW(multiply)                 \
   ROW(glu)                      \
   ROW(group_norm)               \
+  ROW(conv1d)                   \
+  ROW(conv2d_transpose)         \
+  ROW(crop2d)                   \
   /* a new type's line goes above this one, so that adding it edits no other line */
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();

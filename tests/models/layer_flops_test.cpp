@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model_test_support.hpp"
 #include "models/layers/layer_types.hpp"
 #include "models/layers/model.hpp"
 #include "models/layers/shape_inference.hpp"
@@ -202,4 +203,50 @@ TEST_CASE("the element-wise and group norm types count their FLOPs by their clos
     CHECK(model.info[i].params == expected[i].params);
   }
   CHECK(model.info.back().output == Shape{4, 4, 3});
+}
+
+TEST_CASE("the convolution family's FLOPs, parameters and units follow their closed forms") {
+  // [16, 16, 32] -> grouped [16, 16, 64] -> depthwise [16, 16, 64] -> up [32, 32, 8] ->
+  // crop [30, 28, 8] -> [840, 8] -> conv1d [838, 4].
+  const Model model =
+      ipusim::models::testing::model_from(ipusim::models::testing::with_layers("[16, 16, 32]", R"([
+      {"id": "grouped", "type": "conv2d", "filters": 64, "kernel": 3, "padding": "same",
+       "groups": 2},
+      {"id": "depthwise", "type": "conv2d", "filters": 64, "kernel": 3, "padding": "same",
+       "groups": 64, "bias": false},
+      {"id": "up", "type": "conv2d_transpose", "filters": 8, "kernel": 3, "stride": 2,
+       "padding": "same"},
+      {"id": "crop", "type": "crop2d", "cropping": [[1, 1], [2, 2]]},
+      {"id": "flat", "type": "reshape", "shape": [840, 8]},
+      {"id": "seq", "type": "conv1d", "filters": 4, "kernel": 3, "groups": 2}])"));
+  struct Expected {
+    double forward;   // 2 x positions x taps x (C / groups) x filters, + a bias add an output
+    double backward;  // twice the convolution, + the bias's gradient, an add an output
+    std::int64_t params;
+    OpClass unit;  // of the convolution: the AMP from 16 input channels a group
+  };
+  const std::vector<Expected> expected = {
+      {2.0 * 256 * 9 * 16 * 64 + 256 * 64, 4.0 * 256 * 9 * 16 * 64 + 256 * 64, 9 * 16 * 64 + 64,
+       OpClass::kConv},
+      {2.0 * 256 * 9 * 1 * 64, 4.0 * 256 * 9 * 1 * 64, 9 * 64, OpClass::kElementwise},
+      // The conv2d it transposes: 256 positions of a 3x3 window of 8 filters giving 64.
+      {2.0 * 256 * 9 * 64 * 8 + 1024 * 8, 4.0 * 256 * 9 * 64 * 8 + 1024 * 8, 9 * 64 * 8 + 8,
+       OpClass::kConv},
+      {0, 0, 0, OpClass::kCopy},
+      {0, 0, 0, OpClass::kCopy},
+      {2.0 * 838 * 3 * 4 * 4 + 838 * 4, 4.0 * 838 * 3 * 4 * 4 + 838 * 4, 3 * 4 * 4 + 4,
+       OpClass::kElementwise},
+  };
+  REQUIRE(shape_text(model.info[5].output) == "[838, 4]");
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO(layer_label(model.layers[i]));
+    const LayerInfo& info = model.info[i];
+    CHECK(info.forward_flops == expected[i].forward);
+    CHECK(info.backward_flops == expected[i].backward);
+    CHECK(info.params == expected[i].params);
+    if (expected[i].forward == 0)
+      CHECK(info.operations.empty());
+    else
+      CHECK(info.operations.front().op_class == expected[i].unit);
+  }
 }

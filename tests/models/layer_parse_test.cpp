@@ -103,7 +103,8 @@ TEST_CASE("every layer type has its row, found by its name, with its config keys
     CHECK(layer_type_from_name(layer_type_name(type)) == type);
   }
   CHECK(layer_type_keys(LayerType::kConv2d) ==
-        std::vector<std::string>{"filters", "kernel", "stride", "padding", "activation", "bias"});
+        std::vector<std::string>{"filters", "kernel", "stride", "padding", "activation", "bias",
+                                 "groups"});
   CHECK(layer_type_keys(LayerType::kRelu).empty());
 }
 
@@ -158,7 +159,7 @@ TEST_CASE("a layer type unlike any known type lists the types") {
         "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention', "
         "'transformer_feed_forward', 'avgpool2d', 'token_mean', 'token_select', "
         "'position_table', 'class_token', 'relative_attention', 'sigmoid', 'swish', "
-        "'multiply', 'glu' or 'group_norm'");
+        "'multiply', 'glu', 'group_norm', 'conv1d', 'conv2d_transpose' or 'crop2d'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {

@@ -228,3 +228,61 @@ TEST_CASE("class_token needs an input of tokens by hidden") {
         "model.json: at /model/layers/0: layer 'cls' (class_token) needs an input of shape "
         "[tokens, hidden], but the model input is [4, 4, 3]");
 }
+
+TEST_CASE("the convolution family refuses what does not fit, naming the numbers") {
+  CHECK(model_error(with_layers("[8, 8, 4]", R"([
+      {"id": "c", "type": "conv2d", "filters": 6, "kernel": 3, "groups": 4}])")) ==
+        "model.json: at /model/layers/0: layer 'c' (conv2d) has groups 4, which must divide its "
+        "4 input channels and its 6 filters");
+  CHECK(model_error(with_layers("[8, 8, 4]", R"([
+      {"id": "c", "type": "conv1d", "filters": 2, "kernel": 3}])")) ==
+        "model.json: at /model/layers/0: layer 'c' (conv1d) needs an input of shape [length, "
+        "channels], but the model input is [8, 8, 4]");
+  CHECK(model_error(with_layers("[4, 2]", R"([
+      {"id": "c", "type": "conv1d", "filters": 2, "kernel": 6, "padding": [0, 1]}])")) ==
+        "model.json: at /model/layers/0: layer 'c' (conv1d) has a kernel of 6 longer than its "
+        "input padded by [0, 1]: the model input is [4, 2]");
+  CHECK(model_error(with_layers("[4, 2]", R"([
+      {"id": "c", "type": "conv1d", "filters": 2, "kernel": 2, "padding": [1, 2, 3]}])")) ==
+        "model.json: at /model/layers/0/padding: expected \"valid\", \"same\" or [left, right], "
+        "found [1,2,3]");
+  CHECK(model_error(with_layers("[2, 2, 1]", R"([
+      {"id": "t", "type": "conv2d_transpose", "filters": 1, "kernel": 2,
+       "padding": [2, 0, 1, 0]}])")) ==
+        "model.json: at /model/layers/0: layer 't' (conv2d_transpose) has padding [2, 0, 1, 0] "
+        "that leaves an output of 0x3: the model input is [2, 2, 1]");
+  CHECK(model_error(with_layers("[2, 2, 1]", R"([
+      {"id": "t", "type": "conv2d_transpose", "filters": 1, "kernel": 3, "stride": 2,
+       "padding": [0, 0, 0, 0], "output_padding": 2}])")) ==
+        "model.json: at /model/layers/0/output_padding: expected an output padding below the "
+        "stride [2, 2], found [2, 2]");
+  CHECK(model_error(with_layers("[2, 2, 1]", R"([
+      {"id": "t", "type": "conv2d_transpose", "filters": 1, "kernel": 3, "stride": 2,
+       "padding": "same", "output_padding": 1}])")) ==
+        "model.json: at /model/layers/0/output_padding: expected no output_padding with padding "
+        "\"same\", which sets the output size");
+  CHECK(model_error(with_layers("[4, 4, 1]", R"([
+      {"id": "k", "type": "crop2d", "cropping": [[2, 2], [0, 0]]}])")) ==
+        "model.json: at /model/layers/0: layer 'k' (crop2d) crops [[2, 2], [0, 0]], which leaves "
+        "nothing of its input: the model input is [4, 4, 1]");
+}
+
+TEST_CASE("conv2d_transpose sizes its output as PyTorch, and \"same\" as Keras") {
+  // (5 - 1) x 2 - 1 - 1 + 3 + 1 = 10 rows; (5 - 1) x 2 - 0 - 2 + 3 + 0 = 9 columns.
+  CHECK(shape_text(only_layer("[5, 5, 3]", R"({"id": "t", "type": "conv2d_transpose",
+      "filters": 4, "kernel": 3, "stride": 2, "padding": [1, 0, 1, 2],
+      "output_padding": [1, 0]})")
+                       .output) == "[10, 9, 4]");
+  // Keras: in x stride with "same" (the kernel below the stride too), and "valid" with the
+  // kernel at least the stride: (in - 1) x stride + kernel.
+  CHECK(shape_text(only_layer("[5, 7, 3]", R"({"id": "t", "type": "conv2d_transpose",
+      "filters": 4, "kernel": [3, 2], "stride": [2, 3], "padding": "same"})")
+                       .output) == "[10, 21, 4]");
+  CHECK(shape_text(only_layer("[5, 7, 3]", R"({"id": "t", "type": "conv2d_transpose",
+      "filters": 4, "kernel": 4, "stride": 2})")
+                       .output) == "[12, 16, 4]");
+  // conv1d "same": ceil(9 / 2) = 5.
+  CHECK(shape_text(only_layer("[9, 3]", R"({"id": "c", "type": "conv1d", "filters": 2,
+      "kernel": 4, "stride": 2, "padding": "same"})")
+                       .output) == "[5, 2]");
+}

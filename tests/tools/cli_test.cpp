@@ -470,7 +470,7 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
       text += (text.empty() ? "" : " ") + word;
     squeezed.push_back(text);
   }
-  REQUIRE(squeezed.size() == 33 + 2);  // a header, the 33 types, a closing line
+  REQUIRE(squeezed.size() == 37 + 2);  // a header, the 37 types, a closing line
   CHECK(squeezed[0] == "type inputs keys");
   CHECK(std::count(squeezed.begin(), squeezed.end(),
                    "dense one units, activation, bias, tied_to") == 1);
@@ -483,6 +483,15 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
   CHECK(std::count(squeezed.begin(), squeezed.end(), "multiply two or more") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "glu one axis") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "group_norm one groups, epsilon") == 1);
+  // The convolution family, from their files alone.
+  CHECK(std::count(squeezed.begin(), squeezed.end(),
+                   "conv2d one filters, kernel, stride, padding, activation, bias, groups") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(),
+                   "conv1d one filters, kernel, stride, padding, activation, bias, groups") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(),
+                   "conv2d_transpose one filters, kernel, stride, padding, output_padding, "
+                   "activation, bias") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(), "crop2d one cropping") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "input the model input shape") == 1);
   CHECK(squeezed.back() ==
         "Every layer also takes id, type, inputs, cycles, checkpoint (an input layer all but "

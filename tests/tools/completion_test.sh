@@ -30,7 +30,7 @@ check "--ipus-per-replica --ipus" ipusim plan configs/tf1_mnist_2ipu.json --ipus
 check "--micro-batch --merge" ipusim plan x --m
 check "configs/tf1_mnist_2ipu.json" ipusim run configs/tf1_mnist_2
 check "bash zsh" ipusim completion ""
-check "conv2d concat" ipusim layers con
+check "conv2d concat conv1d conv2d_transpose" ipusim layers con
 check "interleaved interleaved_1f1b" ipusim run x --schedule inter
 check "grouped" ipusim compare x --schedules gr
 check "json" ipusim schedule x --format j

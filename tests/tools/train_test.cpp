@@ -317,6 +317,41 @@ TEST_CASE("a squeeze-and-excite block and a GLU over two IPUs run bit-identical 
                         "nats in losses, 0 in weights\n") != std::string::npos);
 }
 
+TEST_CASE(
+    "a CNN of grouped, depthwise and transposed convolutions and a crop runs bit-identical "
+    "across two IPUs") {
+  // 8x8x4 -> grouped conv 8x8x8 -> depthwise 8x8x8 -> pool 4x4x8 | transposed conv (3 - 1) x 2 -
+  // 2 + 3 + 1 = 8: 8x8x4 -> crop 6x6x4 -> dense 10.
+  const std::string folder = fresh_folder("conv_family");
+  std::filesystem::create_directories(folder);
+  const std::string config = folder + "/cnn.json";
+  std::ofstream(config) << R"({
+  "model": {
+    "name": "conv_family", "input": {"shape": [8, 8, 4], "dtype": "fp32"}, "classes": 10,
+    "layers": [
+      {"id": "input", "type": "input"},
+      {"id": "grouped", "type": "conv2d", "filters": 8, "kernel": 3, "padding": "same",
+       "groups": 2, "activation": "relu"},
+      {"id": "depthwise", "type": "conv2d", "filters": 8, "kernel": 3, "padding": "same",
+       "groups": 8},
+      {"id": "pool", "type": "maxpool2d", "pool": 2},
+      {"id": "up", "type": "conv2d_transpose", "filters": 4, "kernel": 3, "stride": 2,
+       "padding": [1, 1, 1, 1], "output_padding": 1, "activation": "tanh"},
+      {"id": "crop", "type": "crop2d", "cropping": [[1, 1], [1, 1]]},
+      {"id": "flatten", "type": "flatten"},
+      {"id": "dense", "type": "dense", "units": 10},
+      {"id": "loss", "type": "softmax_cross_entropy"}]},
+  "pipeline": {"splits": ["pool"], "pipeline_schedule": "grouped", "micro_batch_size": 2,
+               "gradient_accumulation_count": 4, "repeat_count": 1,
+               "optimizer": {"type": "sgd", "learning_rate": 0.01}},
+  "hardware": {"preset": "gc200"},
+  "data": {"source": "synthetic"}})";
+  const auto result = run_ipusim({"run", config, "--numeric"});
+  CHECK(result.code == 0);
+  CHECK(result.out.find("\nBit-identical to the reference: largest |pipelined - reference| 0 "
+                        "nats in losses, 0 in weights\n") != std::string::npos);
+}
+
 TEST_CASE("run --json adds the numeric object") {
   const std::string json = std::string(IPUSIM_BINARY_DIR) + "/numeric_report.json";
   const auto result = run_ipusim({"run", kTf1Config, "--gac", "4", "--micro-batch", "2", "--set",

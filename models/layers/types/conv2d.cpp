@@ -1,4 +1,6 @@
-// conv2d: a 2-D convolution over [height, width, channels], then a bias and an activation.
+// conv2d: a 2-D convolution over [height, width, channels], then a bias and an activation. With
+// groups, each of `groups` slices of the channels is convolved apart into filters / groups
+// outputs (depthwise when groups equals the input channels), as Keras' and PyTorch's groups.
 
 #include <array>
 
@@ -16,6 +18,8 @@ constexpr std::array kConv2dKeys = {
     kPaddingKey,
     kActivationKey,
     kBiasKey,
+    int_key<&LayerParams::groups>("groups", 1, 1, core::kMaxCount,
+                                  "channel groups, dividing the input channels and filters"),
 };
 
 void read_conv2d(const core::ConfigNode& layer, LayerParams& params) {
@@ -23,14 +27,16 @@ void read_conv2d(const core::ConfigNode& layer, LayerParams& params) {
 }
 
 Shape conv2d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
-  return windowed_shape(layer, inputs, "kernel", layer.params.filters);
+  Shape output = windowed_shape(layer, inputs, "kernel", layer.params.filters);
+  expect_groups(layer, inputs.front().shape[2]);
+  return output;
 }
 
 LayerCost conv2d_cost(const Layer& layer, const std::vector<Shape>& inputs, const CostSizes& size) {
   const LayerParams& p = layer.params;
   const std::int64_t weights =
       core::checked_mul(core::checked_mul(core::checked_mul(p.kernel_h, p.kernel_w, kParamCount),
-                                          inputs.front()[2], kParamCount),
+                                          inputs.front()[2] / p.groups, kParamCount),
                         p.filters, kParamCount);
   return linear_cost(layer, size, weights, p.filters);
 }
@@ -39,15 +45,14 @@ std::vector<Operation> conv2d_operations(const Layer& layer, const std::vector<S
                                          const Shape& output) {
   const LayerParams& p = layer.params;
   const Shape& input = inputs.front();
-  const double positions = double(output[0]) * double(output[1]);
-  const double window = double(p.kernel_h) * double(p.kernel_w) * double(input[2]);
-  Operation conv = product("conv", OpClass::kConv, {positions, window, double(p.filters)});
-  // The window is gathered on the tiles, not exchanged: each input element arrives once.
-  const double in = double(element_count(input));
   const double out = double(element_count(output));
-  conv.forward.exchanged_elements = in;
-  conv.backward.exchanged_elements = in + out;
-  std::vector<Operation> ops = {conv};
+  std::vector<Operation> ops = {convolution_op({.positions = double(output[0]) * double(output[1]),
+                                                .taps = double(p.kernel_h) * double(p.kernel_w),
+                                                .in_channels = input[2],
+                                                .filters = p.filters,
+                                                .groups = p.groups,
+                                                .in = double(element_count(input)),
+                                                .out = out})};
   if (p.bias)
     ops.push_back(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops));
   add_activation(ops, p.activation, out);

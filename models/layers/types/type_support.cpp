@@ -193,4 +193,47 @@ void add_activation(std::vector<Operation>& ops, Activation activation, double e
   }
 }
 
+// A dense convolution, or a grouped one whose groups fill the AMP's input, is a product on the
+// AMP units, each group its own (poplin's AMP vertices take one conv group at a time: "AMP only
+// supports a conv group grouping of 1"). With fewer input channels per group the AMP would be fed
+// mostly padding: poplin ranks its candidate vertices by effectiveMaxFLOPs, the unit's MACs per
+// cycle times the share of the padded channels that are real (sortConvVertexTypeCandidates in
+// graphcore/poplibs lib/poplin/ConvVertexType.cpp). A depthwise group pads 1 input and 1 output
+// channel to 4 x 8 (4 x 16), leaving the AMP 1 MAC a cycle of its 32 (64), against the 4 of the
+// HMAC and VMAC vertices, which multiply-add on the vector unit at its vector width
+// (getMaxMACsPerCyclePerTile in lib/poplin/ConvModel.cpp; codelets ConvPartialHorizontalMac.cpp,
+// ConvPartialVerticalMac.cpp). So such a conv is vector work, one element a multiply-add. (For
+// half inputs poplin also has SLIC, feeding up to 16 small groups to the conv units at once, 8
+// MACs a cycle when depthwise; this model leaves it out.)
+Operation convolution_op(const Convolution& conv) {
+  const std::int64_t in_per_group = conv.in_channels / conv.groups;
+  const double window = conv.taps * double(in_per_group);
+  const double per_group = double(conv.filters / conv.groups);
+  Operation op;
+  if (conv.groups == 1 || in_per_group >= kAmpInputChannels) {
+    op = product("conv", OpClass::kConv,
+                 {conv.positions, window, per_group, double(conv.groups), true});
+    op.forward.weight_elements = op.backward.weight_elements = window * double(conv.filters);
+  } else {
+    const double macs = conv.positions * window * double(conv.filters);
+    op = vector_op("conv", OpClass::kElementwise, macs, 2);
+    // Backward is two convolutions of the forward's size: the input and weight gradients.
+    op.backward = {2 * macs, 0, 0, 2, 4 * macs};
+    op.forward.weight_elements = op.backward.weight_elements = window * double(conv.filters);
+  }
+  // The window is gathered on the tiles, not exchanged: each input element arrives once.
+  op.forward.exchanged_elements = conv.in;
+  op.backward.exchanged_elements = conv.in + conv.out;
+  return op;
+}
+
+void expect_groups(const Layer& layer, std::int64_t in_channels) {
+  const std::int64_t groups = layer.params.groups;
+  if (in_channels % groups != 0 || layer.params.filters % groups != 0) {
+    fail_layer(layer, "has groups " + std::to_string(groups) + ", which must divide its " +
+                          std::to_string(in_channels) + " input channels and its " +
+                          std::to_string(layer.params.filters) + " filters");
+  }
+}
+
 }  // namespace ipusim::models

@@ -101,6 +101,28 @@ Operation normalization_op(std::string name, double elements, double flops_per_e
 // A softmax over `elements`: kSoftmaxFlops an element forward, kSoftmaxBackwardFlops backward,
 // in one compute set.
 Operation softmax_op(std::string name, OpClass op_class, double elements, int forward_sets);
+// A convolution per sample: `positions` outputs, each a window of `taps` pixels of
+// `in_channels`, split into `groups` groups, giving `filters` channels; `in` and `out` are the
+// input's and output's elements.
+struct Convolution {
+  double positions = 0;
+  double taps = 0;
+  std::int64_t in_channels = 0;
+  std::int64_t filters = 0;
+  std::int64_t groups = 1;
+  double in = 0;
+  double out = 0;
+};
+// The input channels per group that fill the AMP's input: poplin's weightsPerConvUnit for half,
+// its conv unit chain length (4) x convInputLoadElems (4) (graphcore/poplibs
+// lib/poplin/ConvVertexType.cpp, getConvVertexAMPCandidates).
+inline constexpr std::int64_t kAmpInputChannels = 16;
+// Its operation: on the AMP units when every group has kAmpInputChannels input channels or more
+// (a dense convolution always), else multiply-adds on the vector units (see type_support.cpp).
+Operation convolution_op(const Convolution& conv);
+// A grouped convolution's groups must divide its input channels and its filters.
+void expect_groups(const Layer& layer, std::int64_t in_channels);
+
 // Dense's and conv2d's activation over `elements`, if any.
 void add_activation(std::vector<Operation>& ops, Activation activation, double elements);
 
