@@ -21,7 +21,7 @@ using namespace ipusim::models::testing;
 namespace {
 
 // A layer as a config writes it, read by its type's readers.
-Layer layer_from(const std::string& layer_json) {
+Layer conv_family_layer(const std::string& layer_json) {
   const auto json = nlohmann::json{{"layers", {nlohmann::json::parse(layer_json)}}};
   const auto document = ipusim::core::ConfigDocument::from_json(json, "model.json");
   return parse_layer(document.root().at("layers").at(std::size_t{0}));
@@ -70,7 +70,7 @@ void check_values(const Tensor& output, const std::vector<std::pair<int, double>
 }  // namespace
 
 TEST_CASE("a grouped conv2d gives torch's conv2d with groups") {
-  const Layer layer = layer_from(
+  const Layer layer = conv_family_layer(
       R"({"id": "c", "type": "conv2d", "filters": 4, "kernel": 3, "padding": [1, 1, 1, 1],
           "groups": 2})");
   const Tensor y = forward_on_patterns(layer, {4, 4, 4}, {0.1f, -0.2f, 0.3f, 0.0f});
@@ -87,7 +87,7 @@ TEST_CASE("a grouped conv2d gives torch's conv2d with groups") {
 }
 
 TEST_CASE("a depthwise conv2d with two filters a channel gives torch's conv2d with groups 3") {
-  const Layer layer = layer_from(
+  const Layer layer = conv_family_layer(
       R"({"id": "c", "type": "conv2d", "filters": 6, "kernel": 2, "stride": 2, "groups": 3,
           "bias": false})");
   const Tensor y = forward_on_patterns(layer, {4, 4, 3}, {});
@@ -102,7 +102,7 @@ TEST_CASE("a depthwise conv2d with two filters a channel gives torch's conv2d wi
 }
 
 TEST_CASE("conv1d with pads [1, 2], stride 2 and groups 2 gives torch's conv1d") {
-  const Layer layer = layer_from(
+  const Layer layer = conv_family_layer(
       R"({"id": "c", "type": "conv1d", "filters": 2, "kernel": 3, "stride": 2,
           "padding": [1, 2], "groups": 2})");
   const Tensor y = forward_on_patterns(layer, {7, 4}, {0.25f, -0.5f});
@@ -119,7 +119,7 @@ TEST_CASE("conv1d with pads [1, 2], stride 2 and groups 2 gives torch's conv1d")
 }
 
 TEST_CASE("conv2d_transpose with padding 1 and output_padding 1 gives torch's conv_transpose2d") {
-  const Layer layer = layer_from(
+  const Layer layer = conv_family_layer(
       R"({"id": "t", "type": "conv2d_transpose", "filters": 3, "kernel": 3, "stride": 2,
           "padding": [1, 1, 1, 1], "output_padding": 1})");
   const Tensor y = forward_on_patterns(layer, {3, 3, 2}, {0.1f, 0.2f, -0.3f});
@@ -138,7 +138,7 @@ TEST_CASE("conv2d_transpose with padding 1 and output_padding 1 gives torch's co
 }
 
 TEST_CASE("conv2d_transpose \"same\" gives Keras' in x stride: torch's full output, cut after") {
-  const Layer layer = layer_from(
+  const Layer layer = conv_family_layer(
       R"({"id": "t", "type": "conv2d_transpose", "filters": 3, "kernel": 3, "stride": 2,
           "padding": "same", "bias": false})");
   const Tensor y = forward_on_patterns(layer, {3, 3, 2}, {});
@@ -156,7 +156,8 @@ TEST_CASE("conv2d_transpose \"same\" gives Keras' in x stride: torch's full outp
 }
 
 TEST_CASE("crop2d keeps the window inside its cropping, and backward puts the gradient back") {
-  const Layer layer = layer_from(R"({"id": "k", "type": "crop2d", "cropping": [[1, 0], [0, 2]]})");
+  const Layer layer =
+      conv_family_layer(R"({"id": "k", "type": "crop2d", "cropping": [[1, 0], [0, 2]]})");
   const auto kernel = kernel_for(layer, {{3, 4, 1}});
   REQUIRE(kernel->output_shape() == Shape{2, 2, 1});
   // The 3x4 image 0..11: rows 1 and 2, columns 0 and 1.
@@ -169,9 +170,11 @@ TEST_CASE("crop2d keeps the window inside its cropping, and backward puts the gr
   const std::vector<Tensor> dx = kernel->backward(g, result.saved, {}, {});
   CHECK(values_of(dx[0]) == std::vector<float>{0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0});
   // The symmetric forms: N for every side, [h, w] for each axis's two.
-  CHECK(kernel_for(layer_from(R"({"id": "k", "type": "crop2d", "cropping": 1})"), {{5, 6, 2}})
-            ->output_shape() == Shape{3, 4, 2});
-  CHECK(kernel_for(layer_from(R"({"id": "k", "type": "crop2d", "cropping": [2, 1]})"), {{5, 6, 2}})
+  CHECK(
+      kernel_for(conv_family_layer(R"({"id": "k", "type": "crop2d", "cropping": 1})"), {{5, 6, 2}})
+          ->output_shape() == Shape{3, 4, 2});
+  CHECK(kernel_for(conv_family_layer(R"({"id": "k", "type": "crop2d", "cropping": [2, 1]})"),
+                   {{5, 6, 2}})
             ->output_shape() == Shape{1, 4, 2});
 }
 
@@ -201,7 +204,7 @@ TEST_CASE("the convolution family's gradients match central differences, in fp32
     batched.insert(batched.end(), shape.begin(), shape.end());
     for (const DType dtype : {DType::kFp32, DType::kFp16}) {
       INFO(dtype_name(dtype));
-      check_gradients(layer_from(json), {random_tensor(batched, 5)}, {}, SIZE_MAX, dtype);
+      check_gradients(conv_family_layer(json), {random_tensor(batched, 5)}, {}, SIZE_MAX, dtype);
     }
   }
 }
@@ -236,7 +239,7 @@ TEST_CASE("the convolution family keeps what the stash rule charges") {
   constexpr std::int64_t kBatch = 3;
   for (const Case& c : cases) {
     INFO(c.json);
-    const Layer layer = layer_from(c.json);
+    const Layer layer = conv_family_layer(c.json);
     const auto kernel = kernel_for(layer, {c.input});
     CHECK(kernel->saved_bytes_per_sample() == c.per_sample);
     Shape batched{kBatch};

@@ -191,6 +191,30 @@ TEST_CASE(
   CHECK(shipped_config("examples/gpt2_small_pod16.json").total_params() == gpt2(50272));
 }
 
+TEST_CASE("ResNeXt-101 32x4d has torchvision's 44,177,704 parameters") {
+  // torchvision's ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=4) counts
+  // 44,177,704 with batch norms; a group norm has the same scale and shift per channel.
+  CHECK(shipped_config("examples/resnext101_pod16.json").total_params() == 44177704);
+}
+
+TEST_CASE("U-Net has the parameters of its convolutions, by closed form") {
+  // 3x3 convolutions 9·in·out + out, 2x2 transposed ones 4·in·out + out, the 1x1 logits 64·2 + 2.
+  const auto conv = [](std::int64_t k, std::int64_t in, std::int64_t out) {
+    return k * k * in * out + out;
+  };
+  const std::int64_t f[] = {64, 128, 256, 512, 1024};
+  std::int64_t total = conv(3, 1, 64) + conv(3, 64, 64) + conv(1, 64, 2);
+  for (int level = 1; level < 5; ++level)
+    total += conv(3, f[level - 1], f[level]) + conv(3, f[level], f[level]);
+  for (int level = 4; level > 0; --level) {
+    total += conv(2, f[level], f[level - 1]);          // the transposed convolution
+    total += conv(3, 2 * f[level - 1], f[level - 1]);  // after the concatenated skip
+    total += conv(3, f[level - 1], f[level - 1]);
+  }
+  CHECK(total == 31030658);
+  CHECK(shipped_config("examples/unet_bow2000.json").total_params() == total);
+}
+
 TEST_CASE("ResNet-50 v1.5 has torchvision's 25,557,032 trainable parameters") {
   const Model model = shipped_config("models/resnet50.json");
   // The 7x7 stem convolution and its batch norm; stages of 3, 4, 6 and 3 bottlenecks; the

@@ -12,9 +12,12 @@ using namespace ipusim;
 
 namespace {
 
-const std::vector<std::string> kConfigs = {
-    "configs/tf1_mnist_2ipu.json", "configs/popxl_mnist_3stage.json",
-    "configs/keras_cnn_2stage.json", "configs/vit_tiny_fashion_mnist.json"};
+const std::vector<std::string> kConfigs = {"configs/tf1_mnist_2ipu.json",
+                                           "configs/popxl_mnist_3stage.json",
+                                           "configs/keras_cnn_2stage.json",
+                                           "configs/vit_tiny_fashion_mnist.json",
+                                           "configs/efficientnet_tiny_fashion_mnist.json",
+                                           "configs/conformer_tiny_fashion_mnist.json"};
 
 // A numeric report whose losses and weights equal the reference's exactly.
 void check_bit_identical(const sim::RunReport& report) {
@@ -678,6 +681,17 @@ TEST_CASE("the tiny BERT with its tied MLM head equals the reference under each 
         first_losses = report.numeric->losses;
       if (report.numeric->losses.front().size() == first_losses->front().size())
         CHECK(report.numeric->losses == *first_losses);
+    }
+  }
+}
+
+TEST_CASE("the tiny U-Net's skip across three stages equals the reference under each schedule") {
+  for (const auto& [schedule, modes] : kSchedules) {
+    for (const auto& mode : modes) {
+      INFO(schedule << " " << mode);
+      check_bit_identical(
+          simulate_numeric(small("configs/unet_tiny_fashion_mnist.json", schedule, mode,
+                                 {"pipeline.gradient_accumulation_count=12"})));
     }
   }
 }
