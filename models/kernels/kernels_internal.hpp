@@ -3,6 +3,7 @@
 // under models/layers/types/ that hold their own kernel.
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,6 +41,10 @@ void activation_backward(Activation activation, std::span<float> gradient,
 bool activation_saves_tensor(Activation activation);
 
 float gelu(float x);
+// The logistic sigmoid in double, 1 / (1 + e^-x): sigmoid's, swish's and glu's gate.
+inline double logistic(float x) {
+  return 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
+}
 float gelu_derivative(float x);
 
 // Dropout masks: the seed of a micro-batch's mask is keyed by (layer seed, micro-batch,

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "models/kernels/kernels_internal.hpp"
 #include "models/layers/types/type_support.hpp"
 #include "sim/core/error.hpp"
 
@@ -65,10 +66,6 @@ std::vector<Operation> glu_operations(const Layer& /*layer*/, const std::vector<
   return {vector_op("glu", OpClass::kNonLinear, double(element_count(output)), kGluFlops)};
 }
 
-double glu_sigmoid(float x) {
-  return 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
-}
-
 // The input seen as [outer, 2, half, inner] per batch: a at [o, 0, j, i], b at [o, 1, j, i].
 struct GluBlocks {
   std::int64_t outer = 1;  // the batch and the axes before the split one
@@ -97,7 +94,7 @@ class GluKernel final : public Kernel {
     Tensor y(with_batch(x.batch()));
     for (std::int64_t o = 0; o < g.outer; ++o) {
       for (std::int64_t k = 0; k < g.half * g.inner; ++k)
-        y[g.y(o, k)] = static_cast<float>(x[g.a(o, k)] * glu_sigmoid(x[g.b(o, k)]));
+        y[g.y(o, k)] = static_cast<float>(x[g.a(o, k)] * detail::logistic(x[g.b(o, k)]));
     }
     round_to_dtype(y, dtype());
     SavedState saved;
@@ -115,7 +112,7 @@ class GluKernel final : public Kernel {
     for (std::int64_t o = 0; o < g.outer; ++o) {
       for (std::int64_t k = 0; k < g.half * g.inner; ++k) {
         const double dy = output_gradient[g.y(o, k)];
-        const double s = glu_sigmoid(x[g.b(o, k)]);
+        const double s = detail::logistic(x[g.b(o, k)]);
         dx[g.a(o, k)] = static_cast<float>(dy * s);
         dx[g.b(o, k)] = static_cast<float>(dy * x[g.a(o, k)] * s * (1.0 - s));
       }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/kernels/kernels_internal.hpp"
 #include "models/layers/types/type_support.hpp"
 #include "sim/core/error.hpp"
 
@@ -23,11 +24,6 @@ std::vector<Operation> sigmoid_operations(const Layer& /*layer*/,
   return {vector_op("sigmoid", OpClass::kNonLinear, double(element_count(output)), kSigmoidFlops)};
 }
 
-// In double, so that a large |x| saturates to 0 or 1 without overflow warnings.
-float sigmoid_value(float x) {
-  return static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x))));
-}
-
 // Keeps its output, from which backward takes the derivative y·(1 − y).
 class SigmoidKernel final : public Kernel {
  public:
@@ -42,7 +38,7 @@ class SigmoidKernel final : public Kernel {
     IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
     Tensor y = *inputs[0];
     for (float& v : y.values())
-      v = sigmoid_value(v);
+      v = static_cast<float>(detail::logistic(v));
     round_to_dtype(y, dtype());
     SavedState saved;
     saved.dtype = dtype();

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "models/kernels/kernels_internal.hpp"
 #include "models/layers/types/type_support.hpp"
 #include "sim/core/error.hpp"
 
@@ -23,10 +24,6 @@ std::vector<Operation> swish_operations(const Layer& /*layer*/,
   return {vector_op("swish", OpClass::kNonLinear, double(element_count(output)), kSwishFlops)};
 }
 
-double swish_sigmoid(float x) {
-  return 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
-}
-
 // Keeps its input: the derivative s + x·s·(1 − s) needs x, which the output alone does not give.
 class SwishKernel final : public Kernel {
  public:
@@ -41,7 +38,7 @@ class SwishKernel final : public Kernel {
     IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
     Tensor y = *inputs[0];
     for (float& v : y.values())
-      v = static_cast<float>(v * swish_sigmoid(v));
+      v = static_cast<float>(v * detail::logistic(v));
     round_to_dtype(y, dtype());
     SavedState saved;
     saved.dtype = dtype();
@@ -55,7 +52,7 @@ class SwishKernel final : public Kernel {
     const Tensor& x = saved.tensors.at(0);
     Tensor dx = output_gradient;
     for (std::int64_t i = 0; i < dx.elements(); ++i) {
-      const double s = swish_sigmoid(x[i]);
+      const double s = detail::logistic(x[i]);
       dx[i] = static_cast<float>(dx[i] * (s + x[i] * s * (1.0 - s)));
     }
     round_to_dtype(dx, dtype());
