@@ -157,12 +157,15 @@ std::vector<std::uint8_t> read_idx_labels(const std::string& path) {
   return idx_payload(std::move(bytes), 8, extents[0], path, "label data");
 }
 
+FashionMnistFiles fashion_mnist_files(const std::string& directory, FashionMnistSplit split) {
+  const std::string prefix = directory + (split == FashionMnistSplit::kTrain ? "/train" : "/t10k");
+  return {prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz"};
+}
+
 FashionMnist::FashionMnist(const std::string& directory, FashionMnistSplit split,
                            Shape sample_shape)
     : sample_shape_(std::move(sample_shape)) {
-  const std::string prefix = directory + (split == FashionMnistSplit::kTrain ? "/train" : "/t10k");
-  const std::string images_path = prefix + "-images-idx3-ubyte.gz";
-  const std::string labels_path = prefix + "-labels-idx1-ubyte.gz";
+  const auto [images_path, labels_path] = fashion_mnist_files(directory, split);
   images_ = read_idx_images(images_path);
   labels_ = read_idx_labels(labels_path);
   if (static_cast<std::int64_t>(labels_.size()) != images_.count) {

@@ -74,6 +74,13 @@ std::vector<std::uint8_t> read_idx_labels(const std::string& path);
 
 enum class FashionMnistSplit { kTrain, kTest };
 
+// The images and labels files of a split in `directory`, as the Debian package names them.
+struct FashionMnistFiles {
+  std::string images;
+  std::string labels;
+};
+FashionMnistFiles fashion_mnist_files(const std::string& directory, FashionMnistSplit split);
+
 // Fashion-MNIST as the Keras tutorials feed it: pixels / 255 as float32, integer labels. The
 // sample shape is the model's input shape (28x28, 28x28x1, 784...): any with 784 elements.
 class FashionMnist final : public DataSource {

@@ -316,13 +316,23 @@ void declare_saved_files(core::OutputSet& outputs, const std::string& directory,
     outputs.add(directory + "/" + file, "--save");
 }
 
-// The files --load may read, declared inputs: saving into the --load folder would replace them.
+// The parameter files load_parameters may read from `directory`, declared inputs: an output
+// there would replace them.
 void declare_loaded_files(core::OutputSet& outputs, const std::string& directory,
-                          const models::Model& model) {
+                          const models::Model& model, const std::string& role) {
   for (const char* suffix : {"initial", "final"}) {
     for (const auto& file : parameter_files(model, suffix))
-      outputs.add_input(directory + "/" + file, "a --load file this command reads");
+      outputs.add_input(directory + "/" + file, role);
   }
+}
+
+// The model's initial_weights folder, relative to the config that names it; empty without one.
+std::filesystem::path initial_weights_folder(const RunSpec& spec) {
+  std::filesystem::path folder = spec.model.initial_weights;
+  const std::filesystem::path config = spec.source_of("/model/initial_weights");
+  if (!folder.empty() && folder.is_relative() && std::filesystem::is_regular_file(config))
+    folder = config.parent_path() / folder;
+  return folder;
 }
 
 void write_npy(core::OutputSet& outputs, const std::string& path, const models::NpyBytes& bytes) {
@@ -394,17 +404,30 @@ models::ParameterStore initial_parameters(const TrainRequest& request, const Run
 
 }  // namespace
 
+void declare_run_inputs(core::OutputSet& outputs, const RunSpec& spec) {
+  if (spec.document)
+    core::add_inputs(outputs, *spec.document);
+  if (const auto folder = initial_weights_folder(spec); !folder.empty()) {
+    declare_loaded_files(outputs, folder.string(), spec.model,
+                         "a file of the config's initial_weights this command reads");
+  }
+  if (spec.data.source != "fashion-mnist")
+    return;
+  for (const auto split : {models::FashionMnistSplit::kTrain, models::FashionMnistSplit::kTest}) {
+    const auto [images, labels] = models::fashion_mnist_files(spec.data.path, split);
+    outputs.add_input(images, "a Fashion-MNIST file this command reads");
+    outputs.add_input(labels, "a Fashion-MNIST file this command reads");
+  }
+}
+
 models::ParameterStore starting_parameters(const RunSpec& spec) {
   models::ParameterStore parameters(spec.model, training_options(spec));
   if (spec.model.initial_weights.empty())
     return parameters;
-  std::filesystem::path folder = spec.model.initial_weights;
-  const std::filesystem::path config = spec.source_of("/model/initial_weights");
-  if (folder.is_relative() && std::filesystem::is_regular_file(config))
-    folder = config.parent_path() / folder;
+  const std::filesystem::path folder = initial_weights_folder(spec);
   if (!std::filesystem::is_directory(folder)) {
     throw core::ConfigError(
-        config.string(), "/model/initial_weights",
+        spec.source_of("/model/initial_weights"), "/model/initial_weights",
         "expected a directory of .npy files, but " + folder.string() + " is not one");
   }
   load_parameters(folder.string(), spec.model, parameters);
@@ -435,10 +458,9 @@ void train(const RunSpec& spec, const TrainRequest& request, std::ostream& out) 
   core::OutputSet outputs;
   if (!request.save.empty())
     declare_saved_files(outputs, request.save, spec);
-  if (spec.document)
-    core::add_inputs(outputs, *spec.document);
+  declare_run_inputs(outputs, spec);
   if (!request.load.empty())
-    declare_loaded_files(outputs, request.load, spec.model);
+    declare_loaded_files(outputs, request.load, spec.model, "a --load file this command reads");
   models::ParameterStore parameters = initial_parameters(request, spec, outputs);
   auto data = training_data(spec);
   const std::int64_t steps = total_steps(request, spec, data->size());

@@ -90,6 +90,11 @@ void save_parameters(core::OutputSet& outputs, const std::string& directory,
 void load_parameters(const std::string& directory, const models::Model& model,
                      models::ParameterStore& parameters);
 
+// Declares the files a run of `spec` reads inputs of `outputs`, so that no output replaces one:
+// the config and its includes, the initial_weights folder's parameter files, and the
+// Fashion-MNIST files when the data are those.
+void declare_run_inputs(core::OutputSet& outputs, const RunSpec& spec);
+
 // The parameters a numeric run starts from: the seeded initialisation, or the model's
 // initial_weights folder (relative to the config that names it) when it has one.
 models::ParameterStore starting_parameters(const RunSpec& spec);

@@ -316,6 +316,49 @@ TEST_CASE("compare and calibrate refuse to write over a config included or named
   CHECK(read_file(base) == read_file(kBaseConfig));
 }
 
+TEST_CASE("run and train refuse to write over the Fashion-MNIST files they read") {
+  // Placeholders: the refusal comes before any data is read.
+  const auto dir = fresh_folder("data_as_output");
+  const auto images = (dir / "train-images-idx3-ubyte.gz").string();
+  const auto labels = (dir / "t10k-labels-idx1-ubyte.gz").string();
+  write_file(images, "images\n");
+  write_file(labels, "labels\n");
+  const std::string path = "data.path=\"" + dir.string() + "\"";
+  auto result = run_ipusim({"run", kTf1Config, "--numeric", "--set", path, "--json", images});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(images, "--json", "a Fashion-MNIST file this command reads"));
+  result = run_ipusim({"run", kTf1Config, "--no-numeric", "--set", path, "--trace", labels});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(labels, "--trace", "a Fashion-MNIST file this command reads"));
+  CHECK(read_file(images) == "images\n");
+  CHECK(read_file(labels) == "labels\n");
+}
+
+TEST_CASE("run and train refuse to write over the initial weights their config names") {
+  const auto dir = fresh_folder("weights_as_output");
+  const auto weights = dir / "weights";
+  auto result = run_ipusim({"train", kTf1Config, "--steps", "1", "--test-samples", "0", "--set",
+                            "data.source=\"synthetic\"", "--save", weights.string()});
+  REQUIRE(result.code == 0);
+  std::string initial;
+  for (const auto& entry : fs::directory_iterator(weights)) {
+    if (entry.path().string().ends_with(".initial.npy"))
+      initial = entry.path().string();
+  }
+  REQUIRE(!initial.empty());
+  const auto before = read_file(initial);
+  const std::string named = "model.initial_weights=\"" + weights.string() + "\"";
+  const std::string role = "a file of the config's initial_weights this command reads";
+  result = run_ipusim({"run", kTf1Config, "--set", named, "--html", initial});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(initial, "--html", role));
+  result = run_ipusim({"train", kTf1Config, "--steps", "1", "--set", named, "--set",
+                       "data.source=\"synthetic\"", "--save", weights.string()});
+  CHECK(result.code == 2);
+  CHECK(result.err == refused_input(initial, "--save", role));
+  CHECK(read_file(initial) == before);
+}
+
 TEST_CASE("run replacing a private report keeps it private") {
   const auto dir = fresh_folder("private");
   const auto json = (dir / "report.json").string();

@@ -3,6 +3,7 @@
 
 #include "sim/html/html_report.hpp"
 #include "sim/numeric/numeric.hpp"
+#include "sim/numeric/training.hpp"
 #include "sim/replay/timeline.hpp"
 #include "sim/report/operations_report.hpp"
 #include "sim/report/report.hpp"
@@ -47,7 +48,7 @@ void run_and_report(const RunOptions& o, std::ostream& out, std::ostream& err) {
       outputs.add(path, option);
   }
   const auto spec = load(o.config);
-  core::add_inputs(outputs, *spec.document);
+  sim::declare_run_inputs(outputs, spec);
   sim::SimulateOptions options;
   options.allow_oom = o.allow_oom;
   options.numeric = o.numeric_mode();
