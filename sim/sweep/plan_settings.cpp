@@ -283,11 +283,12 @@ constexpr std::int64_t kMaxSettings = 100'000;
 // IPUs per replica plan tries at most, as --ipus.
 constexpr int kMaxIpusPerReplica = 1024;
 
-// Refuses a list longer than kMaxListValues, or lists whose product passes kMaxSettings.
-void check_sizes(const PlanRequest& request) {
+// Refuses a list longer than kMaxListValues, or lists whose product passes kMaxSettings; the
+// schedules count as many as are searched, given or by default.
+void check_sizes(const PlanRequest& request, std::size_t schedules) {
   const std::vector<std::pair<const char*, std::size_t>> lists = {
       {"--ipus-per-replica", request.ipus_per_replica.size()},
-      {"--schedules", request.schedules.size()},
+      {"--schedules", schedules},
       {"--gac", request.gacs.size()},
       {"--micro-batch", request.micro_batches.size()},
       {"--recomputation", request.recomputations.size()},
@@ -306,11 +307,24 @@ void check_sizes(const PlanRequest& request) {
       given += (given.empty() ? "" : " x ") + std::to_string(size) + " " + flag;
     }
   }
+  if (request.schedules.empty() && schedules > 1)
+    given += " (the default schedules)";
   if (settings > kMaxSettings)
     throw core::ConfigError(given, "",
                             "the lists make " + with_commas(settings) +
                                 " settings, more than the " + with_commas(kMaxSettings) +
                                 " plan searches in one run; search fewer values");
+}
+
+// Refuses a value of `option` that is not one of `names`, with the closest suggested.
+void check_choices(const std::string& option, const std::vector<std::string>& values,
+                   const std::vector<std::string>& names) {
+  for (const auto& name : values) {
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw core::ConfigError(
+          option + " " + name, "",
+          "expected one of " + core::quoted_list(names) + core::did_you_mean(name, names));
+  }
 }
 
 }  // namespace
@@ -320,7 +334,9 @@ void check_request(const PlanRequest& request, const RunSpec& base, bool fixed_s
   const auto fail = [&](const std::string& flag, const std::string& why) {
     throw core::ConfigError(flag, "", why);
   };
-  check_sizes(request);
+  check_sizes(request, schedules_searched(request, base).size());
+  check_choices("--recomputation", request.recomputations, schedules::recomputation_mode_names());
+  check_choices("--offload", request.offloads, plan_offload_names());
   for (int n : request.ipus_per_replica) {
     if (n < 1 || (n & (n - 1)) != 0)
       fail("--ipus-per-replica " + std::to_string(n),
@@ -340,12 +356,6 @@ void check_request(const PlanRequest& request, const RunSpec& base, bool fixed_s
   if (request.global_batch > 0 && !request.gacs.empty())
     fail("--global-batch " + std::to_string(request.global_batch),
          "--global-batch sets the gradient accumulation count; drop --gac or --global-batch");
-  for (const auto& name : request.offloads) {
-    const auto& names = plan_offload_names();
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      fail("--offload " + name,
-           "expected one of " + core::quoted_list(names) + core::did_you_mean(name, names));
-  }
 }
 
 // The schedules searched: those asked for, else the config's when the command line set it,

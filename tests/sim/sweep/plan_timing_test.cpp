@@ -108,8 +108,9 @@ TEST_CASE("plan refuses lists it would take hours or gigabytes to search, before
     request.micro_batches.push_back(std::to_string(m));
   request.recomputations = {"none", "auto", "recompute_then_backpropagate"};
   CHECK(plan_error(request) ==
-        "200 --gac x 200 --micro-batch x 3 --recomputation: the lists make 120,000 settings, "
-        "more than the 100,000 plan searches in one run; search fewer values");
+        "3 --schedules x 200 --gac x 200 --micro-batch x 3 --recomputation (the default "
+        "schedules): the lists make 360,000 settings, more than the 100,000 plan searches in one "
+        "run; search fewer values");
   auto ipus = tf1_plan({}, {});
   ipus.ipus_per_replica = {1 << 30};
   CHECK(plan_error(ipus) ==

@@ -294,6 +294,21 @@ TEST_CASE("the planner refuses search values it cannot act on, naming the option
         "'weight_update_variables', 'stash_fifos' or 'both'; did you mean "
         "'weight_update_variables'?");
   request = tf1_request();
+  request.recomputations = {"none", "recompute_then_backprop"};
+  CHECK(message(request) ==
+        "--recomputation recompute_then_backprop: expected one of 'none', 'auto', "
+        "'recompute_then_backpropagate' or 'recompute_and_backpropagate_interleaved'; did you "
+        "mean 'recompute_then_backpropagate'?");
+  // The three default schedules count: 3 x 256 x 150 = 115,200 settings.
+  request = tf1_request();
+  for (int i = 1; i <= 256; ++i)
+    request.gacs.push_back(std::to_string(i));
+  for (int i = 1; i <= 150; ++i)
+    request.micro_batches.push_back(std::to_string(i));
+  CHECK(message(request) ==
+        "3 --schedules x 256 --gac x 150 --micro-batch (the default schedules): the lists make "
+        "115,200 settings, more than the 100,000 plan searches in one run; search fewer values");
+  request = tf1_request();
   request.global_batch = 512;
   request.gacs = {"8"};
   CHECK(message(request) ==
