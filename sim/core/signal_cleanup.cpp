@@ -25,8 +25,9 @@ std::span<Slot> slots_of(RemoveOnSignal::Kind kind) {
   return registered_files;
 }
 
-// The signals a user or a session sends to stop a program.
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// The signals a user or a session sends to stop a program, and the one a closed pipe sends
+// (`ipusim sweep ... | head`).
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 
 // Folders registered parents first are removed deepest first; a folder that holds another
 // registered one empties in a later pass. One that still holds a file stays.

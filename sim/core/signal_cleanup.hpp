@@ -4,9 +4,9 @@
 // (sim/core/output_file.hpp).
 //
 // A RemoveOnSignal registers one path for as long as it lives. Registering installs a handler
-// for those of SIGINT, SIGTERM, SIGHUP and SIGQUIT that are at their default action (a signal
-// the parent ignored, as nohup does SIGHUP, stays ignored; one handled by others, theirs). The
-// handler unlinks every registered file, then removes every registered folder left empty, and
+// for those of SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE that are at their default action (a
+// signal the parent ignored, as nohup does SIGHUP, stays ignored; one handled by others, theirs).
+// The handler unlinks every registered file, then removes every registered folder left empty, and
 // dies of the signal by its default action, so the exit status and a shell's "Terminated" are
 // what they would have been. A SIGKILL or a crash still leaves the files, named
 // NAME.<pid>-<n>.partial and safe to delete.

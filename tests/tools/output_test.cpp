@@ -371,3 +371,20 @@ TEST_CASE("run replacing a private report keeps it private") {
   REQUIRE(::stat(json.c_str(), &info) == 0);
   CHECK((info.st_mode & 07777) == 0600);
 }
+
+TEST_CASE("a sweep without -o names a TMPDIR that is not a folder and keeps nothing") {
+  const auto dir = fresh_folder("tmpdir");
+  const auto file = (dir / "a_file").string();
+  write_file(file, "x\n");
+  for (const std::string& tmpdir : {(dir / "missing").string(), file}) {
+    ::setenv("TMPDIR", tmpdir.c_str(), 1);
+    const auto result =
+        run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=4,8"});
+    ::unsetenv("TMPDIR");
+    CHECK(result.code == 2);
+    CHECK(result.out.empty());
+    CHECK(result.err == "error: -o: a sweep without -o keeps its CSV in a temporary folder, but " +
+                            tmpdir + " (TMPDIR) is not a folder; set TMPDIR to one, or give -o\n");
+  }
+  CHECK(entries(dir) == std::vector<std::string>{"a_file"});
+}

@@ -79,3 +79,35 @@ TEST_CASE("a training started with SIGHUP ignored, as nohup starts it, goes on a
   CHECK(WTERMSIG(status) == SIGTERM);
   CHECK_FALSE(fs::exists(dir / "save"));
 }
+
+TEST_CASE("a sweep without -o stopped by a signal or a closed pipe keeps nothing") {
+  // The closed pipe of `ipusim sweep ... | head` arrives as SIGPIPE.
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
+    const fs::path dir =
+        fs::path(IPUSIM_BINARY_DIR) / "signal_test" / "sweep" / std::to_string(signal);
+    fs::remove_all(dir);
+    fs::create_directories(dir / "tmp");
+    ::setenv("TMPDIR", (dir / "tmp").c_str(), 1);
+    std::string gacs = "pipeline.gradient_accumulation_count=4";
+    for (int gac = 8; gac <= 40000; gac += 4)
+      gacs += "," + std::to_string(gac);
+    const pid_t child = spawn_ipusim({"sweep", kTf1Config, "--vary", gacs, "--jobs", "1"},
+                                     (dir / "err.txt").string());
+    const auto csv_exists = [&] {
+      for (const auto& entry : fs::recursive_directory_iterator(dir / "tmp")) {
+        if (entry.path().filename() == "sweep.csv")
+          return true;
+      }
+      return false;
+    };
+    while (!csv_exists()) {
+      REQUIRE(running(child));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const int status = status_after(child, signal);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(fs::is_empty(dir / "tmp"));
+  }
+  ::unsetenv("TMPDIR");
+}

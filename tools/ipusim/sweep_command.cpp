@@ -3,6 +3,10 @@
 
 #include <stdlib.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,6 +15,7 @@
 
 #include "sim/core/format.hpp"
 #include "sim/core/printable.hpp"
+#include "sim/core/signal_cleanup.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "tools/ipusim/command.hpp"
 #include "tools/ipusim/progress_bar.hpp"
@@ -25,15 +30,33 @@ struct SweepArgs {
   bool json_lines = false;
 };
 
-// A private folder for the CSV of a sweep run without -o, removed with everything in it.
+// The folder scratch files go to: TMPDIR when set (it must be a folder), else /tmp.
+std::filesystem::path temporary_folder() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::filesystem::path folder = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  std::error_code error;
+  if (!std::filesystem::is_directory(folder, error))
+    throw core::ConfigError("-o", "",
+                            "a sweep without -o keeps its CSV in a temporary folder, but " +
+                                folder.string() + (tmpdir && *tmpdir ? " (TMPDIR)" : "") +
+                                " is not a folder; set TMPDIR to one, or give -o");
+  return folder;
+}
+
+// A private folder for the CSV of a sweep run without -o, removed with everything in it, also
+// when a signal or a closed pipe stops the sweep.
 class ScratchFolder {
  public:
   ScratchFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ipusim-sweep-XXXXXX").string();
+    std::string pattern = (temporary_folder() / "ipusim-sweep-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr)
       throw core::ConfigError("-o", "",
-                              "cannot make a temporary folder for the sweep's CSV; give -o");
+                              "cannot make a temporary folder for the sweep's CSV in " +
+                                  std::filesystem::path(pattern).parent_path().string() + " (" +
+                                  std::strerror(errno) + "); give -o");
     path_ = pattern;
+    folder_cleanup_ = core::RemoveOnSignal(path_.string(), core::RemoveOnSignal::Kind::kFolder);
+    csv_cleanup_ = core::RemoveOnSignal(file("sweep.csv"));
   }
   ~ScratchFolder() {
     std::error_code ignored;
@@ -45,6 +68,8 @@ class ScratchFolder {
 
  private:
   std::filesystem::path path_;
+  core::RemoveOnSignal folder_cleanup_;
+  core::RemoveOnSignal csv_cleanup_;
 };
 
 // Runs the sweep into its CSV (and page), with a progress bar on a terminal. Without -o the CSV
