@@ -75,8 +75,9 @@ struct SweepRequest {
   std::vector<core::Override> base_overrides;
   std::vector<std::string> varies;  // "PATH=V1,V2,..." each
   std::string csv_path;
-  // The CSV goes to the output and is not kept (no -o): csv_path is a scratch file, which the
-  // summary and errors do not name.
+  // No -o: csv_path is a scratch file, not kept, which the summary and errors do not name; the
+  // CSV is printed on the output unless the runs stream there as JSON lines.
+  bool csv_scratch = false;
   bool csv_printed = false;
   std::string html_path;      // empty: no page
   std::string shard = "1/1";  // "I/N"

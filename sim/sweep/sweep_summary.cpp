@@ -45,10 +45,13 @@ std::string summary_text(const SweepRequest& request, const SweepPlan& plan,
   if (request.shard != "1/1")
     out += " (shard " + request.shard + " of " + with_commas(plan.size()) + " runs)";
   out += "\n" + with_commas(summary.written) + " simulated, ";
-  if (!request.csv_printed)
+  if (!request.csv_scratch)
     out += with_commas(summary.skipped) + " already in " + request.csv_path + "; ";
   out += with_commas(invalid) + " invalid (see the error column), " + with_commas(out_of_memory) +
          " out of memory\n";
+  if (request.csv_scratch && !request.csv_printed)
+    return out + fastest_text(plan, summary.rows) +
+           "streamed the runs on the output as JSON lines\n";
   const std::string where =
       request.csv_printed ? "printed the CSV on the output" : "wrote " + request.csv_path;
   return out + fastest_text(plan, summary.rows) + where + " (one row per run, sorted by run)\n";
@@ -60,7 +63,7 @@ std::optional<core::ConfigError> none_valid(const SweepRequest& request,
   if (summary.rows.empty() || std::any_of(summary.rows.begin(), summary.rows.end(), valid))
     return std::nullopt;
   const SweepRun& first = summary.rows.front();
-  return core::ConfigError(request.csv_printed ? request.config_path : request.csv_path, "",
+  return core::ConfigError(request.csv_scratch ? request.config_path : request.csv_path, "",
                            "none of the sweep's " + with_commas(std::int64_t(summary.rows.size())) +
                                " run(s) is valid; run " + std::to_string(first.run) + ": " +
                                first.error);

@@ -428,6 +428,17 @@ TEST_CASE("a sweep over IPU counts has per-IPU columns for the most, left empty 
   CHECK(again.out.find("0 simulated, 2 already in") != std::string::npos);
 }
 
+TEST_CASE("a sweep with --json-lines and no -o names no file it did not keep") {
+  const auto result =
+      run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.gradient_accumulation_count=4,8",
+                  "--jobs", "1", "--json-lines"});
+  CHECK(result.code == 0);
+  CHECK(std::count(result.out.begin(), result.out.end(), '\n') == 2);
+  CHECK(result.err.find("2 simulated, 0 invalid") != std::string::npos);
+  CHECK(result.err.ends_with("\nstreamed the runs on the output as JSON lines\n"));
+  CHECK(result.err.find("sweep.csv") == std::string::npos);
+}
+
 TEST_CASE(
     "a sweep with --json-lines streams each run as JSON with the CSV figures, alike on a rerun") {
   const auto csv = fresh_output("sweep_test", "lines.csv");

@@ -81,6 +81,7 @@ void run_sweep(const SweepArgs& a, std::ostream& out, std::ostream& err) {
   if (request.csv_path.empty()) {
     scratch.emplace();
     request.csv_path = scratch->file("sweep.csv");
+    request.csv_scratch = true;
     request.csv_printed = !a.json_lines;
   }
   core::OutputSet outputs;
