@@ -406,8 +406,9 @@ TEST_CASE("ipusim --help lists the exit codes and the hardware presets") {
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Catch::Matchers::Contains(
                            "Exit codes: 0 success, 1 bad command line, 2 invalid config or option, "
-                           "3 does not fit in memory (a valid result), 4 pipelined numbers differ "
-                           "from the reference, 70 internal error (a bug).\n"));
+                           "3 does not fit in memory (the IPUs': a valid result; or this "
+                           "machine's), 4 pipelined numbers differ from the reference, 70 "
+                           "internal error (a bug).\n"));
   CHECK_THAT(help.out, Catch::Matchers::Contains(
                            "Hardware presets (hardware.preset): gc200, bow, gc2, ideal."));
 }

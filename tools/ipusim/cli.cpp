@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <ostream>
 
 #include "sim/core/error.hpp"
@@ -93,8 +94,8 @@ std::string help_footer() {
 
 std::string exit_codes_text() {
   return "Exit codes: 0 success, 1 bad command line, 2 invalid config or option, 3 does not fit "
-         "in memory (a valid result), 4 pipelined numbers differ from the reference, 70 internal "
-         "error (a bug).";
+         "in memory (the IPUs': a valid result; or this machine's), 4 pipelined numbers differ "
+         "from the reference, 70 internal error (a bug).";
 }
 
 std::string presets_text() {
@@ -123,6 +124,22 @@ void add_commands(CLI::App& app, std::ostream& out, std::ostream& err) {
   add_import_command(app, out);
   add_completion_command(app, out);
   add_man_command(app, out);
+}
+
+// What a command that ran out of the machine's memory says: what it was asked to hold, and how to
+// ask for less.
+std::string out_of_host_memory(const std::vector<std::string>& args) {
+  std::string command = "ipusim";
+  for (const auto& arg : args) {
+    if (arg.starts_with("-"))
+      break;
+    command += " " + arg;
+  }
+  return "error: " + command +
+         " ran out of this machine's memory: what it was asked to build (the model's tensors, "
+         "the schedule's tasks, the search's settings, or an output held whole) is larger than "
+         "the memory free here; ask for less (a smaller model or micro-batch, fewer micro-batches "
+         "or settings) or run where more memory is free\n";
 }
 
 // Runs the command `args` names and returns its exit code.
@@ -159,6 +176,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   } catch (const core::InternalError& error) {
     err << error.what() << "\n";
     return int(ExitCode::kInternalError);
+  } catch (const std::bad_alloc&) {
+    err << out_of_host_memory(args);
+    return int(ExitCode::kSimulationOutcome);
   } catch (const std::exception& error) {
     // Anything else escaped the checks that should have turned it into one of the above.
     err << "internal error (this is a bug in ipusim): " << error.what() << "\n";
