@@ -140,26 +140,72 @@ nlohmann::json phases_json(const PhaseCounts& c) {
   return phases;
 }
 
-nlohmann::json steps_json(const StepSchedule& schedule) {
-  nlohmann::json steps = nlohmann::json::array();
-  std::vector<Task> tasks;
-  for (std::int64_t step = 0; step < schedule.steps(); ++step) {
-    nlohmann::json ipus = nlohmann::json::array();
-    for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
-      schedule.tasks_in_step(step, ipu, tasks);
-      nlohmann::json list = nlohmann::json::array();
-      for (const Task& task : tasks) {
-        if (is_compute(task.op))
-          list.push_back(task_json(schedule, task, false));
-      }
-      ipus.push_back(std::move(list));
+// One step of the step table: its number, phases and each IPU's compute tasks.
+nlohmann::json step_json(const StepSchedule& schedule, std::int64_t step,
+                         std::vector<Task>& tasks) {
+  nlohmann::json ipus = nlohmann::json::array();
+  for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
+    schedule.tasks_in_step(step, ipu, tasks);
+    nlohmann::json list = nlohmann::json::array();
+    for (const Task& task : tasks) {
+      if (is_compute(task.op))
+        list.push_back(task_json(schedule, task, false));
     }
-    steps.push_back({{"step", step + 1},
-                     {"phase", std::string(to_string(schedule.step_phase(step)))},
-                     {"code_phase", std::string(to_string(schedule.step_code_phase(step)))},
-                     {"ipus", std::move(ipus)}});
+    ipus.push_back(std::move(list));
   }
-  return steps;
+  return {{"step", step + 1},
+          {"phase", std::string(to_string(schedule.step_phase(step)))},
+          {"code_phase", std::string(to_string(schedule.step_code_phase(step)))},
+          {"ipus", std::move(ipus)}};
+}
+
+// Everything but the tasks, which stand as null under `tasks_key` ("steps" or "order").
+nlohmann::json schedule_head_json(const Schedule& schedule, const std::string& tasks_key) {
+  const PipelineShape& shape = schedule.shape();
+  nlohmann::json json = {{"schedule", schedule.name()}, {"N", shape.stages()},
+                         {"M", shape.microbatches},     {"relaxed", schedule.relaxed()},
+                         {"training", shape.training},  {"ipus", schedule.layout().ipus()}};
+  json[tasks_key] = nullptr;
+  json["stash_depth"] = schedule.stash_depth();
+  nlohmann::json kinds = nlohmann::json::array();
+  for (StashKind kind : schedule.stash_kind())
+    kinds.push_back(std::string(to_string(kind)));
+  json["stash_kind"] = std::move(kinds);
+  json["phases"] = phases_json(schedule.phase_counts());
+  return json;
+}
+
+// Writes `value` as the next element of an array `depth` levels deep, as dump(2) lays it out.
+void write_element(std::ostream& out, const nlohmann::json& value, int depth, bool first) {
+  const std::string pad(std::size_t(2 * depth), ' ');
+  out << (first ? "\n" : ",\n") << pad;
+  for (const char c : value.dump(2)) {
+    out << c;
+    if (c == '\n')
+      out << pad;
+  }
+}
+
+// The tasks of a schedule as the value of its "steps" or "order" key, one element at a time.
+void write_tasks(const Schedule& schedule, std::ostream& out) {
+  out << "[";
+  std::vector<Task> tasks;
+  if (const auto* steps = schedule.as_steps()) {
+    for (std::int64_t step = 0; step < steps->steps(); ++step)
+      write_element(out, step_json(*steps, step, tasks), 2, step == 0);
+    out << "\n  ]";
+    return;
+  }
+  for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
+    out << (ipu == 0 ? "\n    [" : ",\n    [");
+    bool first = true;
+    for (const Task& task : compute_order(schedule, ipu)) {
+      write_element(out, task_json(schedule, task, true), 3, first);
+      first = false;
+    }
+    out << (first ? "]" : "\n    ]");
+  }
+  out << "\n  ]";
 }
 
 }  // namespace
@@ -175,29 +221,33 @@ std::string render_step_table(const Schedule& schedule) {
 }
 
 nlohmann::json schedule_to_json(const Schedule& schedule) {
-  const PipelineShape& shape = schedule.shape();
-  nlohmann::json json = {{"schedule", schedule.name()}, {"N", shape.stages()},
-                         {"M", shape.microbatches},     {"relaxed", schedule.relaxed()},
-                         {"training", shape.training},  {"ipus", schedule.layout().ipus()}};
+  std::vector<Task> tasks;
   if (const auto* steps = schedule.as_steps()) {
-    json["steps"] = steps_json(*steps);
-  } else {
-    nlohmann::json order = nlohmann::json::array();
-    for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const Task& task : compute_order(schedule, ipu))
-        list.push_back(task_json(schedule, task, true));
-      order.push_back(std::move(list));
-    }
-    json["order"] = std::move(order);
+    nlohmann::json json = schedule_head_json(schedule, "steps");
+    json["steps"] = nlohmann::json::array();
+    for (std::int64_t step = 0; step < steps->steps(); ++step)
+      json["steps"].push_back(step_json(*steps, step, tasks));
+    return json;
   }
-  json["stash_depth"] = schedule.stash_depth();
-  nlohmann::json kinds = nlohmann::json::array();
-  for (StashKind kind : schedule.stash_kind())
-    kinds.push_back(std::string(to_string(kind)));
-  json["stash_kind"] = std::move(kinds);
-  json["phases"] = phases_json(schedule.phase_counts());
+  nlohmann::json json = schedule_head_json(schedule, "order");
+  json["order"] = nlohmann::json::array();
+  for (int ipu = 0; ipu < schedule.layout().ipus(); ++ipu) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Task& task : compute_order(schedule, ipu))
+      list.push_back(task_json(schedule, task, true));
+    json["order"].push_back(std::move(list));
+  }
   return json;
+}
+
+void write_schedule_json(const Schedule& schedule, std::ostream& out) {
+  const std::string key = schedule.as_steps() ? "steps" : "order";
+  const std::string head = schedule_head_json(schedule, key).dump(2);
+  const std::string marker = "\n  \"" + key + "\": null";
+  const std::size_t at = head.find(marker);
+  out << head.substr(0, at) << "\n  \"" << key << "\": ";
+  write_tasks(schedule, out);
+  out << head.substr(at + marker.size()) << "\n";
 }
 
 }  // namespace ipusim::schedules

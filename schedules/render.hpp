@@ -3,6 +3,7 @@
 // of /work/shared/spec/graphcore-schedules.md, and its JSON form. Both show compute ops only,
 // with 1-based micro-batches; they are meant for small M (their size grows with M).
 
+#include <ostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -23,5 +24,9 @@ std::string render_step_table(const Schedule& schedule);
 // "stash_depth", "stash_kind", "phases"}. Steps and micro-batches 1-based, stages and IPUs
 // 0-based; "substage" is added for concurrent stages.
 nlohmann::json schedule_to_json(const Schedule& schedule);
+
+// Writes schedule_to_json(schedule).dump(2) and a newline to `out` as it goes, one task at a
+// time, so that its memory stays flat in the number of tasks.
+void write_schedule_json(const Schedule& schedule, std::ostream& out);
 
 }  // namespace ipusim::schedules

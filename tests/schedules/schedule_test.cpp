@@ -3,6 +3,7 @@
 // and the JSON form.
 
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include "schedules/build.hpp"
 #include "schedules/render.hpp"
@@ -258,6 +259,24 @@ TEST_CASE("the json form lists each step's compute per IPU with 1-based numbers"
         R"(:"main","step":2},{"code_phase":"ramp-down","ipus":[[{"microbatch":2,"op":"B",)"
         R"("stage":0}]],"phase":"ramp-down","step":3},{"code_phase":"ramp-down","ipus":[[]],)"
         R"("phase":"ramp-down","step":4}],"training":true})");
+}
+
+TEST_CASE("the streamed json form is the json form's dump, byte for byte, for every schedule") {
+  for (const ScheduleInfo& info : schedule_catalogue()) {
+    const std::string& name = info.name;
+    for (const int stages : {1, 2, 4}) {
+      INFO(name << " " << stages);
+      std::unique_ptr<Schedule> schedule;
+      try {
+        schedule = build_schedule(name, one_per_ipu(stages, 8));
+      } catch (const std::exception&) {
+        continue;  // a shape this schedule refuses
+      }
+      std::ostringstream streamed;
+      write_schedule_json(*schedule, streamed);
+      CHECK(streamed.str() == schedule_to_json(*schedule).dump(2) + "\n");
+    }
+  }
 }
 
 TEST_CASE("the json form of a gpu schedule lists each IPU's order") {

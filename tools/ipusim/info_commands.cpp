@@ -74,7 +74,7 @@ void add_schedule_command(CLI::App& app, std::ostream& out) {
     const auto spec = load(o->config);
     check_printable(spec);
     if (o->format == "json") {
-      out << schedules::schedule_to_json(*spec.schedule).dump(2) << "\n";
+      schedules::write_schedule_json(*spec.schedule, out);
     } else {
       out << schedules::render_step_table(*spec.schedule);
     }
