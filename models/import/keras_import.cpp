@@ -105,6 +105,8 @@ class Converter {
       return embedding(k, layer);
     if (type == "GlobalAveragePooling2D")
       return global_average_pool(k, layer);
+    if (auto family = keras::convert_family(k, layer))
+      return take_family(k, *family, layer, ends_model);
     if (type == "LayerNormalization") {
       layer["type"] = "layer_norm";
       layer["epsilon"] = c.value("epsilon", 1e-3);
@@ -120,6 +122,17 @@ class Converter {
       return false;
     }
     return true;
+  }
+
+  bool take_family(const KerasLayer& k, const keras::KerasConversion& family, json& layer,
+                   bool ends_model) {
+    if (!family.problem.empty()) {
+      problems.add(k, family.problem);
+      return false;
+    }
+    if (!family.weights.empty())
+      take_weights(k, family.weights, family.reshape_weights);
+    return !family.activation || set_activation(k, layer, ends_model);
   }
 
   bool dense(const KerasLayer& k, json& layer, bool ends_model) {
@@ -254,8 +267,8 @@ class Converter {
   bool conv2d(const KerasLayer& k, json& layer, bool ends_model) {
     const auto& c = k.config;
     if (c.value("data_format", "channels_last") != "channels_last" ||
-        pair_of(c.value("dilation_rate", json(1))) != json(1) || c.value("groups", 1) != 1) {
-      problems.add(k, "only channels_last, undilated, ungrouped convolutions are supported");
+        pair_of(c.value("dilation_rate", json(1))) != json(1)) {
+      problems.add(k, "only channels_last, undilated convolutions are supported");
       return false;
     }
     layer["type"] = "conv2d";
@@ -264,6 +277,8 @@ class Converter {
     layer["stride"] = pair_of(c.value("strides", json(1)));
     layer["padding"] = c.value("padding", "valid");
     layer["bias"] = c.value("use_bias", true);
+    if (c.value("groups", 1) != 1)  // the kernel [kh, kw, C / groups, filters] is ipusim's
+      layer["groups"] = c.at("groups");
     take_weights(k, layer["bias"] ? std::vector<std::string>{"kernel", "bias"}
                                   : std::vector<std::string>{"kernel"});
     return set_activation(k, layer, ends_model);

@@ -17,8 +17,9 @@ namespace ipusim::models {
 struct Model;
 
 // The Keras weights of one ipusim layer, in ipusim's parameter order, by their names within
-// the Keras layer ("kernel", "query/bias"); `merge_heads` when Keras keeps a head axis that
-// ipusim's [hidden, hidden] and [hidden] shapes fold (MultiHeadAttention).
+// the Keras layer ("kernel", "query/bias"); `merge_heads` when an array is read in ipusim's
+// shape of as many elements: Keras keeps a head axis that ipusim's [hidden, hidden] and
+// [hidden] fold (MultiHeadAttention), or a depthwise kernel's [kh, kw, C, 1] is [kh, kw, 1, C].
 struct KerasWeights {
   std::string layer;
   std::vector<std::string> names;

@@ -1,5 +1,6 @@
 #include "models/import/keras_layers.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "models/layers/layer_parse.hpp"
@@ -98,6 +99,120 @@ std::optional<json> sample_shape(const json& config) {
       return json(std::vector<json>(found->begin() + 1, found->end()));
   }
   return std::nullopt;
+}
+
+namespace {
+
+json pair_or_one(const json& value) {
+  return value.is_array() && value.size() == 2 && value[0] == value[1] ? value[0] : value;
+}
+
+bool undilated_channels_last(const json& c) {
+  return c.value("data_format", "channels_last") == "channels_last" &&
+         pair_or_one(c.value("dilation_rate", json(1))) == json(1);
+}
+
+// Depthwise is conv2d with groups = channels, which the config does not state: Keras 3 records
+// the input shape in build_config, tf.keras 2 does not. The kernel [kh, kw, C, 1] holds
+// conv2d's [kh, kw, 1, C] in the same order.
+KerasConversion depthwise(const json& c, json& layer) {
+  KerasConversion out;
+  const json shape =
+      c.contains("build_config") ? c.at("build_config").value("input_shape", json()) : json();
+  if (c.value("depth_multiplier", 1) != 1)
+    out.problem = "depth_multiplier " + c.at("depth_multiplier").dump() +
+                  " (ipusim's depthwise conv2d gives one output channel an input channel)";
+  else if (!undilated_channels_last(c))
+    out.problem = "only channels_last, undilated depthwise convolutions are supported";
+  else if (!shape.is_array() || shape.empty() || !shape.back().is_number_integer())
+    out.problem =
+        "no input channels in its config (Keras 3 writes them in build_config; "
+        "tf.keras 2 does not): build the model with Keras 3";
+  if (!out.problem.empty())
+    return out;
+  layer.update({{"type", "conv2d"},
+                {"filters", shape.back()},
+                {"groups", shape.back()},
+                {"kernel", pair_or_one(c.at("kernel_size"))},
+                {"stride", pair_or_one(c.value("strides", json(1)))},
+                {"padding", c.value("padding", "valid")},
+                {"bias", c.value("use_bias", true)}});
+  out.weights = {"depthwise_kernel"};
+  if (layer["bias"])
+    out.weights.push_back("bias");
+  out.reshape_weights = out.activation = true;
+  return out;
+}
+
+// Keras' "valid" gives in x stride + max(kernel - stride, 0) rows, conv2d_transpose's
+// (in - 1) x stride + kernel + output_padding: equal with output_padding max(stride - kernel,
+// 0). Keras' "same" is conv2d_transpose's. The kernel [kh, kw, filters, C] is ipusim's.
+KerasConversion conv_transpose(const json& c, json& layer) {
+  KerasConversion out;
+  const std::string padding = c.value("padding", "valid");
+  const json given = c.value("output_padding", json());
+  if (!undilated_channels_last(c))
+    out.problem = "only channels_last, undilated transposed convolutions are supported";
+  else if (padding == "same" && !given.is_null())
+    out.problem = "output_padding with padding \"same\" (ipusim's sets the output size)";
+  if (!out.problem.empty())
+    return out;
+  const auto pair = [](const json& v) {
+    return v.is_array() ? std::vector<std::int64_t>(v.begin(), v.end())
+                        : std::vector<std::int64_t>{v.get<std::int64_t>(), v.get<std::int64_t>()};
+  };
+  const auto kernel = pair(c.at("kernel_size")), strides = pair(c.value("strides", json(1)));
+  std::vector<std::int64_t> extra = given.is_null() ? std::vector<std::int64_t>{0, 0} : pair(given);
+  for (std::size_t a = 0; a < 2 && given.is_null() && padding == "valid"; ++a)
+    extra[a] = std::max<std::int64_t>(strides[a] - kernel[a], 0);
+  layer.update({{"type", "conv2d_transpose"},
+                {"filters", c.at("filters")},
+                {"kernel", pair_or_one(c.at("kernel_size"))},
+                {"stride", pair_or_one(c.value("strides", json(1)))},
+                {"padding", padding},
+                {"bias", c.value("use_bias", true)}});
+  if (extra != std::vector<std::int64_t>{0, 0})
+    layer["output_padding"] = extra;
+  out.weights = {"kernel"};
+  if (layer["bias"])
+    out.weights.push_back("bias");
+  out.activation = true;
+  return out;
+}
+
+// Keras 3 and tf-addons normalise groups of the last axis, scaled and shifted as ipusim's.
+KerasConversion group_norm(const json& c, json& layer) {
+  KerasConversion out;
+  if (c.value("axis", -1) != -1 || !c.value("center", true) || !c.value("scale", true)) {
+    out.problem =
+        "only a group norm of the last axis with its scale and center (ipusim's "
+        "group_norm has both)";
+    return out;
+  }
+  layer.update({{"type", "group_norm"},
+                {"groups", c.value("groups", 32)},
+                {"epsilon", c.value("epsilon", 1e-3)}});
+  out.weights = {"gamma", "beta"};
+  return out;
+}
+
+}  // namespace
+
+std::optional<KerasConversion> convert_family(const KerasLayer& k, json& layer) {
+  const json& c = k.config;
+  if (k.class_name == "DepthwiseConv2D")
+    return depthwise(c, layer);
+  if (k.class_name == "Conv2DTranspose")
+    return conv_transpose(c, layer);
+  if (k.class_name == "GroupNormalization" || k.class_name == "Addons>GroupNormalization")
+    return group_norm(c, layer);
+  if (k.class_name != "Cropping2D")
+    return std::nullopt;
+  KerasConversion out;
+  if (c.value("data_format", "channels_last") != "channels_last")
+    out.problem = "only channels_last cropping is supported";
+  layer.update({{"type", "crop2d"}, {"cropping", c.value("cropping", json(0))}});
+  return out;
 }
 
 }  // namespace ipusim::models::keras

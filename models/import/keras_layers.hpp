@@ -31,4 +31,19 @@ std::vector<KerasLayer> read_layers(const nlohmann::json& keras, const std::stri
 // batch_input_shape (tf.keras 2) or batch_shape (Keras 3).
 std::optional<nlohmann::json> sample_shape(const nlohmann::json& config);
 
+// What convert_family made of a layer: why it cannot be imported (or ""), its Keras weights in
+// ipusim's order, whether they are reshaped to ipusim's shapes of as many elements, and whether
+// the layer takes the config's activation.
+struct KerasConversion {
+  std::string problem;
+  std::vector<std::string> weights;
+  bool reshape_weights = false;
+  bool activation = false;
+};
+
+// DepthwiseConv2D, Conv2DTranspose, Cropping2D and GroupNormalization (Keras 3's, or
+// tf-addons' "Addons>GroupNormalization") as ipusim layers written into `layer`; nullopt for
+// another class.
+std::optional<KerasConversion> convert_family(const KerasLayer& k, nlohmann::json& layer);
+
 }  // namespace ipusim::models::keras

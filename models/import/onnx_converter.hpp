@@ -149,6 +149,13 @@ class OnnxConverter {
   static Window window_of(const onnx::NodeProto& node, const std::vector<std::int64_t>& kernel);
 
   void conv(const onnx::NodeProto& node);
+  // Why a Conv's (in_axis 1) or ConvTranspose's (0) kernel, group and dilations do not fit
+  // `channels`, or "".
+  std::string kernel_problem(const onnx::NodeProto& node, const Tensor& kernel,
+                             std::int64_t channels, int in_axis) const;
+  // onnx_conv_transpose.cpp: ConvTranspose as conv2d_transpose; Clip(x, 0, 6) as relu6.
+  void conv_transpose(const onnx::NodeProto& node);
+  void clip(const onnx::NodeProto& node);
 
   void pool(const onnx::NodeProto& node);
   void global_average_pool(const onnx::NodeProto& node);

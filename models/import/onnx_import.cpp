@@ -216,6 +216,8 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Gemm", &OnnxConverter::gemm},
       {"MatMul", &OnnxConverter::matmul},
       {"Conv", &OnnxConverter::conv},
+      {"ConvTranspose", &OnnxConverter::conv_transpose},
+      {"Clip", &OnnxConverter::clip},
       {"MaxPool", &OnnxConverter::pool},
       {"AveragePool", &OnnxConverter::pool},
       {"GlobalAveragePool", &OnnxConverter::global_average_pool},

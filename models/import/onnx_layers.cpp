@@ -145,6 +145,29 @@ std::string OnnxConverter::Window::problem_over(const Shape& image) const {
   return "";
 }
 
+// Why a Conv's or ConvTranspose's kernel, groups and dilations do not fit an image of `channels`,
+// or "". `in_axis` is the kernel's axis of input channels: 1 for Conv's [filters, C / group, kh,
+// kw], 0 for ConvTranspose's [C, filters / group, kh, kw].
+std::string OnnxConverter::kernel_problem(const onnx::NodeProto& node, const Tensor& kernel,
+                                          std::int64_t channels, int in_axis) const {
+  const std::int64_t group = int_attribute(node, "group", 1);
+  const auto dilations = ints_attribute(node, "dilations");
+  if (std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; }))
+    return "dilations " + shape_text(dilations) + " (ipusim's convolutions are undilated)";
+  if (group < 1 || channels % group != 0)
+    return "group " + std::to_string(group) + " that does not divide the " +
+           std::to_string(channels) + " input channels";
+  const std::int64_t per_group = in_axis == 1 ? channels / group : channels;
+  const std::string layout = in_axis == 1 ? "[out, " + std::to_string(per_group) + ", kh, kw]"
+                                          : "[" + std::to_string(per_group) + ", out, kh, kw]";
+  if (kernel.rank() != 4 || kernel.dim(in_axis) != per_group ||
+      (in_axis == 1 && kernel.dim(0) % group != 0))
+    return "a kernel '" + node.input(1) + "' of shape " + shape_text(kernel.shape()) +
+           " (expected " + layout + " for " + std::to_string(channels) + " channels in " +
+           std::to_string(group) + (group == 1 ? " group)" : " groups)");
+  return "";
+}
+
 void OnnxConverter::conv(const onnx::NodeProto& node) {
   const Activation* in = value(node);
   const auto* w = initializer(node, 1);
@@ -156,19 +179,11 @@ void OnnxConverter::conv(const onnx::NodeProto& node) {
     return;
   }
   const Tensor kernel = onnx_float_tensor(*w, path_);
-  if (kernel.rank() != 4 || kernel.dim(1) != in->onnx_shape[0])
-    return problem(node, "a kernel '" + w->name() + "' of shape " + shape_text(kernel.shape()) +
-                             " (expected [out, " + std::to_string(in->onnx_shape[0]) +
-                             ", kh, kw] for an image of shape " + shape_text(in->onnx_shape) + ")");
+  if (const auto why = kernel_problem(node, kernel, in->onnx_shape[0], 1); !why.empty())
+    return problem(node, why);
   const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
   const auto shape_attribute = ints_attribute(node, "kernel_shape");
   const Window window = window_of(node, shape_attribute.empty() ? k : shape_attribute);
-  const auto dilations = ints_attribute(node, "dilations");
-  if (int_attribute(node, "group", 1) != 1 ||
-      std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; })) {
-    problem(node, "only ungrouped, undilated convolutions");
-    return;
-  }
   std::string why = window.problem_over(in->onnx_shape);
   if (why.empty() && !shape_attribute.empty() && shape_attribute != k)
     why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +
@@ -182,6 +197,10 @@ void OnnxConverter::conv(const onnx::NodeProto& node) {
                 {"stride", window.strides},
                 {"padding", window.padding()},
                 {"bias", initializer(node, 2) != nullptr}};
+  if (const std::int64_t group = int_attribute(node, "group", 1); group != 1)
+    layer["groups"] = group;
+  // [filters, C / groups, kh, kw] to [kh, kw, C / groups, filters]: each group's filters are
+  // consecutive in both, so the ungrouped transposition serves.
   std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));

@@ -48,6 +48,7 @@ namespace ipusim::models {
   ROW(conv1d)                   \
   ROW(conv2d_transpose)         \
   ROW(crop2d)                   \
+  ROW(relu6)                    \
   /* a new type's line goes above this one, so that adding it edits no other line */
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();

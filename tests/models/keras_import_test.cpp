@@ -225,3 +225,79 @@ TEST_CASE("Keras activations that alias each other in a cycle are refused, namin
                      {"config", {{"layers", {input, layer("a", "a"), out}}}}};
   CHECK(import_error(self) == "model.json: the layers 'a' -> 'a' read each other in a cycle");
 }
+
+// An 8x8x4 image through `layers` (Keras configs) and a softmax Dense of 3.
+json family_model(const json& layers) {
+  json all = {{{"class_name", "InputLayer"},
+               {"config", {{"name", "images"}, {"batch_shape", {nullptr, 8, 8, 4}}}}}};
+  for (const auto& layer : layers)
+    all.push_back(layer);
+  all.push_back({{"class_name", "GlobalAveragePooling2D"}, {"config", {{"name", "gap"}}}});
+  all.push_back({{"class_name", "Dense"},
+                 {"config", {{"name", "out"}, {"units", 3}, {"activation", "softmax"}}}});
+  return {{"class_name", "Sequential"}, {"config", {{"name", "family"}, {"layers", all}}}};
+}
+
+TEST_CASE("Keras' grouped, depthwise and transposed convolutions, crops and group norms import") {
+  const json depthwise = {{"name", "dw"},
+                          {"kernel_size", {3, 3}},
+                          {"padding", "same"},
+                          {"activation", "relu"},
+                          {"build_config", {{"input_shape", {nullptr, 8, 8, 4}}}}};
+  const auto imported = models::import_keras(
+      family_model(
+          {{{"class_name", "Conv2D"},
+            {"config", {{"name", "grouped"}, {"filters", 4}, {"kernel_size", 1}, {"groups", 2}}}},
+           {{"class_name", "DepthwiseConv2D"}, {"config", depthwise}},
+           {{"class_name", "Conv2DTranspose"},
+            {"config", {{"name", "up"}, {"filters", 2}, {"kernel_size", 1}, {"strides", 2}}}},
+           {{"class_name", "Cropping2D"}, {"config", {{"name", "crop"}, {"cropping", {1, 2}}}}},
+           {{"class_name", "GroupNormalization"}, {"config", {{"name", "norm"}, {"groups", 2}}}}}),
+      "family.json");
+  const json& layers = imported.model["layers"];
+  CHECK(layers[1]["groups"] == 2);
+  CHECK(layers[2] == json{{"id", "dw"},
+                          {"type", "conv2d"},
+                          {"filters", 4},
+                          {"groups", 4},
+                          {"kernel", 3},
+                          {"stride", 1},
+                          {"padding", "same"},
+                          {"bias", true},
+                          {"activation", "relu"}});
+  // Keras' "valid" 1x1 kernel of stride 2 gives 8 x 2 rows: output_padding 1.
+  CHECK(layers[3]["output_padding"] == json{1, 1});
+  CHECK(layers[4]["cropping"] == json{1, 2});
+  CHECK(layers[5]["epsilon"] == 1e-3);
+  CHECK(imported.weights[1].names == std::vector<std::string>{"depthwise_kernel", "bias"});
+  CHECK(imported.weights[1].merge_heads);
+  const auto model = parse(imported.model);
+  CHECK(model.info[3].output == models::Shape{16, 16, 2});
+  CHECK(model.info[4].output == models::Shape{14, 12, 2});
+  // Keras' counts: 1x1x2x4 + 4, 3x3x4 + 4, 1x1x2x4 + 2, gamma and beta 2 each, 2x3 + 3.
+  CHECK(model.total_params() == 12 + 40 + 10 + 4 + 9);
+}
+
+TEST_CASE("Keras' depthwise multipliers and transposed output_padding with same are refused") {
+  const json depthwise = {{"name", "dw"},
+                          {"kernel_size", 3},
+                          {"depth_multiplier", 2},
+                          {"build_config", {{"input_shape", {nullptr, 8, 8, 4}}}}};
+  CHECK(import_error(family_model(
+            {{{"class_name", "DepthwiseConv2D"}, {"config", depthwise}},
+             {{"class_name", "DepthwiseConv2D"}, {"config", {{"name", "dw2"}, {"kernel_size", 3}}}},
+             {{"class_name", "Conv2DTranspose"},
+              {"config",
+               {{"name", "up"},
+                {"filters", 2},
+                {"kernel_size", 3},
+                {"padding", "same"},
+                {"output_padding", 1}}}}})) ==
+        "model.json: cannot import 3 layer(s), so nothing was written:\n"
+        "  'dw' (DepthwiseConv2D) at /config/layers/1: depth_multiplier 2 (ipusim's depthwise "
+        "conv2d gives one output channel an input channel)\n"
+        "  'dw2' (DepthwiseConv2D) at /config/layers/2: no input channels in its config (Keras 3 "
+        "writes them in build_config; tf.keras 2 does not): build the model with Keras 3\n"
+        "  'up' (Conv2DTranspose) at /config/layers/3: output_padding with padding \"same\" "
+        "(ipusim's sets the output size)");
+}

@@ -1,6 +1,6 @@
-// The element-wise and normalisation types added as one file each (sigmoid, swish, multiply,
-// glu, group_norm): their shape rules, forward values (against PyTorch's, computed with torch
-// 1.13 on the same inputs), gradients (against central differences) and what they keep.
+// The element-wise and normalisation types added as one file each (sigmoid, swish, relu6,
+// multiply, glu, group_norm): their shape rules, forward values (against PyTorch's, computed with
+// torch 1.13 on the same inputs), gradients (against central differences) and what they keep.
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -88,6 +88,20 @@ TEST_CASE("swish is torch's silu, x sigmoid(x), and its gradient matches central
       {-0.23840583860874176, -0.1887703388929367, 0.0, 0.3112296760082245, 2.857722520828247});
   check_gradients(layer, {random_tensor({2, 3, 4}, 2)});
   check_gradients(layer, {random_tensor({2, 6}, 3)}, {}, SIZE_MAX, DType::kFp16);
+}
+
+TEST_CASE("relu6 is torch's ReLU6, clamped to [0, 6], its gradient zero outside (0, 6)") {
+  const Layer layer = typed("relu6");
+  check_close(forward_values(layer, {5}, {-2.0f, 0.5f, 3.0f, 6.0f, 7.5f}), {0, 0.5, 3, 6, 6});
+  // Away from the kinks at 0 and 6, where central differences straddle them.
+  const Tensor x({2, 4}, std::vector<float>{-2.0f, -0.5f, 0.3f, 2.5f, 4.0f, 5.5f, 6.5f, 9.0f});
+  check_gradients(layer, {x});
+  // At either bound the gradient is zero, as torch's hardtanh_backward gives it.
+  const auto kernel = kernel_for(layer, {{2}});
+  const Tensor bounds({1, 2}, std::vector<float>{0.0f, 6.0f});
+  const ForwardResult result = kernel->forward({&bounds}, {}, {});
+  CHECK(values_of(kernel->backward(Tensor({1, 2}, 1.0f), result.saved, {}, {}).at(0)) ==
+        std::vector<float>{0, 0});
 }
 
 TEST_CASE("multiply broadcasts its second input over the first's axes where it has size 1") {

@@ -150,6 +150,9 @@ void check_layer_flops(const Model& model, std::size_t i) {
   } else if (name == "swish" || name == "glu") {  // the sigmoid's four and a multiply
     CHECK(info.forward_flops == 5 * e);
     CHECK(info.backward_flops == 5 * e);
+  } else if (name == "relu6") {  // a max and a min; backward a compare and a select
+    CHECK(info.forward_flops == 2 * e);
+    CHECK(info.backward_flops == 2 * e);
   } else if (name == "group_norm") {  // as layer_norm's
     CHECK(info.forward_flops == 8 * e);
     CHECK(info.backward_flops == 16 * e);

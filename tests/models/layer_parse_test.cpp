@@ -159,7 +159,7 @@ TEST_CASE("a layer type unlike any known type lists the types") {
         "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention', "
         "'transformer_feed_forward', 'avgpool2d', 'token_mean', 'token_select', "
         "'position_table', 'class_token', 'relative_attention', 'sigmoid', 'swish', "
-        "'multiply', 'glu', 'group_norm', 'conv1d', 'conv2d_transpose' or 'crop2d'");
+        "'multiply', 'glu', 'group_norm', 'conv1d', 'conv2d_transpose', 'crop2d' or 'relu6'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {

@@ -471,7 +471,7 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
       text += (text.empty() ? "" : " ") + word;
     squeezed.push_back(text);
   }
-  REQUIRE(squeezed.size() == 37 + 2);  // a header, the 37 types, a closing line
+  REQUIRE(squeezed.size() == 38 + 2);  // a header, the 38 types, a closing line
   CHECK(squeezed[0] == "type inputs keys");
   CHECK(std::count(squeezed.begin(), squeezed.end(),
                    "dense one units, activation, bias, tied_to") == 1);
@@ -481,6 +481,7 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
   CHECK(std::count(squeezed.begin(), squeezed.end(), "class_token one") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "sigmoid one") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "swish one") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(), "relu6 one") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "multiply two or more") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "glu one axis") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "group_norm one groups, epsilon") == 1);

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """ipusim import of Keras models with their weights from an .npz beside the JSON (or named by
 --weights): the seeds' Keras CNN with tf.keras 2 names ("conv2d/kernel:0") and a Keras 3
-transformer block with Keras 3 paths ("attention/query/kernel", head axes kept). The weights
+transformer block with Keras 3 paths ("attention/query/kernel", head axes kept), and Keras 3's
+grouped, depthwise and transposed convolutions, crop and group norm. The weights
 are drawn here with numpy and saved with numpy.savez, as a Keras user would save
 model.weights. Each import's first training step starts from them: the loss ipusim saves
 equals the loss numpy computes from the same weights on the same samples. Dropout is set to 0
@@ -228,11 +229,79 @@ def check_refusals(folder):
     print("refusals: a missing array, a misshapen one and a file that is no .npz are named")
 
 
+def family_layer(class_name, name, **config):
+    return {"class_name": class_name, "config": {"name": name, **config}}
+
+
+def family_model():
+    """Keras 3's convolution family as to_json() writes it: a grouped Conv2D, a DepthwiseConv2D
+    (its channels in build_config), a Conv2DTranspose of a kernel wider than its stride,
+    Cropping2D, GroupNormalization, pooling and classes."""
+    layers = [
+        family_layer("InputLayer", "images", batch_shape=[None, 8, 8, 4]),
+        family_layer("Conv2D", "grouped", filters=4, kernel_size=[3, 3], strides=[1, 1],
+                     padding="valid", groups=2, activation="relu", use_bias=True),
+        family_layer("DepthwiseConv2D", "dw", kernel_size=[3, 3], strides=[1, 1],
+                     padding="valid", depth_multiplier=1, activation="linear", use_bias=True,
+                     build_config={"input_shape": [None, 6, 6, 4]}),
+        family_layer("Conv2DTranspose", "up", filters=4, kernel_size=[3, 3], strides=[2, 2],
+                     padding="valid", output_padding=None, activation="linear", use_bias=True),
+        family_layer("Cropping2D", "crop", cropping=[[1, 0], [0, 1]]),
+        family_layer("GroupNormalization", "norm", groups=2, axis=-1, epsilon=1e-3),
+        family_layer("GlobalAveragePooling2D", "gap"),
+        family_layer("Dense", "out", units=5, activation="softmax"),
+    ]
+    return {"class_name": "Sequential", "keras_version": "3.3.3",
+            "config": {"name": "family", "layers": layers}}
+
+
+def family_weights():
+    return {"grouped/kernel": draw(3, 3, 2, 4), "grouped/bias": draw(4),
+            "dw/depthwise_kernel": draw(3, 3, 4, 1), "dw/bias": draw(4),
+            "up/kernel": draw(3, 3, 4, 4), "up/bias": draw(4),
+            "norm/gamma": (1 + 0.1 * RNG.standard_normal(4)).astype(np.float32),
+            "norm/beta": draw(4), "out/kernel": draw(4, 5), "out/bias": draw(5)}
+
+
+def family_logits(w, x):
+    k = w["grouped/kernel"]
+    y = np.concatenate([conv_valid(x[..., 2 * g:2 * g + 2], k[..., 2 * g:2 * g + 2],
+                                   w["grouped/bias"][2 * g:2 * g + 2]) for g in range(2)], -1)
+    y = np.maximum(y, 0)
+    d = w["dw/depthwise_kernel"][..., 0]  # [kh, kw, C]: each channel its own 3x3
+    y = sum(y[:, i:i + 4, j:j + 4, :] * d[i, j] for i in range(3) for j in range(3)) + w["dw/bias"]
+    up = np.zeros((len(y), 9, 9, 4))  # Keras' valid: 4 x 2 + max(3 - 2, 0) rows
+    for a in range(4):
+        for b in range(4):  # pixel (a, b) adds its taps at (2a + i, 2b + j); kernel [i, j, f, c]
+            up[:, 2 * a:2 * a + 3, 2 * b:2 * b + 3, :] += np.einsum(
+                "nc,ijfc->nijf", y[:, a, b], w["up/kernel"])
+    y = (up + w["up/bias"])[:, 1:, :-1]
+    g = y.reshape(len(y), 8, 8, 2, 2)
+    g = (g - g.mean(axis=(1, 2, 4), keepdims=True)) / np.sqrt(
+        g.var(axis=(1, 2, 4), keepdims=True) + 1e-3)
+    y = g.reshape(y.shape) * w["norm/gamma"] + w["norm/beta"]
+    return y.mean(axis=(1, 2)) @ w["out/kernel"] + w["out/bias"]
+
+
+def check_family(folder):
+    """Keras 3 paths; the depthwise kernel [3, 3, 4, 1] read as conv2d's [3, 3, 1, 4]."""
+    source = os.path.join(folder, "keras_family.json")
+    with open(source, "w") as f:
+        json.dump(family_model(), f)
+    weights = family_weights()
+    np.savez(os.path.join(folder, "keras_family.npz"), **weights)
+    config = os.path.join(folder, "family.json")
+    run("import", source, "-o", config)
+    first_loss(folder, "keras_family", config, weights, family_logits,
+               sum(v.size for v in weights.values()))
+
+
 def main():
     with tempfile.TemporaryDirectory() as folder:
         check_cnn(folder)
         check_block(folder)
         check_logits(folder)
+        check_family(folder)
         check_refusals(folder)
 
 

@@ -1,0 +1,107 @@
+// ONNX's ConvTranspose as conv2d_transpose, and Clip(x, 0, 6) (PyTorch's ReLU6) as relu6
+// (models/import/onnx_converter.hpp).
+
+#include <algorithm>
+
+#include "models/import/onnx_converter.hpp"
+#include "models/import/onnx_tensors.hpp"
+
+namespace ipusim::models::onnx_detail {
+namespace {
+
+// ONNX's [C, filters, kh, kw] as conv2d_transpose's [kh, kw, filters, C]; the taps keep their
+// order, as both add input pixel i's tap t at output i x stride - pad + t.
+Tensor transposed_conv_kernel(const Tensor& w) {
+  const std::int64_t c_n = w.dim(0), f_n = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+  Tensor out({kh, kw, f_n, c_n});
+  for (std::int64_t c = 0; c < c_n; ++c)
+    for (std::int64_t f = 0; f < f_n; ++f)
+      for (std::int64_t y = 0; y < kh; ++y)
+        for (std::int64_t x = 0; x < kw; ++x)
+          out[((y * kw + x) * f_n + f) * c_n + c] = w[((c * f_n + f) * kh + y) * kw + x];
+  return out;
+}
+
+bool all_from(const std::vector<std::int64_t>& v, std::size_t n, std::int64_t low) {
+  return v.size() == n && std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x >= low; });
+}
+
+}  // namespace
+
+void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  const auto* w = initializer(node, 1);
+  if (!in || !w || !in->channels_first || in->onnx_shape.size() != 3) {
+    if (in)
+      problem(node, "only a transposed convolution of an image by an initializer kernel");
+    return;
+  }
+  const Tensor kernel = onnx_float_tensor(*w, path_);
+  std::string why = kernel_problem(node, kernel, in->onnx_shape[0], 0);
+  if (why.empty() && int_attribute(node, "group", 1) != 1)
+    why = "group " + std::to_string(int_attribute(node, "group", 1)) +
+          " (ipusim's conv2d_transpose is ungrouped)";
+  if (!why.empty())
+    return problem(node, why);
+  const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
+  const auto shape_attribute = ints_attribute(node, "kernel_shape");
+  const Window window = window_of(node, k);
+  auto extra = ints_attribute(node, "output_padding");
+  if (extra.empty())
+    extra = {0, 0};
+  const std::string auto_pad = string_attribute(node, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    why = "auto_pad " + auto_pad + " (ipusim reads a transposed convolution's explicit pads)";
+  else if (!ints_attribute(node, "output_shape").empty())
+    why = "an output_shape (ipusim reads pads and output_padding, as PyTorch exports them)";
+  else if (!shape_attribute.empty() && shape_attribute != k)
+    why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +
+          shape_text(kernel.shape());
+  else if (!all_from(window.strides, 2, 1) || !all_from(window.pads, 4, 0))
+    why = "strides " + shape_text(window.strides) + " and pads " + shape_text(window.pads) +
+          " (expected two strides from 1 and four pads from 0)";
+  else if (!all_from(extra, 2, 0) || extra[0] >= window.strides[0] || extra[1] >= window.strides[1])
+    why = "output_padding " + shape_text(extra) + " (expected two, each below its stride)";
+  if (!why.empty())
+    return problem(node, why);
+  const Shape& s = in->onnx_shape;
+  Shape out = {kernel.dim(1), 0, 0};
+  for (std::size_t a = 0; a < 2; ++a)
+    out[a + 1] =
+        (s[a + 1] - 1) * window.strides[a] - window.pads[a] - window.pads[a + 2] + k[a] + extra[a];
+  if (out[1] < 1 || out[2] < 1)
+    return problem(node, "pads " + shape_text(window.pads) + " that leave an output of " +
+                             shape_text(out) + " from an image of shape " + shape_text(s));
+  json layer = {{"id", id_of(node)},
+                {"type", "conv2d_transpose"},
+                {"filters", kernel.dim(1)},
+                {"kernel", k},
+                {"stride", window.strides},
+                {"padding", window.padding()},
+                {"bias", initializer(node, 2) != nullptr}};
+  if (extra != std::vector<std::int64_t>{0, 0})
+    layer["output_padding"] = extra;
+  std::vector<Tensor> weights{transposed_conv_kernel(kernel)};
+  if (const auto* bias = initializer(node, 2))
+    weights.push_back(onnx_float_tensor(*bias, path_));
+  add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));
+}
+
+// Clip's bounds are inputs from opset 11, attributes before; PyTorch's ReLU6 writes 0 and 6.
+void OnnxConverter::clip(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  const auto bound = [&](int input, const char* name, double fallback) {
+    if (node.input_size() > input && !node.input(input).empty()) {
+      const auto values = index_.constant_values(node.input(input));
+      return values.size() == 1 ? values[0] : -1.0;  // not a constant: never a ReLU6's
+    }
+    return double(float_attribute(node, name, float(fallback)));
+  };
+  if (bound(1, "min", -1) != 0 || bound(2, "max", -1) != 6)
+    return problem(node, "a Clip other than to [0, 6] (PyTorch's ReLU6, ipusim's relu6)");
+  add_layer({{"id", id_of(node)}, {"type", "relu6"}}, node.output(0), *in, {in->layer});
+}
+
+}  // namespace ipusim::models::onnx_detail
