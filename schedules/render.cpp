@@ -178,12 +178,13 @@ nlohmann::json schedule_head_json(const Schedule& schedule, const std::string& t
 // Writes `value` as the next element of an array `depth` levels deep, as dump(2) lays it out.
 void write_element(std::ostream& out, const nlohmann::json& value, int depth, bool first) {
   const std::string pad(std::size_t(2 * depth), ' ');
-  out << (first ? "\n" : ",\n") << pad;
+  std::string text = (first ? "\n" : ",\n") + pad;
   for (const char c : value.dump(2)) {
-    out << c;
+    text += c;
     if (c == '\n')
-      out << pad;
+      text += pad;
   }
+  out.write(text.data(), std::streamsize(text.size()));
 }
 
 // The tasks of a schedule as the value of its "steps" or "order" key, one element at a time.
