@@ -1,6 +1,7 @@
 #include "models/import/keras_weights.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <span>
@@ -27,10 +28,12 @@ std::map<std::string, Tensor> keras_arrays(const std::string& npz, std::int64_t 
   return arrays;
 }
 
-// Takes arrays out of the file's by `<layer>/<name>`, recording those absent.
+// Takes arrays out of the file's by `<layer>/<name>`, recording those absent. An array taken
+// must hold finite numbers: a NaN or an infinity would be written as a starting weight.
 class ArrayTaker {
  public:
-  explicit ArrayTaker(std::map<std::string, Tensor> arrays) : arrays_(std::move(arrays)) {}
+  ArrayTaker(std::map<std::string, Tensor> arrays, std::string npz)
+      : arrays_(std::move(arrays)), npz_(std::move(npz)) {}
 
   std::optional<Tensor> take(const std::string& layer, const std::string& name) {
     const auto found = arrays_.find(layer + "/" + name);
@@ -40,6 +43,13 @@ class ArrayTaker {
     }
     auto tensor = std::make_optional(std::move(found->second));
     arrays_.erase(found);
+    for (std::int64_t i = 0; i < tensor->elements(); ++i) {
+      if (!std::isfinite((*tensor)[i]))
+        throw core::ConfigError(npz_, "",
+                                "array '" + layer + "/" + name + "' holds " +
+                                    std::to_string((*tensor)[i]) + " at element " +
+                                    std::to_string(i) + ": expected finite weights");
+    }
     return tensor;
   }
   bool holds(const std::string& layer, const std::string& name) const {
@@ -55,6 +65,7 @@ class ArrayTaker {
 
  private:
   std::map<std::string, Tensor> arrays_;
+  std::string npz_;
   std::vector<std::string> missing_;
 };
 
@@ -95,7 +106,7 @@ std::string listed(const std::vector<std::string>& names) {
 KerasWeightsFile read_keras_weights(const KerasImport& imported, const Model& model,
                                     const ParameterStore& seeded, const std::string& npz,
                                     std::int64_t max_bytes) {
-  ArrayTaker arrays(keras_arrays(npz, model.total_params(), max_bytes));
+  ArrayTaker arrays(keras_arrays(npz, model.total_params(), max_bytes), npz);
   KerasWeightsFile file;
   for (const auto& layer : imported.weights) {
     const auto expected = seeded.parameters(model.index_of(layer.layer));

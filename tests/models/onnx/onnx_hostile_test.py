@@ -295,8 +295,11 @@ def check_npz(folder):
             f"member 'conv2d/kernel.npy' declares shape [{elements}] ({4 * elements} bytes), "
             "past the 1605792 bytes left of the 1605792 the model's weights and their optimizer "
             "state can take", suffix=".npz")
+    kernel = struct.pack("<288f", *[0.0] * 5, float("nan"), *[0.0] * 282)
+    refused(folder, "npz_nan", npz_bytes([("conv2d/kernel.npy", npy_member("(3, 3, 1, 32)", kernel))]),
+            "array 'conv2d/kernel' holds nan at element 5: expected finite weights", suffix=".npz")
     print("npz: headers past 2^56 elements, short data and a zip bomb are refused before "
-          "anything is inflated")
+          "anything is inflated; a NaN weight is named")
 
 
 def mutations(folder, count=200, seed=11):
