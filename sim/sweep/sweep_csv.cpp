@@ -161,37 +161,40 @@ void check_header(const std::string& path, const std::vector<std::string>& colum
 
 MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths) {
   MergedSweep merged;
-  std::map<std::size_t, std::vector<std::string>> rows;
-  std::map<std::size_t, std::string> source;
-  std::string first;
-  for (const auto& path : paths) {
+  // Each file's rows are moved in, not copied, and a run's source is its file's position: a
+  // merge holds its rows once.
+  std::map<std::size_t, std::pair<std::vector<std::string>, std::size_t>> rows;
+  for (std::size_t file = 0; file < paths.size(); ++file) {
+    const std::string& path = paths[file];
     if (!std::filesystem::exists(path))
       throw core::ConfigError(path, "", "cannot open the sweep file");
-    const auto table = read_sweep_csv(path, LastLine::kKept).table;
+    auto table = read_sweep_csv(path, LastLine::kKept).table;
     check_header(path, table.columns);
-    if (first.empty()) {
-      first = path;
+    if (file == 0)
       merged.table.columns = table.columns;
-    } else if (table.columns != merged.table.columns) {
-      throw core::ConfigError(path, "", "its columns differ from those of " + first);
-    }
-    for (const auto& row : table.rows) {
-      const auto [at, inserted] = rows.emplace(run_index(row), row);
-      if (!inserted && at->second != row) {
+    else if (table.columns != merged.table.columns)
+      throw core::ConfigError(path, "", "its columns differ from those of " + paths.front());
+    for (auto& row : table.rows) {
+      const std::size_t run = run_index(row);
+      const auto at = rows.find(run);
+      if (at == rows.end()) {
+        rows.emplace(run, std::make_pair(std::move(row), file));
+      } else if (at->second.first != row) {
         throw core::ConfigError(
-            path, "", "run " + row[0] + " differs from run " + row[0] + " in " + source[at->first]);
+            path, "",
+            "run " + row[0] + " differs from run " + row[0] + " in " + paths[at->second.second]);
       }
-      source.emplace(at->first, path);
     }
   }
   std::size_t expected = 0;
+  merged.table.rows.reserve(rows.size());
   for (auto& [run, row] : rows) {
     // Counted, not listed: the rows present bound the work, not the largest index.
     merged.missing_count += run - expected;
     for (; expected < run && merged.missing.size() < kListedMissing; ++expected)
       merged.missing.push_back(expected);
     expected = run + 1;
-    merged.table.rows.push_back(std::move(row));
+    merged.table.rows.push_back(std::move(row.first));
   }
   return merged;
 }
