@@ -48,6 +48,45 @@ class ActivationKernel final : public Kernel {
   Activation activation_;
 };
 
+// One element-wise rule (Pointwise): sigmoid, swish, relu6.
+class PointwiseKernel final : public Kernel {
+ public:
+  PointwiseKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype, Pointwise rule)
+      : Kernel(layer.type, dtype, inputs, inputs.at(0)), rule_(rule) {
+    IPUSIM_CHECK(inputs.size() == 1);
+  }
+
+  ForwardResult forward(const std::vector<const Tensor*>& inputs,
+                        std::span<const Tensor> /*params*/,
+                        const ForwardContext& /*context*/) const override {
+    check_single_input(inputs, *this);
+    Tensor y = *inputs[0];
+    for (float& v : y.values())
+      v = rule_.forward(v);
+    round_to_dtype(y, dtype());
+    SavedState saved;
+    saved.dtype = dtype();
+    saved.tensors.push_back(rule_.keeps_input ? *inputs[0] : y);
+    return {std::move(y), std::move(saved), {}};
+  }
+
+  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
+                               std::span<const Tensor> /*params*/,
+                               std::span<GradientAccumulator> /*gradients*/) const override {
+    const Tensor& kept = saved.tensors.at(0);
+    Tensor dx = output_gradient;
+    for (std::int64_t i = 0; i < dx.elements(); ++i) {
+      const double derivative = rule_.derivative(kept[i]);
+      dx[i] = derivative == 0.0 ? 0.0f : static_cast<float>(dx[i] * derivative);
+    }
+    round_to_dtype(dx, dtype());
+    return {std::move(dx)};
+  }
+
+ private:
+  Pointwise rule_;
+};
+
 // Inverted dropout: kept elements are scaled by 1 / (1 - rate) so inference needs no rescale.
 // The mask stream is keyed by (layer seed, micro-batch, repeat), never by call order.
 class DropoutKernel final : public Kernel {
@@ -126,6 +165,11 @@ std::unique_ptr<Kernel> make_relu(const std::vector<Shape>& inputs, DType dtype)
 
 std::unique_ptr<Kernel> make_gelu(const std::vector<Shape>& inputs, DType dtype, Activation form) {
   return std::make_unique<ActivationKernel>(LayerType::kGelu, form, inputs, dtype);
+}
+
+std::unique_ptr<Kernel> make_pointwise(const Layer& layer, const std::vector<Shape>& inputs,
+                                       DType dtype, Pointwise rule) {
+  return std::make_unique<PointwiseKernel>(layer, inputs, dtype, rule);
 }
 
 std::unique_ptr<Kernel> make_tanh(const std::vector<Shape>& inputs, DType dtype) {

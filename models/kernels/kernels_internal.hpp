@@ -41,6 +41,17 @@ void activation_backward(Activation activation, std::span<float> gradient,
 bool activation_saves_tensor(Activation activation);
 
 float gelu(float x);
+// An activation applied element by element, as a layer type's file states it: forward
+// y = forward(x); backward dx = dy · derivative(kept), `kept` the input or the output (what the
+// derivative reads, and all the kernel keeps). A zero derivative gives a zero gradient.
+struct Pointwise {
+  float (*forward)(float x);
+  double (*derivative)(float kept);
+  bool keeps_input;
+};
+std::unique_ptr<Kernel> make_pointwise(const Layer& layer, const std::vector<Shape>& inputs,
+                                       DType dtype, Pointwise rule);
+
 // The logistic sigmoid in double, 1 / (1 + e^-x): sigmoid's, swish's and glu's gate.
 inline double logistic(float x) {
   return 1.0 / (1.0 + std::exp(-static_cast<double>(x)));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "models/kernels/kernels_internal.hpp"
 #include "models/layers/types/type_support.hpp"
 #include "sim/core/error.hpp"
 
@@ -26,43 +27,18 @@ std::vector<Operation> relu6_operations(const Layer& /*layer*/,
 
 // Keeps its output: the gradient passes where 0 < y < 6, zero at either bound as PyTorch's
 // hardtanh_backward has it.
-class Relu6Kernel final : public Kernel {
- public:
-  Relu6Kernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
-      : Kernel(layer.type, dtype, inputs, inputs.at(0)) {
-    IPUSIM_CHECK(inputs.size() == 1);
-  }
+float relu6_forward(float x) {
+  return std::clamp(x, 0.0f, kRelu6Max);
+}
 
-  ForwardResult forward(const std::vector<const Tensor*>& inputs,
-                        std::span<const Tensor> /*params*/,
-                        const ForwardContext& /*context*/) const override {
-    IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
-    Tensor y = *inputs[0];
-    for (float& v : y.values())
-      v = std::clamp(v, 0.0f, kRelu6Max);
-    round_to_dtype(y, dtype());
-    SavedState saved;
-    saved.dtype = dtype();
-    saved.tensors.push_back(y);
-    return {std::move(y), std::move(saved), {}};
-  }
-
-  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
-                               std::span<const Tensor> /*params*/,
-                               std::span<GradientAccumulator> /*gradients*/) const override {
-    const Tensor& y = saved.tensors.at(0);
-    Tensor dx = output_gradient;
-    for (std::int64_t i = 0; i < dx.elements(); ++i) {
-      if (!(y[i] > 0.0f && y[i] < kRelu6Max))
-        dx[i] = 0.0f;
-    }
-    return {std::move(dx)};
-  }
-};
+double relu6_derivative(float y) {
+  return y > 0.0f && y < kRelu6Max ? 1.0 : 0.0;
+}
 
 std::unique_ptr<Kernel> relu6_kernel(const Layer& layer, const std::vector<Shape>& inputs,
                                      DType dtype, std::uint64_t /*seed*/) {
-  return std::make_unique<Relu6Kernel>(layer, inputs, dtype);
+  return detail::make_pointwise(layer, inputs, dtype,
+                                {relu6_forward, relu6_derivative, /*keeps_input=*/false});
 }
 
 }  // namespace

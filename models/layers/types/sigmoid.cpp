@@ -25,42 +25,18 @@ std::vector<Operation> sigmoid_operations(const Layer& /*layer*/,
 }
 
 // Keeps its output, from which backward takes the derivative y·(1 − y).
-class SigmoidKernel final : public Kernel {
- public:
-  SigmoidKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
-      : Kernel(layer.type, dtype, inputs, inputs.at(0)) {
-    IPUSIM_CHECK(inputs.size() == 1);
-  }
+float sigmoid_forward(float x) {
+  return static_cast<float>(detail::logistic(x));
+}
 
-  ForwardResult forward(const std::vector<const Tensor*>& inputs,
-                        std::span<const Tensor> /*params*/,
-                        const ForwardContext& /*context*/) const override {
-    IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
-    Tensor y = *inputs[0];
-    for (float& v : y.values())
-      v = static_cast<float>(detail::logistic(v));
-    round_to_dtype(y, dtype());
-    SavedState saved;
-    saved.dtype = dtype();
-    saved.tensors.push_back(y);
-    return {std::move(y), std::move(saved), {}};
-  }
-
-  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
-                               std::span<const Tensor> /*params*/,
-                               std::span<GradientAccumulator> /*gradients*/) const override {
-    const Tensor& y = saved.tensors.at(0);
-    Tensor dx = output_gradient;
-    for (std::int64_t i = 0; i < dx.elements(); ++i)
-      dx[i] *= y[i] * (1.0f - y[i]);
-    round_to_dtype(dx, dtype());
-    return {std::move(dx)};
-  }
-};
+double sigmoid_derivative(float y) {
+  return y * (1.0f - y);
+}
 
 std::unique_ptr<Kernel> sigmoid_kernel(const Layer& layer, const std::vector<Shape>& inputs,
                                        DType dtype, std::uint64_t /*seed*/) {
-  return std::make_unique<SigmoidKernel>(layer, inputs, dtype);
+  return detail::make_pointwise(layer, inputs, dtype,
+                                {sigmoid_forward, sigmoid_derivative, /*keeps_input=*/false});
 }
 
 }  // namespace

@@ -25,44 +25,19 @@ std::vector<Operation> swish_operations(const Layer& /*layer*/,
 }
 
 // Keeps its input: the derivative s + x·s·(1 − s) needs x, which the output alone does not give.
-class SwishKernel final : public Kernel {
- public:
-  SwishKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
-      : Kernel(layer.type, dtype, inputs, inputs.at(0)) {
-    IPUSIM_CHECK(inputs.size() == 1);
-  }
+float swish_forward(float x) {
+  return static_cast<float>(x * detail::logistic(x));
+}
 
-  ForwardResult forward(const std::vector<const Tensor*>& inputs,
-                        std::span<const Tensor> /*params*/,
-                        const ForwardContext& /*context*/) const override {
-    IPUSIM_CHECK(inputs.size() == 1 && inputs[0]->sample_shape() == input_shapes()[0]);
-    Tensor y = *inputs[0];
-    for (float& v : y.values())
-      v = static_cast<float>(v * detail::logistic(v));
-    round_to_dtype(y, dtype());
-    SavedState saved;
-    saved.dtype = dtype();
-    saved.tensors.push_back(*inputs[0]);
-    return {std::move(y), std::move(saved), {}};
-  }
-
-  std::vector<Tensor> backward(const Tensor& output_gradient, const SavedState& saved,
-                               std::span<const Tensor> /*params*/,
-                               std::span<GradientAccumulator> /*gradients*/) const override {
-    const Tensor& x = saved.tensors.at(0);
-    Tensor dx = output_gradient;
-    for (std::int64_t i = 0; i < dx.elements(); ++i) {
-      const double s = detail::logistic(x[i]);
-      dx[i] = static_cast<float>(dx[i] * (s + x[i] * s * (1.0 - s)));
-    }
-    round_to_dtype(dx, dtype());
-    return {std::move(dx)};
-  }
-};
+double swish_derivative(float x) {
+  const double s = detail::logistic(x);
+  return s + x * s * (1.0 - s);
+}
 
 std::unique_ptr<Kernel> swish_kernel(const Layer& layer, const std::vector<Shape>& inputs,
                                      DType dtype, std::uint64_t /*seed*/) {
-  return std::make_unique<SwishKernel>(layer, inputs, dtype);
+  return detail::make_pointwise(layer, inputs, dtype,
+                                {swish_forward, swish_derivative, /*keeps_input=*/true});
 }
 
 }  // namespace
