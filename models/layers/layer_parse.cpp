@@ -42,6 +42,8 @@ void read_inputs(const ConfigNode& node, Layer& layer) {
   if (!inputs) {
     if (takes == LayerInputs::kTwoOrMore)
       node.fail(named + " needs \"inputs\" listing at least two layers");
+    if (takes == LayerInputs::kTwo)
+      node.fail(named + " needs \"inputs\" listing two layers");
     return;
   }
   layer.inputs = inputs->as_string_list();
@@ -50,6 +52,8 @@ void read_inputs(const ConfigNode& node, Layer& layer) {
     inputs->fail("expected at least one layer id, found []");
   if (takes == LayerInputs::kTwoOrMore && count < 2)
     inputs->fail(named + " needs at least two inputs, found 1");
+  if (takes == LayerInputs::kTwo && count != 2)
+    inputs->fail(named + " takes two inputs, but \"inputs\" lists " + std::to_string(count));
   if (takes == LayerInputs::kOneOrTwo && count > 2)
     inputs->fail(named + " takes one or two inputs, but \"inputs\" lists " + std::to_string(count));
   if (takes == LayerInputs::kOne && count > 1)

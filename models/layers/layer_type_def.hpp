@@ -29,6 +29,7 @@ class Kernel;
 enum class LayerInputs {
   kOne,
   kOneOrTwo,   // an optional second: an embedding's token types, an attention's padding mask
+  kTwo,        // multiply: a value and what scales it
   kTwoOrMore,  // add and concat merge their inputs
 };
 

@@ -129,7 +129,7 @@ std::string one_line_summary(const RunSpec& spec) {
 
 namespace {
 
-// "the model input", "one", "one or two" or "two or more".
+// "the model input", "one", "one or two", "two" or "two or more".
 std::string inputs_text(models::LayerType type) {
   const auto common = models::common_layer_keys(type);
   if (std::find(common.begin(), common.end(), "inputs") == common.end())
@@ -139,6 +139,8 @@ std::string inputs_text(models::LayerType type) {
       return "one";
     case models::LayerInputs::kOneOrTwo:
       return "one or two";
+    case models::LayerInputs::kTwo:
+      return "two";
     case models::LayerInputs::kTwoOrMore:
       return "two or more";
   }

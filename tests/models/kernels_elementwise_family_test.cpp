@@ -154,8 +154,8 @@ TEST_CASE("multiply refuses a second input that does not broadcast to the first,
   CHECK(shape_error("[6]", R"([
       {"id": "x", "type": "relu"},
       {"id": "m", "type": "multiply", "inputs": ["x", "x", "x"]}])") ==
-        "model.json: at /model/layers/1: layer 'm' (multiply) takes two inputs, but \"inputs\" "
-        "lists 3");
+        "model.json: at /model/layers/1/inputs: layer 'm' (multiply) takes two inputs, but "
+        "\"inputs\" lists 3");
 }
 
 TEST_CASE("glu halves its axis into a sigmoid(b), as torch's glu") {

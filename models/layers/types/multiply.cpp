@@ -25,8 +25,6 @@ bool multiply_broadcasts(const Shape& first, const Shape& second) {
 }
 
 Shape multiply_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
-  if (inputs.size() != 2)
-    fail_layer(layer, "takes two inputs, but \"inputs\" lists " + std::to_string(inputs.size()));
   if (!multiply_broadcasts(inputs[0].shape, inputs[1].shape)) {
     fail_layer(layer,
                "needs its second input to broadcast to its first (numpy's rule on per-sample "
@@ -153,7 +151,7 @@ std::unique_ptr<Kernel> multiply_kernel(const Layer& layer, const std::vector<Sh
 LayerTypeDef multiply_type() {
   return {.name = "multiply",
           .keys = {},
-          .inputs = LayerInputs::kTwoOrMore,
+          .inputs = LayerInputs::kTwo,
           .view = false,
           .read = read_no_keys,
           .shape = multiply_shape,
