@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <onnx/defs/schema.h>
+
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -112,12 +114,46 @@ void check_tensor(const onnx::TensorProto& t, const std::string& what, const std
             " for shape " + shape_text(Shape(t.dims().begin(), t.dims().end())));
 }
 
+// At most as many inputs as the operator's schema takes (its latest version's): a Softmax that
+// also lists weights would otherwise import with them silently dropped.
+void check_most_inputs(const onnx::NodeProto& node, const std::string& path) {
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), node.domain());
+  if (schema == nullptr || node.input_size() <= schema->max_input())
+    return;
+  throw core::ConfigError(path, "",
+                          node_text(node) + ": expected at most " +
+                              std::to_string(schema->max_input()) + " input(s), found " +
+                              std::to_string(node.input_size()));
+}
+
+// ONNX lists nodes in topological order: each input is a graph input, an initializer or the
+// output of a node before it (empty names are absent optional inputs). This also refuses a
+// cycle, which no order satisfies.
+void check_order(const onnx::GraphProto& graph, const std::string& path) {
+  std::set<std::string> defined;
+  for (const auto& input : graph.input())
+    defined.insert(input.name());
+  for (const auto& init : graph.initializer())
+    defined.insert(init.name());
+  for (const auto& node : graph.node()) {
+    for (const auto& input : node.input()) {
+      if (!input.empty() && !defined.contains(input))
+        throw core::ConfigError(path, "",
+                                node_text(node) + ": its input '" + input +
+                                    "' is neither a graph input, an initializer nor the output "
+                                    "of a node before it (ONNX lists nodes in topological order)");
+    }
+    defined.insert(node.output().begin(), node.output().end());
+  }
+}
+
 void check_node(const onnx::NodeProto& node, const std::string& path) {
   const int inputs = fewest_inputs(node.op_type());
   if (node.input_size() < inputs)
     throw core::ConfigError(path, "",
                             node_text(node) + ": expected at least " + std::to_string(inputs) +
                                 " input(s), found " + std::to_string(node.input_size()));
+  check_most_inputs(node, path);
   if (node.output_size() < 1)
     throw core::ConfigError(path, "", node_text(node) + ": expected an output, found none");
   for (const auto& a : node.attribute()) {
@@ -139,6 +175,7 @@ void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path) {
     check_node(node, path);
   for (const auto& init : graph.initializer())
     check_tensor(init, "initializer '" + init.name() + "'", path);
+  check_order(graph, path);
 }
 
 Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path) {

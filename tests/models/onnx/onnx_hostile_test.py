@@ -112,6 +112,21 @@ def check_nodes(folder):
         [helper.make_node("Concat", [], ["c"], name="join", axis=1), gemm("w"), softmax()],
         features(4), [base.weight("w", 4, 10)]),
         "node 'join' (Concat): expected at least 1 input(s), found 0")
+    # A Softmax listing the classifier's weights besides its logits: at most one input.
+    refused(folder, "softmax_extra_inputs", model_bytes(
+        [gemm("w"), helper.make_node("Softmax", ["logits", "w", "b"], ["probs"], name="softmax")],
+        features(4), [base.weight("w", 4, 10), array("b", np.zeros(10))]),
+        "node 'softmax' (Softmax): expected at most 1 input(s), found 3")
+    # A node reading its own output, and one reading a value nothing defines.
+    refused(folder, "self_cycle", model_bytes(
+        [helper.make_node("Relu", ["r"], ["r"], name="relu"), gemm("w"), softmax()],
+        features(4), [base.weight("w", 4, 10)]),
+        "node 'relu' (Relu): its input 'r' is neither a graph input, an initializer nor the "
+        "output of a node before it (ONNX lists nodes in topological order)")
+    refused(folder, "undefined_input", model_bytes(
+        [gemm("w", ["nowhere", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
+        "node 'fc' (Gemm): its input 'nowhere' is neither a graph input, an initializer nor the "
+        "output of a node before it (ONNX lists nodes in topological order)")
     refused(folder, "dropout_empty_ratio", model_bytes(
         [helper.make_node("Dropout", ["x", "ratio"], ["d"], name="drop"),
          gemm("w", ["d", "w"]), softmax()], features(4),
