@@ -9,19 +9,6 @@
 namespace ipusim::models::onnx_detail {
 namespace {
 
-// ONNX's [C, filters, kh, kw] as conv2d_transpose's [kh, kw, filters, C]; the taps keep their
-// order, as both add input pixel i's tap t at output i x stride - pad + t.
-Tensor transposed_conv_kernel(const Tensor& w) {
-  const std::int64_t c_n = w.dim(0), f_n = w.dim(1), kh = w.dim(2), kw = w.dim(3);
-  Tensor out({kh, kw, f_n, c_n});
-  for (std::int64_t c = 0; c < c_n; ++c)
-    for (std::int64_t f = 0; f < f_n; ++f)
-      for (std::int64_t y = 0; y < kh; ++y)
-        for (std::int64_t x = 0; x < kw; ++x)
-          out[((y * kw + x) * f_n + f) * c_n + c] = w[((c * f_n + f) * kh + y) * kw + x];
-  return out;
-}
-
 bool all_from(const std::vector<std::int64_t>& v, std::size_t n, std::int64_t low) {
   return v.size() == n && std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x >= low; });
 }
@@ -81,7 +68,10 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
                 {"bias", initializer(node, 2) != nullptr}};
   if (extra != std::vector<std::int64_t>{0, 0})
     layer["output_padding"] = extra;
-  std::vector<Tensor> weights{transposed_conv_kernel(kernel)};
+  // ONNX's [C, filters, kh, kw] becomes conv2d_transpose's [kh, kw, filters, C], the permutation
+  // of a Conv kernel; the taps keep their order, as both add input pixel i's tap t at output
+  // i x stride - pad + t.
+  std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));
   add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));

@@ -28,20 +28,6 @@ Shape gate_shape(const Activation& in) {
   return s;
 }
 
-// ipusim's multiply rule (models/layers/types/multiply.cpp): `second` broadcasts to `first`
-// aligned at the last axis, each of its axes the first's or 1. Images must have equal ranks:
-// ONNX aligns [C, H, W] at W, ipusim's [H, W, C] at C.
-bool gate_broadcasts(const Shape& first, const Shape& second) {
-  if (second.size() > first.size())
-    return false;
-  const std::size_t skip = first.size() - second.size();
-  for (std::size_t k = 0; k < second.size(); ++k) {
-    if (second[k] != 1 && second[k] != first[skip + k])
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 // A squeeze-and-excite's 1x1 convolution of pooled channels: a dense layer on ipusim's [C].
@@ -141,10 +127,10 @@ void OnnxConverter::mul(const onnx::NodeProto& node) {
   const bool layouts =
       a->channels_first == b->channels_first || pooled_channels(*a) || pooled_channels(*b);
   const bool same_layout = layouts && (!images || a->onnx_shape.size() == b->onnx_shape.size());
-  if (same_layout && gate_broadcasts(first, second)) {
+  if (same_layout && broadcasts_to(second, first)) {
     add_layer({{"id", id_of(node)}, {"type", "multiply"}}, node.output(0), *a,
               {a->layer, b->layer});
-  } else if (same_layout && gate_broadcasts(second, first)) {
+  } else if (same_layout && broadcasts_to(first, second)) {
     add_layer({{"id", id_of(node)}, {"type", "multiply"}}, node.output(0), *b,
               {b->layer, a->layer});
   } else {

@@ -13,6 +13,17 @@ std::int64_t element_count(std::span<const std::int64_t> shape) {
   return count;
 }
 
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size())
+    return false;
+  const std::size_t skip = to.size() - from.size();
+  for (std::size_t k = 0; k < from.size(); ++k) {
+    if (from[k] != 1 && from[k] != to[skip + k])
+      return false;
+  }
+  return true;
+}
+
 std::string shape_text(const Shape& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i)

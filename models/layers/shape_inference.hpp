@@ -20,6 +20,9 @@ struct InputShape {
 
 std::int64_t element_count(std::span<const std::int64_t> shape);  // 1 for a scalar
 std::string shape_text(const Shape& shape);                       // "[26, 26, 32]"
+// numpy's broadcast one way, as multiply takes its second input: `from` broadcasts to `to` when
+// it has no more axes and, aligned at the last axis, each of its axes is `to`'s or 1.
+bool broadcasts_to(const Shape& from, const Shape& to);
 // "'conv1' gives [26, 26, 32]" or "the model input is [28, 28]", for messages.
 std::string input_text(const InputShape& input);
 

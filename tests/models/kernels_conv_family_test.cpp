@@ -101,7 +101,7 @@ TEST_CASE("a depthwise conv2d with two filters a channel gives torch's conv2d wi
                 {20, -0.01049},  {21, -0.045455}, {22, -0.017483}, {23, -0.059441}});
 }
 
-TEST_CASE("conv1d with pads [1, 2], stride 2 and groups 2 gives torch's conv1d") {
+TEST_CASE("conv1d padded 1 before and 2 after, with stride 2 and groups 2, gives torch's conv1d") {
   const Layer layer = conv_family_layer(
       R"({"id": "c", "type": "conv1d", "filters": 2, "kernel": 3, "stride": 2,
           "padding": [1, 2], "groups": 2})");

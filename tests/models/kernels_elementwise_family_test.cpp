@@ -90,7 +90,8 @@ TEST_CASE("swish is torch's silu, x sigmoid(x), and its gradient matches central
   check_gradients(layer, {random_tensor({2, 6}, 3)}, {}, SIZE_MAX, DType::kFp16);
 }
 
-TEST_CASE("relu6 is torch's ReLU6, clamped to [0, 6], its gradient zero outside (0, 6)") {
+TEST_CASE(
+    "relu6 is torch's ReLU6, clamped from 0 to 6, its gradient zero at and past both bounds") {
   const Layer layer = typed("relu6");
   check_close(forward_values(layer, {5}, {-2.0f, 0.5f, 3.0f, 6.0f, 7.5f}), {0, 0.5, 3, 6, 6});
   // Away from the kinks at 0 and 6, where central differences straddle them.

@@ -13,19 +13,8 @@
 namespace ipusim::models {
 namespace {
 
-bool multiply_broadcasts(const Shape& first, const Shape& second) {
-  if (second.size() > first.size())
-    return false;
-  const std::size_t skip = first.size() - second.size();
-  for (std::size_t k = 0; k < second.size(); ++k) {
-    if (second[k] != 1 && second[k] != first[skip + k])
-      return false;
-  }
-  return true;
-}
-
 Shape multiply_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
-  if (!multiply_broadcasts(inputs[0].shape, inputs[1].shape)) {
+  if (!broadcasts_to(inputs[1].shape, inputs[0].shape)) {
     fail_layer(layer,
                "needs its second input to broadcast to its first (numpy's rule on per-sample "
                "shapes: aligned at the last axis, each axis of the second equal to the first's "
@@ -87,7 +76,7 @@ class MultiplyKernel final : public Kernel {
       : Kernel(layer.type, dtype, inputs, inputs.at(0)),
         second_index_(multiply_second_index(inputs.at(0), inputs.at(1))),
         second_size_(element_count(inputs.at(1))) {
-    IPUSIM_CHECK(inputs.size() == 2 && multiply_broadcasts(inputs[0], inputs[1]));
+    IPUSIM_CHECK(inputs.size() == 2 && broadcasts_to(inputs[1], inputs[0]));
   }
 
   ForwardResult forward(const std::vector<const Tensor*>& inputs,
