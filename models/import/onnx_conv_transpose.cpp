@@ -15,6 +15,9 @@ bool all_from(const std::vector<std::int64_t>& v, std::size_t n, std::int64_t lo
 
 }  // namespace
 
+// ONNX's kernel [C, filters, kh, kw] becomes conv2d_transpose's [kh, kw, filters, C], a Conv
+// kernel's permutation (onnx_conv_kernel): the taps keep their order, as both add input pixel i's
+// tap t at output i x stride - pad + t.
 void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
   const Activation* in = value(node);
   const auto* w = initializer(node, 1);
@@ -68,9 +71,6 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
                 {"bias", initializer(node, 2) != nullptr}};
   if (extra != std::vector<std::int64_t>{0, 0})
     layer["output_padding"] = extra;
-  // ONNX's [C, filters, kh, kw] becomes conv2d_transpose's [kh, kw, filters, C], the permutation
-  // of a Conv kernel; the taps keep their order, as both add input pixel i's tap t at output
-  // i x stride - pad + t.
   std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));
