@@ -1,11 +1,14 @@
 #include "sim/core/units.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace ipusim::core {
 namespace {
@@ -134,6 +137,50 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension,
   }
   *why = "'" + std::string(suffix) + "' is not a unit ipusim knows";
   return std::nullopt;
+}
+
+namespace {
+
+// The decimal units a quantity is written in, largest first (the binary and bit units read, but
+// are not written).
+bool written_unit(const Unit& unit, Dimension dimension) {
+  return unit.dimension == dimension && unit.suffix.find('i') == std::string_view::npos &&
+         unit.suffix.find("bps") == std::string_view::npos &&
+         unit.suffix.find("bit") == std::string_view::npos && unit.suffix != "FLOP/s" &&
+         unit.suffix != "KB" && unit.suffix != "KB/s" && unit.suffix != "\xC2\xB5s";
+}
+
+std::optional<std::string> exact_in(double value, const Unit& unit, Dimension dimension) {
+  for (int digits = 1; digits <= 6; ++digits) {
+    char mantissa[40];
+    std::snprintf(mantissa, sizeof mantissa, "%.*g", digits, value / unit.scale);
+    const std::string text = mantissa + std::string(unit.suffix);
+    std::string why;
+    if (text.find('e') == std::string::npos && parse_quantity(text, dimension, &why) == value)
+      return text;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string format_quantity(double value, Dimension dimension) {
+  std::vector<Unit> units;
+  for (const Unit& unit : kUnits) {
+    if (written_unit(unit, dimension))
+      units.push_back(unit);
+  }
+  std::sort(units.begin(), units.end(),
+            [](const Unit& a, const Unit& b) { return a.scale > b.scale; });
+  for (const Unit& unit : units) {
+    if (value >= unit.scale || unit.scale <= 1e-12) {
+      if (auto text = exact_in(value, unit, dimension))
+        return *text;
+    }
+  }
+  char digits[40];
+  std::snprintf(digits, sizeof digits, "%.17g", value);
+  return digits + std::string(units.empty() ? "" : units.back().suffix);
 }
 
 }  // namespace ipusim::core

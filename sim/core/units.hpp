@@ -21,4 +21,9 @@ const char* dimension_example(Dimension dimension);
 // that dimension.
 std::optional<double> parse_quantity(std::string_view text, Dimension dimension, std::string* why);
 
+// `value` (base units) as the text a config gives it, in the largest decimal unit that says it in
+// at most six significant digits and reads back as exactly `value` ("1.33GHz", "13.6GB/s",
+// "450us"); in the base unit's digits when none does ("940572672B").
+std::string format_quantity(double value, Dimension dimension);
+
 }  // namespace ipusim::core

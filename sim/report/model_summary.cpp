@@ -181,7 +181,7 @@ std::string render_layer_type(models::LayerType type) {
     std::vector<std::vector<std::string>> rows = {{"key", "value", "default", "meaning"}};
     for (const models::LayerKey& key : row.keys) {
       rows.push_back(
-          {key.name, models::key_value_text(key), models::key_default_text(key), key.meaning});
+          {key.name, core::key_value_text(key), core::key_default_text(key), key.meaning});
     }
     out += render_table(rows, {false, false, false, false});
   }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -371,6 +372,9 @@ TEST_CASE("the README documents every layer type and each of its config keys") {
   }
 }
 
+// A layer type's key is declared as every config key is, with the field it fills.
+static_assert(std::is_base_of_v<core::Key, LayerKey>);
+
 namespace {
 
 // What the README states in parentheses right after "`key` (", up to the closing parenthesis
@@ -389,8 +393,8 @@ std::string readme_default(const std::string& cell, const LayerKey& key, bool wh
 
 std::string enum_values(const LayerKey& key) {
   std::string text;
-  for (const char* value : key.values)
-    text += (text.empty() ? "" : ", ") + std::string(value);
+  for (const std::string& value : key.choices)
+    text += (text.empty() ? "" : ", ") + value;
   return text;
 }
 
@@ -406,13 +410,13 @@ TEST_CASE("the README's layer table agrees with each key's declared default and 
     for (const LayerKey& key : layer_type_row(*layer_type_from_name(name)).keys) {
       INFO(name << " " << key.name);
       CHECK(std::string(key.meaning).size() > 0);
-      const bool listed = key.kind == KeyKind::kEnum || key.kind == KeyKind::kPadding;
+      const bool listed = key.kind == KeyKind::kChoice || key.kind == KeyKind::kPadding;
       const std::string stated = readme_default(row->second, key, listed);
       if (stated.empty() || key.required)
         continue;  // a required key's parentheses say what it must be, not a default
-      if (key.derived != nullptr)
-        CHECK(stated == key.derived);
-      else if (key.kind == KeyKind::kEnum)
+      if (!key.default_text.empty())
+        CHECK(stated == key.default_text);
+      else if (key.kind == KeyKind::kChoice)
         CHECK(stated == enum_values(key));
       else if (key.kind == KeyKind::kPadding)
         CHECK(stated == "valid, same or [top, left, bottom, right]");

@@ -80,8 +80,9 @@ std::string config_keys_section() {
   for (const auto& [section, keys] : sim::config_sections()) {
     out += ".SS " + section + "\n";
     for (const auto& key : *keys)
-      out += ".TP\n\\fB" + roff(key.name) + "\\fR (default: " + roff(plain(key.default_text)) +
-             ")\n" + roff(plain(key.meaning)) + "\n";
+      out += ".TP\n\\fB" + roff(key.name) +
+             "\\fR (default: " + roff(plain(sim::markdown_default(key))) + ")\n" +
+             roff(plain(key.meaning)) + "\n";
   }
   return out;
 }

@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kAttentionKeys = {
+const std::array kAttentionKeys = {
     positive_int_key<&LayerParams::heads>("heads", "heads; must divide the input's last axis"),
     dropout_rate_key<&LayerParams::rate>("dropout", 0, "the rate of the probabilities' dropout"),
     kCausalKey,

@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kAvgPool2dKeys = {
+const std::array kAvgPool2dKeys = {
     kPoolKey,
     kPoolStrideKey,
     kPaddingKey,

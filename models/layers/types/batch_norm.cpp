@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kBatchNormKeys = {
+const std::array kBatchNormKeys = {
     positive_number_key<&LayerParams::epsilon>("epsilon", kBatchNormEpsilon,
                                                "added to the variance"),
     fraction_key<&LayerParams::momentum>("momentum", kBatchNormMomentum,

@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kConcatKeys = {
+const std::array kConcatKeys = {
     int_key<&LayerParams::axis>("axis", -1, kInt32Min, kInt32Max,
                                 "the per-sample axis joined; negative counts from the last"),
 };

@@ -12,19 +12,15 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array<const char*, 2> kConv1dPaddingNames = {"valid", "same"};
-
 // "valid" or "same", or a list [left, right], which the read function reads.
-constexpr LayerKey conv1d_padding_key() {
-  LayerKey key = base_key("padding", KeyKind::kEnum,
-                          "same: TensorFlow's, ceil(length / stride) outputs; or a list: the pads "
-                          "[left, right], integers from 0",
-                          nullptr);
-  key.values = kConv1dPaddingNames;
-  return key;
+LayerKey conv1d_padding_key() {
+  return filling(core::choice_key("padding", {"valid", "same"}, "valid",
+                                  "same: TensorFlow's, ceil(length / stride) outputs; or a list: "
+                                  "the pads [left, right], integers from 0"),
+                 nullptr);
 }
 
-constexpr std::array kConv1dKeys = {
+const std::array kConv1dKeys = {
     positive_int_key<&LayerParams::filters>("filters", "output channels"),
     positive_int_key<&LayerParams::kernel_w>("kernel", "the window's length"),
     int_key<&LayerParams::stride_w>("stride", 1, 1, core::kMaxCount, "the window's step"),

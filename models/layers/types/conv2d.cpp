@@ -10,7 +10,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kConv2dKeys = {
+const std::array kConv2dKeys = {
     positive_int_key<&LayerParams::filters>("filters", "output channels"),
     pair_key<&LayerParams::kernel_h, &LayerParams::kernel_w>("kernel", "the window: N or [h, w]"),
     pair_key<&LayerParams::stride_h, &LayerParams::stride_w>("stride", 1,

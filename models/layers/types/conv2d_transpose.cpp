@@ -22,13 +22,12 @@ struct Conv2dTransposeFields {
   std::int64_t output_pad_w = 0;  // columns added at the right
 };
 
-constexpr std::array kConv2dTransposeKeys = {
+const std::array kConv2dTransposeKeys = {
     positive_int_key<&LayerParams::filters>("filters", "output channels"),
     pair_key<&LayerParams::kernel_h, &LayerParams::kernel_w>("kernel", "the window: N or [h, w]"),
     pair_key<&LayerParams::stride_h, &LayerParams::stride_w>("stride", 1,
                                                              "the input's step: N or [h, w]"),
-    base_key(
-        "padding", KeyKind::kPadding,
+    padding_key(
         "same: Keras', in x stride outputs per axis; a list: PyTorch's, cropped from each side",
         key_readers::padding),
     own_key("output_padding", KeyKind::kInt, "0",

@@ -17,7 +17,7 @@ struct Crop2dFields {
   std::int64_t right = 0;
 };
 
-constexpr std::array kCrop2dKeys = {
+const std::array kCrop2dKeys = {
     own_key("cropping", KeyKind::kInt, "0",
             "N (every side), [h, w] (top and bottom, left and right) or [[top, bottom], "
             "[left, right]], integers from 0"),

@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kDenseKeys = {
+const std::array kDenseKeys = {
     positive_int_key<&LayerParams::units>("units", "output features"),
     kActivationKey,
     kBiasKey,

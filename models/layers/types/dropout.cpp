@@ -7,7 +7,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kDropoutKeys = {
+const std::array kDropoutKeys = {
     dropout_rate_key<&LayerParams::rate>("rate", "the probability of dropping an element"),
 };
 

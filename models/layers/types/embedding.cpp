@@ -10,22 +10,22 @@
 namespace ipusim::models {
 namespace {
 
-constexpr LayerKey kEmbeddingVocabSize =
+const LayerKey kEmbeddingVocabSize =
     positive_int_key<&LayerParams::vocab_size>("vocab_size", "rows of the word table");
-constexpr LayerKey kEmbeddingHidden =
+const LayerKey kEmbeddingHidden =
     positive_int_key<&LayerParams::hidden>("hidden", "the width of each row");
-constexpr LayerKey kEmbeddingSequenceLength =
+const LayerKey kEmbeddingSequenceLength =
     positive_int_key<&LayerParams::sequence_length>("sequence_length", "tokens per sample");
-constexpr LayerKey kEmbeddingPositions =
+const LayerKey kEmbeddingPositions =
     bool_key<&LayerParams::positions>("positions", true, "adds a position table");
-constexpr LayerKey kEmbeddingTokenTypes = int_key<&LayerParams::token_types>(
+const LayerKey kEmbeddingTokenTypes = int_key<&LayerParams::token_types>(
     "token_types", 0, 0, core::kMaxCount, "rows of the type table; 0: none");
-constexpr LayerKey kEmbeddingLayerNorm =
+const LayerKey kEmbeddingLayerNorm =
     bool_key<&LayerParams::normalized>("layer_norm", true, "a layer norm after the sum");
-constexpr LayerKey kEmbeddingEpsilon = positive_number_key<&LayerParams::epsilon>(
+const LayerKey kEmbeddingEpsilon = positive_number_key<&LayerParams::epsilon>(
     "epsilon", kBertLayerNormEpsilon, "the layer norm's, added to the variance");
 
-constexpr std::array kEmbeddingKeys = {
+const std::array kEmbeddingKeys = {
     kEmbeddingVocabSize,
     kEmbeddingHidden,
     kEmbeddingSequenceLength,

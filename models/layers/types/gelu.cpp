@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::array<const char*, 2> kGeluForms = {"none", "tanh"};
 
-constexpr std::array kGeluKeys = {
+const std::array kGeluKeys = {
     enum_key<&LayerParams::gelu_form>(
         "approximate", kGeluForms,
         "\"tanh\": 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), PyTorch's "

@@ -15,7 +15,7 @@ struct GluFields {
   std::int64_t axis = -1;
 };
 
-constexpr std::array kGluKeys = {
+const std::array kGluKeys = {
     int_key<&GluFields::axis>("axis", -1, kInt32Min, kInt32Max,
                               "the per-sample axis split into a and b; negative counts from the "
                               "last"),

@@ -17,7 +17,7 @@ struct GroupNormFields {
   double epsilon = kLayerNormEpsilon;  // nn.GroupNorm's 1e-5
 };
 
-constexpr std::array kGroupNormKeys = {
+const std::array kGroupNormKeys = {
     positive_int_key<&GroupNormFields::groups>(
         "groups", "how many groups the channels (the last axis) split into; must divide them"),
     positive_number_key<&GroupNormFields::epsilon>("epsilon", kLayerNormEpsilon,

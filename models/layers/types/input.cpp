@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kInputKeys = {
+const std::array kInputKeys = {
     own_key("shape", KeyKind::kShape, "the model input", "the model input's shape, checked"),
 };
 

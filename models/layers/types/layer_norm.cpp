@@ -7,7 +7,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kLayerNormKeys = {
+const std::array kLayerNormKeys = {
     positive_number_key<&LayerParams::epsilon>("epsilon", kLayerNormEpsilon,
                                                "added to the variance"),
 };

@@ -7,7 +7,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kMaxPool2dKeys = {kPoolKey, kPoolStrideKey, kPaddingKey, kCeilModeKey};
+const std::array kMaxPool2dKeys = {kPoolKey, kPoolStrideKey, kPaddingKey, kCeilModeKey};
 
 Shape maxpool2d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
   return windowed_shape(layer, inputs, "pool window", 0);

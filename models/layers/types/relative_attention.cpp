@@ -25,7 +25,7 @@ struct RelativeAttentionFields {
   bool shared_kv = false;
 };
 
-constexpr std::array kRelativeAttentionKeys = {
+const std::array kRelativeAttentionKeys = {
     positive_int_key<&RelativeAttentionFields::heads>("heads",
                                                       "heads; must divide the input's last axis"),
     dropout_rate_key<&RelativeAttentionFields::rate>("dropout", 0,

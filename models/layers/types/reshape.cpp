@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kReshapeKeys = {
+const std::array kReshapeKeys = {
     own_key("shape", KeyKind::kShape, nullptr, "the output shape; one dimension may be -1"),
 };
 

@@ -7,7 +7,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kSliceKeys = {
+const std::array kSliceKeys = {
     int_key<&LayerParams::axis>("axis", 0, kInt32Min, kInt32Max,
                                 "the per-sample axis; negative counts from the last"),
     int_key<&LayerParams::slice_start>("start", 0, 0, core::kMaxCount, "the first element taken"),

@@ -8,7 +8,7 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kTokenSelectKeys = {
+const std::array kTokenSelectKeys = {
     int_key<&LayerParams::index>("index", 0, kInt32Min, kInt32Max,
                                  "the token; negative counts from the end (-1: the last)"),
 };

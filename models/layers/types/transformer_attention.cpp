@@ -9,9 +9,9 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kTransformerAttentionKeys = {kTransformerHidden, kTransformerHeads,
-                                                  kTransformerSequenceLength, kTransformerDropout,
-                                                  kCausalKey};
+const std::array kTransformerAttentionKeys = {kTransformerHidden, kTransformerHeads,
+                                              kTransformerSequenceLength, kTransformerDropout,
+                                              kCausalKey};
 
 void read_transformer_attention(const core::ConfigNode& layer, LayerParams& params) {
   read_transformer(layer, params, true, false);

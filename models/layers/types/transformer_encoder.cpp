@@ -9,9 +9,9 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kTransformerEncoderKeys = {kTransformerHidden,         kTransformerHeads,
-                                                kTransformerSequenceLength, kTransformerFfn,
-                                                kTransformerDropout,        kCausalKey};
+const std::array kTransformerEncoderKeys = {kTransformerHidden,         kTransformerHeads,
+                                            kTransformerSequenceLength, kTransformerFfn,
+                                            kTransformerDropout,        kCausalKey};
 
 void read_transformer_encoder(const core::ConfigNode& layer, LayerParams& params) {
   read_transformer(layer, params, true, true);

@@ -11,20 +11,20 @@
 
 namespace ipusim::models {
 
-inline constexpr LayerKey kTransformerHidden =
+inline const LayerKey kTransformerHidden =
     positive_int_key<&LayerParams::hidden>("hidden", "the width of each position");
-inline constexpr LayerKey kTransformerHeads =
+inline const LayerKey kTransformerHeads =
     own_key("heads", KeyKind::kPositiveInt, nullptr, "attention heads; must divide hidden");
-inline constexpr LayerKey kTransformerSequenceLength =
+inline const LayerKey kTransformerSequenceLength =
     positive_int_key<&LayerParams::sequence_length>("sequence_length", "positions per sample");
-inline constexpr LayerKey kTransformerFfn =
+inline const LayerKey kTransformerFfn =
     own_key("ffn", KeyKind::kInt, "4 x hidden", "the feed-forward network's inner width");
-inline constexpr LayerKey kTransformerDropout = dropout_rate_key<&LayerParams::rate>(
+inline const LayerKey kTransformerDropout = dropout_rate_key<&LayerParams::rate>(
     "dropout", kBertDropout, "the rate of each of its dropouts (BERT's)");
 // Shared with attention. The mask changes no cost figure: the cost model has the IPU compute the
 // whole score matrix and then mask it, so the products, the softmax and the stash stay as they
 // are without it.
-inline constexpr LayerKey kCausalKey = bool_key<&LayerParams::causal>(
+inline const LayerKey kCausalKey = bool_key<&LayerParams::causal>(
     "causal", false, "query i attends to keys j <= i only (a decoder's mask)");
 
 // An encoder's keys, or those of one of its halves: heads and causal for the attention, ffn for

@@ -8,8 +8,8 @@
 namespace ipusim::models {
 namespace {
 
-constexpr std::array kTransformerFeedForwardKeys = {kTransformerHidden, kTransformerSequenceLength,
-                                                    kTransformerFfn, kTransformerDropout};
+const std::array kTransformerFeedForwardKeys = {kTransformerHidden, kTransformerSequenceLength,
+                                                kTransformerFfn, kTransformerDropout};
 
 void read_transformer_feed_forward(const core::ConfigNode& layer, LayerParams& params) {
   read_transformer(layer, params, false, true);

@@ -95,7 +95,7 @@ void read_pool(const core::ConfigNode& layer, LayerParams& params) {
   params.stride_h = params.pool_h;
   params.stride_w = params.pool_w;
   if (const auto stride = layer.find("stride"))
-    std::tie(params.stride_h, params.stride_w) = read_pair(*stride);
+    std::tie(params.stride_h, params.stride_w) = core::read_pair_value(*stride);
   read_key(layer, kPaddingKey, params);
   const Padding& pad = params.padding;
   const std::int64_t rows = params.pool_h / 2;

@@ -65,11 +65,11 @@ std::string padding_text(const Padding& padding);
 // The keys maxpool2d and avgpool2d share, and their reading: the stride defaults to the pool
 // (as in Keras and PyTorch), and each pad may be at most half the window, as PyTorch requires,
 // so that every window holds a pixel of the image.
-inline constexpr LayerKey kPoolKey =
+inline const LayerKey kPoolKey =
     pair_key<&LayerParams::pool_h, &LayerParams::pool_w>("pool", 2, "the window: N or [h, w]");
-inline constexpr LayerKey kPoolStrideKey =
+inline const LayerKey kPoolStrideKey =
     own_key("stride", KeyKind::kPair, "the pool", "the window's step: N or [h, w]");
-inline constexpr LayerKey kCeilModeKey = bool_key<&LayerParams::ceil_mode>(
+inline const LayerKey kCeilModeKey = bool_key<&LayerParams::ceil_mode>(
     "ceil_mode", false, "rounds the output size up (PyTorch's); the last window starts inside");
 void read_pool(const core::ConfigNode& layer, LayerParams& params);
 // A sequence of tokens, [tokens, features...]: two axes or more.

@@ -45,3 +45,14 @@ TEST_CASE("a quantity with the wrong unit, no unit or no number is refused with 
   CHECK(why_not("3 parsecs", Dimension::kDuration) == "'parsecs' is not a unit ipusim knows");
   CHECK(why_not("-1GB", Dimension::kBytes) == "it is negative");
 }
+
+TEST_CASE("a quantity is written in the largest decimal unit that reads back exactly") {
+  CHECK(format_quantity(1.33e9, Dimension::kFrequency) == "1.33GHz");
+  CHECK(format_quantity(128e9 / 8 * 0.85, Dimension::kBandwidth) == "13.6GB/s");
+  CHECK(format_quantity(62.5e12, Dimension::kFlopRate) == "62.5TFLOPS");
+  CHECK(format_quantity(450e-6, Dimension::kDuration) == "450us");
+  CHECK(format_quantity(7e6, Dimension::kBytes) == "7MB");
+  // 624 KiB x 1472 tiles has no decimal unit in six digits, so it is written in bytes.
+  CHECK(format_quantity(638976.0 * 1472, Dimension::kBytes) == "940572672B");
+  CHECK(format_quantity(150, Dimension::kBytes) == "150B");
+}
