@@ -12,8 +12,20 @@ bool is_c0_or_del(unsigned char c) {
   return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
 }
 
-bool is_c1_tail(unsigned char c) {
-  return c >= 0x80 && c <= 0x9f;
+bool is_continuation(unsigned char c) {
+  return c >= 0x80 && c <= 0xbf;
+}
+
+// The bytes of a UTF-8 sequence this lead starts; 0 for a byte no valid sequence starts with
+// (a stray continuation such as a raw 0x9B, which an 8-bit terminal takes as CSI, or 0xFF).
+int sequence_length(unsigned char lead) {
+  if (lead >= 0xc2 && lead <= 0xdf)
+    return 2;
+  if (lead >= 0xe0 && lead <= 0xef)
+    return 3;
+  if (lead >= 0xf0 && lead <= 0xf4)
+    return 4;
+  return 0;
 }
 
 std::string escape(const char* form, unsigned char c) {
@@ -22,22 +34,45 @@ std::string escape(const char* form, unsigned char c) {
   return text;
 }
 
-// Appends byte `c` of the text to `out`, escaped; `lead_held` carries a 0xC2 between calls.
-void append_printable(unsigned char c, bool& lead_held, std::string& out) {
-  if (lead_held) {
-    lead_held = false;
-    if (is_c1_tail(c)) {
-      out += escape("\\u%04x", c);
+// A sequence cut short, or never valid, shows its bytes as escapes.
+void flush_invalid(Utf8Pending& pending, std::string& out) {
+  for (int i = 0; i < pending.size; ++i)
+    out += escape("\\x%02x", pending.bytes[std::size_t(i)]);
+  pending.size = 0;
+}
+
+void emit_sequence(Utf8Pending& pending, std::string& out) {
+  const unsigned char second = pending.bytes[1];
+  if (pending.bytes[0] == kC1Lead && second <= 0x9f)
+    out += escape("\\u%04x", second);  // a C1 control
+  else
+    out.append(reinterpret_cast<const char*>(pending.bytes.data()), std::size_t(pending.size));
+  pending.size = 0;
+}
+
+// Appends byte `c` of the text to `out`, escaped; `pending` carries an unfinished UTF-8
+// sequence between calls.
+void append_printable(unsigned char c, Utf8Pending& pending, std::string& out) {
+  if (pending.size > 0) {
+    if (is_continuation(c)) {
+      pending.bytes[std::size_t(pending.size++)] = c;
+      if (pending.size == pending.need)
+        emit_sequence(pending, out);
       return;
     }
-    out += static_cast<char>(kC1Lead);
+    flush_invalid(pending, out);
   }
-  if (c == kC1Lead)
-    lead_held = true;
-  else if (is_c0_or_del(c))
+  if (c < 0x80) {
+    out += is_c0_or_del(c) ? escape("\\x%02x", c) : std::string(1, static_cast<char>(c));
+    return;
+  }
+  pending.need = sequence_length(c);
+  if (pending.need == 0) {
     out += escape("\\x%02x", c);
-  else
-    out += static_cast<char>(c);
+    return;
+  }
+  pending.bytes[0] = c;
+  pending.size = 1;
 }
 
 }  // namespace
@@ -45,11 +80,10 @@ void append_printable(unsigned char c, bool& lead_held, std::string& out) {
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  bool lead_held = false;
+  Utf8Pending pending;
   for (const char c : text)
-    append_printable(static_cast<unsigned char>(c), lead_held, out);
-  if (lead_held)
-    out += static_cast<char>(kC1Lead);
+    append_printable(static_cast<unsigned char>(c), pending, out);
+  flush_invalid(pending, out);
   return out;
 }
 
@@ -69,9 +103,9 @@ std::optional<int> PrintableStream::finish() {
 }
 
 void PrintableStream::Buffer::finish() {
-  if (lead_held_)
-    target_.put(static_cast<char>(kC1Lead));
-  lead_held_ = false;
+  std::string out;
+  flush_invalid(pending_, out);
+  target_.write(out.data(), static_cast<std::streamsize>(out.size()));
   check_target();
 }
 
@@ -91,7 +125,7 @@ std::streamsize PrintableStream::Buffer::xsputn(const char* text, std::streamsiz
   std::string out;
   out.reserve(static_cast<std::size_t>(count));
   for (std::streamsize i = 0; i < count; ++i)
-    append_printable(static_cast<unsigned char>(text[i]), lead_held_, out);
+    append_printable(static_cast<unsigned char>(text[i]), pending_, out);
   target_.write(out.data(), static_cast<std::streamsize>(out.size()));
   check_target();
   return target_ ? count : 0;

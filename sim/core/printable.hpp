@@ -5,6 +5,7 @@
 // ipusim prints on its output and error streams passes through `printable`, so a name shows its
 // control characters as escapes (`\x1b`) instead of acting on them.
 
+#include <array>
 #include <optional>
 #include <ostream>
 #include <streambuf>
@@ -13,10 +14,19 @@
 
 namespace ipusim::core {
 
-// `text` with every C0 control character but line feed and tab, and DEL, as `\xHH`, and every
-// C1 control character (U+0080 to U+009F, as UTF-8) as `\u00HH`. In JSON text the two are
-// already escaped, or stay valid escapes, so JSON lines keep their meaning.
+// `text` with every C0 control character but line feed and tab, DEL, and every byte that is not
+// part of valid UTF-8 (a raw 0x9B, which an 8-bit terminal takes as CSI; 0xFF; a sequence cut
+// short) as `\xHH`, and every C1 control character (U+0080 to U+009F, as UTF-8) as `\u00HH`. In
+// JSON text the escapes are already there, or stay valid escapes, so JSON lines keep their
+// meaning.
 std::string printable(std::string_view text);
+
+// A UTF-8 sequence begun but not finished, carried between writes of a stream.
+struct Utf8Pending {
+  std::array<unsigned char, 4> bytes{};
+  int size = 0;  // bytes held
+  int need = 0;  // bytes the sequence takes
+};
 
 // A stream that writes to `target` through `printable`, unbuffered so that it interleaves with
 // what is written to `target` directly (the progress bar's carriage returns).
@@ -29,7 +39,7 @@ class PrintableStream : public std::ostream {
 
   std::ostream& target() const { return target_; }
 
-  // Writes a lead byte held back at the end of the text and flushes the target. Returns
+  // Shows a UTF-8 sequence cut short at the end of the text and flushes the target. Returns
   // std::nullopt when every write to the target succeeded, else the error number of the first
   // that failed (0 when the target set none): a full disk or a closed stream fails a write
   // quietly, and the number is gone by the time the stream is checked.
@@ -39,7 +49,7 @@ class PrintableStream : public std::ostream {
   class Buffer : public std::streambuf {
    public:
     explicit Buffer(std::ostream& target) : target_(target) {}
-    void finish();  // writes a lead byte held back at the end of the text
+    void finish();  // shows a sequence cut short at the end of the text
     std::optional<int> failure() const { return failure_; }
 
    protected:
@@ -49,7 +59,7 @@ class PrintableStream : public std::ostream {
 
    private:
     std::ostream& target_;
-    bool lead_held_ = false;      // a 0xC2 whose next byte decides whether it starts a C1 control
+    Utf8Pending pending_;         // a sequence whose next bytes decide how it is shown
     std::optional<int> failure_;  // errno of the first write to target_ that failed
 
     void check_target();  // records errno when target_ has just failed

@@ -16,7 +16,16 @@ TEST_CASE("control characters are shown as escapes, line feeds and tabs as they 
 TEST_CASE("C1 controls in UTF-8 are escaped and other UTF-8 text is kept") {
   CHECK(printable("csi\xc2\x9b") == "csi\\u009b");
   CHECK(printable("caf\xc3\xa9 \xc2\xb5s") == "caf\xc3\xa9 \xc2\xb5s");
-  CHECK(printable("\xc2") == "\xc2");
+  CHECK(printable("\xc2") == "\\xc2");  // cut short
+}
+
+TEST_CASE("bytes that are not valid UTF-8 are shown as escapes") {
+  CHECK(printable("\x9b"
+                  "2J") == "\\x9b2J");  // CSI on an 8-bit terminal
+  CHECK(printable("\xff\xfe") == "\\xff\\xfe");
+  CHECK(printable("\xc3(") == "\\xc3(");  // a lead byte without its continuation
+  CHECK(printable("\xe2\x82") == "\\xe2\\x82");
+  CHECK(printable("\xe2\x82\xac \xf0\x9f\x98\x80") == "\xe2\x82\xac \xf0\x9f\x98\x80");
 }
 
 TEST_CASE("a printable stream escapes what is written to it, one character at a time too") {
