@@ -24,6 +24,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "sim/report/trace_encoder.hpp"
 
@@ -37,12 +38,16 @@ constexpr std::uint32_t kIncrementalStateCleared = 1;
 enum WireType : std::uint32_t { kVarint = 0, kFixed64 = 1, kBytes = 2 };
 enum EventType : std::uint64_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
 
+// Encoded on the stack and appended once: appending byte by byte dominated the trace's time.
 void put_varint(std::string& out, std::uint64_t value) {
+  char bytes[10];
+  std::size_t size = 0;
   while (value >= 0x80) {
-    out += char((value & 0x7f) | 0x80);
+    bytes[size++] = char((value & 0x7f) | 0x80);
     value >>= 7;
   }
-  out += char(value);
+  bytes[size++] = char(value);
+  out.append(bytes, size);
 }
 
 void put_tag(std::string& out, std::uint32_t field, WireType wire) {
@@ -61,8 +66,10 @@ void put_int(std::string& out, std::uint32_t field, std::int64_t value) {
 
 void put_fixed64(std::string& out, std::uint32_t field, std::uint64_t value) {
   put_tag(out, field, kFixed64);
+  char bytes[8];
   for (int byte = 0; byte < 8; ++byte)
-    out += char((value >> (8 * byte)) & 0xff);
+    bytes[byte] = char((value >> (8 * byte)) & 0xff);
+  out.append(bytes, 8);
 }
 
 void put_bytes(std::string& out, std::uint32_t field, std::string_view bytes) {
@@ -144,23 +151,28 @@ class ProtoTraceEncoder : public TraceEncoder {
 
   // A counter track per series, named "<name> <key>" as Perfetto names a JSON counter's
   // series. A value equal to the series' last is left out: a counter holds until it changes.
+  // A counter's series come in the same order at every sample.
   void counter(int pid, std::string_view name, core::Cycles at,
                std::span<const std::pair<std::string_view, std::int64_t>> series) override {
-    for (const auto& [key, value] : series) {
-      std::string full = std::string(name) + " " + std::string(key);
-      auto found = counters_.find(full);
-      if (found == counters_.end()) {
-        const auto index = std::uint64_t(counters_.size());
+    auto found = counters_.find(name);
+    if (found == counters_.end())
+      found = counters_.emplace(std::string(name), std::vector<Series>{}).first;
+    auto& tracks = found->second;
+    for (std::size_t i = 0; i < series.size(); ++i) {
+      const auto value = series[i].second;
+      if (i == tracks.size()) {
+        const auto index = std::uint64_t(counter_tracks_++);
         const std::uint64_t uuid = group_uuid(pid) | (std::uint64_t{1} << 31) | (index + 1);
-        child_track(uuid, pid, full, int(index), true);
-        found = counters_.emplace(std::move(full), Series{uuid, value}).first;
-      } else if (found->second.last == value) {
+        child_track(uuid, pid, std::string(name) + " " + std::string(series[i].first), int(index),
+                    true);
+        tracks.push_back(Series{uuid, value});
+      } else if (tracks[i].last == value) {
         continue;
       }
-      found->second.last = value;
+      tracks[i].last = value;
       event_.clear();
       put_uint(event_, 9, kCounter);
-      put_uint(event_, 11, found->second.uuid);
+      put_uint(event_, 11, tracks[i].uuid);
       put_int(event_, 30, value);
       emit_event(at);
     }
@@ -263,7 +275,8 @@ class ProtoTraceEncoder : public TraceEncoder {
   std::string event_;
   std::string descriptor_;
   std::string annotation_;
-  std::map<std::string, Series> counters_;
+  std::map<std::string, std::vector<Series>, std::less<>> counters_;  // by counter name
+  int counter_tracks_ = 0;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "sim/machine/cost_model.hpp"
 #include "tests/sim/report/report_fixture.hpp"
+#include "tests/test_support.hpp"
 
 using namespace ipusim;
 
@@ -289,4 +290,39 @@ TEST_CASE("a trace keeps every task past the 200,000 spans the HTML chart keeps"
   CHECK(by_category["link"] == 52'000);
   CHECK(by_category["host"] == 52'000);
   CHECK(run->report.replay.tasks == 208'002);  // and a weight update on each IPU
+}
+
+TEST_CASE("a trace larger than the free space is refused before the replay, with its estimate") {
+  // tf1 runs 8 tasks a micro-batch; at 400 bytes a task in JSON and 260 bytes for each of the
+  // 4,097 memory samples of its 2 IPUs, 1,000,000 micro-batches take 3,202,130,440 bytes.
+  const auto spec = sim::load_run_spec(
+      kProtoTf1, {core::parse_set_argument("pipeline.gradient_accumulation_count=1000000")});
+  CHECK(sim::estimated_trace_bytes(spec, sim::TraceFormat::kJson) == 3'202'130'440.0);
+  CHECK(sim::estimated_trace_bytes(spec, sim::TraceFormat::kProto) == 1'361'229'100.0);
+  const auto refusal = [&](sim::TraceFormat format, const std::string& path) {
+    return testing::error_of<core::ConfigError>(
+        [&] { sim::refuse_oversized_trace(spec, path, "--trace", format, 1'000'000'000); });
+  };
+  CHECK(refusal(sim::TraceFormat::kJson, "t.json") ==
+        "t.json: cannot write the --trace output: the trace would take about 3.2 GB (8e+06 tasks "
+        "at about 400 bytes each in JSON), more than the 1 GB free on its file system; name it "
+        ".pftrace for Perfetto's protobuf format (about 1.36 GB), or lower "
+        "gradient_accumulation_count");
+  CHECK(refusal(sim::TraceFormat::kProto, "t.pftrace") ==
+        "t.pftrace: cannot write the --trace output: the trace would take about 1.36 GB (8e+06 "
+        "tasks at about 170 bytes each in protobuf), more than the 1 GB free on its file system; "
+        "lower gradient_accumulation_count");
+  // Within the free space, or when it cannot be told, nothing is refused.
+  CHECK_NOTHROW(
+      sim::refuse_oversized_trace(spec, "t.json", "--trace", sim::TraceFormat::kJson, 4e9));
+  CHECK_NOTHROW(
+      sim::refuse_oversized_trace(spec, "t.json", "--trace", sim::TraceFormat::kJson, -1));
+}
+
+TEST_CASE("a trace file's name picks its format") {
+  CHECK(sim::trace_format_of_path("run.pftrace") == sim::TraceFormat::kProto);
+  CHECK(sim::trace_format_of_path("out/run.perfetto-trace") == sim::TraceFormat::kProto);
+  CHECK(sim::trace_format_of_path("run.json") == sim::TraceFormat::kJson);
+  CHECK(sim::trace_format_of_path("run.pftrace.json") == sim::TraceFormat::kJson);
+  CHECK(sim::trace_format_of_path("run") == sim::TraceFormat::kJson);
 }
