@@ -118,7 +118,7 @@ TEST_CASE("run --trace stopped by SIGTERM while the trace streams leaves no file
   fs::create_directories(dir);
   // 5 million micro-batches: the replay runs for many seconds, writing as it goes.
   const pid_t child =
-      spawn_ipusim({"run", kTf1Config, "--no-numeric", "--quiet", "--gac", "20000000", "--schedule",
+      spawn_ipusim({"run", kTf1Config, "--no-numeric", "--quiet", "--gac", "5000000", "--schedule",
                     "1f1b", "--trace", (dir / "t.pftrace").string()},
                    (dir / "err.txt").string());
   while (partial_files(dir).empty()) {
