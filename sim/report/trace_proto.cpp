@@ -50,6 +50,20 @@ void put_varint(std::string& out, std::uint64_t value) {
   out.append(bytes, size);
 }
 
+std::size_t varint_size(std::uint64_t value) {
+  std::size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+// The bytes of a length-delimited field of a field number under 16 holding `length` bytes.
+std::size_t bytes_field_size(std::size_t length) {
+  return 1 + varint_size(length) + length;
+}
+
 void put_tag(std::string& out, std::uint32_t field, WireType wire) {
   put_varint(out, (std::uint64_t{field} << 3) | wire);
 }
@@ -228,21 +242,35 @@ class ProtoTraceEncoder : public TraceEncoder {
     emit_descriptor();
   }
 
+  // Written straight into the event, its length worked out first: a copy through a scratch
+  // buffer per argument was a good part of the trace's time.
   void annotation(const TraceArg& arg) {
-    annotation_.clear();
-    put_bytes(annotation_, 10, arg.key);
+    std::size_t value_size = 0;
     switch (arg.kind) {
       case TraceArg::Kind::kInt:
-        put_int(annotation_, 4, arg.integer);
+        value_size = 1 + varint_size(static_cast<std::uint64_t>(arg.integer));
         break;
       case TraceArg::Kind::kDouble:
-        put_fixed64(annotation_, 5, std::bit_cast<std::uint64_t>(arg.number));
+        value_size = 9;
         break;
       case TraceArg::Kind::kString:
-        put_bytes(annotation_, 6, arg.text);
+        value_size = bytes_field_size(arg.text.size());
         break;
     }
-    put_bytes(event_, 4, annotation_);
+    put_tag(event_, 4, kBytes);
+    put_varint(event_, bytes_field_size(arg.key.size()) + value_size);
+    put_bytes(event_, 10, arg.key);
+    switch (arg.kind) {
+      case TraceArg::Kind::kInt:
+        put_int(event_, 4, arg.integer);
+        break;
+      case TraceArg::Kind::kDouble:
+        put_fixed64(event_, 5, std::bit_cast<std::uint64_t>(arg.number));
+        break;
+      case TraceArg::Kind::kString:
+        put_bytes(event_, 6, arg.text);
+        break;
+    }
   }
 
   // packet_ may already hold fields of the packet (sequence flags).
@@ -252,16 +280,25 @@ class ProtoTraceEncoder : public TraceEncoder {
     emit_packet();
   }
 
+  // The packet goes straight into the output, its length worked out first.
   void emit_event(core::Cycles at) {
-    packet_.clear();
-    put_uint(packet_, 8, ns(at));
-    put_uint(packet_, 10, kSequenceId);
-    put_bytes(packet_, 11, event_);
-    emit_packet();
+    const std::uint64_t timestamp = ns(at);
+    const std::size_t size =
+        1 + varint_size(timestamp) + 1 + varint_size(kSequenceId) + bytes_field_size(event_.size());
+    put_tag(out_, 1, kBytes);
+    put_varint(out_, size);
+    put_uint(out_, 8, timestamp);
+    put_uint(out_, 10, kSequenceId);
+    put_bytes(out_, 11, event_);
+    flush_if_full();
   }
 
   void emit_packet() {
     put_bytes(out_, 1, packet_);
+    flush_if_full();
+  }
+
+  void flush_if_full() {
     if (out_.size() >= kProtoFlushBytes) {
       sink_.write(out_);
       out_.clear();
@@ -274,7 +311,6 @@ class ProtoTraceEncoder : public TraceEncoder {
   std::string packet_;
   std::string event_;
   std::string descriptor_;
-  std::string annotation_;
   std::map<std::string, std::vector<Series>, std::less<>> counters_;  // by counter name
   int counter_tracks_ = 0;
 };
