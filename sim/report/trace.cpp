@@ -150,9 +150,10 @@ void TraceWriter::on_task(const TaskSpan& span) {
   args[count++] = TraceArg::of("substage", task.substage);
   std::vector<std::uint64_t> ends;
   const auto starts = take_flows(span, ends);
-  encoder_->slice({kIpus, task.ipu}, span_label(task), "compute", span.start, span.end,
-                  std::span(args.data(), count), SliceFlows{starts, ends});
+  encoder_->open_slice({kIpus, task.ipu}, span_label(task), "compute", span.start, span.end,
+                       std::span(args.data(), count), SliceFlows{starts, ends});
   operations(span);
+  encoder_->close_slice({kIpus, task.ipu}, span.end);
 }
 
 namespace {

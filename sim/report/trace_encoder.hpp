@@ -85,10 +85,18 @@ class TraceEncoder {
   // theirs.
   virtual void process(int pid, std::string_view name, int sort_index) = 0;
   virtual void thread(const TrackRef& track, std::string_view name, int sort_index) = 0;
-  // A slice over [start, end], its arguments, then "cycles": end - start.
-  virtual void slice(const TrackRef& track, std::string_view name, std::string_view category,
-                     core::Cycles start, core::Cycles end, std::span<const TraceArg> args,
-                     const SliceFlows& flows = {}) = 0;
+  // A slice over [start, end], its arguments, then "cycles": end - start. Slices opened on
+  // a track before this one is closed nest in it.
+  virtual void open_slice(const TrackRef& track, std::string_view name, std::string_view category,
+                          core::Cycles start, core::Cycles end, std::span<const TraceArg> args,
+                          const SliceFlows& flows = {}) = 0;
+  virtual void close_slice(const TrackRef& track, core::Cycles end) = 0;
+  void slice(const TrackRef& track, std::string_view name, std::string_view category,
+             core::Cycles start, core::Cycles end, std::span<const TraceArg> args,
+             const SliceFlows& flows = {}) {
+    open_slice(track, name, category, start, end, args, flows);
+    close_slice(track, end);
+  }
   // A marker at `at` across the whole trace (JSON scope "g"; protobuf: on `track`).
   virtual void marker(const TrackRef& track, std::string_view name, core::Cycles at) = 0;
   // One sample of a counter `name` in group `pid`, one series per (key, value).

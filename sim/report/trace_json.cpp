@@ -68,9 +68,10 @@ class JsonTraceEncoder : public TraceEncoder {
     metadata_index("thread_sort_index", track, sort_index);
   }
 
-  void slice(const TrackRef& track, std::string_view name, std::string_view category,
-             core::Cycles start, core::Cycles end, std::span<const TraceArg> args,
-             const SliceFlows&) override {
+  // A complete event ("X") holds the whole slice; closing it writes nothing.
+  void open_slice(const TrackRef& track, std::string_view name, std::string_view category,
+                  core::Cycles start, core::Cycles end, std::span<const TraceArg> args,
+                  const SliceFlows&) override {
     open(name, "X", start, track);
     out_ += ",\"cat\":";
     json_escaped(out_, category);
@@ -97,6 +98,8 @@ class JsonTraceEncoder : public TraceEncoder {
     json_number(out_, (end - start).count);
     out_ += "}}";
   }
+
+  void close_slice(const TrackRef&, core::Cycles) override {}
 
   void marker(const TrackRef& track, std::string_view name, core::Cycles at) override {
     open(name, "i", at, track);

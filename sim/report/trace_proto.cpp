@@ -1,9 +1,9 @@
 // Perfetto's native protobuf trace (perfetto.protos.Trace), encoded by hand: a trace is a
-// sequence of TracePacket messages, each a track descriptor or a track event. Slices are a
-// SLICE_BEGIN and a SLICE_END event on their track, written back to back; Perfetto sorts the
+// sequence of TracePacket messages, each a track descriptor or a track event. A slice is a
+// SLICE_BEGIN event on its track when opened and a SLICE_END when closed; Perfetto sorts the
 // packets by timestamp, keeping the file's order among equal ones, so a track's slices must be
 // written in time order (the replay reports them so) and a nested slice between its parent's
-// begin and end.
+// begin and end (a task's operations are).
 //
 // Field numbers, from google/perfetto's protos/perfetto/trace/ (commit ec5d16b1):
 //   trace.proto            Trace.packet = 1
@@ -132,13 +132,12 @@ class ProtoTraceEncoder : public TraceEncoder {
     child_track(track_uuid(track), track.pid, name, sort_index, false);
   }
 
-  void slice(const TrackRef& track, std::string_view name, std::string_view category,
-             core::Cycles start, core::Cycles end, std::span<const TraceArg> args,
-             const SliceFlows& flows) override {
-    const std::uint64_t uuid = track_uuid(track);
+  void open_slice(const TrackRef& track, std::string_view name, std::string_view category,
+                  core::Cycles start, core::Cycles end, std::span<const TraceArg> args,
+                  const SliceFlows& flows) override {
     event_.clear();
     put_uint(event_, 9, kSliceBegin);
-    put_uint(event_, 11, uuid);
+    put_uint(event_, 11, track_uuid(track));
     put_bytes(event_, 23, name);
     put_bytes(event_, 22, category);
     for (const auto& arg : args)
@@ -149,9 +148,12 @@ class ProtoTraceEncoder : public TraceEncoder {
     for (const auto id : flows.terminating)
       put_fixed64(event_, 48, id);
     emit_event(start);
+  }
+
+  void close_slice(const TrackRef& track, core::Cycles end) override {
     event_.clear();
     put_uint(event_, 9, kSliceEnd);
-    put_uint(event_, 11, uuid);
+    put_uint(event_, 11, track_uuid(track));
     emit_event(end);
   }
 

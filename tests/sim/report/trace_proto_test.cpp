@@ -171,6 +171,35 @@ DecodedTrace decode_trace(std::string_view bytes) {
   return trace;
 }
 
+// Which SLICE_END closes which SLICE_BEGIN (by index), each END closing its track's innermost
+// open slice, taking the events in the order of `order`.
+std::map<std::size_t, std::size_t> slice_pairs(const std::vector<DecodedEvent>& events,
+                                               const std::vector<std::size_t>& order) {
+  std::map<std::uint64_t, std::vector<std::size_t>> open;
+  std::map<std::size_t, std::size_t> pairs;
+  for (const auto index : order) {
+    const auto& event = events[index];
+    if (event.type == 1)
+      open[event.track].push_back(index);
+    if (event.type != 2)
+      continue;
+    auto& stack = open[event.track];
+    REQUIRE(!stack.empty());
+    pairs[stack.back()] = index;
+    stack.pop_back();
+  }
+  for (const auto& [track, stack] : open)
+    CHECK(stack.empty());
+  return pairs;
+}
+
+std::vector<std::size_t> file_order(const DecodedTrace& trace) {
+  std::vector<std::size_t> order(trace.events.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  return order;
+}
+
 std::int64_t ns_of(std::int64_t cycles) {
   return std::llround(double(cycles) / 1.33);  // tf1's clock is 1.33 GHz
 }
@@ -225,10 +254,10 @@ TEST_CASE("the protobuf trace holds the tf1 run's tracks, slices and first task 
   CHECK(args["cycles"] == 12598);
   CHECK(args["micro_batch"] == 1);
   CHECK(sim::build_cost_model(run->spec).stages[0][0].forward_cycles == 12598);
-  const auto end = std::find_if(first, trace.events.end(), [&](const DecodedEvent& e) {
-    return e.type == 2 && e.track == first->track;
-  });
-  REQUIRE(end != trace.events.end());
+  // Its end, after the operations nested in it.
+  const auto pairs = slice_pairs(trace.events, file_order(trace));
+  const auto end =
+      trace.events.begin() + std::ptrdiff_t(pairs.at(std::size_t(first - trace.events.begin())));
   CHECK(std::int64_t(end->timestamp) == ns_of(17342 + 12598));
 }
 
@@ -325,4 +354,23 @@ TEST_CASE("a trace file's name picks its format") {
   CHECK(sim::trace_format_of_path("run.json") == sim::TraceFormat::kJson);
   CHECK(sim::trace_format_of_path("run.pftrace.json") == sim::TraceFormat::kJson);
   CHECK(sim::trace_format_of_path("run") == sim::TraceFormat::kJson);
+}
+
+TEST_CASE("protobuf slices nest the same once Perfetto sorts the packets by time") {
+  // Perfetto sorts by timestamp, keeping the file's order among equal ones.
+  for (const auto& sets :
+       std::vector<std::vector<std::string>>{{},
+                                             {"pipeline.pipeline_schedule=zero_bubble_h1"},
+                                             {"pipeline.offload_activations=true"}}) {
+    const auto run = testing::trace_run(kProtoTf1, sets, sim::TraceFormat::kProto);
+    const auto trace = decode_trace(run->bytes);
+    const auto in_file = file_order(trace);
+    auto by_time = in_file;
+    std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+      return trace.events[a].timestamp < trace.events[b].timestamp;
+    });
+    const auto written = slice_pairs(trace.events, in_file);
+    CHECK(written.size() > 200);
+    CHECK(slice_pairs(trace.events, by_time) == written);
+  }
 }
