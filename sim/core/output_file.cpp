@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,7 +134,7 @@ int keep_permissions(int fd, const std::string& path) {
 
 // Returns 0, or the errno of the first write that failed. A file system that is full shows
 // here or only at fsync() or close(), so all three are checked.
-int write_all(int fd, std::initializer_list<std::string_view> parts) {
+int write_all(int fd, std::initializer_list<std::string_view> parts, bool sync = true) {
   for (const auto part : parts) {
     std::size_t done = 0;
     while (done < part.size()) {
@@ -145,10 +146,50 @@ int write_all(int fd, std::initializer_list<std::string_view> parts) {
       done += std::size_t(n);
     }
   }
-  if (::fsync(fd) != 0)
+  if (sync && ::fsync(fd) != 0)
     return errno;
   return 0;
 }
+
+}  // namespace
+
+namespace {
+
+// The temporary file of a streamed output, written through as the caller's buffer fills.
+class StreamFile : public ByteSink {
+ public:
+  StreamFile(int fd, RemoveOnSignal cleanup, std::string path, std::string what)
+      : fd_(fd), cleanup_(std::move(cleanup)), path_(std::move(path)), what_(std::move(what)) {}
+  ~StreamFile() override {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  StreamFile(const StreamFile&) = delete;
+  StreamFile& operator=(const StreamFile&) = delete;
+
+  void write(std::string_view bytes) override {
+    IPUSIM_CHECK(fd_ >= 0);
+    if (const int error = write_all(fd_, {bytes}, false); error != 0)
+      refuse(path_, what_, system_error(error));
+  }
+
+  // Syncs and closes the file; its signal registration passes to the caller.
+  RemoveOnSignal close() {
+    int error = ::fsync(fd_) == 0 ? 0 : errno;
+    if (::close(fd_) != 0 && error == 0)
+      error = errno;
+    fd_ = -1;
+    if (error != 0)
+      refuse(path_, what_, system_error(error));
+    return std::move(cleanup_);
+  }
+
+ private:
+  int fd_;
+  RemoveOnSignal cleanup_;
+  std::string path_;
+  std::string what_;
+};
 
 }  // namespace
 
@@ -225,7 +266,8 @@ void AppendFile::fail() const {
 // --- OutputSet ----------------------------------------------------------------------------
 
 OutputSet::~OutputSet() {
-  for (const auto& output : outputs_) {
+  for (auto& output : outputs_) {
+    output.stream.reset();  // closes the file before it is removed
     if (!output.temporary.empty())
       ::unlink(output.temporary.c_str());
   }
@@ -246,7 +288,7 @@ void OutputSet::add(const std::string& path, const std::string& option) {
     if (other.identity == identity)
       refuse(path, what, other.what + " is the same file; give each output its own path");
   }
-  Output output{path, what, identity, "", nullptr, {}};
+  Output output{path, what, identity, "", nullptr, nullptr, {}};
   for (const auto& input : inputs_)
     check_not_input(output, input);
   outputs_.push_back(std::move(output));
@@ -322,6 +364,31 @@ void OutputSet::write(const std::string& path, std::initializer_list<std::string
   output.cleanup = std::move(temporary.cleanup);
 }
 
+ByteSink& OutputSet::open_stream(const std::string& path) {
+  Output& output = declared(path);
+  IPUSIM_CHECK(output.temporary.empty() && !output.stream && !committed_);
+  auto temporary = create_temporary(path, output.what);
+  if (const int error = keep_permissions(temporary.fd, path); error != 0) {
+    ::close(temporary.fd);
+    ::unlink(temporary.name.c_str());
+    refuse(path, output.what, system_error(error));
+  }
+  // The name is the set's to remove from here on, whatever fails.
+  output.temporary = temporary.name;
+  output.stream =
+      std::make_unique<StreamFile>(temporary.fd, std::move(temporary.cleanup), path, output.what);
+  return *output.stream;
+}
+
+void OutputSet::close_streams() {
+  for (auto& output : outputs_) {
+    if (!output.stream)
+      continue;
+    output.cleanup = static_cast<StreamFile&>(*output.stream).close();
+    output.stream.reset();
+  }
+}
+
 AppendFile& OutputSet::open_append(const std::string& path, const std::string& busy) {
   Output& output = declared(path);
   IPUSIM_CHECK(!output.append && !committed_);
@@ -333,6 +400,7 @@ AppendFile& OutputSet::open_append(const std::string& path, const std::string& b
 // undone; the outputs not yet renamed are dropped.
 void OutputSet::commit() {
   IPUSIM_CHECK(!committed_);
+  close_streams();
   // Every check before the first rename, so that a path spoilt since add() leaves all unwritten.
   for (const auto& output : outputs_) {
     if (!output.temporary.empty())
@@ -348,6 +416,13 @@ void OutputSet::commit() {
   }
   folder_cleanups_.clear();  // they hold the outputs now
   committed_ = true;
+}
+
+std::int64_t free_bytes_for(const std::string& path) {
+  struct statvfs info {};
+  if (::statvfs(folder_of(path).c_str(), &info) != 0)
+    return -1;
+  return std::int64_t(info.f_bavail) * std::int64_t(info.f_frsize);
 }
 
 void write_file_atomically(const std::string& path, std::string_view text) {

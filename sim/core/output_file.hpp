@@ -12,6 +12,7 @@
 // folders it created, and so does a stop signal (sim/core/signal_cleanup.hpp), so a failure
 // leaves no output half done and nothing else behind.
 
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -22,6 +23,21 @@
 #include "sim/core/signal_cleanup.hpp"
 
 namespace ipusim::core {
+
+// Where a large output's bytes go as they are produced: the temporary file of a streamed output
+// (OutputSet::open_stream), or a string in tests. Callers buffer; each write() reaches the sink.
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual void write(std::string_view bytes) = 0;
+};
+
+// Keeps what is written, for tests and small outputs.
+class StringSink : public ByteSink {
+ public:
+  void write(std::string_view bytes) override { text.append(bytes); }
+  std::string text;
+};
 
 // An output that grows in place one whole line per write(), so that a kill leaves at most one
 // partial line at its end (a sweep's CSV). It is locked with flock(2) while this object lives:
@@ -78,6 +94,12 @@ class OutputSet {
   void write(const std::string& path, std::initializer_list<std::string_view> parts);
   void write(const std::string& path, std::string_view text) { write(path, {text}); }
 
+  // Opens the temporary file of a declared output to be written piece by piece as it is
+  // produced (a trace); commit() syncs, closes and renames it like a write()'s. A write that
+  // fails (a full disk) throws core::ConfigError naming the path, and the temporary is removed
+  // with the set.
+  ByteSink& open_stream(const std::string& path);
+
   // Opens a declared output to grow in place (see AppendFile); it stays locked until the set is
   // destroyed, and survives a failure. A write() of the same path replaces it whole at commit().
   AppendFile& open_append(const std::string& path, const std::string& busy);
@@ -93,7 +115,8 @@ class OutputSet {
     std::filesystem::path identity;  // the real folder and the file name, to spot duplicates
     std::string temporary;           // empty until written, and again once renamed
     std::unique_ptr<AppendFile> append;
-    RemoveOnSignal cleanup;  // of `temporary`
+    std::unique_ptr<ByteSink> stream;  // open_stream()'s file, open until commit()
+    RemoveOnSignal cleanup;            // of `temporary`
   };
 
   struct Input {
@@ -103,6 +126,7 @@ class OutputSet {
   };
 
   Output& declared(const std::string& path);
+  void close_streams();
   void check_not_input(const Output& output, const Input& input) const;
 
   std::vector<Output> outputs_;
@@ -111,6 +135,10 @@ class OutputSet {
   std::vector<RemoveOnSignal> folder_cleanups_;         // of created_folders_, until commit()
   bool committed_ = false;
 };
+
+// Bytes free to an unprivileged user on the file system that holds `path`'s folder, or -1 when
+// it cannot be told.
+std::int64_t free_bytes_for(const std::string& path);
 
 // One output on its own: checked, written to a temporary file and renamed over `path`.
 // Throws core::ConfigError naming `path` when the file cannot be written.

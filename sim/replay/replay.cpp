@@ -78,6 +78,7 @@ ReplayLayout layout_of(const ReplayState& state) {
   layout.memory_capacity = state.spec.hardware.memory_per_ipu_bytes;
   layout.step_based = state.schedule.step_based();
   layout.static_memory = state.memory.static_memory();
+  layout.cost = &state.cost;
   return layout;
 }
 

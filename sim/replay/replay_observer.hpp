@@ -20,6 +20,8 @@
 
 namespace ipusim::sim {
 
+struct CostModel;
+
 // The machine one replica runs on, told before the first event. IPUs are numbered logically
 // (a stage's device_mapping entry) everywhere; `physical` maps them onto the device.
 struct ReplayLayout {
@@ -32,6 +34,8 @@ struct ReplayLayout {
   // Memory that does not change during the step, per IPU by category; FIFOs are here when the
   // schedule allocates them for the whole program (Graphcore schedules).
   std::vector<MemoryByCategory> static_memory;
+  // What each stage's tasks cost, operation by operation; lives as long as the replay.
+  const CostModel* cost = nullptr;
 };
 
 // A compute task (F, B, R, W) or a host transfer (infeed, outfeed) on one IPU.

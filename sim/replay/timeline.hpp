@@ -1,10 +1,12 @@
 #pragma once
-// What the trace and the HTML report draw, recorded from the replay's events: task spans per
-// IPU, transfers per link, host transfers, stash FIFO traffic with streaming memory, BSP sync
-// and exchange spans, phase starts, the weight update and memory over time per IPU.
+// What the HTML report draws (and the memory counters of the trace), recorded from the
+// replay's events: task spans per IPU, transfers per link, host transfers, stash FIFO traffic
+// with streaming memory, BSP sync and exchange spans, phase starts, the weight update and
+// memory over time per IPU.
 //
-// A Timeline stays bounded however long the run: past `max_events` spans it keeps the first
-// part of the run (whole BSP steps, or everything that started before a cycle for the other
+// A Timeline stays bounded however long the run (the trace, which must hold every span, is
+// streamed instead: sim/report/trace.hpp): past `max_events` spans it keeps the first part of
+// the run (whole BSP steps, or everything that started before a cycle for the other
 // schedules) and only counts the rest. Memory is kept as the maximum per time bucket; buckets
 // double in width whenever there would be more than `memory_buckets` of them, so a long run
 // keeps its envelope at a fixed cost. Phase starts and the weight update are always kept.

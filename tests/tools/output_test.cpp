@@ -182,6 +182,41 @@ TEST_CASE("when one output of run cannot be written the others are not written e
   CHECK(entries(dir).empty());
 }
 
+TEST_CASE("a trace that fills the disk while it streams fails, names it and leaves nothing") {
+  const auto dir = fresh_folder("trace_full");
+  const auto trace = (dir / "t.json").string();  // about 7 MB at 20,000 micro-batches
+  ipusim::testing::CliResult result;
+  {
+    const ipusim::testing::FileSizeLimit limit(1'000'000);
+    result = run_ipusim({"run", kTf1Config, "--no-numeric", "--gac", "20000", "--schedule", "1f1b",
+                         "--trace", trace});
+  }
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "error: " + trace + ": cannot write the --trace output: File too large\n");
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("run --trace writes protobuf for a .pftrace name or --trace-format proto") {
+  const auto dir = fresh_folder("trace_formats");
+  const auto proto = (dir / "run.pftrace").string();
+  const auto named_json = (dir / "run.json").string();
+  CHECK(run_ipusim({"run", kTf1Config, "--no-numeric", "--quiet", "--trace", proto}).code == 0);
+  CHECK(run_ipusim({"run", kTf1Config, "--no-numeric", "--quiet", "--trace", named_json,
+                    "--trace-format", "proto"})
+            .code == 0);
+  const std::string bytes = read_file(proto);
+  REQUIRE(bytes.size() > 1000);
+  CHECK(bytes[0] == '\x0a');  // Trace.packet, field 1, length-delimited
+  CHECK(read_file(named_json) == bytes);
+  const auto refused =
+      run_ipusim({"run", kTf1Config, "--trace", named_json, "--trace-format", "jsn"});
+  CHECK(refused.code != 0);
+  CHECK(refused.err ==
+        "error: --trace-format: unknown trace format 'jsn'; did you mean 'json'? (json or "
+        "proto)\n");
+}
+
 TEST_CASE("run writes every output it was given and no temporary file") {
   const auto dir = fresh_folder("all_written");
   const auto result =

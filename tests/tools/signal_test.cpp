@@ -111,3 +111,23 @@ TEST_CASE("a sweep without -o stopped by a signal or a closed pipe keeps nothing
   }
   ::unsetenv("TMPDIR");
 }
+
+TEST_CASE("run --trace stopped by SIGTERM while the trace streams leaves no file") {
+  const fs::path dir = fs::path(IPUSIM_BINARY_DIR) / "signal_test" / "trace";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // 5 million micro-batches: the replay runs for many seconds, writing as it goes.
+  const pid_t child =
+      spawn_ipusim({"run", kTf1Config, "--no-numeric", "--quiet", "--gac", "5000000", "--schedule",
+                    "1f1b", "--trace", (dir / "t.pftrace").string()},
+                   (dir / "err.txt").string());
+  while (partial_files(dir).empty()) {
+    REQUIRE(running(child));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const int status = status_after(child, SIGTERM);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(partial_files(dir).empty());
+  CHECK_FALSE(fs::exists(dir / "t.pftrace"));
+}

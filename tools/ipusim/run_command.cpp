@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <memory>
 #include <ostream>
 
+#include "sim/core/suggest.hpp"
 #include "sim/html/html_report.hpp"
 #include "sim/numeric/numeric.hpp"
 #include "sim/numeric/training.hpp"
@@ -17,6 +19,7 @@ struct RunOptions {
   ConfigArgs config;
   std::string json_path;
   std::string trace_path;
+  std::string trace_format;  // "json" or "proto"; empty: by the file's name
   std::string html_path;
   bool quiet = false;
   bool allow_oom = false;
@@ -29,7 +32,15 @@ struct RunOptions {
       return sim::NumericMode::kOn;
     return no_numeric ? sim::NumericMode::kOff : sim::NumericMode::kAuto;
   }
+
+  sim::TraceFormat format() const {
+    if (trace_format.empty())
+      return sim::trace_format_of_path(trace_path);
+    return trace_format == "proto" ? sim::TraceFormat::kProto : sim::TraceFormat::kJson;
+  }
 };
+
+const std::vector<std::string> kTraceFormats = {"json", "proto"};
 
 // A numeric check that failed fails the run, after the report is written.
 void check_numeric(const sim::RunReport& report) {
@@ -54,14 +65,22 @@ void run_and_report(const RunOptions& o, std::ostream& out, std::ostream& err) {
   options.numeric = o.numeric_mode();
   if (!o.quiet)
     options.notify = [&err](const std::string& notice) { err << "note: " << notice << "\n"; };
+  // The trace goes to its file as the replay produces it; the HTML report draws a Timeline.
+  std::unique_ptr<sim::TraceWriter> trace;
+  if (!o.trace_path.empty()) {
+    sim::refuse_oversized_trace(spec, o.trace_path, "--trace", o.format(),
+                                core::free_bytes_for(o.trace_path));
+    trace = std::make_unique<sim::TraceWriter>(spec, o.format(), outputs.open_stream(o.trace_path));
+    options.observers.push_back(trace.get());
+  }
   sim::TimelineRecorder recorder;
-  if (!o.trace_path.empty() || !o.html_path.empty())
+  if (!o.html_path.empty())
     options.observers.push_back(&recorder);
   const auto report = sim::simulate(spec, options);
+  if (trace)
+    trace->finish(report);
   if (!o.json_path.empty())
     outputs.write(o.json_path, sim::to_json(report).dump(2) + "\n");
-  if (!o.trace_path.empty())
-    outputs.write(o.trace_path, sim::chrome_trace(report, recorder.timeline()).dump() + "\n");
   if (!o.html_path.empty())
     outputs.write(o.html_path, sim::html_report(report, recorder.timeline()));
   outputs.commit();
@@ -82,10 +101,26 @@ void add_run_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   add_config_options(command, o->config);
   command->add_option("--json", o->json_path, "Also write the report as JSON to this file")
       ->check(non_empty_path());
+  auto* trace =
+      command
+          ->add_option("--trace", o->trace_path,
+                       "Write a trace of the step for ui.perfetto.dev, as it is replayed: "
+                       "Chrome trace-event JSON, or Perfetto's protobuf for a .pftrace or "
+                       ".perfetto-trace file")
+          ->check(non_empty_path());
   command
-      ->add_option("--trace", o->trace_path,
-                   "Write a Chrome trace-event JSON of the step (open in ui.perfetto.dev)")
-      ->check(non_empty_path());
+      ->add_option("--trace-format", o->trace_format,
+                   "json or proto: the --trace file's format whatever its name")
+      ->check(CLI::Validator(
+          [](std::string& format) -> std::string {
+            if (std::find(kTraceFormats.begin(), kTraceFormats.end(), format) !=
+                kTraceFormats.end())
+              return "";
+            return "unknown trace format '" + format + "'" +
+                   core::did_you_mean(format, kTraceFormats) + " (json or proto)";
+          },
+          "FORMAT"))
+      ->needs(trace);
   command
       ->add_option("--html", o->html_path,
                    "Write a self-contained HTML report: pipeline chart, utilisation, memory")

@@ -8,6 +8,7 @@
 #include "sim/core/config_file.hpp"
 #include "sim/replay/timeline.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/trace.hpp"
 #include "sim/spec/spec.hpp"
 
 namespace ipusim::testing {
@@ -51,6 +52,36 @@ inline std::unique_ptr<RecordedRun> record_allowing_oom(const std::string& confi
   for (const auto& set : sets)
     overrides.push_back(core::parse_set_argument(set));
   return record(sim::load_run_spec(config, overrides), {}, true);
+}
+
+// A simulated run traced as `run --trace` traces it, the trace's bytes kept in memory.
+struct TracedRun {
+  sim::RunSpec spec;
+  sim::RunReport report;
+  std::string bytes;
+};
+
+inline std::unique_ptr<TracedRun> trace_run(sim::RunSpec spec,
+                                            sim::TraceFormat format = sim::TraceFormat::kJson) {
+  auto run = std::make_unique<TracedRun>();
+  run->spec = std::move(spec);
+  core::StringSink sink;
+  sim::TraceWriter writer(run->spec, format, sink);
+  sim::SimulateOptions simulate;
+  simulate.observers = {&writer};
+  run->report = sim::simulate(run->spec, simulate);
+  writer.finish(run->report);
+  run->bytes = std::move(sink.text);
+  return run;
+}
+
+inline std::unique_ptr<TracedRun> trace_run(const std::string& config,
+                                            const std::vector<std::string>& sets = {},
+                                            sim::TraceFormat format = sim::TraceFormat::kJson) {
+  std::vector<core::Override> overrides;
+  for (const auto& set : sets)
+    overrides.push_back(core::parse_set_argument(set));
+  return trace_run(sim::load_run_spec(config, overrides), format);
 }
 
 }  // namespace ipusim::testing

@@ -149,8 +149,8 @@ nlohmann::json concurrent_config() {
 }  // namespace
 
 TEST_CASE("the tf1 grouped trace follows the trace-event format and starts with F1 s0 on IPU0") {
-  const auto run = testing::record(kTf1);
-  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  const auto run = testing::trace_run(kTf1);
+  const auto trace = json::parse(run->bytes);
   check_format(trace);
   check_no_overlap(trace, 2);
 
@@ -228,9 +228,9 @@ nlohmann::json four_stages(const std::string& selection_order) {
 
 TEST_CASE("trace tracks name logical IPUs and the physical IPUs selection_order gives them") {
   // Links read top-down as the pipeline: activations stage by stage, then gradients back.
-  const auto run = testing::record(
+  const auto run = testing::trace_run(
       sim::build_run_spec(core::ConfigDocument::from_json(four_stages("snake"), "four.json")));
-  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  const auto trace = json::parse(run->bytes);
   CHECK(thread_names(trace, 1) == std::map<std::string, int>{{"IPU0 (physical IPU0)", 0},
                                                              {"IPU1 (physical IPU1)", 1},
                                                              {"IPU2 (physical IPU3)", 2},
@@ -254,8 +254,8 @@ TEST_CASE("the trace draws each offloaded FIFO read and write on its IPU's strea
   auto config = four_stages("snake");
   config["pipeline"]["offload_activations"] = true;
   const auto run =
-      testing::record(sim::build_run_spec(core::ConfigDocument::from_json(config, "four.json")));
-  const auto trace = sim::chrome_trace(run->report, run->timeline());
+      testing::trace_run(sim::build_run_spec(core::ConfigDocument::from_json(config, "four.json")));
+  const auto trace = json::parse(run->bytes);
   check_format(trace);
   CHECK(thread_names(trace, 6) == std::map<std::string, int>{{"streaming memory IPU0", 0},
                                                              {"streaming memory IPU1", 1},
@@ -279,8 +279,8 @@ TEST_CASE("the trace draws each offloaded FIFO read and write on its IPU's strea
 }
 
 TEST_CASE("the trace has one memory counter per IPU with a series per category") {
-  const auto run = testing::record(kTf1);
-  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  const auto run = testing::trace_run(kTf1);
+  const auto trace = json::parse(run->bytes);
   std::map<std::string, std::set<std::string>> series;
   std::map<std::string, double> peak;
   for (const auto& e : trace["traceEvents"]) {
@@ -303,8 +303,8 @@ TEST_CASE("the trace has one memory counter per IPU with a series per category")
 }
 
 TEST_CASE("a 1f1b trace keeps each IPU's tasks apart and ends IPU0 with B16 s0") {
-  const auto run = testing::record(kTf1, {"pipeline.pipeline_schedule=1f1b"});
-  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  const auto run = testing::trace_run(kTf1, {"pipeline.pipeline_schedule=1f1b"});
+  const auto trace = json::parse(run->bytes);
   check_format(trace);
   check_no_overlap(trace, 2);
   const auto ipu0 = names_of(slices(trace, 1, 0));
@@ -318,9 +318,9 @@ TEST_CASE("a 1f1b trace keeps each IPU's tasks apart and ends IPU0 with B16 s0")
 }
 
 TEST_CASE("a concurrent stage's sub-tasks run on both of its IPUs at once in the trace") {
-  const auto run = testing::record(
+  const auto run = testing::trace_run(
       sim::build_run_spec(core::ConfigDocument::from_json(concurrent_config(), "branches.json")));
-  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  const auto trace = json::parse(run->bytes);
   check_format(trace);
   check_no_overlap(trace, 4);
   const auto ipu1 = slices(trace, 1, 1);
@@ -334,11 +334,13 @@ TEST_CASE("a concurrent stage's sub-tasks run on both of its IPUs at once in the
   CHECK(ipu2[0]["args"]["substage"] == 1);
 }
 
-TEST_CASE("the same run gives a byte-identical trace") {
-  const auto a = testing::record(kTf1);
-  const auto b = testing::record(kTf1);
-  CHECK(sim::chrome_trace(a->report, a->timeline()).dump() ==
-        sim::chrome_trace(b->report, b->timeline()).dump());
+TEST_CASE("the same run gives a byte-identical trace in either format") {
+  for (const auto format : {sim::TraceFormat::kJson, sim::TraceFormat::kProto}) {
+    const auto a = testing::trace_run(kTf1, {}, format);
+    const auto b = testing::trace_run(kTf1, {}, format);
+    CHECK(!a->bytes.empty());
+    CHECK(a->bytes == b->bytes);
+  }
 }
 
 TEST_CASE("past max_events a BSP timeline keeps whole steps and says how many") {
@@ -362,8 +364,6 @@ TEST_CASE("past max_events a BSP timeline keeps whole steps and says how many") 
                                    " of " + sim::with_commas(t.end.count) + " cycles)");
   CHECK(t.recorded_steps == 4);
   CHECK(t.weight_updates.size() == 2);
-  const auto trace = sim::chrome_trace(cut->report, t);
-  CHECK(trace["otherData"]["truncation"] == t.truncation_note());
 }
 
 TEST_CASE("past max_events a 1f1b timeline keeps everything that starts before the cut") {
@@ -403,8 +403,8 @@ TEST_CASE("micro-batch 1's compute slices hold their operations, end to end") {
                                              {"pipeline.pipeline_schedule=zero_bubble_h1"},
                                              {"pipeline.recomputation_mode=auto"}}) {
     INFO((sets.empty() ? "grouped" : sets[0]));
-    const auto run = testing::record(kTf1, sets);
-    const auto trace = sim::chrome_trace(run->report, run->timeline());
+    const auto run = testing::trace_run(kTf1, sets);
+    const auto trace = json::parse(run->bytes);
     int nested_tasks = 0;
     for (const auto& task : trace["traceEvents"]) {
       if (task.value("cat", "") != "compute" || task["args"]["micro_batch"] != 1)
@@ -429,8 +429,8 @@ TEST_CASE("micro-batch 1's compute slices hold their operations, end to end") {
 }
 
 TEST_CASE("flow arrows follow each micro-batch from stage to stage through its copy") {
-  const auto run = testing::record(kTf1);
-  const auto trace = sim::chrome_trace(run->report, run->timeline());
+  const auto run = testing::trace_run(kTf1);
+  const auto trace = json::parse(run->bytes);
   std::map<std::int64_t, std::vector<json>> flows;  // by id, in order
   for (const auto& e : trace["traceEvents"])
     if (e.value("cat", "") == "flow")
@@ -465,10 +465,10 @@ TEST_CASE("flow arrows follow each micro-batch from stage to stage through its c
 }
 
 TEST_CASE("the trace's display unit is ns for a step under a millisecond, ms beyond") {
-  const auto short_run = testing::record(kTf1);
-  CHECK(sim::chrome_trace(short_run->report, short_run->timeline())["displayTimeUnit"] == "ns");
+  const auto short_run = testing::trace_run(kTf1);
+  CHECK(json::parse(short_run->bytes)["displayTimeUnit"] == "ns");
   CHECK(short_run->report.figures.step_seconds < 1e-3);
-  const auto long_run = testing::record(kTf1, {"pipeline.gradient_accumulation_count=64"});
+  const auto long_run = testing::trace_run(kTf1, {"pipeline.gradient_accumulation_count=64"});
   CHECK(long_run->report.figures.step_seconds > 1e-3);
-  CHECK(sim::chrome_trace(long_run->report, long_run->timeline())["displayTimeUnit"] == "ms");
+  CHECK(json::parse(long_run->bytes)["displayTimeUnit"] == "ms");
 }
