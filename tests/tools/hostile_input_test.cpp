@@ -299,12 +299,13 @@ TEST_CASE("the step table of a schedule too long to print is refused at the accu
 
 TEST_CASE("text that is not UTF-8 is refused where it enters, not when a report is written") {
   const std::string bad = "\xff\xfe";
+  const std::string shown = "\\xff\\xfe";  // as escapes: raw, an 8-bit terminal could act on them
   CHECK(validate_error({"--set", "description=" + bad}) ==
-        "error: --set description=" + bad + ": the override is not valid UTF-8 text\n");
+        "error: --set description=" + shown + ": the override is not valid UTF-8 text\n");
   CHECK(validate_error({"--splits", bad}) ==
-        "error: --splits " + bad + ": the override is not valid UTF-8 text\n");
+        "error: --splits " + shown + ": the override is not valid UTF-8 text\n");
   const CliResult result = run_ipusim({"run", "tests/tools/data/" + bad + ".json"});
   CHECK(result.code == 2);
   CHECK(result.err ==
-        "error: tests/tools/data/" + bad + ".json: the file name is not valid UTF-8 text\n");
+        "error: tests/tools/data/" + shown + ".json: the file name is not valid UTF-8 text\n");
 }
