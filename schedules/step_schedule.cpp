@@ -29,6 +29,7 @@ StepSchedule::StepSchedule(const StepRule& rule, PipelineShape shape, Recomputat
     code_ramp_down_ = std::min<std::int64_t>(s, steps_ - code_ramp_up_);
   }
   build_slots();
+  index_slots_by_residue();
   find_full_steps();
 }
 
@@ -171,14 +172,50 @@ Task StepSchedule::stamped(const Task& work, std::int64_t microbatch, std::int64
   return task;
 }
 
+namespace {
+
+// Periods up to this many steps are tabulated by residue (a table entry per IPU and residue).
+constexpr std::int64_t kMaxTabulatedPeriod = 1 << 16;
+
+std::int64_t residue(std::int64_t step, std::int64_t period) {
+  return ((step % period) + period) % period;
+}
+
+}  // namespace
+
+void StepSchedule::index_slots_by_residue() {
+  slots_by_residue_.clear();
+  if (period_ > kMaxTabulatedPeriod)
+    return;
+  slots_by_residue_.resize(slots_.size());
+  for (std::size_t ipu = 0; ipu < slots_.size(); ++ipu) {
+    auto& table = slots_by_residue_[ipu];
+    table.resize(std::size_t(period_));
+    for (std::size_t k = 0; k < slots_[ipu].size(); ++k)
+      table[std::size_t(residue(slots_[ipu][k].offset, period_))].push_back(int(k));
+  }
+}
+
+template <class Visit>
+void StepSchedule::visit_slots_in_step(int ipu, std::int64_t step, Visit visit) const {
+  const auto& slots = slots_[std::size_t(ipu)];
+  if (slots_by_residue_.empty()) {
+    for (const Slot& slot : slots)
+      visit(slot);
+    return;
+  }
+  for (const int k : slots_by_residue_[std::size_t(ipu)][std::size_t(residue(step, period_))])
+    visit(slots[std::size_t(k)]);
+}
+
 void StepSchedule::tasks_in_step(std::int64_t step, int ipu, std::vector<Task>& out) const {
   IPUSIM_CHECK(step >= 0 && step < steps_ && ipu >= 0 && ipu < layout().ipus());
   out.clear();
-  for (const Slot& slot : slots_[ipu]) {
+  visit_slots_in_step(ipu, step, [&](const Slot& slot) {
     const std::int64_t m = microbatch_at(slot, step);
     if (m >= 0)
       out.push_back(stamped(slot.work, m, step));
-  }
+  });
 }
 
 void StepSchedule::exchange_in_step(std::int64_t step, std::vector<Task>& out) const {
@@ -211,6 +248,14 @@ bool StepSchedule::fifo_runs(std::int64_t step, int stage) const {
 
 std::int64_t StepSchedule::next_busy_step(int ipu, std::int64_t from) const {
   IPUSIM_CHECK(ipu >= 0 && ipu < layout().ipus());
+  // Most often `from` itself is busy, which its residue's slots tell at once.
+  bool busy = false;
+  if (from >= 0 && from < steps_) {
+    visit_slots_in_step(ipu, from,
+                        [&](const Slot& slot) { busy = busy || microbatch_at(slot, from) >= 0; });
+  }
+  if (busy)
+    return from;
   std::int64_t next = steps_;
   for (const Slot& slot : slots_[ipu]) {
     const std::int64_t since = std::max<std::int64_t>(0, from - slot.offset);

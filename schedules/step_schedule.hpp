@@ -93,6 +93,10 @@ class StepSchedule final : public Schedule {
   std::int64_t tasks_before(int ipu, std::int64_t step) const;
   Task stamped(const Task& work, std::int64_t microbatch, std::int64_t step) const;
   void build_slots();
+  void index_slots_by_residue();
+  // The slots of `ipu` that may run in `step`: a residue's, or all of them.
+  template <class Visit>
+  void visit_slots_in_step(int ipu, std::int64_t step, Visit visit) const;
   void add_copies(int ipu, int stage, CopyKind kind, std::vector<Slot>& slots) const;
   bool full(std::int64_t step) const;
   void find_full_steps();
@@ -105,6 +109,10 @@ class StepSchedule final : public Schedule {
   std::int64_t code_ramp_up_ = 0;
   std::int64_t code_ramp_down_ = 0;
   std::vector<std::vector<Slot>> slots_;  // per IPU, in program order within a step
+  // Per IPU, per step modulo the period: the slots that may run in such a step, in program
+  // order, so that a step's tasks are found without visiting the IPU's other slots (Sequential
+  // runs one of an IPU's many slots a step). Empty when the period is too long to tabulate.
+  std::vector<std::vector<std::vector<int>>> slots_by_residue_;
   std::vector<std::pair<std::int64_t, std::int64_t>> slot_offsets_;  // per IPU: lowest, highest
   std::int64_t first_full_ = -1;
   std::int64_t last_full_ = -1;

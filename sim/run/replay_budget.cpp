@@ -12,7 +12,8 @@ namespace {
 // Tasks a replay may run: at a few million a second, a few minutes' work.
 constexpr double kMaxReplayTasks = 2e9;
 // Tasks past which a replay keeps the user waiting, and the rate that makes it so ([M]
-// tools/bench/replay_bench: 35-40 million tasks a second on one core of the build machine).
+// tools/bench/estimate_bench: every shipped config replays at 30-58 million tasks a second on
+// one core of the build machine, so the estimate is within 1.5x of the time either way).
 constexpr double kLongReplayTasks = 2e8;
 constexpr double kTasksPerSecond = 4e7;
 
@@ -66,6 +67,10 @@ void refuse_long_replay(const RunSpec& spec, bool numeric) {
           with_commas(std::int64_t(kMaxReplayTasks)) +
           " ipusim replays in one run (a few minutes); lower " +
           (by_repeats ? "repeat_count, or run with --no-numeric" : "gradient_accumulation_count"));
+}
+
+double estimated_replay_seconds(const RunSpec& spec, bool numeric) {
+  return estimate(spec, numeric).tasks / kTasksPerSecond;
 }
 
 std::string long_replay_notice(const RunSpec& spec, bool numeric) {

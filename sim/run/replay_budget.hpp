@@ -13,9 +13,13 @@ namespace ipusim::sim {
 // 2e9 tasks: the tasks per micro-batch x the GAC, once, or once per repeat when the kernels run.
 void refuse_long_replay(const RunSpec& spec, bool numeric);
 
-// For a replay of more than 2e8 tasks (about 5 s at the 40 million tasks a second of
-// tools/bench/replay_bench), what it will run and about how long; empty for a shorter one.
+// For a replay of more than 2e8 tasks (a few seconds), what it will run and about how long
+// (estimated_replay_seconds); empty for a shorter one.
 std::string long_replay_notice(const RunSpec& spec, bool numeric);
+
+// The seconds a replay of `spec` takes, estimated from its tasks at the rate
+// tools/bench/estimate_bench measures over the shipped configs.
+double estimated_replay_seconds(const RunSpec& spec, bool numeric);
 
 // Why automatic numeric mode skips the kernels of `spec`: they would run more than 2e11 FLOPs,
 // pipeline and reference; empty within that budget.
