@@ -133,7 +133,7 @@ int keep_permissions(int fd, const std::string& path) {
 
 // Returns 0, or the errno of the first write that failed. A file system that is full shows
 // here or only at fsync() or close(), so all three are checked.
-int write_all(int fd, std::initializer_list<std::string_view> parts) {
+int write_all(int fd, std::initializer_list<std::string_view> parts, bool sync = true) {
   for (const auto part : parts) {
     std::size_t done = 0;
     while (done < part.size()) {
@@ -145,7 +145,7 @@ int write_all(int fd, std::initializer_list<std::string_view> parts) {
       done += std::size_t(n);
     }
   }
-  if (::fsync(fd) != 0)
+  if (sync && ::fsync(fd) != 0)
     return errno;
   return 0;
 }
@@ -312,6 +312,43 @@ void OutputSet::write(const std::string& path, std::initializer_list<std::string
   int error = keep_permissions(temporary.fd, path);
   if (error == 0)
     error = write_all(temporary.fd, parts);
+  if (::close(temporary.fd) != 0 && error == 0)
+    error = errno;
+  if (error != 0) {
+    ::unlink(temporary.name.c_str());
+    refuse(path, output.what, system_error(error));
+  }
+  output.temporary = std::move(temporary.name);
+  output.cleanup = std::move(temporary.cleanup);
+}
+
+void OutputSet::write_streamed(const std::string& path, const Producer& produce) {
+  Output& output = declared(path);
+  IPUSIM_CHECK(output.temporary.empty() && !committed_);
+  auto temporary = create_temporary(path, output.what);
+  int error = keep_permissions(temporary.fd, path);
+  // Pieces are gathered into writes of about a megabyte: a row at a time would be a system call
+  // per row.
+  std::string buffer;
+  const auto flush = [&] {
+    if (error == 0)
+      error = write_all(temporary.fd, {buffer}, false);
+    buffer.clear();
+  };
+  try {
+    produce([&](std::string_view piece) {
+      buffer += piece;
+      if (buffer.size() >= (std::size_t{1} << 20))
+        flush();
+    });
+  } catch (...) {
+    ::close(temporary.fd);
+    ::unlink(temporary.name.c_str());
+    throw;
+  }
+  flush();
+  if (error == 0)
+    error = write_all(temporary.fd, {}, true);
   if (::close(temporary.fd) != 0 && error == 0)
     error = errno;
   if (error != 0) {

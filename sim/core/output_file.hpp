@@ -13,6 +13,7 @@
 // leaves no output half done and nothing else behind.
 
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -77,6 +78,10 @@ class OutputSet {
   // another (so that a large array need not be copied into one string).
   void write(const std::string& path, std::initializer_list<std::string_view> parts);
   void write(const std::string& path, std::string_view text) { write(path, {text}); }
+  // The same for a text too large to hold at once: `produce` hands it over in pieces, each
+  // written before the next is made. Whatever `produce` throws leaves no temporary behind.
+  using Producer = std::function<void(const std::function<void(std::string_view)>& put)>;
+  void write_streamed(const std::string& path, const Producer& produce);
 
   // Opens a declared output to grow in place (see AppendFile); it stays locked until the set is
   // destroyed, and survives a failure. A write() of the same path replaces it whole at commit().

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -306,6 +307,30 @@ void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective) {
   });
 }
 
+RankKey rank_key(const PlanCandidate& replayed, std::size_t order) {
+  IPUSIM_CHECK(order <= std::numeric_limits<std::uint32_t>::max());
+  return {replayed.report->figures.throughput, replayed_peak_max(replayed), std::uint32_t(order),
+          replayed.report->figures.fits_in_memory};
+}
+
+// rank()'s order, the search's order breaking the last ties.
+bool ranks_before(const RankKey& a, const RankKey& b, PlanObjective objective) {
+  if (a.fits != b.fits)
+    return a.fits;
+  if (objective == PlanObjective::kMemory) {
+    if (a.peak_bytes != b.peak_bytes)
+      return a.peak_bytes < b.peak_bytes;
+    if (a.throughput != b.throughput)
+      return a.throughput > b.throughput;
+  } else {
+    if (a.throughput != b.throughput)
+      return a.throughput > b.throughput;
+    if (a.peak_bytes != b.peak_bytes)
+      return a.peak_bytes < b.peak_bytes;
+  }
+  return a.order < b.order;
+}
+
 }  // namespace plan_detail
 
 std::int64_t PlanCandidate::estimated_peak_max() const {
@@ -436,6 +461,49 @@ PlanRequest with_default_shapes(PlanRequest search, const RunSpec& base) {
 
 }  // namespace
 
+namespace {
+
+// Candidates replayed together: enough to keep every job busy, few enough that their reports
+// take a few megabytes.
+std::size_t replay_batch(int jobs) {
+  return std::size_t(std::max(256, 32 * jobs));
+}
+
+// Searches the settings of this process's shard in order, replaying the finalists a batch at a
+// time and handing them to `keep` in the search's order, so that --jobs changes nothing.
+// Returns how many finalists there were.
+std::size_t search_all(const core::ConfigDocument& base, const SettingList& settings,
+                       const PlanRequest& search, PlanResult& result, SearchState& state,
+                       PlanKeeper& keep) {
+  std::vector<PlanCandidate> batch;
+  std::size_t finalists = 0;
+  const auto replay = [&] {
+    auto quiet = search;
+    quiet.progress = nullptr;
+    replay_all(batch, quiet, result);
+    for (auto& c : batch)
+      keep.add(std::move(c));
+    batch.clear();
+  };
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    if (!search.shard.contains(i))
+      continue;
+    auto found = search_setting(base, settings.at(i), search, result, state);
+    finalists += found.size();
+    for (auto& c : found)
+      batch.push_back(std::move(c));
+    ++done;
+    if (batch.size() >= replay_batch(search.jobs) || done == result.settings)
+      replay();
+    if (search.progress)
+      search.progress(done, result.settings, "settings");
+  }
+  return finalists;
+}
+
+}  // namespace
+
 PlanResult plan(const PlanRequest& request) {
   const auto base = core::ConfigDocument::load(request.config_path, request.base_overrides);
   const RunSpec base_spec = build_run_spec(base);
@@ -446,21 +514,12 @@ PlanResult plan(const PlanRequest& request) {
   search = with_default_shapes(search, base_spec);
   PlanResult result = empty_result(search, base_spec);
   result.default_shapes = request.ipus_per_replica != search.ipus_per_replica;
-  const auto settings = settings_of(schedules_searched(search, base_spec), search, base_spec);
-  std::vector<Setting> mine;
+  const SettingList settings(schedules_searched(search, base_spec), search, base_spec);
   for (std::size_t i = 0; i < settings.size(); ++i)
-    if (request.shard.contains(i))
-      mine.push_back(settings[i]);
-  result.settings = mine.size();
-  std::vector<PlanCandidate> finalists;
+    result.settings += request.shard.contains(i) ? 1 : 0;
   SearchState state;
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    for (auto& c : search_setting(base, mine[i], search, result, state))
-      finalists.push_back(std::move(c));
-    if (request.progress)
-      request.progress(i + 1, mine.size(), "settings");
-  }
-  if (finalists.empty()) {
+  PlanKeeper keep(search, result);
+  if (search_all(base, settings, search, result, state, keep) == 0) {
     throw core::ConfigError(
         request.config_path, "",
         "no combination of the values asked for is a valid config" +
@@ -470,10 +529,8 @@ PlanResult plan(const PlanRequest& request) {
                        result.invalid_settings.front().second +
                        legal_gac_hint(state.ruled_out, result.invalid_settings.front().first)));
   }
-  replay_all(finalists, request, result);
-  rank(finalists, request.objective);
-  result.ranked = std::move(finalists);
-  search_nearest_legal(base, state.ruled_out, mine, search, result);
+  keep.finish(result);
+  search_nearest_legal(base, state.ruled_out, settings, search, result);
   show_columns(result.ranked, result);
   show_columns(result.nearest_over_capacity, result);
   show_columns(result.nearest_legal_gac, result);

@@ -181,6 +181,8 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     if (!a->html_path.empty())
       outputs.add(a->html_path, "--html");
     auto request = request_of(*a);
+    request.keep_rows = !a->csv_path.empty();
+    request.keep_points = !a->html_path.empty();
     auto bar = std::make_shared<ProgressBar>(core::unescaped(err));
     if (!a->quiet && is_terminal(core::unescaped(err)))
       request.progress = [bar](std::size_t done, std::size_t total, const char* unit) {
@@ -207,7 +209,8 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       outputs.write(a->best_path,
                     sim::planned_config(result.ranked.front(), a->best_path).dump(2) + "\n");
     if (!a->csv_path.empty())
-      outputs.write(a->csv_path, sim::plan_csv(result));
+      outputs.write_streamed(a->csv_path,
+                             [&](const auto& put) { sim::write_plan_csv(result, put); });
     if (!a->html_path.empty())
       outputs.write(a->html_path, sim::render_plan_html(result));
     outputs.commit();
