@@ -1,14 +1,19 @@
-// What plan keeps of its replayed candidates (sim/sweep/planner_internal.hpp, PlanKeeper): the
-// best `top` and the one of least peak, whatever the number of settings; for --csv every row in
-// a scratch file and a rank key in memory; for --html the points the page draws. Also the CSV
-// itself, written from the ledger in rank order.
+// How plan replays and ranks its finalists, and what it keeps of them
+// (sim/sweep/planner_internal.hpp, PlanKeeper): the best `top` and the one of least peak, whatever
+// the number of settings; for --csv every row in a scratch file and a rank key in memory; for
+// --html the points the page draws. Also the CSV itself, written from the ledger in rank order.
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <limits>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "sim/core/csv.hpp"
 #include "sim/core/error.hpp"
@@ -256,6 +261,102 @@ void PlanKeeper::finish(PlanResult& result) {
     }
   }
   result.ledger = s.ledger;
+}
+
+std::int64_t replayed_peak_max(const PlanCandidate& c) {
+  std::int64_t peak = 0;
+  for (const auto& ipu : c.report->replay.ipus)
+    peak = std::max(peak, ipu.peak_memory_bytes);
+  return peak;
+}
+
+// Replays every candidate on `jobs` threads (numerics off, overflow reported, not thrown). A
+// candidate whose replay is refused (its time overflows) is dropped and counted invalid.
+void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& request,
+                PlanResult& result) {
+  const int jobs = request.jobs;
+  std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  std::vector<std::exception_ptr> failures(candidates.size());
+  std::vector<char> refused(candidates.size(), 0);
+  auto work = [&] {
+    for (std::size_t i = next++; i < candidates.size(); i = next++) {
+      try {
+        SimulateOptions options;
+        options.allow_oom = true;
+        options.numeric = NumericMode::kOff;
+        candidates[i].report = simulate(candidates[i].spec, options);
+      } catch (const core::ConfigError&) {
+        refused[i] = 1;
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+      if (request.progress) {
+        const std::lock_guard lock(progress_mutex);
+        request.progress(++done, candidates.size(), "replays");
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const int count = std::max(1, std::min(jobs, int(candidates.size())));
+  for (int t = 1; t < count; ++t)
+    threads.emplace_back(work);
+  work();
+  for (auto& thread : threads)
+    thread.join();
+  for (const auto& failure : failures) {
+    if (failure)
+      std::rethrow_exception(failure);
+  }
+  std::vector<PlanCandidate> kept;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (refused[i])
+      ++result.invalid;
+    else
+      kept.push_back(std::move(candidates[i]));
+  }
+  candidates = std::move(kept);
+}
+
+// Fitting candidates first; then by the objective, the other figure breaking ties; equal
+// candidates keep the search's order, so the result does not depend on --jobs.
+void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective) {
+  std::stable_sort(candidates.begin(), candidates.end(), [objective](const auto& a, const auto& b) {
+    if (a.report->figures.fits_in_memory != b.report->figures.fits_in_memory)
+      return a.report->figures.fits_in_memory;
+    const double ta = a.report->figures.throughput;
+    const double tb = b.report->figures.throughput;
+    const auto pa = replayed_peak_max(a);
+    const auto pb = replayed_peak_max(b);
+    if (objective == PlanObjective::kMemory)
+      return pa != pb ? pa < pb : ta > tb;
+    return ta != tb ? ta > tb : pa < pb;
+  });
+}
+
+RankKey rank_key(const PlanCandidate& replayed, std::size_t order) {
+  IPUSIM_CHECK(order <= std::numeric_limits<std::uint32_t>::max());
+  return {replayed.report->figures.throughput, replayed_peak_max(replayed), std::uint32_t(order),
+          replayed.report->figures.fits_in_memory};
+}
+
+// rank()'s order, the search's order breaking the last ties.
+bool ranks_before(const RankKey& a, const RankKey& b, PlanObjective objective) {
+  if (a.fits != b.fits)
+    return a.fits;
+  if (objective == PlanObjective::kMemory) {
+    if (a.peak_bytes != b.peak_bytes)
+      return a.peak_bytes < b.peak_bytes;
+    if (a.throughput != b.throughput)
+      return a.throughput > b.throughput;
+  } else {
+    if (a.throughput != b.throughput)
+      return a.throughput > b.throughput;
+    if (a.peak_bytes != b.peak_bytes)
+      return a.peak_bytes < b.peak_bytes;
+  }
+  return a.order < b.order;
 }
 
 }  // namespace plan_detail

@@ -72,6 +72,13 @@ bool whole_sweep_row(std::string_view line, std::size_t columns);
 // named twice.
 void check_sweep_header(const std::string& path, const std::vector<std::string>& columns);
 
+// Reads sweep CSV `path` a megabyte at a time, with read_sweep_csv's checks and errors (but a
+// missing file is the caller's to refuse), never holding it whole: `visit` gets the cells of
+// each line, the header first, with the line's number, byte offset and length without its '\n'.
+using SweepLineVisitor = std::function<void(std::vector<std::string>&& cells, std::size_t number,
+                                            std::uint64_t offset, std::size_t bytes)>;
+void scan_sweep_csv(const std::string& path, LastLine last_line, const SweepLineVisitor& visit);
+
 // The run index of a row (its first cell).
 std::size_t run_index(const std::vector<std::string>& row);
 

@@ -35,7 +35,7 @@ constexpr std::size_t kListedMissing = 10;
 using MergeRow = SweepMerge::Row;
 
 // A file's header and rows in the file's order, read as read_sweep_csv(path, LastLine::kKept)
-// reads them, with the same errors.
+// reads them, with the same errors, but never held whole.
 struct IndexedFile {
   std::vector<std::string> columns;
   std::vector<MergeRow> rows;
@@ -60,35 +60,15 @@ void refuse_nul(const std::string& path) {
 }
 
 IndexedFile index_file(const std::string& path, std::uint32_t file) {
-  refuse_nul(path);
   IndexedFile out;
-  std::string line;          // the line being read, carried from one chunk to the next
-  std::uint64_t offset = 0;  // of `line`
-  std::size_t number = 0;
-  const auto add = [&](std::uint64_t at) {
-    if (++number == 1) {
-      out.columns = core::split_csv_line(line, path, number);
-      return;
-    }
-    const auto cells = sweep_row_cells(path, line, number, out.columns.size());
-    out.rows.push_back({run_index(cells), at, std::uint32_t(line.size()), file});
-  };
-  std::uint64_t read = 0;
-  read_chunks(path, [&](std::string_view text) {
-    for (std::size_t start = 0; start < text.size();) {
-      const auto end = text.find('\n', start);
-      line.append(text.substr(start, end == text.npos ? text.npos : end - start));
-      if (end == text.npos)
-        break;
-      add(offset);
-      offset = read + end + 1;
-      line.clear();
-      start = end + 1;
-    }
-    read += text.size();
-  });
-  if (!line.empty() && (number == 0 || whole_sweep_row(line, out.columns.size())))
-    add(offset);
+  scan_sweep_csv(path, LastLine::kKept,
+                 [&](std::vector<std::string>&& cells, std::size_t number, std::uint64_t offset,
+                     std::size_t bytes) {
+                   if (number == 1)
+                     out.columns = std::move(cells);
+                   else
+                     out.rows.push_back({run_index(cells), offset, std::uint32_t(bytes), file});
+                 });
   return out;
 }
 
@@ -105,6 +85,40 @@ std::vector<std::string> cells_of(const MergeRow& row, const std::vector<int>& f
 }
 
 }  // namespace
+
+void scan_sweep_csv(const std::string& path, LastLine last_line, const SweepLineVisitor& visit) {
+  refuse_nul(path);
+  std::string line;          // the line being read, carried from one chunk to the next
+  std::uint64_t offset = 0;  // of `line`
+  std::size_t number = 0;
+  std::size_t columns = 0;
+  const auto add = [&] {
+    if (++number == 1) {
+      auto cells = core::split_csv_line(line, path, number);
+      columns = cells.size();
+      visit(std::move(cells), number, offset, line.size());
+      return;
+    }
+    visit(sweep_row_cells(path, line, number, columns), number, offset, line.size());
+  };
+  std::uint64_t read = 0;
+  read_chunks(path, [&](std::string_view text) {
+    for (std::size_t start = 0; start < text.size();) {
+      const auto end = text.find('\n', start);
+      line.append(text.substr(start, end == text.npos ? text.npos : end - start));
+      if (end == text.npos)
+        break;
+      add();
+      offset = read + end + 1;
+      line.clear();
+      start = end + 1;
+    }
+    read += text.size();
+  });
+  if (last_line == LastLine::kKept && !line.empty() &&
+      (number == 0 || whole_sweep_row(line, columns)))
+    add();
+}
 
 SweepMerge::SweepMerge(const std::vector<std::string>& paths) : paths_(paths) {
   for (std::size_t file = 0; file < paths.size(); ++file) {

@@ -1,8 +1,9 @@
 // Peak memory of `ipusim plan` against its number of settings, and of `ipusim merge` against
 // its input. Each run is a child process whose peak resident set (getrusage's ru_maxrss of the
 // child) is printed: plan on configs/tf1_mnist_2ipu.json at about 1,000, 10,000 and 100,000
-// settings (schedules counted) with the default schedules, at 100,000 with grouped alone and at
-// 100,000 with --csv and --html; then merge of a generated sweep CSV of 1,000,000 rows.
+// settings (schedules counted) with the default schedules, at 100,000 with the config's own
+// schedule alone (grouped), with and without --csv and --html; then merge of a generated sweep
+// CSV of 1,000,000 rows.
 //
 //   build/tools/bench/memory_bench [IPUSIM]   (run from the repository root; IPUSIM defaults to
 //                                              build/tools/ipusim/ipusim)
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,18 @@ std::uintmax_t write_sweep_csv(const std::string& path, int rows) {
   return std::filesystem::file_size(path);
 }
 
+// The config's pipeline_schedule, as its JSON text names it.
+std::string config_schedule(const std::string& path) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "\"pipeline_schedule\": \"";
+  const auto at = text.find(key);
+  if (at == std::string::npos)
+    return "";
+  const auto begin = at + key.size();
+  return text.substr(begin, text.find('"', begin) - begin);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,13 +114,14 @@ int main(int argc, char** argv) {
   plan(ipusim, "default schedules", 3 * 2 * 128 * 130,
        {"--gac", values(8, 8, 128), "--micro-batch", values(1, 1, 130), "--recomputation",
         "none,auto"});
-  plan(ipusim, "grouped", 1 * 2 * 250 * 200,
-       {"--schedules", "grouped", "--gac", values(4, 4, 250), "--micro-batch", values(1, 1, 200),
+  const std::string own = config_schedule("configs/tf1_mnist_2ipu.json");
+  plan(ipusim, own.c_str(), 1 * 2 * 250 * 200,
+       {"--schedules", own, "--gac", values(4, 4, 250), "--micro-batch", values(1, 1, 200),
         "--recomputation", "none,auto"});
   const std::string scratch = std::filesystem::temp_directory_path() / "ipusim_memory_bench";
   std::filesystem::create_directories(scratch);
-  plan(ipusim, "grouped, --csv and --html", 1 * 2 * 250 * 200,
-       {"--schedules", "grouped", "--gac", values(4, 4, 250), "--micro-batch", values(1, 1, 200),
+  plan(ipusim, (own + ", --csv and --html").c_str(), 1 * 2 * 250 * 200,
+       {"--schedules", own, "--gac", values(4, 4, 250), "--micro-batch", values(1, 1, 200),
         "--recomputation", "none,auto", "--csv", scratch + "/plan.csv", "--html",
         scratch + "/plan.html"});
   const auto bytes = write_sweep_csv(scratch + "/sweep.csv", 1'000'000);

@@ -155,6 +155,20 @@ void refuse_search_options(const CLI::App& command) {
   }
 }
 
+// -o (when something fits), --csv (streamed: it holds every replayed candidate) and --html,
+// committed together.
+void write_outputs(const PlanArgs& a, const sim::PlanResult& result, bool fits,
+                   core::OutputSet& outputs) {
+  if (!a.best_path.empty() && fits)
+    outputs.write(a.best_path,
+                  sim::planned_config(result.ranked.front(), a.best_path).dump(2) + "\n");
+  if (!a.csv_path.empty())
+    outputs.write_streamed(a.csv_path, [&](const auto& put) { sim::write_plan_csv(result, put); });
+  if (!a.html_path.empty())
+    outputs.write(a.html_path, sim::render_plan_html(result));
+  outputs.commit();
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
@@ -205,15 +219,7 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
         throw;
       nothing_fits = outcome;
     }
-    if (!a->best_path.empty() && !nothing_fits)
-      outputs.write(a->best_path,
-                    sim::planned_config(result.ranked.front(), a->best_path).dump(2) + "\n");
-    if (!a->csv_path.empty())
-      outputs.write_streamed(a->csv_path,
-                             [&](const auto& put) { sim::write_plan_csv(result, put); });
-    if (!a->html_path.empty())
-      outputs.write(a->html_path, sim::render_plan_html(result));
-    outputs.commit();
+    write_outputs(*a, result, !nothing_fits, outputs);
     if (nothing_fits)
       throw *nothing_fits;
     if (!a->quiet)
