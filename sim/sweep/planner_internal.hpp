@@ -109,7 +109,7 @@ struct PlanLedger {
   // The page's points, best first, each with its rank.
   std::vector<std::pair<std::size_t, plan_detail::DrawnPoint>> drawn;
   bool front_thinned = false;  // the Pareto front outgrew kMaxFront and every other is drawn
-  // Ranks (from 1) of every kept key, best first: the search's order of each.
+  // Every replayed candidate's place in the search's order, best first: by_rank[r] ranks r + 1.
   std::vector<std::uint32_t> by_rank;
 };
 
