@@ -199,6 +199,36 @@ std::optional<std::string> read_regular_file(const std::string& path, std::strin
   return read_all(file.get(), text, max_bytes);
 }
 
+std::optional<std::string> read_regular_file_chunks(
+    const std::string& path, std::int64_t max_bytes,
+    const std::function<void(std::string_view)>& chunk) {
+  const Descriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (file.get() < 0)
+    return std::string(std::strerror(errno));
+  struct stat status {};
+  if (::fstat(file.get(), &status) != 0)
+    return std::string(std::strerror(errno));
+  if (!S_ISREG(status.st_mode))
+    return "it is " + file_kind(status.st_mode) + ", not a regular file";
+  if (status.st_size > max_bytes)
+    return too_large(max_bytes);
+  std::vector<char> buffer(std::size_t{1} << 20);
+  std::int64_t total = 0;
+  while (true) {
+    const ssize_t got = ::read(file.get(), buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return std::string(std::strerror(errno));
+    if (got == 0)
+      return std::nullopt;
+    total += got;
+    if (total > max_bytes)
+      return too_large(max_bytes);
+    chunk(std::string_view(buffer.data(), std::size_t(got)));
+  }
+}
+
 Json parse_json_text(const std::string& text, const std::string& source) {
   Json result;
   TrackingSax sax(result);

@@ -4,8 +4,10 @@
 // recursive walk can overflow the stack. Every failure is a ConfigError; nothing else escapes.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,12 @@ inline constexpr int kMaxJsonDepth = 64;
 // never reads more than `max_bytes` + 64 KiB.
 std::optional<std::string> read_regular_file(const std::string& path, std::string* text,
                                              std::int64_t max_bytes = kMaxConfigBytes);
+
+// The same checks as read_regular_file, the text handed to `chunk` a piece at a time (at most
+// 1 MiB each) instead of held whole.
+std::optional<std::string> read_regular_file_chunks(
+    const std::string& path, std::int64_t max_bytes,
+    const std::function<void(std::string_view)>& chunk);
 
 // Parses `text`; errors name `source`, the line and column and, for values, their JSON pointer.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);

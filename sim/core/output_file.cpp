@@ -389,6 +389,21 @@ void OutputSet::close_streams() {
   }
 }
 
+void OutputSet::write_streamed(const std::string& path, const Producer& produce) {
+  ByteSink& sink = open_stream(path);
+  // Pieces are gathered into writes of about a megabyte: a row at a time would be a system call
+  // per row. Whatever fails, the set removes the temporary file.
+  std::string buffer;
+  produce([&](std::string_view piece) {
+    buffer += piece;
+    if (buffer.size() >= (std::size_t{1} << 20)) {
+      sink.write(buffer);
+      buffer.clear();
+    }
+  });
+  sink.write(buffer);
+}
+
 AppendFile& OutputSet::open_append(const std::string& path, const std::string& busy) {
   Output& output = declared(path);
   IPUSIM_CHECK(!output.append && !committed_);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -93,6 +94,10 @@ class OutputSet {
   // another (so that a large array need not be copied into one string).
   void write(const std::string& path, std::initializer_list<std::string_view> parts);
   void write(const std::string& path, std::string_view text) { write(path, {text}); }
+  // The same for a text too large to hold at once: `produce` hands it over in pieces, each
+  // written before the next is made. Whatever `produce` throws leaves no temporary behind.
+  using Producer = std::function<void(const std::function<void(std::string_view)>& put)>;
+  void write_streamed(const std::string& path, const Producer& produce);
 
   // Opens the temporary file of a declared output to be written piece by piece as it is
   // produced (a trace); commit() syncs, closes and renames it like a write()'s. A write that

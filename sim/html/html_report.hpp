@@ -85,6 +85,8 @@ struct PlanPlot {
   std::size_t evaluated = 0;                        // candidates priced on the cost model
   std::size_t over_capacity = 0;                    // of them, over the capacity by the estimate
   std::vector<PlanEstimate> nearest_over_capacity;  // the few of those nearest to fitting
+  // When `points` are some of the replayed candidates: how many of how many, and which.
+  std::string drawn_note;
 };
 
 std::string plan_html(const PlanPlot& plot);

@@ -50,6 +50,13 @@ std::string table(const PlanPlot& plot) {
   return out + "</table></div>\n";
 }
 
+// A large plan draws some of its candidates, and says which.
+std::string drawn_text(const PlanPlot& plot) {
+  if (!plot.drawn_note.empty())
+    return escape(plot.drawn_note);
+  return "Every replayed candidate: " + num(double(plot.points.size()), 0) + ".";
+}
+
 std::string over_capacity_note(const PlanPlot& plot) {
   if (plot.over_capacity == 0)
     return "";
@@ -96,10 +103,11 @@ std::string plan_html(const PlanPlot& plot) {
   std::string body =
       "<header><h1>ipusim plan</h1><p class=\"sub\">" + escape(plot.title) + "</p></header>\n";
   body += html::section("plan-chart", "Throughput against peak memory",
-                        "<p>Every replayed candidate: " + num(double(plot.points.size()), 0) +
-                            ". Hover a point for its setting." + over_capacity_note(plot) +
-                            "</p>\n" + chart(plot));
-  body += html::section("plan-ranked", "Ranked candidates", table(plot));
+                        "<p>" + drawn_text(plot) + " Hover a point for its setting." +
+                            over_capacity_note(plot) + "</p>\n" + chart(plot));
+  body += html::section(
+      "plan-ranked", "Ranked candidates",
+      (plot.drawn_note.empty() ? "" : "<p>The candidates drawn above.</p>\n") + table(plot));
   body += over_capacity_section(plot);
   return html::page("ipusim plan", body);
 }

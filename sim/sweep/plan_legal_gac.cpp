@@ -83,21 +83,31 @@ std::optional<GacRuledOut> ruled_out_by_gac(const core::ConfigDocument& base,
 }
 
 void search_nearest_legal(const core::ConfigDocument& base,
-                          const std::vector<GacRuledOut>& ruled_out,
-                          const std::vector<Setting>& searched, const PlanRequest& request,
-                          PlanResult& result) {
+                          const std::vector<GacRuledOut>& ruled_out, const SettingList& settings,
+                          const PlanRequest& request, PlanResult& result) {
+  if (ruled_out.empty())
+    return;
+  // The settings at a legal GAC, then which of them the search already covered: one pass over
+  // the settings, none of them kept.
+  std::vector<std::pair<Setting, const GacRuledOut*>> wanted;
   std::set<std::string> seen;
-  for (const auto& s : searched)
-    seen.insert(setting_key(s.overrides));
-  for (const auto& r : ruled_out) {
-    for (const auto gac : r.legal) {
-      const Setting setting = at_gac(r, gac);
-      if (!seen.insert(setting_key(setting.overrides)).second)
-        continue;
-      if (auto best = best_of(base, setting, request, result)) {
-        best->instead_of_gac = r.gac;
-        result.nearest_legal_gac.push_back(std::move(*best));
-      }
+  for (const auto& r : ruled_out)
+    for (const auto gac : r.legal)
+      if (auto setting = at_gac(r, gac); seen.insert(setting_key(setting.overrides)).second)
+        wanted.emplace_back(std::move(setting), &r);
+  std::set<std::string> searched;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    if (!request.shard.contains(i))
+      continue;
+    if (auto key = setting_key(settings.at(i).overrides); seen.count(key) > 0)
+      searched.insert(std::move(key));
+  }
+  for (const auto& [setting, r] : wanted) {
+    if (searched.count(setting_key(setting.overrides)) > 0)
+      continue;
+    if (auto best = best_of(base, setting, request, result)) {
+      best->instead_of_gac = r->gac;
+      result.nearest_legal_gac.push_back(std::move(*best));
     }
   }
 }

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
+#include "sim/core/csv.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/run_metrics.hpp"
 #include "sim/sweep/planner_internal.hpp"
@@ -17,9 +19,26 @@ using namespace plan_detail;
 // One row of a shard's CSV, with where it came from for errors.
 struct ShardRow {
   std::vector<std::string> cells;
-  RunMetrics metrics;
   std::string file;
   std::size_t line = 0;
+};
+
+// What ranks a shard's row and where it lies: the rows of a large sharded plan are read twice
+// rather than held.
+struct ShardRowAt {
+  double throughput = 0;
+  std::int64_t peak_bytes = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t bytes = 0;
+  std::uint32_t line = 0;
+  std::uint32_t file = 0;
+  bool fits = false;
+};
+
+struct ShardRows {
+  std::vector<ShardRowAt> rows;
+  bool varies_shape = false;  // the rows' IPUs per replica or replicas are not all the same
+  bool varies_offload = false;
 };
 
 // Plan's columns followed by the per-IPU columns of some number of IPUs.
@@ -33,39 +52,74 @@ bool is_plan_header(const std::vector<std::string>& header) {
                     header.begin() + std::ptrdiff_t(columns.size()));
 }
 
-std::vector<ShardRow> read_shard_rows(const std::vector<std::string>& paths) {
-  std::vector<ShardRow> rows;
-  for (const auto& path : paths) {
+// The position of plan's CSV column `column`.
+std::size_t column_of(const std::string& column) {
+  const auto& columns = plan_csv_columns();
+  const auto at = std::find(columns.begin(), columns.end(), column);
+  IPUSIM_CHECK(at != columns.end());
+  return std::size_t(at - columns.begin());
+}
+
+// Reads each file twice, a megabyte at a time: the first pass checks it is a CSV (as the whole
+// file read at once would, every line before the header's meaning), the second reads each row's
+// figures.
+ShardRows read_shard_rows(const std::vector<std::string>& paths) {
+  ShardRows out;
+  std::vector<std::string> first;  // the first row's cells that say whether the shape varies
+  const std::size_t shape[] = {column_of("ipus_per_replica"), column_of("replicas")};
+  const std::size_t offload = column_of("offload");
+  for (std::size_t f = 0; f < paths.size(); ++f) {
+    const auto& path = paths[f];
     if (!std::filesystem::is_regular_file(path))
       throw core::ConfigError(path, "",
                               "no such file: expected the CSV a plan --shard run wrote "
                               "with --csv");
-    const auto file = read_sweep_csv(path);
-    if (!is_plan_header(file.table.columns))
+    std::vector<std::string> header;
+    scan_sweep_csv(path, LastLine::kDropped, [&](auto&& cells, std::size_t number, auto, auto) {
+      if (number == 1)
+        header = std::move(cells);
+    });
+    if (!is_plan_header(header))
       throw core::ConfigError(path, "",
                               "expected the CSV of ipusim plan --csv, whose header "
                               "starts rank,splits,ipus_per_replica; this header is not "
                               "plan's");
-    const MetricsReader reader(file.table.columns, path);
-    for (std::size_t i = 0; i < file.table.rows.size(); ++i) {
-      const auto& cells = file.table.rows[i];
-      rows.push_back({cells, reader.read(cells, i + 2), path, i + 2});
-    }
+    const MetricsReader reader(header, path);
+    scan_sweep_csv(
+        path, LastLine::kDropped,
+        [&](auto&& cells, std::size_t number, std::uint64_t offset, std::size_t bytes) {
+          if (number == 1)
+            return;
+          const auto m = reader.read(cells, number);
+          out.rows.push_back({m.throughput, m.peak_memory_bytes_max, offset, std::uint32_t(bytes),
+                              std::uint32_t(number), std::uint32_t(f), m.fits_in_memory});
+          if (first.empty())
+            first = cells;
+          for (const auto column : shape)
+            out.varies_shape = out.varies_shape || cells[column] != first[column];
+          out.varies_offload = out.varies_offload || cells[offload] != first[offload];
+        });
   }
-  return rows;
+  return out;
 }
 
-bool better_row(const ShardRow& a, const ShardRow& b, PlanObjective objective) {
-  const auto& x = a.metrics;
-  const auto& y = b.metrics;
-  if (x.fits_in_memory != y.fits_in_memory)
-    return x.fits_in_memory;
+bool better_row(const ShardRowAt& x, const ShardRowAt& y, PlanObjective objective) {
+  if (x.fits != y.fits)
+    return x.fits;
   if (objective == PlanObjective::kMemory)
-    return x.peak_memory_bytes_max != y.peak_memory_bytes_max
-               ? x.peak_memory_bytes_max < y.peak_memory_bytes_max
-               : x.throughput > y.throughput;
-  return x.throughput != y.throughput ? x.throughput > y.throughput
-                                      : x.peak_memory_bytes_max < y.peak_memory_bytes_max;
+    return x.peak_bytes != y.peak_bytes ? x.peak_bytes < y.peak_bytes : x.throughput > y.throughput;
+  return x.throughput != y.throughput ? x.throughput > y.throughput : x.peak_bytes < y.peak_bytes;
+}
+
+// The row at `at`, read again from its file.
+ShardRow row_at(const std::vector<std::string>& paths, const ShardRowAt& at) {
+  const auto& path = paths[at.file];
+  std::ifstream in(path, std::ios::binary);
+  std::string line(at.bytes, '\0');
+  in.seekg(std::streamoff(at.offset));
+  if (!in.read(line.data(), std::streamsize(at.bytes)))
+    throw core::ConfigError(path, "", "cannot read the file again: it changed while merged");
+  return {core::split_csv_line(line, path, at.line), path, at.line};
 }
 
 // The cell of `row` in plan's CSV column `column`.
@@ -142,7 +196,8 @@ PlanCandidate candidate_of(const core::ConfigDocument& base, const RunSpec& base
 PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::string>& paths) {
   const auto base = core::ConfigDocument::load(request.config_path, request.base_overrides);
   const RunSpec base_spec = build_run_spec(base);
-  auto rows = read_shard_rows(paths);
+  auto shards = read_shard_rows(paths);
+  auto& rows = shards.rows;
   if (rows.empty())
     throw core::ConfigError(paths.front(), "", "the shard files hold no candidate to merge");
   std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
@@ -155,23 +210,18 @@ PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::
   result.capacity_bytes = base_spec.hardware.memory_per_ipu_bytes;
   result.merged_files = paths.size();
   result.merged_rows = rows.size();
+  result.varies_shape = shards.varies_shape;
+  result.varies_offload = shards.varies_offload;
   std::vector<PlanCandidate> best;
   for (std::size_t i = 0; i < rows.size() && i < std::size_t(std::max(1, request.top)); ++i)
-    best.push_back(candidate_of(base, base_spec, rows[i]));
-  const auto differs = [&](const ShardRow& row, const char* column) {
-    return cell_of(row, column) != cell_of(rows.front(), column);
-  };
-  for (const auto& row : rows) {
-    result.varies_shape =
-        result.varies_shape || differs(row, "ipus_per_replica") || differs(row, "replicas");
-    result.varies_offload = result.varies_offload || differs(row, "offload");
-  }
+    best.push_back(candidate_of(base, base_spec, row_at(paths, rows[i])));
   for (auto& c : best) {
     c.show_shape = result.varies_shape;
     c.show_offload = result.varies_offload;
   }
   replay_all(best, request, result);
   rank(best, request.objective);
+  result.replayed = best.size();
   result.ranked = std::move(best);
   return result;
 }

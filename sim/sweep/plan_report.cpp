@@ -11,7 +11,7 @@
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"
 #include "sim/report/run_metrics.hpp"
-#include "sim/sweep/planner.hpp"
+#include "sim/sweep/planner_internal.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {
@@ -255,7 +255,7 @@ std::string counts(const PlanResult& result) {
          " candidate(s) evaluated on the cost model (" +
          with_commas(std::int64_t(result.over_capacity)) + " over capacity by the estimate, " +
          with_commas(std::int64_t(result.invalid)) + " refused by validation), " +
-         with_commas(std::int64_t(result.ranked.size())) + " replayed\n";
+         with_commas(std::int64_t(result.replayed)) + " replayed\n";
 }
 
 // What would lower the peak, leaving out what the winner already does.
@@ -279,11 +279,14 @@ std::string advice(const PlanCandidate& c) {
 }
 
 [[noreturn]] void throw_nothing_fits(const PlanResult& result) {
-  const auto least =
-      std::min_element(result.ranked.begin(), result.ranked.end(),
-                       [](const auto& a, const auto& b) { return peak_max(a) < peak_max(b); });
+  // A merged plan has no least_peak: its ranked are all it replayed.
+  const PlanCandidate* least = result.least_peak ? &*result.least_peak : nullptr;
+  if (!least && !result.ranked.empty())
+    least =
+        &*std::min_element(result.ranked.begin(), result.ranked.end(),
+                           [](const auto& a, const auto& b) { return peak_max(a) < peak_max(b); });
   std::string text = "no candidate fits in memory: " + counts(result);
-  if (least == result.ranked.end())
+  if (least == nullptr)
     throw core::SimulationOutcome(text + "no candidate could be replayed");
   const auto& worst = least->report->replay.out_of_memory->ipus.front();
   text += "the smallest peak found: IPU" + std::to_string(worst.ipu) + " needs " +
@@ -359,63 +362,36 @@ std::string render_plan(const PlanResult& result) {
   return out;
 }
 
-const std::vector<std::string>& plan_csv_columns() {
-  static const std::vector<std::string> columns = [] {
-    std::vector<std::string> out = {"rank",
-                                    "splits",
-                                    "ipus_per_replica",
-                                    "replicas",
-                                    "device_mapping",
-                                    "ipus",
-                                    "schedule",
-                                    "gradient_accumulation_count",
-                                    "micro_batch_size",
-                                    "recomputation_mode",
-                                    "offload",
-                                    "estimated_bottleneck_cycles",
-                                    "estimated_bottleneck_ipu",
-                                    "estimated_peak_bytes_max"};
-    for (const auto& column : metric_columns())
-      out.push_back(column);
-    return out;
-  }();
-  return columns;
+namespace plan_detail {
+
+std::vector<std::string> html_row(const PlanResult& result, const PlanCandidate& c) {
+  return TableLayout(result).row("", c, result.capacity_bytes, memory_figure);
 }
 
-std::string plan_csv(const PlanResult& result) {
-  // One per-IPU column pair for each IPU of the candidate with the most, as sweep writes them.
-  std::size_t ipus = 0;
-  for (const auto& c : result.ranked)
-    ipus = std::max(ipus, c.report->replay.ipus.size());
-  auto columns = plan_csv_columns();
-  const auto ipu_columns = per_ipu_columns(ipus);
-  columns.insert(columns.end(), ipu_columns.begin(), ipu_columns.end());
-  std::string out = csv_line(columns);
-  for (std::size_t i = 0; i < result.ranked.size(); ++i) {
-    const auto& c = result.ranked[i];
-    std::vector<std::string> cells = {std::to_string(i + 1),
-                                      nlohmann::json(c.splits).dump(),
-                                      std::to_string(c.ipus_per_replica),
-                                      std::to_string(c.replicas),
-                                      nlohmann::json(c.spec->pipeline.device_mapping()).dump(),
-                                      std::to_string(c.spec->hardware.ipus),
-                                      c.schedule,
-                                      std::to_string(c.gac),
-                                      std::to_string(c.micro_batch),
-                                      c.recomputation,
-                                      c.offload,
-                                      std::to_string(c.bottleneck_cycles),
-                                      std::to_string(c.bottleneck_ipu),
-                                      std::to_string(c.estimated_peak_max())};
-    const RunMetrics metrics = run_metrics(*c.report);
-    for (auto& cell : metric_cells(metrics))
-      cells.push_back(std::move(cell));
-    for (auto& cell : per_ipu_cells(metrics, ipus))
-      cells.push_back(std::move(cell));
-    out += csv_line(cells);
+}  // namespace plan_detail
+
+namespace {
+
+// The page's points and table rows from the ledger: those it kept, each with its rank.
+void draw_ledger(const PlanLedger& ledger, const PlanResult& result, PlanPlot& plot) {
+  for (const auto& [rank, p] : ledger.drawn) {
+    const std::string first = "#" + std::to_string(rank);
+    plot.points.push_back({first + " " + p.label, int(rank), p.key.throughput, p.key.peak_bytes,
+                           p.key.fits, p.fullest_ipu});
+    plot.table.push_back(p.row);
+    plot.table.back()[0] = first;
   }
-  return out;
+  if (ledger.drawn.size() < result.replayed)
+    plot.drawn_note = with_commas(std::int64_t(ledger.drawn.size())) + " of the " +
+                      with_commas(std::int64_t(result.replayed)) +
+                      " replayed candidates are drawn: the Pareto front" +
+                      (ledger.front_thinned ? " (every other point of it)" : "") + ", the best " +
+                      std::to_string(result.ranked.size()) +
+                      ", the extremes of each axis and an even sample in the search's order "
+                      "(every replayed candidate is in the --csv file).";
 }
+
+}  // namespace
 
 std::string render_plan_html(const PlanResult& result) {
   PlanPlot plot;
@@ -426,7 +402,10 @@ std::string render_plan_html(const PlanResult& result) {
   const TableLayout layout(result);
   plot.table.push_back(layout.header(result));
   plot.right_aligned = layout.right_aligned();
-  for (std::size_t i = 0; i < result.ranked.size(); ++i) {
+  const bool drawn = result.ledger && !result.ledger->drawn.empty();
+  if (drawn)
+    draw_ledger(*result.ledger, result, plot);
+  for (std::size_t i = 0; !drawn && i < result.ranked.size(); ++i) {
     const auto& c = result.ranked[i];
     const auto& f = c.report->figures;
     plot.points.push_back({"#" + std::to_string(i + 1) + " " + c.key(), int(i + 1), f.throughput,

@@ -188,23 +188,6 @@ std::optional<std::int64_t> integer_of(const std::string& text) {
   return std::nullopt;
 }
 
-// Each setting of `axis` times each of `values`, the earlier axes varying slowest.
-std::vector<Setting> times(const std::vector<Setting>& settings,
-                           const std::vector<std::string>& values,
-                           const std::function<void(const std::string&, Setting&)>& apply) {
-  if (values.empty())
-    return settings;
-  std::vector<Setting> out;
-  for (const auto& setting : settings) {
-    for (const auto& value : values) {
-      Setting s = setting;
-      apply(value, s);
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
-}
-
 std::function<void(const std::string&, Setting&)> set_value(const std::string& pointer,
                                                             const std::string& flag) {
   return [pointer, flag](const std::string& value, Setting& s) {
@@ -215,34 +198,49 @@ std::function<void(const std::string&, Setting&)> set_value(const std::string& p
 
 }  // namespace
 
-std::vector<Setting> settings_of(const std::vector<std::string>& schedules,
-                                 const PlanRequest& request, const RunSpec& base) {
-  std::vector<Setting> out(1);
+SettingList::SettingList(const std::vector<std::string>& schedules, const PlanRequest& request,
+                         const RunSpec& base)
+    : request_(request), base_(base) {
   std::vector<std::string> ipus;
   for (int n : request.ipus_per_replica)
     ipus.push_back(std::to_string(n));
   if (ipus.empty() && request.total_ipus > 0)
     ipus.push_back(std::to_string(base.pipeline.ipus_per_replica()));
-  out = times(out, ipus, [&](const std::string& value, Setting& s) {
-    set_shape(base, std::stoi(value), request.total_ipus, s);
-  });
-  out = times(out, schedules, [](const std::string& name, Setting& s) {
-    s.overrides.push_back(override_of("/pipeline/pipeline_schedule", name, "--schedules " + name));
-    s.label += (s.label.empty() ? "" : " ") + std::string("--schedules ") + name;
-  });
-  out = times(out, request.gacs, set_value("/pipeline/gradient_accumulation_count", "--gac"));
-  out = times(out, request.micro_batches, [](const std::string& value, Setting& s) {
-    set_value("/pipeline/micro_batch_size", "--micro-batch")(value, s);
-    s.micro_batch = integer_of(value).value_or(0);
-  });
-  out = times(out, request.recomputations,
-              set_value("/pipeline/recomputation_mode", "--recomputation"));
-  out = times(out, request.offloads, set_offload);
-  if (request.global_batch > 0)
-    for (auto& s : out)
-      if (s.error.empty())
-        set_global_batch(base, request.global_batch, s);
-  return out;
+  axes_.push_back({ipus, [this](const std::string& value, Setting& s) {
+                     set_shape(base_, std::stoi(value), request_.total_ipus, s);
+                   }});
+  axes_.push_back({schedules, [](const std::string& name, Setting& s) {
+                     s.overrides.push_back(
+                         override_of("/pipeline/pipeline_schedule", name, "--schedules " + name));
+                     s.label += (s.label.empty() ? "" : " ") + std::string("--schedules ") + name;
+                   }});
+  axes_.push_back({request.gacs, set_value("/pipeline/gradient_accumulation_count", "--gac")});
+  axes_.push_back({request.micro_batches, [](const std::string& value, Setting& s) {
+                     set_value("/pipeline/micro_batch_size", "--micro-batch")(value, s);
+                     s.micro_batch = integer_of(value).value_or(0);
+                   }});
+  axes_.push_back(
+      {request.recomputations, set_value("/pipeline/recomputation_mode", "--recomputation")});
+  axes_.push_back({request.offloads, set_offload});
+  std::erase_if(axes_, [](const Axis& axis) { return axis.values.empty(); });
+  for (const auto& axis : axes_)
+    size_ *= axis.values.size();
+}
+
+// Setting `index` of the product, the first axis varying slowest.
+Setting SettingList::at(std::size_t index) const {
+  IPUSIM_CHECK(index < size_);
+  std::vector<std::size_t> digit(axes_.size());
+  for (std::size_t a = axes_.size(); a-- > 0;) {
+    digit[a] = index % axes_[a].values.size();
+    index /= axes_[a].values.size();
+  }
+  Setting s;
+  for (std::size_t a = 0; a < axes_.size(); ++a)
+    axes_[a].apply(axes_[a].values[digit[a]], s);
+  if (request_.global_batch > 0 && s.error.empty())
+    set_global_batch(base_, request_.global_batch, s);
+  return s;
 }
 
 namespace {

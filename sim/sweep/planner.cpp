@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -232,82 +233,6 @@ class SettingSearch {
 
 }  // namespace
 
-namespace plan_detail {
-
-std::int64_t replayed_peak_max(const PlanCandidate& c) {
-  std::int64_t peak = 0;
-  for (const auto& ipu : c.report->replay.ipus)
-    peak = std::max(peak, ipu.peak_memory_bytes);
-  return peak;
-}
-
-// Replays every candidate on `jobs` threads (numerics off, overflow reported, not thrown). A
-// candidate whose replay is refused (its time overflows) is dropped and counted invalid.
-void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& request,
-                PlanResult& result) {
-  const int jobs = request.jobs;
-  std::atomic<std::size_t> next{0};
-  std::mutex progress_mutex;
-  std::size_t done = 0;
-  std::vector<std::exception_ptr> failures(candidates.size());
-  std::vector<char> refused(candidates.size(), 0);
-  auto work = [&] {
-    for (std::size_t i = next++; i < candidates.size(); i = next++) {
-      try {
-        SimulateOptions options;
-        options.allow_oom = true;
-        options.numeric = NumericMode::kOff;
-        candidates[i].report = simulate(candidates[i].spec, options);
-      } catch (const core::ConfigError&) {
-        refused[i] = 1;
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-      if (request.progress) {
-        const std::lock_guard lock(progress_mutex);
-        request.progress(++done, candidates.size(), "replays");
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  const int count = std::max(1, std::min(jobs, int(candidates.size())));
-  for (int t = 1; t < count; ++t)
-    threads.emplace_back(work);
-  work();
-  for (auto& thread : threads)
-    thread.join();
-  for (const auto& failure : failures) {
-    if (failure)
-      std::rethrow_exception(failure);
-  }
-  std::vector<PlanCandidate> kept;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (refused[i])
-      ++result.invalid;
-    else
-      kept.push_back(std::move(candidates[i]));
-  }
-  candidates = std::move(kept);
-}
-
-// Fitting candidates first; then by the objective, the other figure breaking ties; equal
-// candidates keep the search's order, so the result does not depend on --jobs.
-void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective) {
-  std::stable_sort(candidates.begin(), candidates.end(), [objective](const auto& a, const auto& b) {
-    if (a.report->figures.fits_in_memory != b.report->figures.fits_in_memory)
-      return a.report->figures.fits_in_memory;
-    const double ta = a.report->figures.throughput;
-    const double tb = b.report->figures.throughput;
-    const auto pa = replayed_peak_max(a);
-    const auto pb = replayed_peak_max(b);
-    if (objective == PlanObjective::kMemory)
-      return pa != pb ? pa < pb : ta > tb;
-    return ta != tb ? ta > tb : pa < pb;
-  });
-}
-
-}  // namespace plan_detail
-
 std::int64_t PlanCandidate::estimated_peak_max() const {
   return estimated_peak_bytes.empty()
              ? 0
@@ -436,6 +361,49 @@ PlanRequest with_default_shapes(PlanRequest search, const RunSpec& base) {
 
 }  // namespace
 
+namespace {
+
+// Candidates replayed together: enough to keep every job busy, few enough that their reports
+// take a few megabytes.
+std::size_t replay_batch(int jobs) {
+  return std::size_t(std::max(256, 32 * jobs));
+}
+
+// Searches the settings of this process's shard in order, replaying the finalists a batch at a
+// time and handing them to `keep` in the search's order, so that --jobs changes nothing.
+// Returns how many finalists there were.
+std::size_t search_all(const core::ConfigDocument& base, const SettingList& settings,
+                       const PlanRequest& search, PlanResult& result, SearchState& state,
+                       PlanKeeper& keep) {
+  std::vector<PlanCandidate> batch;
+  std::size_t finalists = 0;
+  const auto replay = [&] {
+    auto quiet = search;
+    quiet.progress = nullptr;
+    replay_all(batch, quiet, result);
+    for (auto& c : batch)
+      keep.add(std::move(c));
+    batch.clear();
+  };
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    if (!search.shard.contains(i))
+      continue;
+    auto found = search_setting(base, settings.at(i), search, result, state);
+    finalists += found.size();
+    for (auto& c : found)
+      batch.push_back(std::move(c));
+    ++done;
+    if (batch.size() >= replay_batch(search.jobs) || done == result.settings)
+      replay();
+    if (search.progress)
+      search.progress(done, result.settings, "settings");
+  }
+  return finalists;
+}
+
+}  // namespace
+
 PlanResult plan(const PlanRequest& request) {
   const auto base = core::ConfigDocument::load(request.config_path, request.base_overrides);
   const RunSpec base_spec = build_run_spec(base);
@@ -446,21 +414,12 @@ PlanResult plan(const PlanRequest& request) {
   search = with_default_shapes(search, base_spec);
   PlanResult result = empty_result(search, base_spec);
   result.default_shapes = request.ipus_per_replica != search.ipus_per_replica;
-  const auto settings = settings_of(schedules_searched(search, base_spec), search, base_spec);
-  std::vector<Setting> mine;
+  const SettingList settings(schedules_searched(search, base_spec), search, base_spec);
   for (std::size_t i = 0; i < settings.size(); ++i)
-    if (request.shard.contains(i))
-      mine.push_back(settings[i]);
-  result.settings = mine.size();
-  std::vector<PlanCandidate> finalists;
+    result.settings += request.shard.contains(i) ? 1 : 0;
   SearchState state;
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    for (auto& c : search_setting(base, mine[i], search, result, state))
-      finalists.push_back(std::move(c));
-    if (request.progress)
-      request.progress(i + 1, mine.size(), "settings");
-  }
-  if (finalists.empty()) {
+  PlanKeeper keep(search, result);
+  if (search_all(base, settings, search, result, state, keep) == 0) {
     throw core::ConfigError(
         request.config_path, "",
         "no combination of the values asked for is a valid config" +
@@ -470,10 +429,8 @@ PlanResult plan(const PlanRequest& request) {
                        result.invalid_settings.front().second +
                        legal_gac_hint(state.ruled_out, result.invalid_settings.front().first)));
   }
-  replay_all(finalists, request, result);
-  rank(finalists, request.objective);
-  result.ranked = std::move(finalists);
-  search_nearest_legal(base, state.ruled_out, mine, search, result);
+  keep.finish(result);
+  search_nearest_legal(base, state.ruled_out, settings, search, result);
   show_columns(result.ranked, result);
   show_columns(result.nearest_over_capacity, result);
   show_columns(result.nearest_legal_gac, result);

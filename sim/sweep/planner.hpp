@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,8 +54,12 @@ struct PlanRequest {
   int top = 5;
   int jobs = 1;
   SweepShard shard;  // the settings this process searches: setting s when shard.contains(s)
-  // Called as work completes: (done, total, what) with what "settings" while splits are
-  // priced, then "replays".
+  // What the search keeps of every replayed candidate besides the best `top`: its CSV row
+  // (--csv) and its point on the page (--html). Off, memory does not grow with the settings.
+  bool keep_rows = false;
+  bool keep_points = false;
+  // Called as work completes: (done, total, "settings"), each setting counted once its
+  // finalists are replayed.
   std::function<void(std::size_t, std::size_t, const char*)> progress;
 };
 
@@ -94,12 +99,24 @@ struct PlanCandidate {
   std::string key() const;
 };
 
-// What a plan found: the replayed candidates ranked (the fitting ones first), and the counts.
+// What plan keeps for --csv and --html (sim/sweep/planner_internal.hpp).
+struct PlanLedger;
+
+// What a plan found: the best of the replayed candidates ranked (the fitting ones first), and
+// the counts. Bounded whatever the number of settings: `ranked` holds the best `top`, not every
+// replayed candidate.
 struct PlanResult {
   std::string config_path;
   PlanObjective objective = PlanObjective::kThroughput;
   int top = 5;
   std::vector<PlanCandidate> ranked;
+  std::size_t replayed = 0;  // candidates replayed and ranked, of which `ranked` holds the best
+  // The replayed candidate of least peak memory (the best ranked of those), which the answer
+  // names when nothing fits.
+  std::optional<PlanCandidate> least_peak;
+  // Every replayed candidate's CSV row and rank, and the points the page draws, when the
+  // request kept them; else the CSV and the page hold `ranked`.
+  std::shared_ptr<const PlanLedger> ledger;
   std::size_t evaluated = 0;      // splits priced on the cost model, over all settings
   std::size_t invalid = 0;        // refused by the spec's validation (stage rules)
   std::size_t over_capacity = 0;  // pruned: estimated peak over the capacity
@@ -131,9 +148,11 @@ PlanResult plan(const PlanRequest& request);
 // saying why and what would help, when no candidate fits.
 std::string render_plan(const PlanResult& result);
 
-// One row per replayed candidate: rank, the split and the setting (enough to rebuild it), the
-// cost-model estimates, then sweep's metric columns.
+// One row per replayed candidate, best first: rank, the split and the setting (enough to rebuild
+// it), the cost-model estimates, then sweep's metric columns. With the result's ledger the rows
+// come from its scratch file, handed to `put` a piece at a time; else they are `ranked`'s.
 const std::vector<std::string>& plan_csv_columns();
+void write_plan_csv(const PlanResult& result, const std::function<void(std::string_view)>& put);
 std::string plan_csv(const PlanResult& result);
 
 // Joins the CSV files of a sharded plan (`--shard i/n --csv F` runs of one search): ranks every
@@ -143,9 +162,11 @@ std::string plan_csv(const PlanResult& result);
 // naming the file and line.
 PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::string>& paths);
 
-// The HTML page of a plan: throughput against peak memory of every replayed candidate, the
-// region over capacity shaded and the Pareto front drawn, then the ranked table. Requires a
-// non-empty result.
+// The HTML page of a plan: throughput against peak memory of the replayed candidates, the
+// region over capacity shaded and the Pareto front drawn, then the ranked table. With more than
+// kPlanDrawnSample replayed, the page draws the Pareto front, the best `top`, the extremes and
+// every k-th in the search's order, and says how many of how many. Requires a non-empty result.
+inline constexpr std::size_t kPlanDrawnSample = 2000;
 std::string render_plan_html(const PlanResult& result);
 
 // The merged config of `candidate` as a runnable document to be written at `output_path`, its

@@ -3,6 +3,9 @@
 // value lists into settings, plan_merge.cpp joins a sharded plan's files); not for other rooms.
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,11 +56,6 @@ void describe_setting(PlanCandidate& c, const RunSpec& spec);
 // Whether the command line's what-if options set `pointer`.
 bool overridden(const PlanRequest& request, const std::string& pointer);
 
-// The value lists' cartesian product: IPUs per replica slowest, then schedules, GAC,
-// micro-batch, recomputation and offload.
-std::vector<Setting> settings_of(const std::vector<std::string>& schedules,
-                                 const PlanRequest& request, const RunSpec& base);
-
 // Replays every candidate on request.jobs threads (numerics off, overflow reported, not
 // thrown). A candidate whose replay is refused (its time overflows) is dropped and counted
 // invalid.
@@ -67,6 +65,99 @@ void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& reque
 // Fitting candidates first; then by the objective, the other figure breaking ties; equal
 // candidates keep their order, so the result does not depend on --jobs.
 void rank(std::vector<PlanCandidate>& candidates, PlanObjective objective);
+
+// What ranks a replayed candidate, in 24 bytes: the order rank() sorts by, with the candidate's
+// place in the search's order breaking the last ties.
+struct RankKey {
+  double throughput = 0;
+  std::int64_t peak_bytes = 0;  // of the fullest IPU
+  std::uint32_t order = 0;
+  bool fits = false;
+};
+RankKey rank_key(const PlanCandidate& replayed, std::size_t order);
+bool ranks_before(const RankKey& a, const RankKey& b, PlanObjective objective);
+
+// A candidate as the page draws it, its rank still to be found.
+struct DrawnPoint {
+  RankKey key;
+  std::string label;  // the candidate's key()
+  int fullest_ipu = 0;
+  std::vector<std::string> row;  // the page's table row, the rank cell left empty
+};
+
+}  // namespace ipusim::sim::plan_detail
+
+namespace ipusim::sim {
+
+// What plan keeps for --csv and --html besides the best `top` (PlanRequest::keep_rows and
+// keep_points): every replayed candidate's rank key; its CSV row without the rank, in a scratch
+// file that the system removes with the process; and the points the page draws.
+struct PlanLedger {
+  std::vector<plan_detail::RankKey> keys;  // in the search's order
+  // The CSV rows: where each lies in `scratch`, its cells up to its last utilisation cell,
+  // then the peak memory cells, and its IPUs (the per-IPU columns of rows with fewer IPUs
+  // are padded to the most).
+  struct Row {
+    std::uint64_t offset = 0;
+    std::uint32_t head_bytes = 0;
+    std::uint32_t tail_bytes = 0;
+    std::uint32_t ipus = 0;
+  };
+  std::shared_ptr<std::FILE> scratch;
+  std::vector<Row> rows;
+  std::size_t ipus = 0;
+  // The page's points, best first, each with its rank.
+  std::vector<std::pair<std::size_t, plan_detail::DrawnPoint>> drawn;
+  bool front_thinned = false;  // the Pareto front outgrew kMaxFront and every other is drawn
+  // Every replayed candidate's place in the search's order, best first: by_rank[r] ranks r + 1.
+  std::vector<std::uint32_t> by_rank;
+};
+
+}  // namespace ipusim::sim
+
+namespace ipusim::sim::plan_detail {
+
+// The page's table row of `c` (sim/sweep/plan_report.cpp), its first cell empty.
+std::vector<std::string> html_row(const PlanResult& result, const PlanCandidate& c);
+
+// Keeps what a plan reports of its replayed candidates as they come, in the search's order,
+// bounded whatever their number unless the ledger is asked for (sim/sweep/plan_keep.cpp).
+class PlanKeeper {
+ public:
+  PlanKeeper(const PlanRequest& request, const PlanResult& result);
+  ~PlanKeeper();
+  PlanKeeper(const PlanKeeper&) = delete;
+  PlanKeeper& operator=(const PlanKeeper&) = delete;
+
+  void add(PlanCandidate replayed);
+  // Moves the best `top`, the least peak, the count and the ledger into `result`.
+  void finish(PlanResult& result);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The value lists' cartesian product: IPUs per replica slowest, then schedules, GAC,
+// micro-batch, recomputation and offload. Each setting is made when asked for: a plan of
+// 100,000 settings never holds them all.
+class SettingList {
+ public:
+  SettingList(const std::vector<std::string>& schedules, const PlanRequest& request,
+              const RunSpec& base);
+  std::size_t size() const { return size_; }
+  Setting at(std::size_t index) const;
+
+ private:
+  struct Axis {
+    std::vector<std::string> values;
+    std::function<void(const std::string&, Setting&)> apply;
+  };
+  std::vector<Axis> axes_;
+  std::size_t size_ = 1;
+  const PlanRequest& request_;
+  const RunSpec& base_;
+};
 
 // The finalists of one setting whose config `spec` is (validated with an even split): every
 // split priced, the best validated (sim/sweep/planner.cpp). Counts go to `result`.
@@ -89,11 +180,10 @@ std::optional<GacRuledOut> ruled_out_by_gac(const core::ConfigDocument& base,
                                             const Setting& setting);
 
 // Searches each ruled-out setting again at each of its nearest legal GAC values (once per
-// distinct setting, none that `searched` already holds) and keeps the best candidate of each,
-// replayed, in result.nearest_legal_gac.
+// distinct setting, none of `settings` that request.shard searched) and keeps the best candidate of
+// each, replayed, in result.nearest_legal_gac.
 void search_nearest_legal(const core::ConfigDocument& base,
-                          const std::vector<GacRuledOut>& ruled_out,
-                          const std::vector<Setting>& searched, const PlanRequest& request,
-                          PlanResult& result);
+                          const std::vector<GacRuledOut>& ruled_out, const SettingList& settings,
+                          const PlanRequest& request, PlanResult& result);
 
 }  // namespace ipusim::sim::plan_detail

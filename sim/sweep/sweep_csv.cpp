@@ -11,16 +11,6 @@
 #include "sim/core/json_text.hpp"
 
 namespace ipusim::sim {
-namespace {
-
-// A file this large would not fit in memory to be sorted, resumed or merged; sweeps stay below
-// it by holding at most kMaxRunsPerFile runs (sim/sweep/sweep.cpp).
-constexpr std::int64_t kMaxSweepFileBytes = std::int64_t{8} << 30;
-
-// How many missing runs a merge names.
-constexpr std::size_t kListedMissing = 10;
-
-}  // namespace
 
 std::string sweep_file_busy_text() {
   return "another ipusim sweep is writing this file; wait for it to finish or write to another "
@@ -59,28 +49,33 @@ namespace {
 // Adds line `line_number` of a sweep file to `file`: the header, or a row of as many cells as it.
 void add_line(const std::string& path, std::string_view line, std::size_t line_number,
               SweepFile& file) {
-  auto cells = core::split_csv_line(std::string(line), path, line_number);
   if (line_number == 1) {
-    file.table.columns = std::move(cells);
+    file.table.columns = core::split_csv_line(std::string(line), path, line_number);
     return;
   }
-  if (cells.size() != file.table.columns.size() || !parse_index(cells[0])) {
+  file.table.rows.push_back(sweep_row_cells(path, line, line_number, file.table.columns.size()));
+}
+
+}  // namespace
+
+std::vector<std::string> sweep_row_cells(const std::string& path, std::string_view line,
+                                         std::size_t line_number, std::size_t columns) {
+  auto cells = core::split_csv_line(std::string(line), path, line_number);
+  if (cells.size() != columns || !parse_index(cells[0])) {
     throw core::ConfigError(path, "",
                             "line " + std::to_string(line_number) + " is not a sweep row (" +
                                 std::to_string(cells.size()) + " cells for " +
-                                std::to_string(file.table.columns.size()) + " columns)");
+                                std::to_string(columns) + " columns)");
   }
   if (run_index(cells) >= kMaxSweepRuns)
     throw core::ConfigError(path, "",
                             "line " + std::to_string(line_number) + ": run " + cells[0] +
                                 " is beyond the " + with_commas(std::int64_t(kMaxSweepRuns)) +
                                 " runs a sweep may have");
-  file.table.rows.push_back(std::move(cells));
+  return cells;
 }
 
-// Whether `line` holds `columns` cells with every quote closed: a row that lacks only its '\n',
-// not one a kill cut short.
-bool whole_row(std::string_view line, std::size_t columns) {
+bool whole_sweep_row(std::string_view line, std::size_t columns) {
   bool quoted = false;
   std::size_t cells = 1;
   for (const char c : line) {
@@ -89,8 +84,6 @@ bool whole_row(std::string_view line, std::size_t columns) {
   }
   return !quoted && cells == columns;
 }
-
-}  // namespace
 
 SweepFile read_sweep_csv(const std::string& path, LastLine last_line) {
   SweepFile file;
@@ -112,7 +105,7 @@ SweepFile read_sweep_csv(const std::string& path, LastLine last_line) {
   file.complete_bytes = start;
   const std::string_view rest = view.substr(start);
   if (last_line == LastLine::kKept && !rest.empty() &&
-      (line_number == 0 || whole_row(rest, file.table.columns.size())))
+      (line_number == 0 || whole_sweep_row(rest, file.table.columns.size())))
     add_line(path, rest, ++line_number, file);
   return file;
 }
@@ -139,10 +132,8 @@ SweepTable sorted_by_run(const SweepTable& table) {
   return out;
 }
 
-namespace {
-
 // A file merge takes: a header of distinct, non-empty names, the first of them `run`.
-void check_header(const std::string& path, const std::vector<std::string>& columns) {
+void check_sweep_header(const std::string& path, const std::vector<std::string>& columns) {
   if (columns.empty())
     throw core::ConfigError(path, "", "is not a sweep file: it is empty");
   if (columns.size() == 1 && columns[0].empty())
@@ -155,48 +146,6 @@ void check_header(const std::string& path, const std::vector<std::string>& colum
       throw core::ConfigError(
           path, "", "is not a sweep file: its header names the column '" + columns[i] + "' twice");
   }
-}
-
-}  // namespace
-
-MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths) {
-  MergedSweep merged;
-  // Each file's rows are moved in, not copied, and a run's source is its file's position: a
-  // merge holds its rows once.
-  std::map<std::size_t, std::pair<std::vector<std::string>, std::size_t>> rows;
-  for (std::size_t file = 0; file < paths.size(); ++file) {
-    const std::string& path = paths[file];
-    if (!std::filesystem::exists(path))
-      throw core::ConfigError(path, "", "cannot open the sweep file");
-    auto table = read_sweep_csv(path, LastLine::kKept).table;
-    check_header(path, table.columns);
-    if (file == 0)
-      merged.table.columns = table.columns;
-    else if (table.columns != merged.table.columns)
-      throw core::ConfigError(path, "", "its columns differ from those of " + paths.front());
-    for (auto& row : table.rows) {
-      const std::size_t run = run_index(row);
-      const auto at = rows.find(run);
-      if (at == rows.end()) {
-        rows.emplace(run, std::make_pair(std::move(row), file));
-      } else if (at->second.first != row) {
-        throw core::ConfigError(
-            path, "",
-            "run " + row[0] + " differs from run " + row[0] + " in " + paths[at->second.second]);
-      }
-    }
-  }
-  std::size_t expected = 0;
-  merged.table.rows.reserve(rows.size());
-  for (auto& [run, row] : rows) {
-    // Counted, not listed: the rows present bound the work, not the largest index.
-    merged.missing_count += run - expected;
-    for (; expected < run && merged.missing.size() < kListedMissing; ++expected)
-      merged.missing.push_back(expected);
-    expected = run + 1;
-    merged.table.rows.push_back(std::move(row.first));
-  }
-  return merged;
 }
 
 std::string missing_runs_warning(const MergedSweep& merged) {

@@ -6,14 +6,22 @@
 // May include sim/core only.
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ipusim::sim {
 
 // The most runs a sweep has; a run index in a file is below it.
 constexpr std::size_t kMaxSweepRuns = 100'000'000;
+
+// A file this large would not fit in memory to be sorted or resumed; sweeps stay below it by
+// holding at most kMaxRunsPerFile runs (sim/sweep/sweep.cpp). A merge streams, but keeps the
+// bound.
+constexpr std::int64_t kMaxSweepFileBytes = std::int64_t{8} << 30;
 
 // What a sweep or a merge says when another sweep holds the lock on its file: two writers would
 // each rewrite it sorted at the end without the other's rows.
@@ -53,6 +61,24 @@ enum class LastLine { kDropped, kKept };
 // naming the file and line.
 SweepFile read_sweep_csv(const std::string& path, LastLine last_line = LastLine::kDropped);
 
+// The cells of row `line_number` of sweep file `path` with `columns` columns, checked as
+// read_sweep_csv checks a row (a core::ConfigError naming the file and line).
+std::vector<std::string> sweep_row_cells(const std::string& path, std::string_view line,
+                                         std::size_t line_number, std::size_t columns);
+// Whether `line` holds `columns` cells with every quote closed: a row that lacks only its '\n',
+// not one a kill cut short.
+bool whole_sweep_row(std::string_view line, std::size_t columns);
+// Refuses what is not a sweep file's header: empty, a first column other than `run`, a column
+// named twice.
+void check_sweep_header(const std::string& path, const std::vector<std::string>& columns);
+
+// Reads sweep CSV `path` a megabyte at a time, with read_sweep_csv's checks and errors (but a
+// missing file is the caller's to refuse), never holding it whole: `visit` gets the cells of
+// each line, the header first, with the line's number, byte offset and length without its '\n'.
+using SweepLineVisitor = std::function<void(std::vector<std::string>&& cells, std::size_t number,
+                                            std::uint64_t offset, std::size_t bytes)>;
+void scan_sweep_csv(const std::string& path, LastLine last_line, const SweepLineVisitor& visit);
+
 // The run index of a row (its first cell).
 std::size_t run_index(const std::vector<std::string>& row);
 
@@ -67,11 +93,40 @@ SweepTable sorted_by_run(const SweepTable& table);
 // than `run`, a column named twice) or a run present in two files with different cells is a
 // core::ConfigError. A last row that lacks only its '\n' is kept.
 struct MergedSweep {
-  SweepTable table;
+  SweepTable table;  // the header; the rows only from merge_sweep_csvs
+  std::size_t runs = 0;
   // Run indices below the largest present that no file has: how many, and the first ten.
   std::size_t missing_count = 0;
   std::vector<std::size_t> missing;
 };
+
+// A merge that streams (sim/sweep/sweep_merge.cpp): reading the files keeps 24 bytes per row
+// (its run, file and place) and writing reads each row again from its file, so a merge of a
+// file of a million rows takes tens of megabytes, not the file's size several times over.
+class SweepMerge {
+ public:
+  // Reads and checks every file; throws core::ConfigError as merge_sweep_csvs does.
+  explicit SweepMerge(const std::vector<std::string>& paths);
+  ~SweepMerge();
+  SweepMerge(const SweepMerge&) = delete;
+  SweepMerge& operator=(const SweepMerge&) = delete;
+
+  const MergedSweep& summary() const { return summary_; }
+  // The joined CSV, handed to `put` a piece at a time.
+  void write(const std::function<void(std::string_view)>& put) const;
+
+  struct Row;  // one row of one file, where it lies
+
+ private:
+  void add_file(std::vector<Row>& rows);
+
+  std::vector<std::string> paths_;
+  std::vector<int> files_;  // open for reading rows again
+  std::vector<Row> rows_;   // by run, one per run
+  MergedSweep summary_;
+};
+
+// The same held in memory, rows and all: for small files.
 MergedSweep merge_sweep_csvs(const std::vector<std::string>& paths);
 
 // "warning: 2 run(s) missing below the last one present ...: 1 4" naming the first ten, or

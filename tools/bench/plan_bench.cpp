@@ -30,7 +30,7 @@ void measure(const char* name, ipusim::sim::PlanRequest request) {
   std::printf(
       "%s, %d job(s): %zu candidates evaluated, %zu replayed in %.2f s "
       "(%.0f candidates evaluated per second, replays included)\n",
-      name, request.jobs, result.evaluated, result.ranked.size(), seconds,
+      name, request.jobs, result.evaluated, result.replayed, seconds,
       double(result.evaluated) / seconds);
   std::printf("  best: %s, %.0f samples/s\n", result.ranked.front().key().c_str(),
               result.ranked.front().report->figures.throughput);

@@ -155,6 +155,20 @@ void refuse_search_options(const CLI::App& command) {
   }
 }
 
+// -o (when something fits), --csv (streamed: it holds every replayed candidate) and --html,
+// committed together.
+void write_outputs(const PlanArgs& a, const sim::PlanResult& result, bool fits,
+                   core::OutputSet& outputs) {
+  if (!a.best_path.empty() && fits)
+    outputs.write(a.best_path,
+                  sim::planned_config(result.ranked.front(), a.best_path).dump(2) + "\n");
+  if (!a.csv_path.empty())
+    outputs.write_streamed(a.csv_path, [&](const auto& put) { sim::write_plan_csv(result, put); });
+  if (!a.html_path.empty())
+    outputs.write(a.html_path, sim::render_plan_html(result));
+  outputs.commit();
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
@@ -181,6 +195,8 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     if (!a->html_path.empty())
       outputs.add(a->html_path, "--html");
     auto request = request_of(*a);
+    request.keep_rows = !a->csv_path.empty();
+    request.keep_points = !a->html_path.empty();
     auto bar = std::make_shared<ProgressBar>(core::unescaped(err));
     if (!a->quiet && is_terminal(core::unescaped(err)))
       request.progress = [bar](std::size_t done, std::size_t total, const char* unit) {
@@ -203,14 +219,7 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
         throw;
       nothing_fits = outcome;
     }
-    if (!a->best_path.empty() && !nothing_fits)
-      outputs.write(a->best_path,
-                    sim::planned_config(result.ranked.front(), a->best_path).dump(2) + "\n");
-    if (!a->csv_path.empty())
-      outputs.write(a->csv_path, sim::plan_csv(result));
-    if (!a->html_path.empty())
-      outputs.write(a->html_path, sim::render_plan_html(result));
-    outputs.commit();
+    write_outputs(*a, result, !nothing_fits, outputs);
     if (nothing_fits)
       throw *nothing_fits;
     if (!a->quiet)

@@ -180,13 +180,13 @@ void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     // A sweep writing the file holds its lock; replacing the file under it would lose its rows.
     if (std::filesystem::exists(o->output))
       outputs.open_append(o->output, sim::sweep_file_busy_text());
-    const auto merged = sim::merge_sweep_csvs(o->inputs);
-    outputs.write(o->output, merged.table.to_csv());
+    const sim::SweepMerge merge(o->inputs);
+    outputs.write_streamed(o->output, [&](const auto& put) { merge.write(put); });
     outputs.commit();
     out << "merged " << o->inputs.size()
-        << " file(s): " << sim::with_commas(std::int64_t(merged.table.rows.size())) << " runs into "
+        << " file(s): " << sim::with_commas(std::int64_t(merge.summary().runs)) << " runs into "
         << o->output << "\n";
-    err << sim::missing_runs_warning(merged);
+    err << sim::missing_runs_warning(merge.summary());
   });
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/core/error.hpp"
 #include "tests/scratch_folder.hpp"
@@ -93,6 +94,42 @@ TEST_CASE("an output file is written whole and no temporary file is left behind"
   write_file_atomically(path, "{}\n");
   CHECK(read(path) == "{}\n");
   CHECK(entries(dir) == std::vector<std::string>{"report.json"});
+}
+
+TEST_CASE("a streamed output is written whole, pieces past a megabyte included") {
+  const auto dir = fresh_folder("streamed");
+  const auto path = (dir / "rows.csv").string();
+  OutputSet outputs;
+  outputs.add(path, "--csv");
+  std::string expected;
+  outputs.write_streamed(path, [&](const auto& put) {
+    for (int i = 0; i < 100'000; ++i) {
+      const std::string line = std::to_string(i) + ",a row of about twenty bytes\n";
+      expected += line;
+      put(line);
+    }
+  });
+  CHECK(entries(dir).size() == 1);  // the temporary, until the commit
+  outputs.commit();
+  CHECK(read(path) == expected);
+  CHECK(expected.size() > (std::size_t{1} << 21));
+  CHECK(entries(dir) == std::vector<std::string>{"rows.csv"});
+}
+
+TEST_CASE("a streamed output whose producer fails leaves no file behind") {
+  const auto dir = fresh_folder("streamed-failure");
+  const auto path = (dir / "rows.csv").string();
+  {
+    OutputSet outputs;
+    outputs.add(path, "--csv");
+    CHECK_THROWS_AS(outputs.write_streamed(path,
+                                           [](const auto& put) {
+                                             put(std::string(3 << 20, 'x'));
+                                             throw std::runtime_error("the rows ran out");
+                                           }),
+                    std::runtime_error);
+  }  // the command unwinds past its outputs
+  CHECK(entries(dir).empty());
 }
 
 TEST_CASE("an output file in a missing folder is an error naming the file and the folder") {

@@ -119,7 +119,7 @@ TEST_CASE("the planner tries every split the stage rules accept on a small model
   const auto result = sim::plan(request);
   // 7 layers make 6 two-stage splits under each of the three step-based schedules.
   CHECK(result.evaluated == 18);
-  CHECK(result.ranked.size() + result.invalid == 18);
+  CHECK(result.replayed + result.invalid == 18);
 }
 
 TEST_CASE("the planner refuses a config with explicit stages") {
