@@ -264,9 +264,10 @@ std::vector<std::string> fittable_parameters() {
 }
 
 Calibration calibrate(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
-                      const std::vector<std::string>& chosen_names) {
+                      const std::vector<std::string>& chosen_names,
+                      const std::function<void(const std::string&)>& notify) {
   const std::vector<bool> chosen = chosen_parameters(chosen_names);
-  const MeasuredVariants model(config, measured);
+  const MeasuredVariants model(config, measured, notify);
   Problem problem{model, Eigen::VectorXd(Eigen::Index(measured.size()))};
   for (std::size_t i = 0; i < measured.size(); ++i)
     problem.measured[Eigen::Index(i)] = measured[i].cycles;

@@ -15,6 +15,7 @@
 // (0, 1], no negative cycles, an exchange rate the config accepts. A value the fit would take
 // past a bound stays at the bound and is reported.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,8 @@ std::vector<std::string> fittable_parameters();
 // Errors in the variants the measurements name are core::ConfigErrors naming their place in
 // the file.
 Calibration calibrate(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
-                      const std::vector<std::string>& chosen = {});
+                      const std::vector<std::string>& chosen = {},
+                      const std::function<void(const std::string&)>& notify = {});
 
 // {"hardware": {"operations": {...}}} with the fitted and clamped values: included in the
 // config, it gives the "after" predictions.

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/machine/cost_model.hpp"
 #include "sim/machine/op_cost.hpp"
 #include "sim/report/report.hpp"
+#include "sim/run/replay_budget.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -142,10 +144,72 @@ std::string variant_field(const Measurement& measurement) {
 }  // namespace
 
 MeasuredVariants::MeasuredVariants(const core::ConfigDocument& config,
-                                   const std::vector<Measurement>& measured)
+                                   const std::vector<Measurement>& measured,
+                                   const std::function<void(const std::string&)>& notify)
     : config_(build_run_spec(config)) {
-  for (const auto& measurement : measured)
-    add_row(measurement, variant_of(measurement, config));
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const std::size_t count = variants_.size();
+    const std::size_t variant = variant_of(measured[i], config);
+    if (variants_.size() > count)
+      first_measurement_.push_back(i);
+    add_row(measured[i], variant);
+  }
+  check_replay_budget(notify);
+  for (std::size_t v = 0; v < variants_.size(); ++v)
+    refuse_overflow(measured[first_measurement_[v]], variants_[v].spec);
+}
+
+namespace {
+
+// The replays a fit makes at least, each of every variant with a measured step: the start of
+// the rank check and its finite difference for each parameter, the fit's start, one trial step
+// and the predictions as configured.
+constexpr int kLeastFitReplays = 4 + kParameterCount;
+
+std::string tasks_text(double tasks) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2g", tasks);
+  return text;
+}
+
+}  // namespace
+
+void MeasuredVariants::check_replay_budget(
+    const std::function<void(const std::string&)>& notify) const {
+  double every = 0;
+  double steps = 0;
+  for (const auto& variant : variants_) {
+    const double tasks = replay_tasks(variant.spec, false);
+    every += tasks;
+    steps += variant.steps ? tasks : 0;
+  }
+  const double least = every + steps * kLeastFitReplays;
+  const std::string what = "the fit replays at least about " + tasks_text(least) +
+                           " tasks (each variant once to check it fits, and each variant with "
+                           "a measured step " +
+                           std::to_string(kLeastFitReplays) + " times more, " + tasks_text(steps) +
+                           " tasks a time)";
+  if (least > kMaxReplayTasks) {
+    throw core::ConfigError("--measured", "",
+                            what + ", more than the " + with_commas(std::int64_t(kMaxReplayTasks)) +
+                                " tasks one command replays; measure steps of variants with a "
+                                "lower gradient_accumulation_count");
+  }
+  if (least > kLongReplayTasks && notify)
+    notify(what + ": " + replay_time_text(least) + " or more");
+}
+
+void MeasuredVariants::count_replay(const RunSpec& spec) const {
+  replayed_tasks_ += replay_tasks(spec, false);
+  if (replayed_tasks_ > kMaxReplayTasks) {
+    throw core::ConfigError("--measured", "",
+                            "the fit stopped unconverged: its replays reached " +
+                                tasks_text(replayed_tasks_) + " tasks, more than the " +
+                                with_commas(std::int64_t(kMaxReplayTasks)) +
+                                " tasks one command replays; measure steps of variants with a "
+                                "lower gradient_accumulation_count, or fit fewer parameters "
+                                "(--fit)");
+  }
 }
 
 std::size_t MeasuredVariants::variant_of(const Measurement& measurement,
@@ -171,14 +235,14 @@ std::size_t MeasuredVariants::variant_of(const Measurement& measurement,
     measurement.source.fail(variant_field(measurement),
                             std::string("its config variant is not valid: ") + error.what());
   }
-  refuse_overflow(measurement, variants_.back().spec);
   sets_.push_back(key);
   return variants_.size() - 1;
 }
 
 // A variant that does not fit in memory never ran, so it cannot have been measured: the
 // replay's verdict (numerics off) names the IPU and its largest consumers.
-void MeasuredVariants::refuse_overflow(const Measurement& measurement, const RunSpec& spec) {
+void MeasuredVariants::refuse_overflow(const Measurement& measurement, const RunSpec& spec) const {
+  count_replay(spec);
   SimulateOptions options;
   options.allow_oom = true;
   options.numeric = NumericMode::kOff;
@@ -212,6 +276,7 @@ void MeasuredVariants::fill(const Variant& variant, const RunSpec& spec,
   std::shared_ptr<const CostModel> cost;
   std::int64_t step = 0;
   if (variant.steps) {
+    count_replay(spec);
     SimulateOptions options;
     options.allow_oom = true;  // measured on IPUs, so it ran; only the time matters here
     const auto report = simulate(spec, options);

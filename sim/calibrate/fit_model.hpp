@@ -10,6 +10,7 @@
 // replay (sim::simulate), whose maxima over IPUs make it piecewise linear: its derivatives are
 // finite differences.
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,7 +50,11 @@ class MeasuredVariants {
   // Builds `config` and each variant (`config` with its measurements' overrides); a variant
   // that does not validate, a stage it lacks or a pass it does not run is a core::ConfigError
   // naming the measurement's place in its file.
-  MeasuredVariants(const core::ConfigDocument& config, const std::vector<Measurement>& measured);
+  // The replays the fit needs are counted against the most one command replays
+  // (kMaxReplayTasks): a fit whose least work is more is refused before any replay, one that
+  // grows past it while it fits is stopped, and `notify` hears of a fit that will take a while.
+  MeasuredVariants(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
+                   const std::function<void(const std::string&)>& notify = {});
 
   const RunSpec& config() const { return config_; }
   std::size_t variant_count() const { return variants_.size(); }
@@ -79,7 +84,11 @@ class MeasuredVariants {
   std::size_t variant_of(const Measurement& measurement, const core::ConfigDocument& config);
   void add_row(const Measurement& measurement, std::size_t variant);
   // Refuses a variant that does not fit in memory, naming the entry that chose it.
-  static void refuse_overflow(const Measurement& measurement, const RunSpec& spec);
+  void refuse_overflow(const Measurement& measurement, const RunSpec& spec) const;
+  // The tasks of the replays the fit makes at least; refuses them past kMaxReplayTasks.
+  void check_replay_budget(const std::function<void(const std::string&)>& notify) const;
+  // Counts a replay of `spec` against the budget, stopping the fit past it.
+  void count_replay(const RunSpec& spec) const;
   void fill(const Variant& variant, const RunSpec& spec, Eigen::VectorXd& out) const;
   // Every prediction, or only the steps' (the rest zero); at `unknowns` for the parameters in
   // `which`, or as configured when `unknowns` is null.
@@ -91,6 +100,8 @@ class MeasuredVariants {
   std::vector<std::pair<std::string, std::vector<std::string>>> sets_;
   std::vector<Variant> variants_;
   std::vector<Row> rows_;
+  std::vector<std::size_t> first_measurement_;  // per variant: the entry that named it first
+  mutable double replayed_tasks_ = 0;
 };
 
 }  // namespace ipusim::sim

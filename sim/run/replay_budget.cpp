@@ -9,12 +9,9 @@
 namespace ipusim::sim {
 namespace {
 
-// Tasks a replay may run: at a few million a second, a few minutes' work.
-constexpr double kMaxReplayTasks = 2e9;
 // Tasks past which a replay keeps the user waiting, and the rate that makes it so ([M]
 // tools/bench/estimate_bench: every shipped config replays at 30-58 million tasks a second on
 // one core of the build machine, so the estimate is within 1.5x of the time either way).
-constexpr double kLongReplayTasks = 2e8;
 constexpr double kTasksPerSecond = 4e7;
 
 // What automatic numeric mode runs without being asked: about 20 s of one core's kernels at
@@ -69,6 +66,16 @@ void refuse_long_replay(const RunSpec& spec, bool numeric) {
           (by_repeats ? "repeat_count, or run with --no-numeric" : "gradient_accumulation_count"));
 }
 
+double replay_tasks(const RunSpec& spec, bool numeric) {
+  return estimate(spec, numeric).tasks;
+}
+
+std::string replay_time_text(double tasks) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.0f", tasks / kTasksPerSecond);
+  return std::string("about ") + seconds + " s at 40 million tasks a second";
+}
+
 double estimated_replay_seconds(const RunSpec& spec, bool numeric) {
   return estimate(spec, numeric).tasks / kTasksPerSecond;
 }
@@ -77,9 +84,7 @@ std::string long_replay_notice(const RunSpec& spec, bool numeric) {
   const Estimate e = estimate(spec, numeric);
   if (e.tasks <= kLongReplayTasks)
     return "";
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.0f", e.tasks / kTasksPerSecond);
-  return "replaying " + tasks_text(e) + ": about " + seconds + " s at 40 million tasks a second" +
+  return "replaying " + tasks_text(e) + ": " + replay_time_text(e.tasks) +
          (e.repeats > 1 ? ", and longer for the kernels" : "");
 }
 

@@ -9,6 +9,19 @@
 
 namespace ipusim::sim {
 
+// The most tasks one command replays, all its replays together: at a few tens of millions a
+// second, a few minutes' work.
+inline constexpr double kMaxReplayTasks = 2e9;
+// Tasks past which a command tells the user how long its replays will take.
+inline constexpr double kLongReplayTasks = 2e8;
+
+// The tasks one replay of `spec` runs: its schedule's tasks per micro-batch x the GAC, once, or
+// once per repeat when the kernels run.
+double replay_tasks(const RunSpec& spec, bool numeric);
+
+// "about 7 s at 40 million tasks a second", the time `tasks` take to replay.
+std::string replay_time_text(double tasks);
+
 // Throws core::ConfigError at the option at fault, with the estimate, for a replay of more than
 // 2e9 tasks: the tasks per micro-batch x the GAC, once, or once per repeat when the kernels run.
 void refuse_long_replay(const RunSpec& spec, bool numeric);

@@ -166,3 +166,18 @@ TEST_CASE("calibrate checks its output before reading anything and needs --measu
   CHECK(result.code == 1);
   CHECK(result.err == "error: --measured is required\n");
 }
+
+TEST_CASE("a fit whose least replays exceed what one command replays is refused before any") {
+  // 8 tasks a micro-batch x 2^25 micro-batches = 268,435,456 tasks a replay; the variant is
+  // replayed once to check it fits and 13 times more at least: 14 x 268,435,456 = 3.76e9.
+  const std::string csv = write("big.csv",
+                                "set,stage,forward_cycles,backward_cycles,step_cycles\n"
+                                "pipeline.gradient_accumulation_count=33554432,,,,1000000000\n");
+  const auto result = run_ipusim({"calibrate", kTf1Config, "--measured", csv});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: --measured: the fit replays at least about 3.8e+09 tasks (each variant once to "
+        "check it fits, and each variant with a measured step 13 times more, 2.7e+08 tasks a "
+        "time), more than the 2,000,000,000 tasks one command replays; measure steps of variants "
+        "with a lower gradient_accumulation_count\n");
+}

@@ -11,12 +11,13 @@
 
 namespace ipusim::cli {
 
-void add_calibrate_command(CLI::App& app, std::ostream& out) {
+void add_calibrate_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   struct Options {
     ConfigArgs config;
     std::string measured;
     std::string output;
     std::vector<std::string> fit;
+    bool quiet = false;
   };
   auto o = std::make_shared<Options>();
   auto* command = app.add_subcommand(
@@ -38,10 +39,11 @@ void add_calibrate_command(CLI::App& app, std::ostream& out) {
                    "Fit only these parameters (comma separated, e.g. matmul.efficiency); the "
                    "others keep the config's values (default: all)")
       ->delimiter(',');
+  command->add_flag("--quiet", o->quiet, "Print no note of how long the fit's replays will take");
   command->footer(
       "Example:\n  ipusim calibrate configs/bert_large_4ipu.json --measured bert.csv "
       "-o calibrated.json");
-  command->callback([o, &out] {
+  command->callback([o, &out, &err] {
     core::OutputSet outputs;
     if (!o->output.empty())
       outputs.add(o->output, "-o");
@@ -53,7 +55,11 @@ void add_calibrate_command(CLI::App& app, std::ostream& out) {
     }
     const auto config = core::ConfigDocument::load(o->config.path, o->config.overrides());
     core::add_inputs(outputs, config);
-    const auto calibration = sim::calibrate(config, measured, o->fit);
+    const auto notify = [&err, quiet = o->quiet](const std::string& notice) {
+      if (!quiet)
+        err << "note: " << notice << "\n";
+    };
+    const auto calibration = sim::calibrate(config, measured, o->fit, notify);
     if (!o->output.empty())
       outputs.write(o->output, sim::calibrated_preset(calibration).dump(2) + "\n");
     outputs.commit();

@@ -63,7 +63,7 @@ void add_compare_command(CLI::App& app, std::ostream& out);
 void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_train_command(CLI::App& app, std::ostream& out);
-void add_calibrate_command(CLI::App& app, std::ostream& out);
+void add_calibrate_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_import_command(CLI::App& app, std::ostream& out);
 void add_completion_command(CLI::App& app, std::ostream& out);
 void add_man_command(CLI::App& app, std::ostream& out);
