@@ -38,6 +38,26 @@ class Descriptor {
   int fd_;
 };
 
+// O_NONBLOCK: opening a FIFO must not wait for a writer; regular_within refuses it.
+Descriptor open_regular(const std::string& path) {
+  return Descriptor(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+}
+
+// Why the opened file is not one to read (not opened, not a regular file, over `max_bytes`);
+// nullopt when it is.
+std::optional<std::string> regular_within(const Descriptor& file, std::int64_t max_bytes) {
+  if (file.get() < 0)
+    return std::string(std::strerror(errno));
+  struct stat status {};
+  if (::fstat(file.get(), &status) != 0)
+    return std::string(std::strerror(errno));
+  if (!S_ISREG(status.st_mode))
+    return "it is " + file_kind(status.st_mode) + ", not a regular file";
+  if (status.st_size > max_bytes)
+    return too_large(max_bytes);
+  return std::nullopt;
+}
+
 std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_bytes) {
   std::vector<char> buffer(std::size_t{1} << 16);
   text->clear();
@@ -185,33 +205,18 @@ bool is_range_failure(const TrackingSax& sax) {
 
 std::optional<std::string> read_regular_file(const std::string& path, std::string* text,
                                              std::int64_t max_bytes) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; the kind check below refuses it.
-  const Descriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (file.get() < 0)
-    return std::string(std::strerror(errno));
-  struct stat status {};
-  if (::fstat(file.get(), &status) != 0)
-    return std::string(std::strerror(errno));
-  if (!S_ISREG(status.st_mode))
-    return "it is " + file_kind(status.st_mode) + ", not a regular file";
-  if (status.st_size > max_bytes)
-    return too_large(max_bytes);
+  const Descriptor file = open_regular(path);
+  if (auto why = regular_within(file, max_bytes))
+    return why;
   return read_all(file.get(), text, max_bytes);
 }
 
 std::optional<std::string> read_regular_file_chunks(
     const std::string& path, std::int64_t max_bytes,
     const std::function<void(std::string_view)>& chunk) {
-  const Descriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (file.get() < 0)
-    return std::string(std::strerror(errno));
-  struct stat status {};
-  if (::fstat(file.get(), &status) != 0)
-    return std::string(std::strerror(errno));
-  if (!S_ISREG(status.st_mode))
-    return "it is " + file_kind(status.st_mode) + ", not a regular file";
-  if (status.st_size > max_bytes)
-    return too_large(max_bytes);
+  const Descriptor file = open_regular(path);
+  if (auto why = regular_within(file, max_bytes))
+    return why;
   std::vector<char> buffer(std::size_t{1} << 20);
   std::int64_t total = 0;
   while (true) {
