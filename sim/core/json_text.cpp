@@ -58,9 +58,12 @@ std::optional<std::string> regular_within(const Descriptor& file, std::int64_t m
   return std::nullopt;
 }
 
-std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_bytes) {
-  std::vector<char> buffer(std::size_t{1} << 16);
-  text->clear();
+// Reads `fd` to its end a buffer at a time, handing each piece to `chunk`; past `max_bytes` it
+// stops with why.
+std::optional<std::string> read_chunks(int fd, std::int64_t max_bytes, std::size_t buffer_bytes,
+                                       const std::function<void(std::string_view)>& chunk) {
+  std::vector<char> buffer(buffer_bytes);
+  std::int64_t total = 0;
   while (true) {
     const ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR)
@@ -69,10 +72,17 @@ std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_
       return std::string(std::strerror(errno));
     if (got == 0)
       return std::nullopt;
-    text->append(buffer.data(), std::size_t(got));
-    if (std::int64_t(text->size()) > max_bytes)
+    total += got;
+    if (total > max_bytes)
       return too_large(max_bytes);
+    chunk(std::string_view(buffer.data(), std::size_t(got)));
   }
+}
+
+std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_bytes) {
+  text->clear();
+  return read_chunks(fd, max_bytes, std::size_t{1} << 16,
+                     [text](std::string_view piece) { text->append(piece); });
 }
 
 // Builds the document through nlohmann's DOM builder while tracking the JSON pointer of the
@@ -217,21 +227,7 @@ std::optional<std::string> read_regular_file_chunks(
   const Descriptor file = open_regular(path);
   if (auto why = regular_within(file, max_bytes))
     return why;
-  std::vector<char> buffer(std::size_t{1} << 20);
-  std::int64_t total = 0;
-  while (true) {
-    const ssize_t got = ::read(file.get(), buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      return std::string(std::strerror(errno));
-    if (got == 0)
-      return std::nullopt;
-    total += got;
-    if (total > max_bytes)
-      return too_large(max_bytes);
-    chunk(std::string_view(buffer.data(), std::size_t(got)));
-  }
+  return read_chunks(file.get(), max_bytes, std::size_t{1} << 20, chunk);
 }
 
 Json parse_json_text(const std::string& text, const std::string& source) {

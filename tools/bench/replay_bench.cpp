@@ -16,33 +16,11 @@
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 #include "sim/report/report.hpp"
+#include "tools/bench/equal_stages.hpp"
 
 namespace {
 
 using namespace ipusim;
-
-nlohmann::json equal_stages(int stages, std::int64_t microbatches, const std::string& schedule) {
-  nlohmann::json layers = nlohmann::json::array();
-  nlohmann::json splits = nlohmann::json::array();
-  for (int k = 0; k < stages; ++k) {
-    const std::string id = "d" + std::to_string(k);
-    layers.push_back({{"id", id},
-                      {"type", "dense"},
-                      {"units", 16},
-                      {"cycles", {{"forward", 1000}, {"backward", 2000}}}});
-    if (k > 0)
-      splits.push_back(id);
-  }
-  layers.push_back({{"id", "loss"}, {"type", "softmax_cross_entropy"}});
-  return {{"model", {{"name", "bench"}, {"input", {{"shape", {16}}}}, {"layers", layers}}},
-          {"pipeline",
-           {{"splits", splits},
-            {"pipeline_schedule", schedule},
-            {"gradient_accumulation_count", microbatches},
-            {"relaxed_divisibility", true},
-            {"micro_batch_size", 8}}},
-          {"hardware", {{"preset", "gc200"}, {"ipus", 64}}}};
-}
 
 long peak_rss_kib() {
   rusage usage{};
@@ -53,8 +31,8 @@ long peak_rss_kib() {
 void measure(int stages, std::int64_t microbatches, const std::string& schedule) {
   std::optional<sim::RunSpec> built;
   try {
-    built = sim::build_run_spec(
-        core::ConfigDocument::from_json(equal_stages(stages, microbatches, schedule), "bench"));
+    built = sim::build_run_spec(core::ConfigDocument::from_json(
+        bench::equal_stages(stages, microbatches, schedule), "bench"));
   } catch (const core::ConfigError& error) {
     std::printf("%-16s N=%-3d M=%-8lld skipped: %s\n", schedule.c_str(), stages,
                 static_cast<long long>(microbatches), error.what());

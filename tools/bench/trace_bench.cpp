@@ -25,33 +25,11 @@
 #include "sim/core/output_file.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
+#include "tools/bench/equal_stages.hpp"
 
 namespace {
 
 using namespace ipusim;
-
-nlohmann::json traced_stages(int stages, std::int64_t microbatches, const std::string& schedule) {
-  nlohmann::json layers = nlohmann::json::array();
-  nlohmann::json splits = nlohmann::json::array();
-  for (int k = 0; k < stages; ++k) {
-    const std::string id = "d" + std::to_string(k);
-    layers.push_back({{"id", id},
-                      {"type", "dense"},
-                      {"units", 16},
-                      {"cycles", {{"forward", 1000}, {"backward", 2000}}}});
-    if (k > 0)
-      splits.push_back(id);
-  }
-  layers.push_back({{"id", "loss"}, {"type", "softmax_cross_entropy"}});
-  return {{"model", {{"name", "bench"}, {"input", {{"shape", {16}}}}, {"layers", layers}}},
-          {"pipeline",
-           {{"splits", splits},
-            {"pipeline_schedule", schedule},
-            {"relaxed_divisibility", true},
-            {"gradient_accumulation_count", microbatches},
-            {"micro_batch_size", 8}}},
-          {"hardware", {{"preset", "gc200"}, {"ipus", 64}}}};
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -94,8 +72,8 @@ Timed run_once(const sim::RunSpec& spec, sim::TraceFormat format, const std::str
 // Runs in a child process: the replay alone, then traced; prints one line.
 void measure(int stages, std::int64_t microbatches, sim::TraceFormat format,
              const std::string& folder, const std::string& schedule) {
-  const auto spec = sim::build_run_spec(
-      core::ConfigDocument::from_json(traced_stages(stages, microbatches, schedule), "bench"));
+  const auto spec = sim::build_run_spec(core::ConfigDocument::from_json(
+      bench::equal_stages(stages, microbatches, schedule), "bench"));
   const bool proto = format == sim::TraceFormat::kProto;
   const std::string path = folder + "/trace_bench" + (proto ? ".pftrace" : ".json");
   const Timed replay = run_once(spec, format, "");
