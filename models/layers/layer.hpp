@@ -145,6 +145,13 @@ const Fields& own_fields(const LayerParams& params) {
   return *fields;
 }
 
+// The type's own fields, or their defaults for a layer built in code rather than read.
+template <class Fields>
+const Fields& own_fields_or_defaults(const LayerParams& params) {
+  static const Fields defaults{};
+  return params.own.has_value() ? own_fields<Fields>(params) : defaults;
+}
+
 // The type's own fields to set, made with their defaults on first use.
 template <class Fields>
 Fields& own_fields_to_set(LayerParams& params) {

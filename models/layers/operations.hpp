@@ -54,6 +54,13 @@ struct Operation {
   OpClass op_class = OpClass::kMatmul;
   OpPass forward;
   OpPass backward;
+  // Temporaries: tensors the operation allocates while either pass runs and frees when it ends,
+  // in elements of the compute dtype; per sample, and per micro-batch (a rearranged copy of its
+  // weights). Only what a source names is counted: the loss's one-hot labels and a tied matmul's
+  // rearranged weights (see softmax_cross_entropy.cpp and dense.cpp); a pass serialised k ways
+  // holds a k-th of them at a time.
+  double temporary_elements = 0;
+  double temporary_weight_elements = 0;
 };
 
 // The operations of `layer` with inputs `inputs` (per sample) producing `output`.

@@ -295,6 +295,18 @@ std::int64_t recomputed_cycles(const SubstageCost& cost, StashKind kind) {
   return cycles;
 }
 
+// Operations run one at a time, so a task holds one operation's temporaries at a time.
+std::int64_t largest_temporaries(const RunSpec& spec, const models::LayerInfo& info) {
+  std::int64_t largest = 0;
+  for (const auto& op : info.operations) {
+    const double elements = op.temporary_elements * double(spec.pipeline.micro_batch_size) +
+                            op.temporary_weight_elements;
+    largest = std::max(
+        largest, std::int64_t(std::ceil(elements)) * models::dtype_bytes(spec.pipeline.dtype));
+  }
+  return largest;
+}
+
 }  // namespace
 
 SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
@@ -315,8 +327,10 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
     cost.forward_flops += info.forward_flops * batch;
     cost.backward_flops += info.backward_flops * batch;
     cost.live_bytes += info.live_bytes * spec.pipeline.micro_batch_size;
+    cost.temporary_bytes = std::max(cost.temporary_bytes, largest_temporaries(spec, info));
     cost.params += info.params;
   }
+  cost.live_bytes += cost.temporary_bytes;
   // The stash is read back, and the model input normalised again, when anything is recomputed.
   const int reads = stash == StashKind::kStageInputs || !plan.recomputations.empty() ? 1 : 0;
   if (const auto cast = stash_cast_operation(spec, layers, stash, plan)) {

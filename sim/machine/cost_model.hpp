@@ -47,7 +47,9 @@ struct SubstageCost {
   double forward_flops = 0;  // per micro-batch
   double backward_flops = 0;
   std::int64_t stash_bytes = 0;  // one FIFO entry (one micro-batch) under the mode
-  std::int64_t live_bytes = 0;   // activations alive while a task of it runs
+  // Activations alive while a task of it runs, with the temporaries of its largest operation.
+  std::int64_t live_bytes = 0;
+  std::int64_t temporary_bytes = 0;  // those temporaries (models/layers/operations.hpp)
   // ... while its recomputation or backward runs: under kCheckpoints, plus the saved state of
   // the largest segment it rebuilds at a time.
   std::int64_t backward_live_bytes = 0;

@@ -474,7 +474,9 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
   REQUIRE(squeezed.size() == 38 + 2);  // a header, the 38 types, a closing line
   CHECK(squeezed[0] == "type inputs keys");
   CHECK(std::count(squeezed.begin(), squeezed.end(),
-                   "dense one units, activation, bias, tied_to") == 1);
+                   "dense one units, activation, bias, tied_to, serialization_factor") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(),
+                   "softmax_cross_entropy one serialized_seq_len") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "add two or more") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(),
                    "avgpool2d one pool, stride, padding, ceil_mode, count_include_pad") == 1);
@@ -516,8 +518,9 @@ TEST_CASE("layers TYPE gives each of its keys with the value it takes, its defau
         "size up (PyTorch's); the last window starts inside\n"
         "It also takes id, type, inputs, cycles, checkpoint.\n");
   const auto dense = run_ipusim({"layers", "dense"});
-  CHECK(dense.out.find("\nunits       a positive integer") != std::string::npos);
-  CHECK(dense.out.find("bias        true or false") != std::string::npos);
+  CHECK(dense.out.find("\nunits                 a positive integer") != std::string::npos);
+  CHECK(dense.out.find("\nserialization_factor  an integer from 1 to 1048576") !=
+        std::string::npos);
 }
 
 TEST_CASE("layers refuses a type it does not know and names the nearest") {

@@ -159,7 +159,7 @@ TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON repor
   CHECK(first ==
         "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,1312868,0.000987118797,"
         "518681.238,91212,564616,54145,602895,0.110717,0.490595,0.277381,0.240167,12462538,"
-        "413696,true,259340.619,0,0,0.314594,0.240167,12462538,7446558,");
+        "413696,true,259340.619,0,0,0.314594,0.240167,12462538,7447838,");
   const auto report = nlohmann::json::parse(std::ifstream(json));
   REQUIRE(report["runs"].size() == 2);
   CHECK(report["runs"][1]["label"] == "tf1_mnist interleaved");

@@ -22,6 +22,10 @@ inline constexpr const char* kAttentionMatrix = "attention matrix (heads x seque
 
 // FLOPs per element the report counts for vector work. GELU and tanh evaluate a transcendental
 // and a few multiply-adds.
+// The most pieces an operation may be serialised into: it keeps compute-set counts in range, and
+// a factor anywhere near it is no longer a plan.
+inline constexpr std::int64_t kMaxSerialization = std::int64_t{1} << 20;
+
 inline constexpr double kBiasFlops = 1;
 inline constexpr double kReluFlops = 1;
 inline constexpr double kTanhFlops = 4;
