@@ -164,12 +164,17 @@ Iterate fit(const Problem& problem, Iterate current, const std::vector<bool>& fi
             int& iterations) {
   double lambda = 0;
   iterations = 0;
+  // An iteration replays a finite difference per fitted parameter and at least one trial step;
+  // after the fit, the end point's differences and the configured predictions follow.
+  const int differences = int(std::count(fitted.begin(), fitted.end(), true));
   while (iterations < kMaxIterations) {
+    problem.model.expect_passes(2 * differences + 2);
     const Eigen::MatrixXd a =
         problem.scaled(problem.model.jacobian(current.unknowns, fitted, current.predicted));
     const Eigen::VectorXd r = problem.residuals(current.predicted);
     std::optional<Iterate> better;
     for (int damping = 0; damping < kMaxDampings && !better; ++damping) {
+      problem.model.expect_passes(differences + 2);
       auto trial =
           try_evaluate(problem, bounded_step(a, r, current.unknowns, fitted, lambda), fitted);
       if (trial && trial->error < current.error)
@@ -265,9 +270,10 @@ std::vector<std::string> fittable_parameters() {
 
 Calibration calibrate(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
                       const std::vector<std::string>& chosen_names,
-                      const std::function<void(const std::string&)>& notify) {
+                      const std::function<void(const std::string&)>& notify,
+                      const std::function<void(std::size_t, std::size_t)>& progress) {
   const std::vector<bool> chosen = chosen_parameters(chosen_names);
-  const MeasuredVariants model(config, measured, notify);
+  const MeasuredVariants model(config, measured, notify, progress);
   Problem problem{model, Eigen::VectorXd(Eigen::Index(measured.size()))};
   for (std::size_t i = 0; i < measured.size(); ++i)
     problem.measured[Eigen::Index(i)] = measured[i].cycles;
@@ -279,6 +285,8 @@ Calibration calibrate(const core::ConfigDocument& config, const std::vector<Meas
   std::vector<bool> fitted(kParameterCount);
   for (int p = 0; p < kParameterCount; ++p)
     fitted[std::size_t(p)] = status[std::size_t(p)] == FitStatus::kFitted;
+  // The fit's start, then its first iteration and what follows the fit (as fit() counts them).
+  model.expect_passes(1 + 2 * int(std::count(fitted.begin(), fitted.end(), true)) + 2);
 
   Calibration out;
   out.config_path = model.config().config_path;

@@ -64,10 +64,11 @@ std::vector<std::string> fittable_parameters();
 // Fits `config` (a loaded config with the command's overrides) to `measured`, moving only the
 // parameters named in `chosen` (all when empty; a name that is none is a core::ConfigError).
 // Errors in the variants the measurements name are core::ConfigErrors naming their place in
-// the file.
+// the file. `progress` hears (replays done, the least replays the fit needs) after each replay.
 Calibration calibrate(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
                       const std::vector<std::string>& chosen = {},
-                      const std::function<void(const std::string&)>& notify = {});
+                      const std::function<void(const std::string&)>& notify = {},
+                      const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 // {"hardware": {"operations": {...}}} with the fitted and clamped values: included in the
 // config, it gives the "after" predictions.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
@@ -135,6 +136,11 @@ void apply_unknowns(const Eigen::VectorXd& unknowns, const std::vector<bool>& wh
 
 namespace {
 
+// The replays a fit makes at least, each of every variant with a measured step: the start of
+// the rank check and its finite difference for each parameter, the fit's start, one trial step
+// and the predictions as configured.
+constexpr int kLeastFitReplays = 4 + kParameterCount;
+
 // The field of an entry that chooses its variant: the overrides when there are any, else the
 // other config file it names.
 std::string variant_field(const Measurement& measurement) {
@@ -145,8 +151,9 @@ std::string variant_field(const Measurement& measurement) {
 
 MeasuredVariants::MeasuredVariants(const core::ConfigDocument& config,
                                    const std::vector<Measurement>& measured,
-                                   const std::function<void(const std::string&)>& notify)
-    : config_(build_run_spec(config)) {
+                                   const std::function<void(const std::string&)>& notify,
+                                   ReplayProgress progress)
+    : config_(build_run_spec(config)), progress_(std::move(progress)) {
   for (std::size_t i = 0; i < measured.size(); ++i) {
     const std::size_t count = variants_.size();
     const std::size_t variant = variant_of(measured[i], config);
@@ -155,16 +162,14 @@ MeasuredVariants::MeasuredVariants(const core::ConfigDocument& config,
     add_row(measured[i], variant);
   }
   check_replay_budget(notify);
+  for (const auto& variant : variants_)
+    step_variants_ += variant.steps ? 1 : 0;
+  least_replays_ = variants_.size() + step_variants_ * std::size_t(kLeastFitReplays);
   for (std::size_t v = 0; v < variants_.size(); ++v)
     refuse_overflow(measured[first_measurement_[v]], variants_[v].spec);
 }
 
 namespace {
-
-// The replays a fit makes at least, each of every variant with a measured step: the start of
-// the rank check and its finite difference for each parameter, the fit's start, one trial step
-// and the predictions as configured.
-constexpr int kLeastFitReplays = 4 + kParameterCount;
 
 std::string tasks_text(double tasks) {
   char text[32];
@@ -212,6 +217,16 @@ void MeasuredVariants::count_replay(const RunSpec& spec) const {
   }
 }
 
+void MeasuredVariants::expect_passes(int passes) const {
+  least_replays_ = std::max(least_replays_, replays_ + std::size_t(passes) * step_variants_);
+}
+
+void MeasuredVariants::replayed() const {
+  ++replays_;
+  if (progress_)
+    progress_(replays_, std::max(replays_, least_replays_));
+}
+
 std::size_t MeasuredVariants::variant_of(const Measurement& measurement,
                                          const core::ConfigDocument& config) {
   const auto key = std::make_pair(measurement.config, measurement.set);
@@ -247,6 +262,7 @@ void MeasuredVariants::refuse_overflow(const Measurement& measurement, const Run
   options.allow_oom = true;
   options.numeric = NumericMode::kOff;
   const auto report = simulate(spec, options);
+  replayed();
   if (report.figures.fits_in_memory)
     return;
   measurement.source.fail(variant_field(measurement),
@@ -280,6 +296,7 @@ void MeasuredVariants::fill(const Variant& variant, const RunSpec& spec,
     SimulateOptions options;
     options.allow_oom = true;  // measured on IPUs, so it ran; only the time matters here
     const auto report = simulate(spec, options);
+    replayed();
     cost = report.cost;
     step = report.replay.step_cycles;
   } else {

@@ -27,6 +27,10 @@ inline constexpr int kComputeSetParameter = 0;
 inline constexpr int kExchangeParameter = 1;
 inline constexpr int kParameterCount = 2 + int(models::kOpClasses.size());
 
+// Called after each replay of a fit: (replays done, the least the fit needs, which grows as the
+// fit iterates).
+using ReplayProgress = std::function<void(std::size_t, std::size_t)>;
+
 int parameter_of(models::OpClass op_class);
 // Where the parameter sits under hardware.operations: "/compute_set_cycles",
 // "/exchange_bytes_per_tile_cycle", "/matmul/efficiency".
@@ -53,10 +57,16 @@ class MeasuredVariants {
   // The replays the fit needs are counted against the most one command replays
   // (kMaxReplayTasks): a fit whose least work is more is refused before any replay, one that
   // grows past it while it fits is stopped, and `notify` hears of a fit that will take a while.
+  // `progress` hears (replays done, the least replays the fit needs) after each replay.
   MeasuredVariants(const core::ConfigDocument& config, const std::vector<Measurement>& measured,
-                   const std::function<void(const std::string&)>& notify = {});
+                   const std::function<void(const std::string&)>& notify = {},
+                   ReplayProgress progress = {});
 
   const RunSpec& config() const { return config_; }
+  // The fit will evaluate the steps at least `passes` more times (a replay of each variant
+  // with a measured step each time): the least replays progress counts toward grows to match.
+  void expect_passes(int passes) const;
+
   std::size_t variant_count() const { return variants_.size(); }
 
   // Each measurement as its variant's config stands.
@@ -89,6 +99,8 @@ class MeasuredVariants {
   void check_replay_budget(const std::function<void(const std::string&)>& notify) const;
   // Counts a replay of `spec` against the budget, stopping the fit past it.
   void count_replay(const RunSpec& spec) const;
+  // Tells progress of a replay done.
+  void replayed() const;
   void fill(const Variant& variant, const RunSpec& spec, Eigen::VectorXd& out) const;
   // Every prediction, or only the steps' (the rest zero); at `unknowns` for the parameters in
   // `which`, or as configured when `unknowns` is null.
@@ -102,6 +114,10 @@ class MeasuredVariants {
   std::vector<Row> rows_;
   std::vector<std::size_t> first_measurement_;  // per variant: the entry that named it first
   mutable double replayed_tasks_ = 0;
+  ReplayProgress progress_;
+  std::size_t step_variants_ = 0;
+  mutable std::size_t replays_ = 0;
+  mutable std::size_t least_replays_ = 0;
 };
 
 }  // namespace ipusim::sim

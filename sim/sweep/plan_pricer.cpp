@@ -30,9 +30,12 @@ SplitPricer::SplitPricer(const RunSpec& spec)
 
 void SplitPricer::estimate(const std::vector<int>& cuts, PlanCandidate& out) {
   const int ipus = spec_.pipeline.ipus_per_replica();
-  std::vector<std::int64_t> work(std::size_t(ipus), 0);
-  std::vector<std::int64_t> live(std::size_t(ipus), 0);
-  std::vector<const RangeCost*> stage_costs;
+  auto& work = work_;
+  auto& live = live_;
+  auto& stage_costs = stage_costs_;
+  work.assign(std::size_t(ipus), 0);
+  live.assign(std::size_t(ipus), 0);
+  stage_costs.clear();
   out.estimated_peak_bytes.assign(std::size_t(ipus), spec_.hardware.code.control_bytes);
   for (int k = 0; k < stages(); ++k) {
     const int begin = k == 0 ? 0 : cuts[k - 1];

@@ -64,6 +64,10 @@ class SplitPricer {
   std::vector<std::int64_t> depth_;
   std::vector<StepWork> window_;  // one period of a step-based schedule's steady state
   std::unordered_map<std::int64_t, RangeCost> memo_;  // by (stage, begin, end)
+  // estimate's scratch, kept between its millions of calls: per IPU, and per stage.
+  std::vector<std::int64_t> work_;
+  std::vector<std::int64_t> live_;
+  std::vector<const RangeCost*> stage_costs_;
 };
 
 }  // namespace ipusim::sim::plan_detail

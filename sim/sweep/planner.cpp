@@ -92,6 +92,12 @@ class BestCandidates {
   using Better = std::function<bool(const PlanCandidate&, const PlanCandidate&)>;
   BestCandidates(std::size_t limit, Better better) : limit_(limit), better_(std::move(better)) {}
 
+  // Whether push(c) would keep `c`: there is room, or it is better than the worst kept (on a
+  // tie the earlier one stays). Lets the search skip building a split it would drop at once.
+  bool would_keep(const PlanCandidate& c) const {
+    return entries_.size() < limit_ || better_(c, entries_.front().candidate);
+  }
+
   void push(PlanCandidate c) {
     entries_.push_back({std::move(c), pushed_++});
     std::push_heap(entries_.begin(), entries_.end(), worse_last());
@@ -160,18 +166,21 @@ class SettingSearch {
     BestCandidates over(kept_per_setting(request_.top), [](const auto& a, const auto& b) {
       return a.estimated_peak_max() < b.estimated_peak_max();
     });
+    // Millions of splits are priced into one scratch candidate; only those a list keeps are
+    // copied and named.
+    PlanCandidate priced;
     auto visit = [&](const std::vector<int>& cuts) {
-      PlanCandidate c;
+      pricer.estimate(cuts, priced);
+      ++result_.evaluated;
+      const bool over_capacity = priced.estimated_peak_max() > result_.capacity_bytes;
+      result_.over_capacity += over_capacity ? 1 : 0;
+      auto& list = over_capacity ? over : fit;
+      if (!list.would_keep(priced))
+        return;
+      PlanCandidate c = priced;
       for (int cut : cuts)
         c.splits.push_back(spec.model.layers[std::size_t(cut)].id);
-      pricer.estimate(cuts, c);
-      ++result_.evaluated;
-      if (c.estimated_peak_max() > result_.capacity_bytes) {
-        ++result_.over_capacity;
-        over.push(std::move(c));
-      } else {
-        fit.push(std::move(c));
-      }
+      list.push(std::move(c));
     };
     if (request_.fixed_splits)
       visit(own_cuts(spec));

@@ -33,6 +33,7 @@ struct ConfigArgs {
 inline const std::vector<std::string> kScheduleFormats = {"text", "json"};
 inline const std::vector<std::string> kPlanObjectives = {"throughput", "memory"};
 inline const std::vector<std::string> kShells = {"bash", "zsh"};
+inline const std::vector<std::string> kProgressStyles = {"auto", "bar", "lines", "none"};
 
 // Refuses an empty value of a path option: left empty, the option would be silently ignored.
 CLI::Validator non_empty_path();

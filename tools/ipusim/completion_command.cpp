@@ -45,6 +45,7 @@ std::vector<std::pair<std::string, std::string>> option_values() {
   return {{"--schedule|--schedules", words(sim::schedule_names())},
           {"--format", words(kScheduleFormats)},
           {"--objective", words(kPlanObjectives)},
+          {"--progress", words(kProgressStyles)},
           {"--recomputation", words(schedules::recomputation_mode_names())},
           {"--offload", words(sim::plan_offload_names())}};
 }

@@ -14,7 +14,7 @@
 #include "sim/spec/spec.hpp"
 #include "sim/sweep/planner.hpp"
 #include "tools/ipusim/command.hpp"
-#include "tools/ipusim/progress_bar.hpp"
+#include "tools/ipusim/progress.hpp"
 
 namespace ipusim::cli {
 namespace {
@@ -29,6 +29,7 @@ struct PlanArgs {
   std::string best_path;
   std::string csv_path;
   std::string html_path;
+  std::string progress = "auto";
   bool quiet = false;
 };
 
@@ -114,6 +115,7 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
       ->allow_extra_args(false)
       ->type_name("CSV,...")
       ->check(non_empty_path());
+  add_progress_option(command, a.progress);
   command->add_flag("--quiet", a.quiet, "Print only errors");
 }
 
@@ -197,10 +199,13 @@ void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     auto request = request_of(*a);
     request.keep_rows = !a->csv_path.empty();
     request.keep_points = !a->html_path.empty();
-    auto bar = std::make_shared<ProgressBar>(core::unescaped(err));
-    if (!a->quiet && is_terminal(core::unescaped(err)))
-      request.progress = [bar](std::size_t done, std::size_t total, const char* unit) {
-        bar->update(done, total, unit);
+    auto& progress_err = core::unescaped(err);
+    const auto style = progress_style(a->progress, a->quiet, progress_err);
+    auto progress =
+        std::make_shared<Progress>(progress_err, style, progress_pace_from_environment());
+    if (style != ProgressStyle::kNone)
+      request.progress = [progress](std::size_t done, std::size_t total, const char* unit) {
+        progress->update(done, total, unit);
       };
     if (!a->merge.empty())
       refuse_search_options(*command);

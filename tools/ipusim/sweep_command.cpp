@@ -12,13 +12,14 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "sim/core/format.hpp"
 #include "sim/core/printable.hpp"
 #include "sim/core/signal_cleanup.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "tools/ipusim/command.hpp"
-#include "tools/ipusim/progress_bar.hpp"
+#include "tools/ipusim/progress.hpp"
 
 namespace ipusim::cli {
 namespace {
@@ -26,6 +27,7 @@ namespace {
 struct SweepArgs {
   ConfigArgs config;
   sim::SweepRequest request;  // config_path, base_overrides and progress set when it runs
+  std::string progress = "auto";
   bool quiet = false;
   bool json_lines = false;
 };
@@ -91,10 +93,15 @@ void run_sweep(const SweepArgs& a, std::ostream& out, std::ostream& err) {
   add_config_inputs(outputs, a.config.path);
   request.config_path = a.config.path;
   request.base_overrides = a.config.overrides();
-  auto bar = std::make_shared<ProgressBar>(core::unescaped(err));
-  if (!a.quiet && is_terminal(core::unescaped(err)))
-    request.progress = [bar](std::size_t done, std::size_t total) {
-      bar->update(done, total, "runs");
+  auto& progress_err = core::unescaped(err);
+  const auto style = progress_style(a.progress, a.quiet, progress_err);
+  auto progress = std::make_shared<Progress>(progress_err, style, progress_pace_from_environment());
+  if (style != ProgressStyle::kNone)
+    // The first call gives the runs a resumed sweep finds done: they are not this process's pace.
+    request.progress = [progress, first = true](std::size_t done, std::size_t total) mutable {
+      if (std::exchange(first, false))
+        progress->begin("runs", done);
+      progress->update(done, total, "runs");
     };
   if (a.json_lines)
     request.on_json_line = [&out](const std::string& line) { out << line << std::flush; };
@@ -146,6 +153,7 @@ void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "Also write an HTML page plotting ramp overhead and throughput against "
                    "each varied value")
       ->check(non_empty_path());
+  add_progress_option(command, a->progress);
   command->add_flag("--quiet", a->quiet, "Print only errors");
   command->add_flag("--json-lines", a->json_lines,
                     "Stream each run as one line of JSON on the output as its row is written "
