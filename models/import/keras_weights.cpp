@@ -69,13 +69,13 @@ class ArrayTaker {
   std::vector<std::string> missing_;
 };
 
-std::vector<Tensor> layer_parameters(const KerasWeights& layer, std::span<const Tensor> expected,
+std::vector<Tensor> layer_parameters(const KerasWeights& layer, const std::vector<Shape>& expected,
                                      ArrayTaker& arrays) {
   std::vector<Tensor> tensors;
   for (std::size_t i = 0; i < layer.names.size(); ++i) {
     auto tensor = arrays.take(layer.layer, layer.names[i]);
-    if (tensor && layer.merge_heads && tensor->elements() == expected[i].elements())
-      tensor = std::move(*tensor).reshaped(expected[i].shape());
+    if (tensor && layer.merge_heads && tensor->elements() == element_count(expected[i]))
+      tensor = std::move(*tensor).reshaped(expected[i]);
     if (tensor)
       tensors.push_back(std::move(*tensor));
   }
@@ -104,12 +104,11 @@ std::string listed(const std::vector<std::string>& names) {
 }
 
 KerasWeightsFile read_keras_weights(const KerasImport& imported, const Model& model,
-                                    const ParameterStore& seeded, const std::string& npz,
-                                    std::int64_t max_bytes) {
+                                    const std::string& npz, std::int64_t max_bytes) {
   ArrayTaker arrays(keras_arrays(npz, model.total_params(), max_bytes), npz);
   KerasWeightsFile file;
   for (const auto& layer : imported.weights) {
-    const auto expected = seeded.parameters(model.index_of(layer.layer));
+    const auto expected = tensor_shapes_of(model, model.index_of(layer.layer)).parameters;
     file.weights.emplace_back(layer.layer, layer_parameters(layer, expected, arrays));
     auto running = moving_statistics(layer, arrays);
     if (running.size() == 2)

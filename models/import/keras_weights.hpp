@@ -13,8 +13,6 @@
 
 namespace ipusim::models {
 
-class ParameterStore;
-
 using LayerTensors = std::vector<std::pair<std::string, std::vector<Tensor>>>;  // by layer id
 
 struct KerasWeightsFile {
@@ -25,12 +23,11 @@ struct KerasWeightsFile {
 
 // Reads `npz` (at most 16 bytes per parameter of `model` plus a megabyte, and never more than
 // `max_bytes`) and takes each imported layer's arrays, named `<layer>/<weight>` (Keras 3's
-// w.path) or `<layer>/<weight>:0` (tf.keras' w.name). `seeded` gives the shapes ipusim keeps;
-// a MultiHeadAttention's head axis is folded into them. Throws core::ConfigError naming `npz`
+// w.path) or `<layer>/<weight>:0` (tf.keras' w.name), in the shapes ipusim's layers keep: a
+// MultiHeadAttention's head axis is folded into them. Throws core::ConfigError naming `npz`
 // and every array that is missing.
 KerasWeightsFile read_keras_weights(const KerasImport& imported, const Model& model,
-                                    const ParameterStore& seeded, const std::string& npz,
-                                    std::int64_t max_bytes);
+                                    const std::string& npz, std::int64_t max_bytes);
 
 // 'a', 'b', 'c': every name, not a choice among them.
 std::string listed(const std::vector<std::string>& names);

@@ -16,8 +16,8 @@ bool all_from(const std::vector<std::int64_t>& v, std::size_t n, std::int64_t lo
 }  // namespace
 
 // ONNX's kernel [C, filters, kh, kw] becomes conv2d_transpose's [kh, kw, filters, C], a Conv
-// kernel's permutation (onnx_conv_kernel): the taps keep their order, as both add input pixel i's
-// tap t at output i x stride - pad + t.
+// kernel's permutation (onnx_conv_kernel_tensor): the taps keep their order, as both add input
+// pixel i's tap t at output i x stride - pad + t.
 void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
   const Activation* in = value(node);
   const auto* w = initializer(node, 1);
@@ -26,14 +26,16 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
       problem(node, "only a transposed convolution of an image by an initializer kernel");
     return;
   }
-  const Tensor kernel = onnx_float_tensor(*w, path_);
-  std::string why = kernel_problem(node, kernel, in->onnx_shape[0], 0);
+  const Shape shape(w->dims().begin(), w->dims().end());
+  Tensor kernel =
+      shape.size() == 4 ? onnx_conv_kernel_tensor(*w, path_) : onnx_float_tensor(*w, path_);
+  std::string why = kernel_problem(node, shape, in->onnx_shape[0], 0);
   if (why.empty() && int_attribute(node, "group", 1) != 1)
     why = "group " + std::to_string(int_attribute(node, "group", 1)) +
           " (ipusim's conv2d_transpose is ungrouped)";
   if (!why.empty())
     return problem(node, why);
-  const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
+  const std::vector<std::int64_t> k = {shape[2], shape[3]};
   const auto shape_attribute = ints_attribute(node, "kernel_shape");
   const Window window = window_of(node, k);
   auto extra = ints_attribute(node, "output_padding");
@@ -46,7 +48,7 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
     why = "an output_shape (ipusim reads pads and output_padding, as PyTorch exports them)";
   else if (!shape_attribute.empty() && shape_attribute != k)
     why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +
-          shape_text(kernel.shape());
+          shape_text(shape);
   else if (!all_from(window.strides, 2, 1) || !all_from(window.pads, 4, 0))
     why = "strides " + shape_text(window.strides) + " and pads " + shape_text(window.pads) +
           " (expected two strides from 1 and four pads from 0)";
@@ -55,7 +57,7 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
   if (!why.empty())
     return problem(node, why);
   const Shape& s = in->onnx_shape;
-  Shape out = {kernel.dim(1), 0, 0};
+  Shape out = {shape[1], 0, 0};
   for (std::size_t a = 0; a < 2; ++a)
     out[a + 1] =
         (s[a + 1] - 1) * window.strides[a] - window.pads[a] - window.pads[a + 2] + k[a] + extra[a];
@@ -64,14 +66,14 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
                              shape_text(out) + " from an image of shape " + shape_text(s));
   json layer = {{"id", id_of(node)},
                 {"type", "conv2d_transpose"},
-                {"filters", kernel.dim(1)},
+                {"filters", shape[1]},
                 {"kernel", k},
                 {"stride", window.strides},
                 {"padding", window.padding()},
                 {"bias", initializer(node, 2) != nullptr}};
   if (extra != std::vector<std::int64_t>{0, 0})
     layer["output_padding"] = extra;
-  std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
+  std::vector<Tensor> weights{std::move(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));
   add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));

@@ -150,8 +150,8 @@ class OnnxConverter {
 
   void conv(const onnx::NodeProto& node);
   // Why a Conv's (in_axis 1) or ConvTranspose's (0) kernel, group and dilations do not fit
-  // `channels`, or "".
-  std::string kernel_problem(const onnx::NodeProto& node, const Tensor& kernel,
+  // `channels`, or "". `kernel` is the kernel's shape in ONNX's layout.
+  std::string kernel_problem(const onnx::NodeProto& node, const Shape& kernel,
                              std::int64_t channels, int in_axis) const;
   // onnx_conv_transpose.cpp: ConvTranspose as conv2d_transpose; Clip(x, 0, 6) as relu6.
   void conv_transpose(const onnx::NodeProto& node);

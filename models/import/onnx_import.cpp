@@ -104,7 +104,7 @@ void OnnxConverter::convert() {
                             "without an activation), so ipusim has no loss to train it with");
   }
   push_layer({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
-  out_.model["layers"] = layers_;
+  out_.model["layers"] = std::move(layers_);  // the last use: moved, not copied
 }
 
 // Logits: the graph's one output is a dense layer's, without an activation, over two or more
@@ -459,10 +459,12 @@ std::string model_name(const std::string& graph_name, const std::string& path) {
 
 }  // namespace onnx_detail
 
-OnnxImport import_onnx(const std::string& bytes, const std::string& path,
+OnnxImport import_onnx(std::string bytes, const std::string& path,
                        const OnnxImportOptions& options) {
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes) || !model.has_graph()) {
+  const bool parsed = model.ParseFromString(bytes);
+  std::string().swap(bytes);  // the model holds the weights now; the file's copy goes
+  if (!parsed || !model.has_graph()) {
     throw core::ConfigError(path, "",
                             "not an ONNX model: the file does not parse as an onnx.ModelProto "
                             "with a graph");

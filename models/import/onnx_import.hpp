@@ -48,11 +48,13 @@ struct OnnxImportOptions {
   bool verbose = false;  // a refusal lists every node it cannot import, not only each group's first
 };
 
-// Normalises the graph first (models/import/onnx_normalize.hpp). Throws core::ConfigError naming
-// `path`: for bytes that are no ONNX model, a graph normalisation refuses, and the nodes ipusim
-// cannot represent, grouped by operator and reason, each group's first node named with its
-// inputs' shapes and what would make it importable.
-OnnxImport import_onnx(const std::string& bytes, const std::string& path,
+// Takes the file's bytes and frees them once parsed: the parsed model holds the weights, and a
+// second copy would double a large model's memory. Normalises the graph first
+// (models/import/onnx_normalize.hpp). Throws core::ConfigError naming `path`: for bytes that
+// are no ONNX model, a graph normalisation refuses, and the nodes ipusim cannot represent,
+// grouped by operator and reason, each group's first node named with its inputs' shapes and
+// what would make it importable.
+OnnxImport import_onnx(std::string bytes, const std::string& path,
                        const OnnxImportOptions& options = {});
 
 }  // namespace ipusim::models

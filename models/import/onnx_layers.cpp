@@ -46,12 +46,13 @@ void OnnxConverter::gemm(const onnx::NodeProto& node) {
       problem(node, "only A x B + C with B and C initializers (transA 0, alpha and beta 1)");
     return;
   }
-  Tensor kernel = onnx_float_tensor(*b, path_);
+  // nn.Linear's [units, in] weight (transB) is decoded straight into [in, units].
+  const bool transposed = int_attribute(node, "transB", 0) != 0 && b->dims_size() == 2;
+  Tensor kernel =
+      transposed ? onnx_transposed_float_matrix(*b, path_) : onnx_float_tensor(*b, path_);
   if (kernel.rank() != 2)
     return problem(node, "a weight '" + b->name() + "' of shape " + shape_text(kernel.shape()) +
                              " (expected a 2-D [in, units] or, with transB, [units, in])");
-  if (int_attribute(node, "transB", 0) != 0)
-    kernel = onnx_transposed_matrix(kernel);
   dense(node, *in, std::move(kernel), initializer(node, 2), node.output(0));
 }
 
@@ -148,7 +149,7 @@ std::string OnnxConverter::Window::problem_over(const Shape& image) const {
 // Why a Conv's or ConvTranspose's kernel, groups and dilations do not fit an image of `channels`,
 // or "". `in_axis` is the kernel's axis of input channels: 1 for Conv's [filters, C / group, kh,
 // kw], 0 for ConvTranspose's [C, filters / group, kh, kw].
-std::string OnnxConverter::kernel_problem(const onnx::NodeProto& node, const Tensor& kernel,
+std::string OnnxConverter::kernel_problem(const onnx::NodeProto& node, const Shape& kernel,
                                           std::int64_t channels, int in_axis) const {
   const std::int64_t group = int_attribute(node, "group", 1);
   const auto dilations = ints_attribute(node, "dilations");
@@ -160,11 +161,11 @@ std::string OnnxConverter::kernel_problem(const onnx::NodeProto& node, const Ten
   const std::int64_t per_group = in_axis == 1 ? channels / group : channels;
   const std::string layout = in_axis == 1 ? "[out, " + std::to_string(per_group) + ", kh, kw]"
                                           : "[" + std::to_string(per_group) + ", out, kh, kw]";
-  if (kernel.rank() != 4 || kernel.dim(in_axis) != per_group ||
-      (in_axis == 1 && kernel.dim(0) % group != 0))
-    return "a kernel '" + node.input(1) + "' of shape " + shape_text(kernel.shape()) +
-           " (expected " + layout + " for " + std::to_string(channels) + " channels in " +
-           std::to_string(group) + (group == 1 ? " group)" : " groups)");
+  if (kernel.size() != 4 || kernel[std::size_t(in_axis)] != per_group ||
+      (in_axis == 1 && kernel[0] % group != 0))
+    return "a kernel '" + node.input(1) + "' of shape " + shape_text(kernel) + " (expected " +
+           layout + " for " + std::to_string(channels) + " channels in " + std::to_string(group) +
+           (group == 1 ? " group)" : " groups)");
   return "";
 }
 
@@ -178,34 +179,36 @@ void OnnxConverter::conv(const onnx::NodeProto& node) {
       problem(node, "only a convolution of an image by an initializer kernel");
     return;
   }
-  const Tensor kernel = onnx_float_tensor(*w, path_);
-  if (const auto why = kernel_problem(node, kernel, in->onnx_shape[0], 1); !why.empty())
+  // [filters, C / groups, kh, kw] decoded straight into [kh, kw, C / groups, filters]: each
+  // group's filters are consecutive in both, so the ungrouped transposition serves.
+  const Shape shape(w->dims().begin(), w->dims().end());
+  Tensor kernel =
+      shape.size() == 4 ? onnx_conv_kernel_tensor(*w, path_) : onnx_float_tensor(*w, path_);
+  if (const auto why = kernel_problem(node, shape, in->onnx_shape[0], 1); !why.empty())
     return problem(node, why);
-  const std::vector<std::int64_t> k = {kernel.dim(2), kernel.dim(3)};
+  const std::vector<std::int64_t> k = {shape[2], shape[3]};
   const auto shape_attribute = ints_attribute(node, "kernel_shape");
   const Window window = window_of(node, shape_attribute.empty() ? k : shape_attribute);
   std::string why = window.problem_over(in->onnx_shape);
   if (why.empty() && !shape_attribute.empty() && shape_attribute != k)
     why = "kernel_shape " + shape_text(shape_attribute) + " for a kernel of shape " +
-          shape_text(kernel.shape());
+          shape_text(shape);
   if (!why.empty())
     return problem(node, why);
   json layer = {{"id", id_of(node)},
                 {"type", "conv2d"},
-                {"filters", kernel.dim(0)},
+                {"filters", shape[0]},
                 {"kernel", k},
                 {"stride", window.strides},
                 {"padding", window.padding()},
                 {"bias", initializer(node, 2) != nullptr}};
   if (const std::int64_t group = int_attribute(node, "group", 1); group != 1)
     layer["groups"] = group;
-  // [filters, C / groups, kh, kw] to [kh, kw, C / groups, filters]: each group's filters are
-  // consecutive in both, so the ungrouped transposition serves.
-  std::vector<Tensor> weights{onnx_conv_kernel(kernel)};
+  std::vector<Tensor> weights{std::move(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));
   const Shape& s = in->onnx_shape;
-  const Shape out = {kernel.dim(0), window.out(s[1], 0), window.out(s[2], 1)};
+  const Shape out = {shape[0], window.out(s[1], 0), window.out(s[2], 1)};
   add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));
 }
 

@@ -228,9 +228,8 @@ Tensor columns_of(const Tensor& t, std::int64_t part, std::int64_t width) {
 
 std::vector<Tensor> OnnxConverter::projection_weights(const AttentionProjection& p,
                                                       std::int64_t hidden) const {
-  Tensor w = onnx_float_tensor(*p.weight, path_);
-  if (p.transposed)
-    w = onnx_transposed_matrix(w);
+  Tensor w = p.transposed ? onnx_transposed_float_matrix(*p.weight, path_)
+                          : onnx_float_tensor(*p.weight, path_);
   Tensor b = onnx_float_tensor(*p.bias, path_);
   if (p.part < 0)
     return {std::move(w), std::move(b)};

@@ -8,6 +8,7 @@
 #include <onnx/defs/schema.h>
 
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 
 namespace ipusim::models {
 namespace {
@@ -171,6 +172,12 @@ void check_node(const onnx::NodeProto& node, const std::string& path) {
 }  // namespace
 
 void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path) {
+  if (graph.node_size() > kMaxOnnxNodes)
+    throw core::ConfigError(path, "",
+                            "the graph has " + sim::with_commas(graph.node_size()) +
+                                " nodes, more than the " + sim::with_commas(kMaxOnnxNodes) +
+                                " ipusim imports: its config, a layer a node, would pass the "
+                                "64 MiB ipusim reads");
   for (const auto& node : graph.node())
     check_node(node, path);
   for (const auto& init : graph.initializer())
@@ -178,38 +185,62 @@ void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path) {
   check_order(graph, path);
 }
 
-Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path) {
+namespace {
+
+// Decodes float32 initializer `t` into a tensor of `shape`, its element i going to place(i),
+// each checked to be finite in the same pass (place is called for i = 0, 1, ... in turn): the
+// values are read once, from float_data or the raw little-endian bytes, with no copy between
+// the file's and the tensor's.
+template <class Place>
+Tensor decoded(const onnx::TensorProto& t, const std::string& path, Shape shape, Place place) {
   const std::string what = "initializer '" + t.name() + "'";
   if (t.data_type() != onnx::TensorProto::FLOAT)
     throw core::ConfigError(path, "", what + " is not float32");
-  Shape shape(t.dims().begin(), t.dims().end());
   const auto count = static_cast<std::size_t>(declared_elements(t, what, path));
-  std::vector<float> values(t.float_data().begin(), t.float_data().end());
-  if (values.empty() && count > 0 && t.raw_data().size() == count * sizeof(float)) {
-    values.resize(count);
-    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
-  }
-  if (values.size() != count)
+  const bool raw = t.float_data().empty() && count > 0;
+  const std::size_t held =
+      raw ? (t.raw_data().size() == count * sizeof(float) ? count : 0) : t.float_data().size();
+  if (held != count)
     throw core::ConfigError(path, "",
-                            what + " holds " + std::to_string(values.size()) +
-                                " values for shape " + shape_text(shape));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i]))
+                            what + " holds " + std::to_string(held) + " values for shape " +
+                                shape_text(Shape(t.dims().begin(), t.dims().end())));
+  Tensor out(std::move(shape));
+  const char* bytes = t.raw_data().data();
+  const float* typed = t.float_data().data();
+  for (std::size_t i = 0; i < count; ++i) {
+    float value;
+    if (raw)
+      std::memcpy(&value, bytes + i * sizeof(float), sizeof(float));
+    else
+      value = typed[i];
+    if (!std::isfinite(value))
       throw core::ConfigError(path, "",
-                              what + " holds " + std::to_string(values[i]) + " at element " +
+                              what + " holds " + std::to_string(value) + " at element " +
                                   std::to_string(i) + ": expected finite weights");
-  }
-  return Tensor(std::move(shape), values);
-}
-
-Tensor onnx_transposed_matrix(const Tensor& m) {
-  const std::int64_t rows = m.dim(0), cols = m.dim(1);
-  Tensor out({cols, rows});
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c)
-      out[c * rows + r] = m[r * cols + c];
+    out[std::int64_t(place(i))] = value;
   }
   return out;
+}
+
+}  // namespace
+
+Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path) {
+  return decoded(t, path, Shape(t.dims().begin(), t.dims().end()), [](std::size_t i) { return i; });
+}
+
+Tensor onnx_transposed_float_matrix(const onnx::TensorProto& t, const std::string& path) {
+  IPUSIM_CHECK(t.dims_size() == 2);
+  const auto rows = std::size_t(t.dims(0)), cols = std::size_t(t.dims(1));
+  // Element (r, c) of the source goes to (c, r), the source read row by row.
+  return decoded(t, path, Shape{t.dims(1), t.dims(0)},
+                 [rows, cols, r = std::size_t{0}, c = std::size_t{0}](std::size_t) mutable {
+                   const std::size_t at = c * rows + r;
+                   if (++c == cols) {
+                     c = 0;
+                     ++r;
+                   }
+                   return at;
+                 });
 }
 
 Tensor onnx_rows_channels_last(const Tensor& kernel, const Shape& chw) {
@@ -228,15 +259,27 @@ Tensor onnx_rows_channels_last(const Tensor& kernel, const Shape& chw) {
   return out;
 }
 
-Tensor onnx_conv_kernel(const Tensor& w) {
-  const std::int64_t o_n = w.dim(0), i_n = w.dim(1), kh = w.dim(2), kw = w.dim(3);
-  Tensor out({kh, kw, i_n, o_n});
-  for (std::int64_t o = 0; o < o_n; ++o)
-    for (std::int64_t i = 0; i < i_n; ++i)
-      for (std::int64_t y = 0; y < kh; ++y)
-        for (std::int64_t x = 0; x < kw; ++x)
-          out[((y * kw + x) * i_n + i) * o_n + o] = w[((o * i_n + i) * kh + y) * kw + x];
-  return out;
+Tensor onnx_conv_kernel_tensor(const onnx::TensorProto& t, const std::string& path) {
+  IPUSIM_CHECK(t.dims_size() == 4);
+  const auto o_n = std::size_t(t.dims(0)), i_n = std::size_t(t.dims(1)),
+             kh = std::size_t(t.dims(2)), kw = std::size_t(t.dims(3));
+  // The source is read by output, input, row and column, the column fastest.
+  return decoded(t, path, Shape{t.dims(2), t.dims(3), t.dims(1), t.dims(0)},
+                 [=, o = std::size_t{0}, i = std::size_t{0}, y = std::size_t{0},
+                  x = std::size_t{0}](std::size_t) mutable {
+                   const std::size_t at = ((y * kw + x) * i_n + i) * o_n + o;
+                   if (++x == kw) {
+                     x = 0;
+                     if (++y == kh) {
+                       y = 0;
+                       if (++i == i_n) {
+                         i = 0;
+                         ++o;
+                       }
+                     }
+                   }
+                   return at;
+                 });
 }
 
 }  // namespace ipusim::models

@@ -13,24 +13,31 @@
 
 namespace ipusim::models {
 
-// Checks every node's input and output counts against what its operator reads and writes, and
-// every initializer's and Constant's shape (dimensions of 0 or more, an element count a file
-// of at most 1 GB can hold).
+// The most nodes of a graph ipusim imports. Its config takes a layer a node, 60 bytes or more
+// each, so a larger graph's could not be read back (core::kMaxConfigBytes, 64 MiB); a smaller
+// graph whose config would still pass that is refused when the config is written.
+constexpr int kMaxOnnxNodes = 1'000'000;
+
+// Refuses a graph of more than kMaxOnnxNodes nodes; checks every node's input and output counts
+// against what its operator reads and writes, and every initializer's and Constant's shape
+// (dimensions of 0 or more, an element count a file of at most 1 GB can hold).
 void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path);
 
-// A float32 initializer as a tensor (float_data or raw little-endian bytes); an error names it
-// when it is of another type, holds another number of values than its shape, or holds a NaN or
-// an infinity.
+// A float32 initializer as a tensor (float_data or raw little-endian bytes), decoded once and
+// checked in the same pass; an error names it when it is of another type, holds another number
+// of values than its shape, or holds a NaN or an infinity.
 Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path);
 
-// A [rows, cols] matrix as [cols, rows].
-Tensor onnx_transposed_matrix(const Tensor& m);
+// A 2-D float32 initializer [rows, cols] as its transpose [cols, rows], decoded straight into
+// place (a Gemm's transB weight, PyTorch's nn.Linear), with onnx_float_tensor's checks.
+Tensor onnx_transposed_float_matrix(const onnx::TensorProto& t, const std::string& path);
 
 // A dense kernel whose rows follow a channels-first flatten of [C, H, W], reordered to the
 // channels-last flatten ipusim's input has. The kernel has C x H x W rows.
 Tensor onnx_rows_channels_last(const Tensor& kernel, const Shape& chw);
 
-// ONNX's [out, in, kh, kw] convolution kernel as ipusim's [kh, kw, in, out].
-Tensor onnx_conv_kernel(const Tensor& w);
+// A 4-D float32 initializer, ONNX's [out, in, kh, kw] convolution kernel, as ipusim's
+// [kh, kw, in, out], decoded straight into place with onnx_float_tensor's checks.
+Tensor onnx_conv_kernel_tensor(const onnx::TensorProto& t, const std::string& path);
 
 }  // namespace ipusim::models

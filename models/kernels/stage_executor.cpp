@@ -33,6 +33,20 @@ std::vector<Shape> input_shapes_of(const Model& model, int layer) {
   return shapes;
 }
 
+LayerTensorShapes tensor_shapes_of(const Model& model, int layer) {
+  LayerTensorShapes shapes;
+  const auto kernel = kernel_of(model, layer, 0);  // shapes do not depend on the seed
+  if (kernel == nullptr)
+    return shapes;
+  const std::vector<ParameterSpec> specs = kernel->parameters();
+  const bool tied = !model.layers[static_cast<std::size_t>(layer)].tied_to.empty();
+  for (auto spec = specs.begin() + (tied ? 1 : 0); spec != specs.end(); ++spec)
+    shapes.parameters.push_back(spec->shape);
+  for (const Tensor& statistic : kernel->initial_running_statistics())
+    shapes.running_statistics.push_back(statistic.shape());
+  return shapes;
+}
+
 void add_gradient(TensorMap& gradients, int producer, Tensor gradient, DType dtype) {
   const auto [at, inserted] = gradients.try_emplace(producer, std::move(gradient));
   if (inserted)

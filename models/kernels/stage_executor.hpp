@@ -36,6 +36,14 @@ std::vector<Shape> input_shapes_of(const Model& model, int layer);
 // decreasing stage order before the producing stage's backward, as the reference does.
 void add_gradient(TensorMap& gradients, int producer, Tensor gradient, DType dtype);
 
+// The shapes of the tensors a ParameterStore of `model` gives `layer`, found without allocating
+// them: its parameters (a tied layer's without the word matrix) and its running statistics.
+struct LayerTensorShapes {
+  std::vector<Shape> parameters;
+  std::vector<Shape> running_statistics;
+};
+LayerTensorShapes tensor_shapes_of(const Model& model, int layer);
+
 // How a model trains numerically: the seed of its random streams, the optimizer and how
 // micro-batch gradients are accumulated.
 struct TrainingOptions {

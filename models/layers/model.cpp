@@ -43,8 +43,11 @@ std::vector<Layer> read_layers(const ConfigNode& node) {
   if (node.size() == 0)
     node.fail("a model needs at least one layer");
   std::vector<Layer> layers;
-  for (const ConfigNode& item : node.items()) {
-    Layer layer = parse_layer(item);
+  // Reserved, as a layer is large and growing would hold up to twice the model; each item is
+  // viewed in turn, not all at once (items() would hold a view of every layer).
+  layers.reserve(node.size());
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    Layer layer = parse_layer(node.at(i));
     // Without "inputs" a layer continues from the one before it; the first takes the model input.
     if (layer.inputs.empty() && !layers.empty() && layer.type != LayerType::kInput)
       layer.inputs.push_back(layers.back().id);

@@ -48,16 +48,17 @@ void record_all(const nlohmann::json& value, const std::string& pointer, const s
   }
 }
 
-// Objects merge key by key; any other value replaces what was there.
-void merge_into(nlohmann::json& target, const nlohmann::json& source, const std::string& pointer,
+// Objects merge key by key; any other value replaces what was there. The values are moved out
+// of `source`, not copied: a large model's layers are held once.
+void merge_into(nlohmann::json& target, nlohmann::json& source, const std::string& pointer,
                 const std::string& file, Origins& origins) {
-  for (const auto& [key, value] : source.items()) {
+  for (auto& [key, value] : source.items()) {
     const std::string child = pointer + "/" + escape_pointer_token(key);
     if (value.is_object() && target.contains(key) && target[key].is_object()) {
       merge_into(target[key], value, child, file, origins);
     } else {
-      target[key] = value;
       record_all(value, child, file, origins);
+      target[key] = std::move(value);
     }
   }
 }
@@ -69,13 +70,14 @@ class Loader {
   void load(const std::string& shown_path, const std::string& includer,
             const std::string& include_pointer) {
     count_file(shown_path, includer, include_pointer);
-    const std::string text = read_text(shown_path, includer, include_pointer);
+    std::string text = read_text(shown_path, includer, include_pointer);
     state_.files.push_back(shown_path);
-    load_text(text, shown_path, includer, include_pointer);
+    load_text(std::move(text), shown_path, includer, include_pointer);
   }
 
-  void load_text(const std::string& text, const std::string& shown_path,
-                 const std::string& includer, const std::string& include_pointer) {
+  // Takes the text, freed once parsed: the parsed value holds the config from then on.
+  void load_text(std::string text, const std::string& shown_path, const std::string& includer,
+                 const std::string& include_pointer) {
     const fs::path path = fs::path(shown_path);
     std::error_code ignored;
     const fs::path canonical = fs::weakly_canonical(path, ignored);
@@ -92,6 +94,7 @@ class Loader {
                             std::to_string(kMaxConfigBytes) + " bytes), the most ipusim reads");
     }
     nlohmann::json value = parse_json_text(text, shown_path);
+    std::string().swap(text);
     if (!value.is_object()) {
       throw ConfigError(shown_path, "/", "expected the config to be a JSON object");
     }

@@ -44,8 +44,9 @@ Descriptor open_regular(const std::string& path) {
 }
 
 // Why the opened file is not one to read (not opened, not a regular file, over `max_bytes`);
-// nullopt when it is.
-std::optional<std::string> regular_within(const Descriptor& file, std::int64_t max_bytes) {
+// nullopt when it is, its size then in `size` if given.
+std::optional<std::string> regular_within(const Descriptor& file, std::int64_t max_bytes,
+                                          std::int64_t* size = nullptr) {
   if (file.get() < 0)
     return std::string(std::strerror(errno));
   struct stat status {};
@@ -55,6 +56,8 @@ std::optional<std::string> regular_within(const Descriptor& file, std::int64_t m
     return "it is " + file_kind(status.st_mode) + ", not a regular file";
   if (status.st_size > max_bytes)
     return too_large(max_bytes);
+  if (size != nullptr)
+    *size = status.st_size;
   return std::nullopt;
 }
 
@@ -79,8 +82,12 @@ std::optional<std::string> read_chunks(int fd, std::int64_t max_bytes, std::size
   }
 }
 
-std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_bytes) {
+// `size` is the file's size when it was opened: the text is allocated once at that size (a
+// string grown by appending would take up to twice the file), and still grows if the file does.
+std::optional<std::string> read_all(int fd, std::string* text, std::int64_t max_bytes,
+                                    std::int64_t size) {
   text->clear();
+  text->reserve(std::size_t(size));
   return read_chunks(fd, max_bytes, std::size_t{1} << 16,
                      [text](std::string_view piece) { text->append(piece); });
 }
@@ -216,9 +223,10 @@ bool is_range_failure(const TrackingSax& sax) {
 std::optional<std::string> read_regular_file(const std::string& path, std::string* text,
                                              std::int64_t max_bytes) {
   const Descriptor file = open_regular(path);
-  if (auto why = regular_within(file, max_bytes))
+  std::int64_t size = 0;
+  if (auto why = regular_within(file, max_bytes, &size))
     return why;
-  return read_all(file.get(), text, max_bytes);
+  return read_all(file.get(), text, max_bytes, size);
 }
 
 std::optional<std::string> read_regular_file_chunks(

@@ -59,12 +59,11 @@ nlohmann::json read_model_file(const std::string& path) {
 // The config: the imported model, the split asked for, and a pipeline to start from: the
 // default schedule (Grouped), micro-batch 32, a GAC of at least 16 that it accepts (a multiple of
 // twice the stages).
-nlohmann::json config_of(const nlohmann::json& model, const std::string& source,
-                         const ImportArgs& a) {
+nlohmann::json config_of(nlohmann::json model, const std::string& source, const ImportArgs& a) {
   const auto stages = std::int64_t(a.splits.size()) + 1;
   nlohmann::json config = {
       {"description", "Imported by ipusim import from " + a.model_path + " (" + source + ")."},
-      {"model", model},
+      {"model", std::move(model)},
       {"pipeline",
        {{"micro_batch_size", 32},
         {"gradient_accumulation_count", (16 + 2 * stages - 1) / (2 * stages) * (2 * stages)}}}};
@@ -113,21 +112,33 @@ sim::RunSpec with_data(nlohmann::json& config, const ImportArgs& a) {
   return validated(config, a);
 }
 
+// The config as written, refused when ipusim could not read it back.
+std::string config_text(const nlohmann::json& config, const ImportArgs& a) {
+  std::string text = config.dump(2) + "\n";
+  if (std::int64_t(text.size()) > core::kMaxConfigBytes)
+    throw core::ConfigError(
+        a.model_path, "",
+        "the imported config would hold " + sim::with_commas(std::int64_t(text.size())) +
+            " bytes, more than the 64 MiB (" + sim::with_commas(core::kMaxConfigBytes) +
+            " bytes) ipusim reads; nothing was written");
+  return text;
+}
+
 using ImportedWeights = models::LayerTensors;
 
 // Declares and writes `<folder>/<name>.initial.npy` for each of one layer's tensors, checking
 // each against the shape the validated model gives it.
 void write_tensors(const std::string& id, const std::vector<std::string>& names,
-                   std::span<const models::Tensor> expected,
+                   const std::vector<models::Shape>& expected,
                    const std::vector<models::Tensor>& tensors, const std::string& folder,
                    const std::string& source, core::OutputSet& outputs) {
   IPUSIM_CHECK(names.size() == tensors.size() && expected.size() == tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (expected[i].shape() != tensors[i].shape())
+    if (expected[i] != tensors[i].shape())
       throw core::ConfigError(source, "",
                               "the weights of layer '" + id + "' do not fit it: " + names[i] +
                                   " is " + models::shape_text(tensors[i].shape()) +
-                                  " in the file and " + models::shape_text(expected[i].shape()) +
+                                  " in the file and " + models::shape_text(expected[i]) +
                                   " in the imported model; nothing was written");
     const std::string path = folder + "/" + names[i] + ".initial.npy";
     outputs.add(path, "-o");
@@ -137,21 +148,23 @@ void write_tensors(const std::string& id, const std::vector<std::string>& names,
 }
 
 // Writes the imported parameters, and the batch norms' running statistics, as
-// `<folder>/<layer>.<parameter>.initial.npy`.
+// `<folder>/<layer>.<parameter>.initial.npy`. Only the shapes of the model's own parameters are
+// needed, not the parameters (a second copy of a large model's weights).
 void write_weights(const ImportedWeights& weights, const ImportedWeights& running,
                    const sim::RunSpec& spec, const std::string& folder, const std::string& source,
                    core::OutputSet& outputs) {
-  models::ParameterStore seeded(spec.model, sim::training_options(spec));
   outputs.add_folder(folder, "-o", core::OutputSet::FolderLink::kRefuse);
   for (const auto& [id, tensors] : weights) {
     const int layer = spec.model.index_of(id);
-    write_tensors(id, sim::parameter_names(spec.model, layer), seeded.parameters(layer), tensors,
-                  folder, source, outputs);
+    write_tensors(id, sim::parameter_names(spec.model, layer),
+                  models::tensor_shapes_of(spec.model, layer).parameters, tensors, folder, source,
+                  outputs);
   }
   for (const auto& [id, tensors] : running) {
     const int layer = spec.model.index_of(id);
     write_tensors(id, sim::running_statistics_names(spec.model, layer),
-                  seeded.mutable_running_statistics(layer), tensors, folder, source, outputs);
+                  models::tensor_shapes_of(spec.model, layer).running_statistics, tensors, folder,
+                  source, outputs);
   }
 }
 
@@ -166,8 +179,7 @@ std::string keras_weights_path(const ImportArgs& a) {
 
 models::KerasWeightsFile keras_weights(const models::KerasImport& imported,
                                        const sim::RunSpec& spec, const std::string& npz) {
-  const models::ParameterStore seeded(spec.model, sim::training_options(spec));
-  return models::read_keras_weights(imported, spec.model, seeded, npz, kMaxModelFileBytes);
+  return models::read_keras_weights(imported, spec.model, npz, kMaxModelFileBytes);
 }
 
 void import_keras_file(const ImportArgs& a, std::ostream& out) {
@@ -194,7 +206,7 @@ void import_keras_file(const ImportArgs& a, std::ostream& out) {
     write_weights(weights.weights, weights.running, spec, folder, npz, outputs);
   }
   const auto& ignored = weights.ignored;
-  outputs.write(a.output, config.dump(2) + "\n");
+  outputs.write(a.output, config_text(config, a));
   outputs.commit();
   out << "imported " << spec.model.name << " (" << imported.keras_class << ", Keras "
       << imported.keras_version << ") from " << a.model_path << ": " << spec.model.layers.size()
@@ -228,15 +240,20 @@ std::string running_statistics(std::int64_t elements) {
 }
 
 // The largest of 32, 16, ..., 1 samples a micro-batch whose replay fits each IPU's memory on
-// the default hardware, set in `config`; a note for the user when it is not 32.
+// the default hardware, set in `config` and `spec` (validated at 32); a note for the user when
+// it is not 32. Validation bounds the micro-batch only from above, so the spec holds at each
+// smaller one without validating again (which would parse a large model again each time).
 std::string fitting_micro_batch(nlohmann::json& config, sim::RunSpec& spec, const ImportArgs& a) {
   sim::SimulateOptions options;
   options.allow_oom = true;
   std::optional<sim::RunFigures> first;
+  // Shared with each report, not copied into it (a copy of a large model per replay); a report
+  // lives only for the statement that takes its figures.
+  const std::shared_ptr<const sim::RunSpec> shared(&spec, [](const sim::RunSpec*) {});
   for (std::int64_t micro_batch = 32; micro_batch >= 1; micro_batch /= 2) {
     config["pipeline"]["micro_batch_size"] = micro_batch;
-    spec = validated(config, a);
-    const auto figures = sim::simulate(spec, options).figures;
+    spec.pipeline.micro_batch_size = micro_batch;
+    const auto figures = sim::simulate(shared, options).figures;
     if (!first)
       first = figures;
     if (figures.fits_in_memory)
@@ -260,18 +277,18 @@ void import_onnx_file(const ImportArgs& a, std::ostream& out) {
   core::OutputSet outputs;
   outputs.add(a.output, "-o");
   outputs.add_input(a.model_path, kModelRole);
-  const auto imported =
+  auto imported =
       models::import_onnx(read_onnx_file(a.model_path), a.model_path, {.verbose = a.verbose});
   const std::filesystem::path config_path(a.output);
   const std::string folder_name = config_path.stem().string() + ".weights";
-  auto model = imported.model;
+  auto model = std::move(imported.model);
   model["initial_weights"] = folder_name;
-  auto config = config_of(model, "ONNX, " + imported.producer, a);
+  auto config = config_of(std::move(model), "ONNX, " + imported.producer, a);
   auto spec = with_data(config, a);
   const std::string fit = fitting_micro_batch(config, spec, a);
   const std::string folder = (config_path.parent_path() / folder_name).string();
   write_weights(imported.weights, imported.running_statistics, spec, folder, a.model_path, outputs);
-  outputs.write(a.output, config.dump(2) + "\n");
+  outputs.write(a.output, config_text(config, a));
   outputs.commit();
   out << "imported " << spec.model.name << " (ONNX, " << imported.producer << ") from "
       << a.model_path << ": " << spec.model.layers.size() << " layers, "
