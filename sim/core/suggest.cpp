@@ -23,6 +23,36 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+namespace {
+
+bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
+  return prefix.size() <= text.size() &&
+         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
+// The one candidate that the word lengthens or shortens ("protobuf" for "proto"), of three
+// letters or more; none when two are.
+std::optional<std::string> only_prefix_match(std::string_view word,
+                                             const std::vector<std::string>& candidates) {
+  std::optional<std::string> found;
+  for (const auto& candidate : candidates) {
+    const std::string_view shorter = candidate.size() < word.size() ? candidate : word;
+    const bool related = shorter.size() >= 3 && (starts_with_ignoring_case(word, candidate) ||
+                                                 starts_with_ignoring_case(candidate, word));
+    if (!related)
+      continue;
+    if (found)
+      return std::nullopt;
+    found = candidate;
+  }
+  return found;
+}
+
+}  // namespace
+
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
@@ -36,7 +66,7 @@ std::optional<std::string> closest_match(std::string_view word,
   }
   const std::size_t allowed = std::max<std::size_t>(2, word.size() / 3);
   if (!best || best_distance > allowed)
-    return std::nullopt;
+    return only_prefix_match(word, candidates);
   return best;
 }
 
