@@ -300,25 +300,17 @@ std::string advice(const PlanCandidate& c) {
 
 // "skipped: LABEL: WHY" per setting; settings refused for the same reason share one line.
 std::string skipped_lines(const PlanResult& result) {
-  std::vector<std::pair<std::string, std::size_t>> reasons;  // why, count; first seen first
-  std::map<std::string, std::string> first_label;
-  for (const auto& skipped : result.invalid_settings) {
-    const std::string& why = skipped.second;
-    const auto found =
-        std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
-    if (found != reasons.end()) {
-      ++found->second;
-      continue;
-    }
-    reasons.push_back({why, 1});
-    first_label[why] = skipped.first;
-  }
   std::string out;
-  for (const auto& [why, count] : reasons) {
-    out += "skipped: " + first_label[why];
-    if (count > 1)
-      out += " and " + std::to_string(count - 1) + " other setting(s) for the same reason";
-    out += ": " + why + "\n";
+  for (const auto& group : result.skipped) {
+    out += "skipped: " + group.first_label;
+    if (group.count > 1)
+      out += " and " + std::to_string(group.count - 1) + " other setting(s) for the same reason";
+    out += ": " + group.why + "\n";
+  }
+  if (result.skipped_for_other_reasons > 0) {
+    out += "skipped: " + with_commas(std::int64_t(result.skipped_for_other_reasons)) +
+           " other setting(s) for reasons past the first " +
+           std::to_string(PlanResult::kMaxSkipReasons) + " listed\n";
   }
   return out;
 }

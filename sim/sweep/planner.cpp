@@ -264,6 +264,24 @@ bool PlanResult::any_fits() const {
   return !ranked.empty() && ranked.front().report->figures.fits_in_memory;
 }
 
+void PlanResult::add_skipped(const std::string& label, const std::string& why) {
+  const auto same = std::find_if(skipped.begin(), skipped.end(),
+                                 [&](const SkippedSettings& group) { return group.why == why; });
+  if (same != skipped.end())
+    ++same->count;
+  else if (skipped.size() < kMaxSkipReasons)
+    skipped.push_back({why, label, 1});
+  else
+    ++skipped_for_other_reasons;
+}
+
+std::size_t PlanResult::skipped_settings() const {
+  std::size_t total = skipped_for_other_reasons;
+  for (const auto& group : skipped)
+    total += group.count;
+  return total;
+}
+
 namespace {
 
 // The finalists of one setting, or the reason it is skipped.
@@ -288,14 +306,14 @@ std::vector<PlanCandidate> search_setting(const core::ConfigDocument& base, cons
                                           const PlanRequest& search, PlanResult& result,
                                           SearchState& state) {
   if (!setting.error.empty()) {
-    result.invalid_settings.push_back({setting.label, setting.error});
+    result.add_skipped(setting.label, setting.error);
     return {};
   }
   std::optional<RunSpec> spec;
   try {
     spec = build_run_spec(base.with_overrides(setting.overrides));
   } catch (const core::ConfigError& error) {
-    result.invalid_settings.push_back({setting.label, error.what()});
+    result.add_skipped(setting.label, error.what());
     if (auto ruled_out = ruled_out_by_gac(base, setting))
       state.ruled_out.push_back(std::move(*ruled_out));
     return {};
@@ -305,7 +323,7 @@ std::vector<PlanCandidate> search_setting(const core::ConfigDocument& base, cons
     return {};
   const auto too_many = search.fixed_splits ? std::string() : too_many_splits(*spec);
   if (!too_many.empty()) {
-    result.invalid_settings.push_back({setting.label, too_many});
+    result.add_skipped(setting.label, too_many);
     return {};
   }
   return SettingSearch(base, setting, search, result).run(*spec);
@@ -432,11 +450,11 @@ PlanResult plan(const PlanRequest& request) {
     throw core::ConfigError(
         request.config_path, "",
         "no combination of the values asked for is a valid config" +
-            (result.invalid_settings.empty()
+            (result.skipped.empty()
                  ? std::string()
-                 : "; the first: " + result.invalid_settings.front().first + ": " +
-                       result.invalid_settings.front().second +
-                       legal_gac_hint(state.ruled_out, result.invalid_settings.front().first)));
+                 : "; the first: " + result.skipped.front().first_label + ": " +
+                       result.skipped.front().why +
+                       legal_gac_hint(state.ruled_out, result.skipped.front().first_label)));
   }
   keep.finish(result);
   search_nearest_legal(base, state.ruled_out, settings, search, result);

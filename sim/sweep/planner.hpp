@@ -122,8 +122,19 @@ struct PlanResult {
   std::size_t over_capacity = 0;  // pruned: estimated peak over the capacity
   // The few pruned ones nearest to fitting (least estimated peak first), never replayed.
   std::vector<PlanCandidate> nearest_over_capacity;
-  // Settings whose config is invalid whatever the split: the setting's label and why.
-  std::vector<std::pair<std::string, std::string>> invalid_settings;
+  // Settings whose config is invalid whatever the split, grouped by why, first seen first. Only
+  // the first kMaxSkipReasons reasons are kept (a reason often names the setting's values, so
+  // they may be as many as the settings); the settings of later ones are only counted.
+  struct SkippedSettings {
+    std::string why;
+    std::string first_label;
+    std::size_t count = 0;
+  };
+  static constexpr std::size_t kMaxSkipReasons = 64;
+  std::vector<SkippedSettings> skipped;
+  std::size_t skipped_for_other_reasons = 0;
+  void add_skipped(const std::string& label, const std::string& why);
+  std::size_t skipped_settings() const;
   // Of those ruled out by the schedule's divisibility rule alone, the same setting at the
   // nearest legal GAC below and above: the best split of each, replayed, not in `ranked`.
   std::vector<PlanCandidate> nearest_legal_gac;

@@ -152,7 +152,7 @@ TEST_CASE("the planner searches BERT-Large's splits and beats the layout Graphco
   // 29 layers cut into 5 stages, C(28, 4) ways, under the two schedules that accept two stages
   // on IPU0; the interleaved schedule is skipped with its error.
   CHECK(result.evaluated == 2 * 20475);
-  CHECK(result.invalid_settings.size() == 1);
+  CHECK(result.skipped_settings() == 1);
   sim::SimulateOptions options;
   const auto own = sim::simulate(sim::load_run_spec(request.config_path, {}), options);
   CHECK(result.ranked.front().report->figures.throughput >= own.figures.throughput);
@@ -425,5 +425,26 @@ TEST_CASE("a plan keeps the candidates nearest to fitting of those over capacity
                   "the estimate") != std::string::npos);
   CHECK(html.find("schedule=grouped gac=8 micro-batch=32 recomputation=none</td><td "
                   "class=\"text\">IPU1</td><td>12.36 MB of 12.30 MB</td><td>63,304</td></tr>") !=
+        std::string::npos);
+}
+
+TEST_CASE("a plan keeps the first 64 reasons it skips settings for and counts the rest") {
+  // The 71 odd GACs from 1 to 141 are each refused by the grouped schedule's rule (a multiple
+  // of 4 for 2 stages), each with its own text, since the text names the GAC.
+  sim::PlanRequest request;
+  request.config_path = "configs/tf1_mnist_2ipu.json";
+  request.schedules = {"grouped"};
+  request.gacs = {"8"};
+  for (int gac = 1; gac <= 141; gac += 2)
+    request.gacs.push_back(std::to_string(gac));
+  request.jobs = 2;
+  const auto result = sim::plan(request);
+  CHECK(result.skipped_settings() == 71);
+  REQUIRE(result.skipped.size() == 64);
+  CHECK(result.skipped.front().first_label == "--schedules grouped --gac 1");
+  CHECK(result.skipped.back().first_label == "--schedules grouped --gac 127");
+  CHECK(result.skipped_for_other_reasons == 7);
+  const auto text = sim::render_plan(result);
+  CHECK(text.find("\nskipped: 7 other setting(s) for reasons past the first 64 listed\n") !=
         std::string::npos);
 }
