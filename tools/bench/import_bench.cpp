@@ -12,9 +12,6 @@
 //                                              build/tools/ipusim/ipusim)
 
 #include <onnx/onnx_pb.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -24,35 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "child_usage.hpp"
+
 namespace {
 
-struct Usage {
-  double seconds = 0;
-  long peak_kb = 0;
-  int status = 0;
-};
-
-// Runs `args` as a child with its output thrown away, and returns its peak resident set.
-Usage run(const std::vector<std::string>& args) {
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  Usage usage;
-  struct rusage r {};
-  ::wait4(pid, &usage.status, 0, &r);
-  usage.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  usage.peak_kb = r.ru_maxrss;
-  return usage;
-}
+using ipusim::bench::run_child;
+using ipusim::bench::Usage;
 
 void report(const char* what, const std::string& path, const Usage& usage) {
   const double bytes = double(std::filesystem::file_size(path));
@@ -195,20 +169,21 @@ int main(int argc, char** argv) {
   const std::string linear = scratch + "/linear_stack.onnx";
   write_linear_stack(linear);
   report("import, 6 x Linear(4096, 4096) + Linear(4096, 10)", linear,
-         run({ipusim, "import", linear, "-o", scratch + "/linear.json"}));
+         run_child({ipusim, "import", linear, "-o", scratch + "/linear.json"}));
   std::filesystem::remove_all(scratch + "/linear.weights");
   std::filesystem::remove(linear);
   for (const int relus : {100'000, 500'000, 900'000, 1'000'000}) {
     const std::string chain = scratch + "/relu_chain.onnx";
     write_relu_chain(chain, relus);
     const std::string what = "import, " + std::to_string(relus + 1) + " nodes (Relu chain)";
-    report(what.c_str(), chain, run({ipusim, "import", chain, "-o", scratch + "/chain.json"}));
+    report(what.c_str(), chain,
+           run_child({ipusim, "import", chain, "-o", scratch + "/chain.json"}));
   }
   const std::string config = scratch + "/relu_config.json";
   write_relu_config(config, 950'000);
-  report("validate, 950,003 layers", config, run({ipusim, "validate", config}));
+  report("validate, 950,003 layers", config, run_child({ipusim, "validate", config}));
   report("run --no-numeric, 950,003 layers", config,
-         run({ipusim, "run", config, "--no-numeric", "--quiet"}));
+         run_child({ipusim, "run", config, "--no-numeric", "--quiet"}));
   std::filesystem::remove_all(scratch);
   return 0;
 }

@@ -8,10 +8,6 @@
 //   build/tools/bench/memory_bench [IPUSIM]   (run from the repository root; IPUSIM defaults to
 //                                              build/tools/ipusim/ipusim)
 
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -20,7 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "child_usage.hpp"
+
 namespace {
+
+using ipusim::bench::run_child;
+using ipusim::bench::Usage;
 
 // "1,2,...": `count` values from `first` in steps of `step`.
 std::string values(int first, int step, int count) {
@@ -30,40 +31,12 @@ std::string values(int first, int step, int count) {
   return out;
 }
 
-struct Usage {
-  double seconds = 0;
-  long peak_kb = 0;
-  int status = 0;
-};
-
-// Runs `args` as a child with its output thrown away, and returns its peak resident set.
-Usage run(const std::vector<std::string>& args) {
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  Usage usage;
-  struct rusage r {};
-  ::wait4(pid, &usage.status, 0, &r);
-  usage.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  usage.peak_kb = r.ru_maxrss;
-  return usage;
-}
-
 void plan(const std::string& ipusim, const char* name, int settings,
           const std::vector<std::string>& options) {
   std::vector<std::string> args = {ipusim,    "plan",   "configs/tf1_mnist_2ipu.json",
                                    "--quiet", "--jobs", "2"};
   args.insert(args.end(), options.begin(), options.end());
-  const auto usage = run(args);
+  const auto usage = run_child(args);
   std::printf("plan, %-40s %7d settings: peak RSS %6.1f MB in %6.1f s%s\n", name, settings,
               double(usage.peak_kb) / 1024, usage.seconds, usage.status == 0 ? "" : " (FAILED)");
   std::fflush(stdout);
@@ -125,7 +98,8 @@ int main(int argc, char** argv) {
         "--recomputation", "none,auto", "--csv", scratch + "/plan.csv", "--html",
         scratch + "/plan.html"});
   const auto bytes = write_sweep_csv(scratch + "/sweep.csv", 1'000'000);
-  const auto usage = run({ipusim, "merge", "-o", scratch + "/merged.csv", scratch + "/sweep.csv"});
+  const auto usage =
+      run_child({ipusim, "merge", "-o", scratch + "/merged.csv", scratch + "/sweep.csv"});
   std::printf("merge of 1,000,000 rows, %.1f MB: peak RSS %.1f MB (%.2fx the input) in %.1f s%s\n",
               double(bytes) / 1e6, double(usage.peak_kb) / 1024,
               double(usage.peak_kb) * 1024 / double(bytes), usage.seconds,
