@@ -378,7 +378,7 @@ std::pair<ReplayResult, double> run_steps(const RunSpec& spec, NumericPipeline& 
                                           std::int64_t steps, std::ostream& out) {
   const auto started = std::chrono::steady_clock::now();
   const CostModel cost = build_cost_model(spec);
-  const ReplayOptions options{false, {&pipeline}};
+  const ReplayOptions options{false, {&pipeline}, {}};
   ReplayResult first;
   Progress progress(out, steps);
   for (std::int64_t step = 0; step < steps; ++step) {

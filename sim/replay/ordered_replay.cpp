@@ -119,6 +119,7 @@ void OrderedReplay::report_deadlock() const {
 }
 
 void OrderedReplay::handle(const core::Event<ReplayEvent>& event) {
+  state_.check_progress();
   const auto& payload = event.payload;
   if (payload.kind == ReplayEvent::Kind::kTransferDone) {
     complete(payload.id, payload.microbatch);

@@ -140,6 +140,7 @@ std::optional<Cycles> ProgramReplay::run() {
     cursors_[ipu].queued = false;
     if (!advance(ipu))
       return std::nullopt;
+    state_.check_progress();
   }
   for (const auto& cursor : cursors_) {
     if (cursor.next < cursor.length)

@@ -1,6 +1,7 @@
 #include "sim/replay/replay.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "schedules/step_schedule.hpp"
@@ -50,8 +51,16 @@ ReplayState::ReplayState(const RunSpec& spec, const schedules::Schedule& schedul
       memory(cost, schedule, ipus, spec.hardware.memory_per_ipu_bytes,
              spec.pipeline.offload_activations),
       topology(spec.hardware, ipus),
-      ledger(ipus, schedule.step_based() ? Ledger::PhaseClock::kSteps
-                                         : Ledger::PhaseClock::kBoundaries) {}
+      ledger(ipus,
+             schedule.step_based() ? Ledger::PhaseClock::kSteps : Ledger::PhaseClock::kBoundaries),
+      progress_(options.progress),
+      progress_at_(options.progress ? kReplayProgressTasks
+                                    : std::numeric_limits<std::int64_t>::max()) {}
+
+void ReplayState::tell_progress() {
+  progress_at_ = tasks - tasks % kReplayProgressTasks + kReplayProgressTasks;
+  progress_(tasks);
+}
 
 // Programs end with a few copies at most, so this scans only their tails.
 std::int64_t last_compute_index(const schedules::Schedule& schedule, int ipu) {

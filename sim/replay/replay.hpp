@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -77,10 +78,19 @@ struct ReplayResult {
   std::optional<OutOfMemory> out_of_memory;
 };
 
-// How replay() treats memory overflow and whom it tells of its events.
+// Tasks between two calls of ReplayOptions::progress, at least: a long replay makes about 600
+// calls a second, enough for a display, and pays a comparison per step (BSP), per run of an
+// IPU's tasks or per event for them.
+inline constexpr std::int64_t kReplayProgressTasks = std::int64_t{1} << 16;
+
+// How replay() treats memory overflow and whom it tells of its events and its progress.
 struct ReplayOptions {
   bool allow_oom = false;                  // report an overflow in the result instead of throwing
   std::vector<ReplayObserver*> observers;  // told of every event, in order; not owned
+  // Told the pipeline's tasks replayed so far once kReplayProgressTasks more have run, at the
+  // end of the step or run of tasks that passes them (not at the end: the caller knows when it
+  // is). A replay that gives up its fast path starts over and counts from 0 again.
+  std::function<void(std::int64_t tasks)> progress;
 };
 
 // Replays the whole step even when memory overflows, so that every IPU over its capacity is

@@ -3,6 +3,7 @@
 // machine, the observers, the ledger of totals). Not part of the room's interface.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -74,6 +75,20 @@ struct ReplayState {
   Ledger ledger;                        // every busy total and phase length
   WeightUpdateBreakdown weight_update;  // filled by the weight-update phase
   std::int64_t tasks = 0;
+
+  // Tells the progress callback of the tasks counted so far once kReplayProgressTasks more
+  // have run. The engines call it outside their per-task loops: the call it may make would
+  // make a loop reload what it keeps in registers, which costs more than the comparison.
+  void check_progress() {
+    if (tasks >= progress_at_)
+      tell_progress();
+  }
+
+ private:
+  void tell_progress();
+
+  const std::function<void(std::int64_t)>& progress_;
+  std::int64_t progress_at_;  // the count that next tells progress; the most without a callback
 };
 
 // The pipeline part of the step (everything before the weight update); each returns its end.

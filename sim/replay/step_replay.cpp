@@ -88,6 +88,7 @@ Cycles StepReplay::run() {
     compute_end = std::max(compute_end, stream_idle_fifos(step, phase, now));
     const Cycles exchanged = exchange(step, compute_end);
     state_.ledger.step_ends(phase, exchanged);
+    state_.check_progress();
     now = exchanged;
   }
   return now;

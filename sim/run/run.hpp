@@ -3,6 +3,7 @@
 // kernels in numeric mode, then the reference) and the figures derived from it once. The
 // report room formats a RunReport; it computes nothing of its own.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,6 +55,10 @@ struct SimulateOptions {
   std::vector<ReplayObserver*> observers;  // told of the first repeat's events; not owned
   // Told, before it starts, of a replay that will keep the user waiting (long_replay_notice).
   std::function<void(const std::string&)> notify;
+  // Told (tasks replayed, tasks to replay) as the replay goes, every kReplayProgressTasks tasks
+  // or so, and once when every repeat it replays has ended: the pipeline's tasks (replay_tasks), of
+  // each repeat when the kernels run.
+  std::function<void(std::int64_t done, std::int64_t total)> progress;
 };
 
 // Builds the cost model of `spec`, replays its schedule and returns the report. In numeric

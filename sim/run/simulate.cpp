@@ -1,7 +1,9 @@
 #include "sim/run/run.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
@@ -71,18 +73,35 @@ NumericReport check_against_reference(const RunSpec& spec, const NumericPipeline
   return report;
 }
 
+// The replay's progress callback for repeat `repeat` (0-based) of the `repeats` replayed, each
+// of the pipeline's tasks per micro-batch x the GAC: the tasks of the repeats before count done.
+std::function<void(std::int64_t)> repeat_progress(const RunSpec& spec,
+                                                  const SimulateOptions& options,
+                                                  std::int64_t repeat, std::int64_t repeats) {
+  if (!options.progress)
+    return {};
+  const std::int64_t per_repeat =
+      spec.schedule->tasks_per_microbatch() * spec.pipeline.gradient_accumulation_count;
+  // A schedule may replay a few tasks more than that (grouped on 2 IPUs: 8), so the count says
+  // done only when the replay has ended.
+  return [&progress = options.progress, before = repeat * per_repeat, total = repeats * per_repeat](
+             std::int64_t tasks) { progress(std::min(before + tasks, total - 1), total); };
+}
+
 // Replays once per repeat with the kernels running; user observers hear the first repeat.
 ReplayResult replay_numeric(const RunSpec& spec, const CostModel& cost,
                             const SimulateOptions& options, RunReport& report) {
   auto data = training_data(spec);
   models::ParameterStore parameters = starting_parameters(spec);
   NumericPipeline pipeline(spec, parameters, *data);
-  ReplayOptions first{options.allow_oom, options.observers};
+  const std::int64_t repeats = spec.pipeline.repeat_count;
+  ReplayOptions first{options.allow_oom, options.observers,
+                      repeat_progress(spec, options, 0, repeats)};
   first.observers.push_back(&pipeline);
   ReplayResult result = replay(spec, cost, first);
-  const ReplayOptions again{options.allow_oom, {&pipeline}};
-  for (std::int64_t r = 1; r < spec.pipeline.repeat_count; ++r)
-    replay(spec, cost, again);
+  for (std::int64_t r = 1; r < repeats; ++r)
+    replay(spec, cost,
+           {options.allow_oom, {&pipeline}, repeat_progress(spec, options, r, repeats)});
   report.numeric = check_against_reference(spec, pipeline, parameters, *data);
   return result;
 }
@@ -109,7 +128,12 @@ RunReport simulate_checked(std::shared_ptr<const RunSpec> shared, const Simulate
     ReplayOptions replay_options;
     replay_options.allow_oom = options.allow_oom;
     replay_options.observers = options.observers;
+    replay_options.progress = repeat_progress(spec, options, 0, 1);
     report.replay = replay(spec, cost, replay_options);
+  }
+  if (options.progress) {
+    const auto total = std::int64_t(replay_tasks(spec, numeric));
+    options.progress(total, total);
   }
   report.figures = run_figures(spec, cost, report.replay);
   report.run_cycles =

@@ -1,5 +1,5 @@
 // Progress on the error stream: the bar on a terminal, paced lines elsewhere, and the commands
-// that show it (plan, sweep, calibrate).
+// that show it (run, plan, sweep, calibrate).
 
 #include "tools/ipusim/progress.hpp"
 
@@ -119,6 +119,56 @@ TEST_CASE("the progress bar is redrawn in place with the time left and cleared o
         "\r[===============>              ] 5/10 runs, about 2 s left"
         "\r[==============================] 10/10 runs" +
             std::string(15, ' ') + "\n");
+}
+
+TEST_CASE("a progress bar that work leaves unfinished ends its line when the display goes") {
+  std::ostringstream err;
+  {
+    double now = 0;
+    auto progress = progress_at(err, ProgressStyle::kBar, {}, now);
+    now = 5;
+    progress.update(5, 10, "tasks");
+  }
+  CHECK(err.str() == "\r[===============>              ] 5/10 tasks, about 5 s left\n");
+}
+
+TEST_CASE(
+    "run --progress lines counts the tasks replayed every 65,536 or so, and --quiet is silent") {
+  const ProgressIntervalForTest every_step("0");
+  // 8 tasks a micro-batch x 30,000 micro-batches, by the BSP engine (grouped) and by the
+  // dependency-ordered one (1f1b): a line at the end of the step, or of the IPU's run of tasks,
+  // that passes each 65,536 tasks, then the last.
+  const std::vector<std::pair<std::string, int>> passed_by = {{"grouped", 1}, {"1f1b", 6}};
+  for (const auto& [schedule, past] : passed_by) {
+    CAPTURE(schedule);
+    std::string expected;
+    const std::vector<std::pair<int, int>> lines = {{65536, 27}, {131072, 54}, {196608, 81}};
+    for (const auto& [done, percent] : lines)
+      expected += "progress: " + std::to_string(done + past) + "/240000 tasks (" +
+                  std::to_string(percent) + "%) after T, about T left\n";
+    const std::vector<std::string> run = {"run",          kTf1Config,   "--gac",
+                                          "30000",        "--schedule", schedule,
+                                          "--no-numeric", "--progress", "lines"};
+    const auto result = run_ipusim(run);
+    CHECK(result.code == 0);
+    CHECK(times_masked(result.err) ==
+          expected + "progress: 240000/240000 tasks (100%) done in T\n");
+    auto quiet = run;
+    quiet.push_back("--quiet");
+    const auto silent = run_ipusim(quiet);
+    CHECK(silent.code == 0);
+    CHECK(silent.err.empty());
+    CHECK(silent.out.empty());
+  }
+}
+
+TEST_CASE("run's progress counts the tasks of every repeat the kernels run in") {
+  const ProgressIntervalForTest every_step("0");
+  // 8 tasks a micro-batch x 8 micro-batches x 3 repeats, fewer than 2^16: the last line alone.
+  const auto result = run_ipusim({"run", kTf1Config, "--gac", "8", "--set",
+                                  "pipeline.repeat_count=3", "--numeric", "--progress", "lines"});
+  CHECK(result.code == 0);
+  CHECK(times_masked(result.err) == "progress: 192/192 tasks (100%) done in T\n");
 }
 
 TEST_CASE("plan --progress lines writes a line per setting when IPUSIM_PROGRESS_INTERVAL is 0") {

@@ -58,6 +58,11 @@ Progress::Progress(std::ostream& err, ProgressStyle style, ProgressPace pace, Cl
   last_update_ = clock_();
 }
 
+Progress::~Progress() {
+  if (bar_open_)
+    err_ << "\n" << std::flush;
+}
+
 void Progress::begin(const std::string& unit, std::size_t done_before) {
   unit_ = unit;
   start_ = last_update_ = clock_();
@@ -134,6 +139,7 @@ void Progress::draw_bar(std::size_t done, std::size_t total, double now, bool at
     text += std::string(bar_width_ - width, ' ');
   bar_width_ = width;
   err_ << "\r" << text << std::flush;
+  bar_open_ = done < total;
   if (done >= total)
     err_ << "\n";
 }

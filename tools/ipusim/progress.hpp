@@ -42,6 +42,11 @@ class Progress {
   using Clock = std::function<double()>;
 
   Progress(std::ostream& err, ProgressStyle style, ProgressPace pace = {}, Clock clock = {});
+  // Ends a bar that work stopped before its end (an error, out of memory), so that what the
+  // command prints next starts on a line of its own.
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
 
   // Starts work of `unit` now, `done_before` of its steps done already (a resumed sweep's), which
   // do not count toward the rate.
@@ -68,6 +73,7 @@ class Progress {
   double last_shown_ = -1;  // when the bar or a line was last shown; -1: never
   int shown_percent_ = -1;
   std::size_t bar_width_ = 0;  // characters of the bar last drawn, to clear a longer one
+  bool bar_open_ = false;      // a bar is drawn and its line not ended
 };
 
 // The style `--progress` and `--quiet` choose for `err`: none with --quiet; for "auto", a bar

@@ -2,6 +2,7 @@
 #include <memory>
 #include <ostream>
 
+#include "sim/core/printable.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/html/html_report.hpp"
 #include "sim/numeric/numeric.hpp"
@@ -11,6 +12,7 @@
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
 #include "tools/ipusim/command.hpp"
+#include "tools/ipusim/progress.hpp"
 
 namespace ipusim::cli {
 namespace {
@@ -21,6 +23,7 @@ struct RunOptions {
   std::string trace_path;
   std::string trace_format;  // "json" or "proto"; empty: by the file's name
   std::string html_path;
+  std::string progress = "auto";
   bool quiet = false;
   bool allow_oom = false;
   bool numeric = false;
@@ -65,6 +68,13 @@ void run_and_report(const RunOptions& o, std::ostream& out, std::ostream& err) {
   options.numeric = o.numeric_mode();
   if (!o.quiet)
     options.notify = [&err](const std::string& notice) { err << "note: " << notice << "\n"; };
+  auto& progress_err = core::unescaped(err);
+  const auto style = progress_style(o.progress, o.quiet, progress_err);
+  auto progress = std::make_shared<Progress>(progress_err, style, progress_pace_from_environment());
+  if (style != ProgressStyle::kNone)
+    options.progress = [progress](std::int64_t done, std::int64_t total) {
+      progress->update(std::size_t(done), std::size_t(total), "tasks");
+    };
   // The trace goes to its file as the replay produces it; the HTML report draws a Timeline.
   std::unique_ptr<sim::TraceWriter> trace;
   if (!o.trace_path.empty()) {
@@ -125,6 +135,7 @@ void add_run_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->add_option("--html", o->html_path,
                    "Write a self-contained HTML report: pipeline chart, utilisation, memory")
       ->check(non_empty_path());
+  add_progress_option(command, o->progress);
   command->add_flag("--quiet", o->quiet, "Print only errors");
   command->add_flag("--ops", o->operations,
                     "Also print the Operations Summary: each stage's operations with their "

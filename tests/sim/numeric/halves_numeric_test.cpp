@@ -153,8 +153,8 @@ TEST_CASE("a tiny BERT of halves trains bit for bit as the one of whole encoders
   const auto whole_cost = sim::build_cost_model(whole);
   const auto halves_cost = sim::build_cost_model(halves);
   for (int step = 0; step < 2; ++step) {
-    sim::replay(whole, whole_cost, {false, {&whole_run}});
-    sim::replay(halves, halves_cost, {false, {&halves_run}});
+    sim::replay(whole, whole_cost, {false, {&whole_run}, {}});
+    sim::replay(halves, halves_cost, {false, {&halves_run}, {}});
   }
   REQUIRE(whole_run.losses().size() == 2);
   CHECK(whole_run.losses() == halves_run.losses());

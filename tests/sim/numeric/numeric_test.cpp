@@ -68,7 +68,7 @@ struct PipelineRun {
         parameters(spec.model, sim::training_options(spec)),
         pipeline(spec, parameters, *data, options),
         cost(sim::build_cost_model(spec)) {
-    const sim::ReplayOptions replay_options{false, {&pipeline}};
+    const sim::ReplayOptions replay_options{false, {&pipeline}, {}};
     for (std::int64_t r = 0; r < spec.pipeline.repeat_count; ++r)
       sim::replay(spec, cost, replay_options);
   }

@@ -66,7 +66,7 @@ TEST_CASE("the tiny ResNet's FIFO entries hold what its kernels keep, skip conne
   models::ParameterStore parameters(spec.model, sim::training_options(spec));
   sim::NumericPipeline pipeline(spec, parameters, *data, {});
   const sim::CostModel cost = sim::build_cost_model(spec);
-  sim::replay(spec, cost, sim::ReplayOptions{false, {&pipeline}});
+  sim::replay(spec, cost, sim::ReplayOptions{false, {&pipeline}, {}});
   // Per sample, in fp32 elements; each layer keeps its own copy. Stage 0: the image (the stem
   // convolution's input) and eight 28x28x8 tensors, the inputs of three batch norms and two
   // convolutions and the outputs of three relus. Stage 1: the 28x28x8 input of both strided

@@ -105,8 +105,8 @@ int compare_schedule(const core::ConfigDocument& config, const std::string& sche
       INFO(schedule << " gac " << gac << " setting " << compared);
       const sim::CostModel cost = sim::build_cost_model(*spec);
       SilentObserver silent;
-      const auto fast = sim::replay(*spec, cost, {true, {}});
-      const auto events = sim::replay(*spec, cost, {true, {&silent}});
+      const auto fast = sim::replay(*spec, cost, {true, {}, {}});
+      const auto events = sim::replay(*spec, cost, {true, {&silent}, {}});
       require_same(fast, events);
       ++compared;
     }
@@ -219,11 +219,42 @@ TEST_CASE("the fast path follows every dependency-ordered schedule at large M wi
         continue;
       INFO(info.name << " with " << stages << " stages");
       const sim::CostModel cost = sim::build_cost_model(spec);
-      const sim::ReplayOptions options{true, {}};
+      const sim::ReplayOptions options{true, {}, {}};
       sim::detail::ReplayState state(spec, *spec.schedule, cost, options);
       CHECK(sim::detail::replay_in_program_order(state).has_value());
       ++followed;
     }
   }
   CHECK(followed == 12);
+}
+
+TEST_CASE(
+    "each replay engine tells its progress once 65,536 more tasks have run, and no figure moves") {
+  const auto config = core::ConfigDocument::load(
+      std::string(IPUSIM_SOURCE_DIR) + "/configs/tf1_mnist_2ipu.json", {});
+  // 8 tasks a micro-batch x 30,000: 240,000 tasks, past 65,536 three times. The BSP engine
+  // (grouped), the fast path (1f1b) and the event engine (1f1b with an observer) each tell at
+  // the end of the step, run of tasks or event that passes the count.
+  for (const std::string schedule : {"grouped", "1f1b"}) {
+    const auto spec = sim::build_run_spec(
+        config.with_overrides({{"pipeline.pipeline_schedule", schedule, "schedule"},
+                               {"pipeline.gradient_accumulation_count", "30000", "gac"}}));
+    const sim::CostModel cost = sim::build_cost_model(spec);
+    SilentObserver silent;
+    for (const bool observed : {false, true}) {
+      INFO(schedule << (observed ? " observed" : ""));
+      std::vector<std::int64_t> told;
+      sim::ReplayOptions options{true, {}, [&told](std::int64_t tasks) { told.push_back(tasks); }};
+      if (observed)
+        options.observers.push_back(&silent);
+      const auto with = sim::replay(spec, cost, options);
+      options.progress = {};
+      require_same(with, sim::replay(spec, cost, options));
+      REQUIRE(told.size() == 3);
+      for (std::size_t i = 0; i < told.size(); ++i) {
+        CHECK(told[i] >= std::int64_t(i + 1) * 65'536);
+        CHECK(told[i] < std::int64_t(i + 1) * 65'536 + 8);
+      }
+    }
+  }
 }
