@@ -80,8 +80,7 @@ std::function<void(std::int64_t)> repeat_progress(const RunSpec& spec,
                                                   std::int64_t repeat, std::int64_t repeats) {
   if (!options.progress)
     return {};
-  const std::int64_t per_repeat =
-      spec.schedule->tasks_per_microbatch() * spec.pipeline.gradient_accumulation_count;
+  const auto per_repeat = std::int64_t(replay_tasks(spec, false));
   // A schedule may replay a few tasks more than that (grouped on 2 IPUs: 8), so the count says
   // done only when the replay has ended.
   return [&progress = options.progress, before = repeat * per_repeat, total = repeats * per_repeat](
