@@ -241,8 +241,8 @@ std::optional<Constant> fold_range(const onnx::NodeProto& node, const Inputs& in
     return core::ConfigError(b.path(), "",
                              "node '" + node.name() + "' (Range): " + why +
                                  " while folding constants: expected a step other than 0 and "
-                                 "at most 2^26 (" +
-                                 std::to_string(kMaxFoldedElements) + ") elements");
+                                 "at most " +
+                                 bound_text(kMaxFoldedElementsLog2) + " elements");
   };
   if (out.real()) {
     const double start = in[0]->reals[0], delta = in[2]->reals[0];
@@ -385,15 +385,19 @@ std::int64_t FoldBudget::spend(const Dims& dims, const onnx::NodeProto& node) {
     if (d != 0 && count > kMaxFoldedElements / d)
       throw core::ConfigError(
           path_, "",
-          what + ": expected at most 2^26 (" + std::to_string(kMaxFoldedElements) + ") elements");
+          what + ": expected at most " + bound_text(kMaxFoldedElementsLog2) + " elements");
     count *= d;
   }
   if (count > kMaxFoldedTotal - total_)
     throw core::ConfigError(path_, "",
-                            what + ", past the 2^28 (" + std::to_string(kMaxFoldedTotal) +
-                                ") elements folding may create in one graph");
+                            what + ", past the " + bound_text(kMaxFoldedTotalLog2) +
+                                " elements folding may create in one graph");
   total_ += count;
   return count;
+}
+
+std::string bound_text(int log2) {
+  return "2^" + std::to_string(log2) + " (" + std::to_string(std::int64_t{1} << log2) + ")";
 }
 
 bool is_foldable_op(const std::string& op) {

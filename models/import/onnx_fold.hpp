@@ -16,10 +16,16 @@
 
 namespace ipusim::models::onnx_fold {
 
-// 2^26 elements: a causal mask of 8,192 positions; shape computations hold a handful.
-constexpr std::int64_t kMaxFoldedElements = std::int64_t{1} << 26;
-// 2^28 elements over the whole graph: a few such masks, 2 GB of doubles at most.
-constexpr std::int64_t kMaxFoldedTotal = std::int64_t{1} << 28;
+// 2^24 elements: a causal mask of 4,096 positions; shape computations hold a handful. Folding
+// computes in doubles, a copy or two at a time, so this bounds a tensor to 128 MB.
+constexpr int kMaxFoldedElementsLog2 = 24;
+constexpr std::int64_t kMaxFoldedElements = std::int64_t{1} << kMaxFoldedElementsLog2;
+// 2^26 elements over the whole graph: four such masks, 512 MB of doubles at most.
+constexpr int kMaxFoldedTotalLog2 = 26;
+constexpr std::int64_t kMaxFoldedTotal = std::int64_t{1} << kMaxFoldedTotalLog2;
+
+// "2^24 (16777216)": a bound as refusals state it.
+std::string bound_text(int log2);
 
 // A constant's values as folding computes with them: integers (INT64, INT32, BOOL) exactly in
 // `ints`, reals (FLOAT, DOUBLE) as doubles in `reals`; one of the two holds every element, in

@@ -311,7 +311,8 @@ void make_constant(NodeProto& node, const onnx_fold::Constant& value) {
 }
 
 // Constants folding may read: initializers other than float ones (a layer's weights) and
-// Constant nodes' values, as read when first asked for.
+// Constant nodes' values, each decoded when first asked for, so a large constant nothing folds
+// from is not decoded again in every round.
 class ConstantValues {
  public:
   explicit ConstantValues(const GraphProto& graph) {
@@ -322,17 +323,27 @@ class ConstantValues {
   void set(const std::string& name, onnx_fold::Constant value) {
     values_.insert_or_assign(name, std::move(value));
   }
+  void define(const std::string& name, const NodeProto& constant) {
+    values_.erase(name);
+    constant_nodes_.insert_or_assign(name, &constant);
+  }
   const onnx_fold::Constant* get(const std::string& name) {
     if (const auto found = values_.find(name); found != values_.end())
       return &found->second;
-    const auto source = sources_.find(name);
-    const auto value =
-        source == sources_.end() ? std::nullopt : onnx_fold::read_constant(*source->second);
-    return value ? &values_.emplace(name, *value).first->second : nullptr;
+    auto value = decode(name);
+    return value ? &values_.emplace(name, std::move(*value)).first->second : nullptr;
   }
 
  private:
+  std::optional<onnx_fold::Constant> decode(const std::string& name) const {
+    if (const auto node = constant_nodes_.find(name); node != constant_nodes_.end())
+      return constant_value(*node->second);
+    const auto source = sources_.find(name);
+    return source == sources_.end() ? std::nullopt : onnx_fold::read_constant(*source->second);
+  }
+
   std::unordered_map<std::string, const TensorProto*> weights_, sources_;
+  std::unordered_map<std::string, const NodeProto*> constant_nodes_;
   std::unordered_map<std::string, onnx_fold::Constant> values_;
 };
 
@@ -370,8 +381,7 @@ int fold_pass(GraphProto& graph, const std::map<std::string, Dims>& shapes,
   int folded = 0;
   for (auto& node : *graph.mutable_node()) {
     if (node.op_type() == "Constant" && node.output_size() == 1) {
-      if (auto value = constant_value(node))
-        values.set(node.output(0), std::move(*value));
+      values.define(node.output(0), node);
       continue;
     }
     if (auto value = try_fold(node, values, shapes, budget)) {
