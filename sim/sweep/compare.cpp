@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "sim/replay/timeline.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/run_metrics.hpp"
+#include "sim/run/replay_budget.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {
@@ -28,6 +30,7 @@ struct CompareRun {
   std::string with;      // as given to --with, or empty
   std::string label;
   std::optional<std::string> model;            // the model's name, once the config is read
+  std::shared_ptr<const RunSpec> spec;         // once the config is read and valid
   std::unique_ptr<TimelineRecorder> recorder;  // with a page only
   std::optional<RunReport> report;
   std::optional<RunMetrics> metrics;  // with the report
@@ -70,7 +73,9 @@ std::vector<CompareRun> plan_runs(const CompareRequest& request) {
   return runs;
 }
 
-void simulate_run(CompareRun& run, const CompareRequest& request) {
+// Reads and validates the run's config with its overrides; an invalid one is kept as the run's
+// error.
+void load_run(CompareRun& run, const CompareRequest& request) {
   auto overrides = request.base_overrides;
   if (!run.schedule.empty()) {
     overrides.push_back(
@@ -81,16 +86,27 @@ void simulate_run(CompareRun& run, const CompareRequest& request) {
     overrides.insert(overrides.end(), extra.begin(), extra.end());
   }
   try {
-    const RunSpec spec = load_run_spec(run.config, overrides);
-    run.model = spec.model.name;
+    run.spec = std::make_shared<const RunSpec>(load_run_spec(run.config, overrides));
+    run.model = run.spec->model.name;
+  } catch (const core::ConfigError& error) {
+    run.error = error.what();
+    run.failure = std::current_exception();
+  }
+}
+
+// Replays a run that loaded, telling `progress` of its tasks replayed.
+void simulate_run(CompareRun& run, const CompareRequest& request,
+                  const std::function<void(std::int64_t, std::int64_t)>& progress) {
+  try {
     SimulateOptions options;
     options.allow_oom = true;
     options.numeric = NumericMode::kOff;
+    options.progress = progress;
     if (!request.html_path.empty()) {
       run.recorder = std::make_unique<TimelineRecorder>();
       options.observers.push_back(run.recorder.get());
     }
-    run.report = simulate(spec, options);
+    run.report = simulate(run.spec, options);
     run.metrics = run_metrics(*run.report);
   } catch (const core::ConfigError& error) {
     run.error = error.what();
@@ -98,6 +114,25 @@ void simulate_run(CompareRun& run, const CompareRequest& request) {
   } catch (const core::SimulationOutcome& outcome) {
     run.error = outcome.what();
     run.failure = std::current_exception();
+  }
+}
+
+// Replays every run that loaded, telling the request's progress of the tasks of all of them.
+void simulate_runs(std::vector<CompareRun>& runs, const CompareRequest& request) {
+  std::int64_t total = 0;
+  for (const auto& run : runs)
+    total += run.spec ? std::int64_t(replay_tasks(*run.spec, false)) : 0;
+  std::int64_t before = 0;
+  for (auto& run : runs) {
+    if (!run.spec)
+      continue;
+    std::function<void(std::int64_t, std::int64_t)> progress;
+    if (request.progress)
+      progress = [&](std::int64_t done, std::int64_t) {
+        request.progress(std::size_t(before + done), std::size_t(total));
+      };
+    simulate_run(run, request, progress);
+    before += std::int64_t(replay_tasks(*run.spec, false));
   }
 }
 
@@ -289,7 +324,8 @@ std::string compare(const CompareRequest& request, core::OutputSet& outputs) {
     core::check_config_readable(config);
   auto runs = plan_runs(request);
   for (auto& run : runs)
-    simulate_run(run, request);
+    load_run(run, request);
+  simulate_runs(runs, request);
   label_runs(runs, request);
   // With nothing to compare, the first failure is the command's error and sets the exit code.
   if (std::none_of(runs.begin(), runs.end(),

@@ -6,6 +6,8 @@
 // May include sim/core; its .cpp also sim/report, sim/replay's timeline, sim/html and the room's
 // metrics and CSV.
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@ struct CompareRequest {
   std::string json_path;                       // each empty when not asked for
   std::string csv_path;
   std::string html_path;
+  // Told (tasks replayed, tasks to replay) over all the runs that load, as the replays go
+  // (SimulateOptions::progress); the runs' tasks are the replay_tasks of each.
+  std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
 // Simulates every run without numerics, writes the files asked for into `outputs` (which must

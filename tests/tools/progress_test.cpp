@@ -1,5 +1,5 @@
 // Progress on the error stream: the bar on a terminal, paced lines elsewhere, and the commands
-// that show it (run, plan, sweep, calibrate).
+// that show it (run, compare, plan, sweep, calibrate).
 
 #include "tools/ipusim/progress.hpp"
 
@@ -160,6 +160,30 @@ TEST_CASE(
     CHECK(silent.err.empty());
     CHECK(silent.out.empty());
   }
+}
+
+TEST_CASE("compare --progress lines counts the tasks of all its runs, one run after another") {
+  const ProgressIntervalForTest every_step("0");
+  // Two runs of 8 tasks a micro-batch x 30,000 micro-batches: 480,000 tasks. The first (grouped)
+  // tells each 65,536 tasks passed at the end of a step (1 task past), then its end; the second
+  // (1f1b) counts on from 240,000, at the end of an IPU's run of tasks (6 past).
+  std::string expected;
+  const std::vector<std::pair<int, int>> lines = {{65537, 13},  {131073, 27}, {196609, 40},
+                                                  {240000, 50}, {305542, 63}, {371078, 77},
+                                                  {436614, 90}};
+  for (const auto& [done, percent] : lines)
+    expected += "progress: " + std::to_string(done) + "/480000 tasks (" + std::to_string(percent) +
+                "%) after T, about T left\n";
+  const std::vector<std::string> compare = {"compare",     kTf1Config,     "--gac",      "30000",
+                                            "--schedules", "grouped,1f1b", "--progress", "lines"};
+  const auto result = run_ipusim(compare);
+  CHECK(result.code == 0);
+  CHECK(times_masked(result.err) == expected + "progress: 480000/480000 tasks (100%) done in T\n");
+  auto quiet = compare;
+  quiet.push_back("--quiet");
+  const auto silent = run_ipusim(quiet);
+  CHECK(silent.code == 0);
+  CHECK(silent.err.empty());
 }
 
 TEST_CASE("run's progress counts the tasks of every repeat the kernels run in") {

@@ -115,7 +115,7 @@ void add_commands(CLI::App& app, std::ostream& out, std::ostream& err) {
   add_schedule_command(app, out);
   add_schedules_command(app, out);
   add_layers_command(app, out);
-  add_compare_command(app, out);
+  add_compare_command(app, out, err);
   add_sweep_command(app, out, err);
   add_merge_command(app, out, err);
   add_train_command(app, out);

@@ -60,7 +60,7 @@ void add_model_command(CLI::App& app, std::ostream& out);
 void add_schedule_command(CLI::App& app, std::ostream& out);
 void add_schedules_command(CLI::App& app, std::ostream& out);
 void add_layers_command(CLI::App& app, std::ostream& out);
-void add_compare_command(CLI::App& app, std::ostream& out);
+void add_compare_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_sweep_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_merge_command(CLI::App& app, std::ostream& out, std::ostream& err);
 void add_train_command(CLI::App& app, std::ostream& out);

@@ -8,6 +8,7 @@
 #include "sim/core/error.hpp"
 #include "sim/sweep/compare.hpp"
 #include "tools/ipusim/command.hpp"
+#include "tools/ipusim/progress.hpp"
 
 namespace ipusim::cli {
 namespace {
@@ -26,10 +27,11 @@ void add_includes(core::OutputSet& outputs, const std::string& config) {
 
 }  // namespace
 
-void add_compare_command(CLI::App& app, std::ostream& out) {
+void add_compare_command(CLI::App& app, std::ostream& out, std::ostream& err) {
   struct CompareArgs {
     ConfigArgs what_if;
     sim::CompareRequest request;  // base_overrides set from what_if when it runs
+    std::string progress = "auto";
     bool quiet = false;
   };
   auto a = std::make_shared<CompareArgs>();
@@ -59,11 +61,12 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
       ->add_option("--html", a->request.html_path,
                    "Also write an HTML page: the runs' pipeline charts on one time axis")
       ->check(non_empty_path());
+  add_progress_option(command, a->progress);
   command->add_flag("--quiet", a->quiet, "Print only errors");
   command->footer(
       "Example:\n  ipusim compare configs/tf1_mnist_2ipu.json "
       "--schedules grouped,interleaved,sequential,1f1b");
-  command->callback([a, &out] {
+  command->callback([a, &out, &err] {
     core::OutputSet outputs;
     const std::pair<const char*, std::string> given[] = {{"--json", a->request.json_path},
                                                          {"--csv", a->request.csv_path},
@@ -78,6 +81,13 @@ void add_compare_command(CLI::App& app, std::ostream& out) {
     }
     auto request = a->request;
     request.base_overrides = a->what_if.overrides();
+    auto& progress_err = core::unescaped(err);
+    const auto style = progress_style(a->progress, a->quiet, progress_err);
+    Progress progress(progress_err, style, progress_pace_from_environment());
+    if (style != ProgressStyle::kNone)
+      request.progress = [&progress](std::size_t done, std::size_t total) {
+        progress.update(done, total, "tasks");
+      };
     const std::string table = sim::compare(request, outputs);
     outputs.commit();
     if (!a->quiet)
