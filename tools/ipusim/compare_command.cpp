@@ -25,6 +25,32 @@ void add_includes(core::OutputSet& outputs, const std::string& config) {
   core::add_inputs(outputs, *document);
 }
 
+// The files the comparison writes, and those it reads that no output may replace.
+void declare_files(core::OutputSet& outputs, const sim::CompareRequest& request) {
+  const std::pair<const char*, std::string> given[] = {
+      {"--json", request.json_path}, {"--csv", request.csv_path}, {"--html", request.html_path}};
+  for (const auto& [option, path] : given) {
+    if (!path.empty())
+      outputs.add(path, option);
+  }
+  for (const auto& config : request.configs) {
+    outputs.add_input(config, "a config this command reads");
+    add_includes(outputs, config);
+  }
+}
+
+// Tells `request` to show its replays' progress on `err` as `option` and `quiet` ask.
+void show_progress(sim::CompareRequest& request, const std::string& option, bool quiet,
+                   std::ostream& err, std::unique_ptr<Progress>& progress) {
+  auto& progress_err = core::unescaped(err);
+  const auto style = progress_style(option, quiet, progress_err);
+  progress = std::make_unique<Progress>(progress_err, style, progress_pace_from_environment());
+  if (style != ProgressStyle::kNone)
+    request.progress = [&progress](std::size_t done, std::size_t total) {
+      progress->update(done, total, "tasks");
+    };
+}
+
 }  // namespace
 
 void add_compare_command(CLI::App& app, std::ostream& out, std::ostream& err) {
@@ -68,26 +94,11 @@ void add_compare_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       "--schedules grouped,interleaved,sequential,1f1b");
   command->callback([a, &out, &err] {
     core::OutputSet outputs;
-    const std::pair<const char*, std::string> given[] = {{"--json", a->request.json_path},
-                                                         {"--csv", a->request.csv_path},
-                                                         {"--html", a->request.html_path}};
-    for (const auto& [option, path] : given) {
-      if (!path.empty())
-        outputs.add(path, option);
-    }
-    for (const auto& config : a->request.configs) {
-      outputs.add_input(config, "a config this command reads");
-      add_includes(outputs, config);
-    }
+    declare_files(outputs, a->request);
     auto request = a->request;
     request.base_overrides = a->what_if.overrides();
-    auto& progress_err = core::unescaped(err);
-    const auto style = progress_style(a->progress, a->quiet, progress_err);
-    Progress progress(progress_err, style, progress_pace_from_environment());
-    if (style != ProgressStyle::kNone)
-      request.progress = [&progress](std::size_t done, std::size_t total) {
-        progress.update(done, total, "tasks");
-      };
+    std::unique_ptr<Progress> progress;
+    show_progress(request, a->progress, a->quiet, err, progress);
     const std::string table = sim::compare(request, outputs);
     outputs.commit();
     if (!a->quiet)
