@@ -266,9 +266,8 @@ class Converter {
 
   bool conv2d(const KerasLayer& k, json& layer, bool ends_model) {
     const auto& c = k.config;
-    if (c.value("data_format", "channels_last") != "channels_last" ||
-        pair_of(c.value("dilation_rate", json(1))) != json(1)) {
-      problems.add(k, "only channels_last, undilated convolutions are supported");
+    if (c.value("data_format", "channels_last") != "channels_last") {
+      problems.add(k, "only channels_last convolutions are supported");
       return false;
     }
     layer["type"] = "conv2d";
@@ -279,6 +278,8 @@ class Converter {
     layer["bias"] = c.value("use_bias", true);
     if (c.value("groups", 1) != 1)  // the kernel [kh, kw, C / groups, filters] is ipusim's
       layer["groups"] = c.at("groups");
+    if (const json dilation = pair_of(c.value("dilation_rate", json(1))); dilation != json(1))
+      layer["dilation"] = dilation;
     take_weights(k, layer["bias"] ? std::vector<std::string>{"kernel", "bias"}
                                   : std::vector<std::string>{"kernel"});
     return set_activation(k, layer, ends_model);

@@ -122,8 +122,8 @@ KerasConversion depthwise(const json& c, json& layer) {
   if (c.value("depth_multiplier", 1) != 1)
     out.problem = "depth_multiplier " + c.at("depth_multiplier").dump() +
                   " (ipusim's depthwise conv2d gives one output channel an input channel)";
-  else if (!undilated_channels_last(c))
-    out.problem = "only channels_last, undilated depthwise convolutions are supported";
+  else if (c.value("data_format", "channels_last") != "channels_last")
+    out.problem = "only channels_last depthwise convolutions are supported";
   else if (!shape.is_array() || shape.empty() || !shape.back().is_number_integer())
     out.problem =
         "no input channels in its config (Keras 3 writes them in build_config; "
@@ -137,6 +137,8 @@ KerasConversion depthwise(const json& c, json& layer) {
                 {"stride", pair_or_one(c.value("strides", json(1)))},
                 {"padding", c.value("padding", "valid")},
                 {"bias", c.value("use_bias", true)}});
+  if (const json dilation = pair_or_one(c.value("dilation_rate", json(1))); dilation != json(1))
+    layer["dilation"] = dilation;
   out.weights = {"depthwise_kernel"};
   if (layer["bias"])
     out.weights.push_back("bias");

@@ -138,12 +138,16 @@ class OnnxConverter {
   // A Conv's or pool's window over an image (onnx_layers.cpp).
   struct Window {
     std::vector<std::int64_t> kernel, strides;
-    std::vector<std::int64_t> pads;  // top, left, bottom, right
+    std::vector<std::int64_t> dilations;  // rows, columns: the step between the kernel's taps
+    std::vector<std::int64_t> pads;       // top, left, bottom, right
     bool ceil_mode = false;
     bool same = false;    // auto_pad SAME_UPPER: TensorFlow's "same"
     std::string problem;  // an auto_pad ipusim does not read
     json padding() const;
     std::int64_t out(std::int64_t in, int axis) const;
+    // The inputs the kernel spans along `axis`, (kernel - 1) x dilation + 1, once the window
+    // has no problem_over an image.
+    std::int64_t span(int axis) const;
     std::string problem_over(const Shape& image) const;
   };
   static Window window_of(const onnx::NodeProto& node, const std::vector<std::int64_t>& kernel);

@@ -87,6 +87,9 @@ OnnxConverter::Window OnnxConverter::window_of(const onnx::NodeProto& node,
   w.strides = ints_attribute(node, "strides");
   if (w.strides.empty())
     w.strides = {1, 1};
+  w.dilations = ints_attribute(node, "dilations");
+  if (w.dilations.empty())
+    w.dilations = {1, 1};
   w.pads = ints_attribute(node, "pads");
   if (w.pads.empty())
     w.pads = {0, 0, 0, 0};
@@ -113,19 +116,24 @@ json OnnxConverter::Window::padding() const {
 // `in`: floor((in + pads - k) / s) + 1, or with ceil_mode rounded up unless the last window
 // would start past the input and its leading pad.
 std::int64_t OnnxConverter::Window::out(std::int64_t in, int a) const {
-  const std::int64_t k = kernel[std::size_t(a)], s = strides[std::size_t(a)];
+  const std::int64_t k = span(a), s = strides[std::size_t(a)];
   if (same)
     return (in + s - 1) / s;
   const std::int64_t before = pads[std::size_t(a)],
-                     span = in + before + pads[std::size_t(a) + 2] - k;
-  std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+                     room = in + before + pads[std::size_t(a) + 2] - k;
+  std::int64_t out = (ceil_mode ? (room + s - 1) / s : room / s) + 1;
   if (ceil_mode && (out - 1) * s >= in + before)
     --out;
   return out;
 }
 
-// Why the window cannot slide over an [C, H, W] image, or "" when it can: a kernel and strides
-// of two sizes from 1 up, four pads from 0 up, and a kernel no larger than the padded image.
+std::int64_t OnnxConverter::Window::span(int a) const {
+  return (kernel[std::size_t(a)] - 1) * dilations[std::size_t(a)] + 1;
+}
+
+// Why the window cannot slide over an [C, H, W] image, or "" when it can: a kernel, strides and
+// dilations of two sizes from 1 up, four pads from 0 up, and a kernel spanning no more than the
+// padded image.
 std::string OnnxConverter::Window::problem_over(const Shape& image) const {
   const auto all_from = [](const std::vector<std::int64_t>& v, std::size_t n, std::int64_t low) {
     return v.size() == n &&
@@ -137,24 +145,39 @@ std::string OnnxConverter::Window::problem_over(const Shape& image) const {
     return "kernel_shape " + shape_text(kernel) + " (expected two sizes of 1 or more)";
   if (!all_from(strides, 2, 1))
     return "strides " + shape_text(strides) + " (expected two strides of 1 or more)";
-  if (!all_from(pads, 4, 0) || pads[0] > kernel[0] || pads[2] > kernel[0] || pads[1] > kernel[1] ||
-      pads[3] > kernel[1])
-    return "pads " + shape_text(pads) + " (expected four pads from 0 up to the kernel's size)";
-  if (!same &&
-      (image[1] + pads[0] + pads[2] < kernel[0] || image[2] + pads[1] + pads[3] < kernel[1]))
-    return "a kernel " + shape_text(kernel) + " larger than its padded image " + shape_text(image);
+  if (!all_from(dilations, 2, 1))
+    return "dilations " + shape_text(dilations) + " (expected two dilations of 1 or more)";
+  // Compared in doubles: a hostile dilation times the kernel may pass 64 bits.
+  const auto spans = [&](std::size_t a) {
+    return double(kernel[a] - 1) * double(dilations[a]) + 1;
+  };
+  if (!all_from(pads, 4, 0) || pads[0] > spans(0) || pads[2] > spans(0) || pads[1] > spans(1) ||
+      pads[3] > spans(1))
+    return "pads " + shape_text(pads) + " (expected four pads from 0 up to the kernel's span)";
+  if (!same && (double(image[1] + pads[0] + pads[2]) < spans(0) ||
+                double(image[2] + pads[1] + pads[3]) < spans(1)))
+    return "a kernel " + shape_text(kernel) +
+           (dilations == std::vector<std::int64_t>{1, 1} ? ""
+                                                         : " dilated by " + shape_text(dilations)) +
+           " larger than its padded image " + shape_text(image);
+  if (same && std::max(spans(0), spans(1)) > double(std::int64_t{1} << 40))
+    return "a kernel " + shape_text(kernel) + " dilated by " + shape_text(dilations) +
+           " spanning more than 2^40 inputs";
   return "";
 }
 
-// Why a Conv's or ConvTranspose's kernel, groups and dilations do not fit an image of `channels`,
-// or "". `in_axis` is the kernel's axis of input channels: 1 for Conv's [filters, C / group, kh,
-// kw], 0 for ConvTranspose's [C, filters / group, kh, kw].
+// Why a Conv's or ConvTranspose's kernel and groups do not fit an image of `channels`, or a
+// ConvTranspose is dilated, or "". `in_axis` is the kernel's axis of input channels: 1 for Conv's
+// [filters, C / group, kh, kw], 0 for ConvTranspose's [C, filters / group, kh, kw].
 std::string OnnxConverter::kernel_problem(const onnx::NodeProto& node, const Shape& kernel,
                                           std::int64_t channels, int in_axis) const {
   const std::int64_t group = int_attribute(node, "group", 1);
   const auto dilations = ints_attribute(node, "dilations");
-  if (std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; }))
-    return "dilations " + shape_text(dilations) + " (ipusim's convolutions are undilated)";
+  if (in_axis == 0 &&
+      std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; }))
+    return "dilations " + shape_text(dilations) +
+           " (ipusim's transposed convolutions are "
+           "undilated)";
   if (group < 1 || channels % group != 0)
     return "group " + std::to_string(group) + " that does not divide the " +
            std::to_string(channels) + " input channels";
@@ -204,6 +227,8 @@ void OnnxConverter::conv(const onnx::NodeProto& node) {
                 {"bias", initializer(node, 2) != nullptr}};
   if (const std::int64_t group = int_attribute(node, "group", 1); group != 1)
     layer["groups"] = group;
+  if (window.dilations != std::vector<std::int64_t>{1, 1})
+    layer["dilation"] = window.dilations;
   std::vector<Tensor> weights{std::move(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));

@@ -125,10 +125,11 @@ class DenseKernel final : public Kernel {
 };
 
 // A 2-D convolution over [H, W, C] samples with a [kh, kw, C / groups, filters] kernel (Keras
-// layout; group g takes channels g C / groups on and gives filters g filters / groups on),
-// computed as im2col patches times the kernel viewed as [kh*kw*C/groups, filters], block by block
-// of output positions, a group at a time. The block size depends only on the layer, so results
-// are reproducible.
+// layout; group g takes channels g C / groups on and gives filters g filters / groups on; tap
+// (ky, kx) of a dilated kernel reads the pixel ky x dilation_h rows and kx x dilation_w columns
+// on), computed as im2col patches times the kernel viewed as [kh*kw*C/groups, filters], block by
+// block of output positions, a group at a time. The block size depends only on the layer, so
+// results are reproducible.
 class Conv2dKernel final : public Kernel {
  public:
   Conv2dKernel(const Layer& layer, const std::vector<Shape>& inputs, DType dtype)
@@ -285,9 +286,9 @@ class Conv2dKernel final : public Kernel {
       const std::int64_t oy = p % per_image / cols_.out;
       const std::int64_t ox = p % cols_.out;
       for (std::int64_t ky = 0; ky < rows_.kernel; ++ky) {
-        const std::int64_t iy = oy * rows_.stride - rows_.pad_before + ky;
+        const std::int64_t iy = oy * rows_.stride - rows_.pad_before + ky * rows_.dilation;
         for (std::int64_t kx = 0; kx < cols_.kernel; ++kx, patches += group_channels()) {
-          const std::int64_t ix = ox * cols_.stride - cols_.pad_before + kx;
+          const std::int64_t ix = ox * cols_.stride - cols_.pad_before + kx * cols_.dilation;
           const bool inside = iy >= 0 && iy < rows_.in && ix >= 0 && ix < cols_.in;
           visit(patches,
                 inside ? image + n * image_stride + iy * row_stride + ix * channels_ : nullptr);

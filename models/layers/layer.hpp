@@ -109,6 +109,8 @@ struct LayerParams {
   std::int64_t kernel_w = 0;
   std::int64_t stride_h = 1;  // conv2d, maxpool2d, avgpool2d
   std::int64_t stride_w = 1;
+  std::int64_t dilation_h = 1;  // conv2d, conv1d (dilation_w): the step between kernel taps
+  std::int64_t dilation_w = 1;
   std::int64_t pool_h = 2;  // maxpool2d, avgpool2d
   std::int64_t pool_w = 2;
   Padding padding;                        // conv2d, maxpool2d, avgpool2d

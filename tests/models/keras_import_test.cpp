@@ -278,6 +278,30 @@ TEST_CASE("Keras' grouped, depthwise and transposed convolutions, crops and grou
   CHECK(model.total_params() == 12 + 40 + 10 + 4 + 9);
 }
 
+TEST_CASE("Keras' dilated Conv2D and DepthwiseConv2D import with their dilation") {
+  const json depthwise = {{"name", "dw"},
+                          {"kernel_size", 3},
+                          {"dilation_rate", {2, 2}},
+                          {"build_config", {{"input_shape", {nullptr, 8, 8, 4}}}}};
+  const auto imported = models::import_keras(
+      family_model({{{"class_name", "Conv2D"},
+                     {"config",
+                      {{"name", "atrous"},
+                       {"filters", 4},
+                       {"kernel_size", 3},
+                       {"dilation_rate", {1, 3}},
+                       {"padding", "same"}}}},
+                    {{"class_name", "DepthwiseConv2D"}, {"config", depthwise}}}),
+      "family.json");
+  const json& layers = imported.model["layers"];
+  CHECK(layers[1]["dilation"] == json{1, 3});
+  CHECK(layers[2]["dilation"] == 2);
+  const auto model = parse(imported.model);
+  // "same" keeps 8 x 8; the depthwise 3x3 dilated by 2 spans 5: 8 - 5 + 1 = 4 a side.
+  CHECK(model.info[1].output == models::Shape{8, 8, 4});
+  CHECK(model.info[2].output == models::Shape{4, 4, 4});
+}
+
 TEST_CASE("Keras' depthwise multipliers and transposed output_padding with same are refused") {
   const json depthwise = {{"name", "dw"},
                           {"kernel_size", 3},

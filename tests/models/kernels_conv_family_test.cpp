@@ -1,7 +1,7 @@
-// The convolution family's kernels: grouped and depthwise conv2d, conv1d, conv2d_transpose and
-// crop2d. Forward values against PyTorch's (torch 1.13, float64, rounded to 6 places; the torch
-// call that gave each list is named beside it), on inputs and weights from the patterns below;
-// gradients against central differences; what each keeps against the stash rule.
+// The convolution family's kernels: grouped, depthwise and dilated conv2d, conv1d,
+// conv2d_transpose and crop2d. Forward values against PyTorch's (torch 1.13, float64, rounded to 6
+// places; the torch call that gave each list is named beside it), on inputs and weights from the
+// patterns below; gradients against central differences; what each keeps against the stash rule.
 
 #include <catch2/catch.hpp>
 
@@ -118,6 +118,66 @@ TEST_CASE("conv1d padded 1 before and 2 after, with stride 2 and groups 2, gives
                    {7, -0.398601}});
 }
 
+TEST_CASE("a conv2d dilated by [2, 1] gives torch's conv2d with dilation (2, 1)") {
+  const Layer layer = conv_family_layer(
+      R"({"id": "c", "type": "conv2d", "filters": 3, "kernel": 3, "dilation": [2, 1],
+          "padding": [2, 1, 2, 1]})");
+  const Tensor y = forward_on_patterns(layer, {6, 5, 2}, {0.1f, -0.2f, 0.3f});
+  // The 3x3 kernel spans 5x3 pixels: (6 + 4 - 5) + 1 = 6 rows, (5 + 2 - 3) + 1 = 5 columns.
+  REQUIRE(y.shape() == Shape{1, 6, 5, 3});
+  // F.conv2d(x, w, b, padding=(2, 1), dilation=(2, 1)), w = ours permuted (3, 2, 0, 1).
+  check_values(y, {{0, -0.183217},
+                   {1, -0.116084},
+                   {2, 0.174126},
+                   {31, -0.7},
+                   {45, -0.955944},
+                   {59, 0.964336},
+                   {88, -0.116084},
+                   {89, 0.362937}});
+}
+
+TEST_CASE("a \"same\" conv2d dilated by 2 with stride 2 pads as TensorFlow does") {
+  const Layer layer = conv_family_layer(
+      R"({"id": "c", "type": "conv2d", "filters": 2, "kernel": 3, "dilation": 2, "stride": 2,
+          "padding": "same", "bias": false})");
+  const Tensor y = forward_on_patterns(layer, {7, 7, 2}, {});
+  // ceil(7 / 2) = 4 outputs a side; the span 5 needs (4 - 1) x 2 + 5 - 7 = 4 pads, 2 and 2.
+  REQUIRE(y.shape() == Shape{1, 4, 4, 2});
+  // F.conv2d(F.pad(x, (2, 2, 2, 2)), w, None, stride=2, dilation=2).
+  check_values(y, {{0, 0.041958},
+                   {1, 0.199301},
+                   {11, -0.506993},
+                   {19, -0.594406},
+                   {20, 0.604895},
+                   {31, 0.041958}});
+}
+
+TEST_CASE("a conv1d dilated by 3, \"same\" with groups 2, gives torch's conv1d with dilation 3") {
+  const Layer layer = conv_family_layer(
+      R"({"id": "c", "type": "conv1d", "filters": 2, "kernel": 3, "dilation": 3,
+          "padding": "same", "groups": 2})");
+  const Tensor y = forward_on_patterns(layer, {8, 4}, {0.25f, -0.5f});
+  // The span 7 over 8 positions: 8 outputs with 3 pads on each side.
+  REQUIRE(y.shape() == Shape{1, 8, 2});
+  // F.conv1d(F.pad(x, (3, 3)), w, b, dilation=3, groups=2): its 16 values.
+  check_values(y, {{0, 0.071678},
+                   {1, -0.244755},
+                   {2, 0.183566},
+                   {3, -0.468531},
+                   {4, 0.295455},
+                   {5, -0.692308},
+                   {6, 0.445804},
+                   {7, -0.185315},
+                   {8, 0.407343},
+                   {9, -0.437063},
+                   {10, 0.52972},
+                   {11, -0.594406},
+                   {12, 0.190559},
+                   {13, -0.342657},
+                   {14, -0.057692},
+                   {15, -0.454545}});
+}
+
 TEST_CASE("conv2d_transpose with padding 1 and output_padding 1 gives torch's conv_transpose2d") {
   const Layer layer = conv_family_layer(
       R"({"id": "t", "type": "conv2d_transpose", "filters": 3, "kernel": 3, "stride": 2,
@@ -190,6 +250,12 @@ TEST_CASE("the convolution family's gradients match central differences, in fp32
            "groups": 2, "activation": "tanh"})",
        {6, 4}},
       {R"({"id": "c", "type": "conv1d", "filters": 3, "kernel": 2, "stride": 2})", {7, 2}},
+      {R"({"id": "c", "type": "conv2d", "filters": 3, "kernel": [2, 3], "dilation": [3, 2],
+           "padding": [1, 2, 0, 1], "activation": "tanh"})",
+       {6, 5, 2}},
+      {R"({"id": "c", "type": "conv1d", "filters": 4, "kernel": 3, "dilation": 2, "stride": 2,
+           "padding": "same", "groups": 2})",
+       {9, 4}},
       {R"({"id": "t", "type": "conv2d_transpose", "filters": 2, "kernel": 3, "stride": 2,
            "padding": [1, 0, 1, 2], "output_padding": [1, 0], "activation": "tanh"})",
        {3, 4, 3}},

@@ -104,8 +104,8 @@ TEST_CASE("every layer type has its row, found by its name, with its config keys
     CHECK(layer_type_from_name(layer_type_name(type)) == type);
   }
   CHECK(layer_type_keys(LayerType::kConv2d) ==
-        std::vector<std::string>{"filters", "kernel", "stride", "padding", "activation", "bias",
-                                 "groups"});
+        std::vector<std::string>{"filters", "kernel", "stride", "dilation", "padding", "activation",
+                                 "bias", "groups"});
   CHECK(layer_type_keys(LayerType::kRelu).empty());
 }
 

@@ -107,6 +107,31 @@ TEST_CASE("a conv2d kernel or pool window larger than its input is refused for v
   CHECK(shape_text(same.info[0].output) == "[2, 2, 4]");
 }
 
+TEST_CASE("a dilated kernel spans (kernel - 1) x dilation + 1 inputs, refused past its input") {
+  // 28 rows: (28 - 9) + 1 = 20 for a 3-tall kernel dilated by 4; 28 columns: (28 - 3) + 1.
+  const Model model = model_from(with_layers("[28, 28, 1]", R"([
+      {"id": "conv", "type": "conv2d", "filters": 4, "kernel": 3, "dilation": [4, 1]}])"));
+  CHECK(shape_text(model.info[0].output) == "[20, 26, 4]");
+  CHECK(model.info[0].params == 3 * 3 * 4 + 4);
+  CHECK(model_error(with_layers("[8, 8, 1]", R"([
+      {"id": "conv", "type": "conv2d", "filters": 4, "kernel": 3, "dilation": [4, 2]}])")) ==
+        "model.json: at /model/layers/0: layer 'conv' (conv2d) has a 3x3 kernel dilated to 9x5 "
+        "larger than its input: the model input is [8, 8, 1]");
+  CHECK(model_error(with_layers("[12, 2]", R"([
+      {"id": "c", "type": "conv1d", "filters": 2, "kernel": 4, "dilation": 4}])")) ==
+        "model.json: at /model/layers/0: layer 'c' (conv1d) has a kernel of 4 dilated by 4 (13 "
+        "long) longer than its input: the model input is [12, 2]");
+  CHECK(model_error(with_layers("[8, 8, 1]", R"([
+      {"id": "conv", "type": "conv2d", "filters": 1, "kernel": 3, "padding": "same",
+       "dilation": 1099511627776}])")) ==
+        "model.json: at /model/layers/0: layer 'conv' (conv2d) has a kernel whose dilation spans "
+        "more than 2^40 inputs");
+  CHECK(model_error(with_layers("[8, 8, 1]", R"([
+      {"id": "conv", "type": "conv2d", "filters": 1, "kernel": 3, "dilation": 0}])")) ==
+        "model.json: at /model/layers/0/dilation: expected an integer from 1 to 1099511627776, "
+        "found 0");
+}
+
 TEST_CASE("conv2d and maxpool2d need an image input") {
   CHECK(model_error(with_layers("[28, 28]", R"([
       {"id": "conv", "type": "conv2d", "filters": 4, "kernel": 3}])")) ==

@@ -488,10 +488,14 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
   CHECK(std::count(squeezed.begin(), squeezed.end(), "glu one axis") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "group_norm one groups, epsilon") == 1);
   // The convolution family, from their files alone.
-  CHECK(std::count(squeezed.begin(), squeezed.end(),
-                   "conv2d one filters, kernel, stride, padding, activation, bias, groups") == 1);
-  CHECK(std::count(squeezed.begin(), squeezed.end(),
-                   "conv1d one filters, kernel, stride, padding, activation, bias, groups") == 1);
+  CHECK(std::count(
+            squeezed.begin(), squeezed.end(),
+            "conv2d one filters, kernel, stride, dilation, padding, activation, bias, groups") ==
+        1);
+  CHECK(std::count(
+            squeezed.begin(), squeezed.end(),
+            "conv1d one filters, kernel, stride, dilation, padding, activation, bias, groups") ==
+        1);
   CHECK(std::count(squeezed.begin(), squeezed.end(),
                    "conv2d_transpose one filters, kernel, stride, padding, output_padding, "
                    "activation, bias") == 1);

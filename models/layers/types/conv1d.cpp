@@ -24,6 +24,8 @@ const std::array kConv1dKeys = {
     positive_int_key<&LayerParams::filters>("filters", "output channels"),
     positive_int_key<&LayerParams::kernel_w>("kernel", "the window's length"),
     int_key<&LayerParams::stride_w>("stride", 1, 1, core::kMaxCount, "the window's step"),
+    int_key<&LayerParams::dilation_w>("dilation", 1, 1, core::kMaxCount,
+                                      "the step between the kernel's taps (1: adjacent)"),
     conv1d_padding_key(),
     kActivationKey,
     kBiasKey,
@@ -51,7 +53,7 @@ void read_conv1d(const core::ConfigNode& layer, LayerParams& params) {
 Layer conv1d_as_conv2d(const Layer& layer) {
   Layer conv = layer;
   conv.type = LayerType::kConv2d;
-  conv.params.kernel_h = conv.params.stride_h = 1;
+  conv.params.kernel_h = conv.params.stride_h = conv.params.dilation_h = 1;
   conv.params.padding.top = conv.params.padding.bottom = 0;
   return conv;
 }
@@ -70,9 +72,15 @@ Shape conv1d_shape(const Layer& layer, const std::vector<InputShape>& inputs) {
   if (input.shape.size() != 2)
     fail_layer(layer, "needs an input of shape [length, channels], but " + input_text(input));
   const LayerParams& p = layer.params;
-  if (!p.padding.same && p.kernel_w > input.shape[0] + p.padding.left + p.padding.right) {
+  const std::int64_t span = window_span(conv1d_as_conv2d(layer), ImageAxis::kWidth);
+  expect_span(layer, span);
+  if (!p.padding.same && span > input.shape[0] + p.padding.left + p.padding.right) {
     fail_layer(layer,
-               "has a kernel of " + std::to_string(p.kernel_w) + " longer than its input" +
+               "has a kernel of " + std::to_string(p.kernel_w) +
+                   (p.dilation_w == 1 ? ""
+                                      : " dilated by " + std::to_string(p.dilation_w) + " (" +
+                                            std::to_string(span) + " long)") +
+                   " longer than its input" +
                    (p.padding == kValidPadding ? ""
                                                : " padded by [" + std::to_string(p.padding.left) +
                                                      ", " + std::to_string(p.padding.right) + "]") +

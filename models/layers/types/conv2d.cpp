@@ -1,6 +1,8 @@
 // conv2d: a 2-D convolution over [height, width, channels], then a bias and an activation. With
 // groups, each of `groups` slices of the channels is convolved apart into filters / groups
 // outputs (depthwise when groups equals the input channels), as Keras' and PyTorch's groups.
+// A dilated kernel reads pixels `dilation` apart (Keras' dilation_rate, PyTorch's dilation): the
+// same weights and FLOPs over a wider window.
 
 #include <array>
 
@@ -15,6 +17,8 @@ const std::array kConv2dKeys = {
     pair_key<&LayerParams::kernel_h, &LayerParams::kernel_w>("kernel", "the window: N or [h, w]"),
     pair_key<&LayerParams::stride_h, &LayerParams::stride_w>("stride", 1,
                                                              "the window's step: N or [h, w]"),
+    pair_key<&LayerParams::dilation_h, &LayerParams::dilation_w>(
+        "dilation", 1, "the step between the kernel's taps: N or [h, w] (1: adjacent pixels)"),
     kPaddingKey,
     kActivationKey,
     kBiasKey,

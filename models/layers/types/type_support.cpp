@@ -72,12 +72,19 @@ Shape windowed_shape(const Layer& layer, const std::vector<InputShape>& inputs,
   const InputShape& input = only_input(inputs);
   expect_image(layer, input);
   const Padding& pad = layer.params.padding;
-  const std::int64_t height = window_size(layer, ImageAxis::kHeight);
-  const std::int64_t width = window_size(layer, ImageAxis::kWidth);
+  const std::int64_t height = window_span(layer, ImageAxis::kHeight);
+  const std::int64_t width = window_span(layer, ImageAxis::kWidth);
+  expect_span(layer, std::max(height, width));
+  const std::int64_t kernel_h = window_size(layer, ImageAxis::kHeight);
+  const std::int64_t kernel_w = window_size(layer, ImageAxis::kWidth);
+  const std::string window =
+      std::to_string(kernel_h) + "x" + std::to_string(kernel_w) + " " + what +
+      (height == kernel_h && width == kernel_w
+           ? ""
+           : " dilated to " + std::to_string(height) + "x" + std::to_string(width));
   if (!pad.same && (height > input.shape[0] + pad.top + pad.bottom ||
                     width > input.shape[1] + pad.left + pad.right)) {
-    fail_layer(layer, "has a " + std::to_string(height) + "x" + std::to_string(width) + " " + what +
-                          " larger than its input" +
+    fail_layer(layer, "has a " + window + " larger than its input" +
                           (pad == kValidPadding ? "" : " padded by " + padding_text(pad)) + ": " +
                           input_text(input));
   }
@@ -234,6 +241,11 @@ void expect_groups(const Layer& layer, std::int64_t in_channels) {
                           std::to_string(in_channels) + " input channels and its " +
                           std::to_string(layer.params.filters) + " filters");
   }
+}
+
+void expect_span(const Layer& layer, std::int64_t span) {
+  if (span > core::kMaxCount)
+    fail_layer(layer, "has a kernel whose dilation spans more than 2^40 inputs");
 }
 
 }  // namespace ipusim::models

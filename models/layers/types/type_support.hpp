@@ -126,6 +126,8 @@ inline constexpr std::int64_t kAmpInputChannels = 16;
 Operation convolution_op(const Convolution& conv);
 // A grouped convolution's groups must divide its input channels and its filters.
 void expect_groups(const Layer& layer, std::int64_t in_channels);
+// A dilated kernel's span (window_span) must be at most core::kMaxCount inputs.
+void expect_span(const Layer& layer, std::int64_t span);
 
 // Dense's and conv2d's activation over `elements`, if any.
 void add_activation(std::vector<Operation>& ops, Activation activation, double elements);

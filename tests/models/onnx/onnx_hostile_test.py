@@ -176,6 +176,18 @@ def check_windows(folder):
             "Conv x1: strides [0, 0] (expected two strides of 1 or more)", line=True)
     refused(folder, "conv_one_stride", conv_model(strides=[1]),
             "Conv x1: strides [1] (expected two strides of 1 or more)", line=True)
+    refused(folder, "conv_dilation_past_image", conv_model(dilations=[2, 1]),
+            "Conv x1: a kernel [3, 3] dilated by [2, 1] larger than its padded image "
+            "[1, 4, 4]", line=True)
+    refused(folder, "conv_huge_dilation", conv_model(dilations=[2 ** 62, 1], pads=[1, 1, 1, 1]),
+            "Conv x1: a kernel [3, 3] dilated by [4611686018427387904, 1] larger than its "
+            "padded image [1, 4, 4]", line=True)
+    refused(folder, "conv_huge_dilation_same",
+            conv_model(dilations=[2 ** 62, 1], auto_pad="SAME_UPPER"),
+            "Conv x1: a kernel [3, 3] dilated by [4611686018427387904, 1] spanning more than "
+            "2^40 inputs", line=True)
+    refused(folder, "conv_zero_dilation", conv_model(dilations=[0, 1]),
+            "Conv x1: dilations [0, 1] (expected two dilations of 1 or more)", line=True)
     refused(folder, "conv_kernel_shape", conv_model(kernel_shape=[3]),
             "Conv x1: kernel_shape [3] (expected two sizes of 1 or more)", line=True)
     refused(folder, "pool_zero_strides", pool_model(kernel_shape=[2, 2], strides=[0, 0]),
@@ -187,7 +199,7 @@ def check_windows(folder):
             "more)", line=True)
     refused(folder, "pool_kernel_past_image", pool_model(kernel_shape=[5, 5]),
             "MaxPool x1: a kernel [5, 5] larger than its padded image [1, 4, 4]", line=True)
-    print("windows: zero, missing and oversized strides and kernels are named")
+    print("windows: zero, missing and oversized strides, dilations and kernels are named")
 
 
 def check_initializers(folder):

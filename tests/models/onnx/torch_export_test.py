@@ -1,15 +1,15 @@
 #!/usr/bin/python3
 """ipusim import of models exported by PyTorch's own exporter (Debian's python3-torch), as a user
 exports them, with no edit of the file: torchvision's ResNet-18, ResNet-50, ResNeXt-50 32x4d,
-MobileNetV2 and EfficientNet-B0, grouped, depthwise and transposed convolutions with ReLU6, a
-classifier over
+MobileNetV2 and EfficientNet-B0, grouped, depthwise and transposed convolutions with ReLU6,
+dilated convolutions as DeepLab's atrous pyramid has them, a classifier over
 nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-style causal decoders (nn.MultiheadAttention with
 a causal mask, and attention written by hand with masked_fill), torchvision's
 VisionTransformer at reduced width, a sigmoid-gated projection with SiLU and GLU, a CNN
 of nn.GroupNorm and SiLU, and torchvision's SqueezeExcitation, at opsets 14 and 17, with a
 static and a dynamic batch. The batch-norm nets export in training mode (their batch norms
 batch-normalise); MobileNetV2's and EfficientNet-B0's dropout and stochastic depth are off.
-A dilated Conv, a grouped ConvTranspose and a Clip other than ReLU6's are refused.
+A dilated or grouped ConvTranspose and a Clip other than ReLU6's are refused.
 
 For each: the import succeeds, its parameter count is torch's, and two training steps through the
 simulated pipeline (two micro-batches a step, SGD 0.01, gradients averaged) give the losses
@@ -186,6 +186,27 @@ class GroupedConvolutions(nn.Module):
         return self.head(self.pool(h).flatten(1))
 
 
+class DilatedConvolutions(nn.Module):
+    """DeepLab's atrous pyramid in small: parallel 3x3 convolutions dilated by 2, by 6 (pads of
+    6, wider than the kernel) and by (1, 3), each padded to keep the size, summed; then one of
+    stride 2 dilated by 2 without padding, and classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.rate2 = nn.Conv2d(8, 8, 3, padding=2, dilation=2)
+        self.rate6 = nn.Conv2d(8, 8, 3, padding=6, dilation=6, bias=False)
+        self.rate13 = nn.Conv2d(8, 8, 3, padding=(1, 3), dilation=(1, 3), groups=2)
+        self.down = nn.Conv2d(8, 6, 3, stride=2, dilation=2)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(6, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        h = torch.relu(self.rate2(h) + self.rate6(h) + self.rate13(h))
+        return self.head(self.pool(torch.relu(self.down(h))).flatten(1))
+
+
 def without_dropout(model):
     """A classifier's dropout off (stochastic depth is off by its argument): in training, where
     the batch norms must be, their masks are random draws no two frameworks share."""
@@ -217,6 +238,7 @@ MODELS = {
     "efficientnet_b0": (lambda: without_dropout(torchvision.models.efficientnet_b0(
         num_classes=10, stochastic_depth_prob=0.0)), lambda b: torch.randn(b, 3, 64, 64), True, 8),
     "grouped_conv": (GroupedConvolutions, lambda b: torch.randn(b, 3, 16, 16), False, 2),
+    "dilated_conv": (DilatedConvolutions, lambda b: torch.randn(b, 3, 16, 16), False, 2),
     "encoder_post_norm": (lambda: Encoder(False), lambda b: torch.randint(0, 50, (b, 8)), False,
                           2),
     "encoder_pre_norm": (lambda: Encoder(True), lambda b: torch.randint(0, 50, (b, 8)), False, 2),
@@ -234,6 +256,7 @@ MODELS = {
 CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False),
          ("resnext50_32x4d", 17, False), ("mobilenet_v2", 17, True),
          ("efficientnet_b0", 17, False), ("grouped_conv", 14, False), ("grouped_conv", 17, True),
+         ("dilated_conv", 14, False), ("dilated_conv", 17, True),
          ("encoder_post_norm", 14, False), ("encoder_post_norm", 17, True),
          ("encoder_pre_norm", 17, False), ("encoder_sequence_first", 14, False),
          ("encoder_sequence_first", 17, True), ("decoder_mha", 14, True), ("decoder_mha", 17, False),
@@ -355,12 +378,12 @@ def check_refusals(folder):
 
 
 class UnsupportedConvolutions(nn.Module):
-    """What ipusim's convolutions cannot hold: a dilated Conv, a grouped ConvTranspose, and a
-    Clip other than ReLU6's."""
+    """What ipusim's convolutions cannot hold: a dilated or grouped ConvTranspose, and a Clip
+    other than ReLU6's."""
 
     def __init__(self):
         super().__init__()
-        self.dilated = nn.Conv2d(4, 4, 3, dilation=2, padding=2)
+        self.dilated = nn.ConvTranspose2d(4, 4, 3, dilation=2, padding=2)
         self.grouped_up = nn.ConvTranspose2d(4, 4, 3, padding=1, groups=2)
 
     def forward(self, x):
@@ -375,13 +398,14 @@ def check_convolution_refusals(folder):
     config = os.path.join(folder, "convolutions.json")
     result = subprocess.run([IPUSIM, "import", source, "-o", config], capture_output=True,
                             text=True)
-    reasons = ["  Conv x1: dilations [2, 2] (ipusim's convolutions are undilated)",
+    reasons = ["  ConvTranspose x1: dilations [2, 2] (ipusim's transposed convolutions are "
+               "undilated)",
                "  ConvTranspose x1: group 2 (ipusim's conv2d_transpose is ungrouped)",
                "  Clip x1: a Clip other than to [0, 6] (PyTorch's ReLU6, ipusim's relu6)"]
     lines = result.stderr.split("\n")
     if result.returncode != 2 or any(r not in lines for r in reasons) or os.path.exists(config):
         sys.exit(f"convolutions: exit {result.returncode}, {result.stderr}")
-    print("a dilated Conv, a grouped ConvTranspose and a Clip to [0, 1]: refused, saying why")
+    print("a dilated ConvTranspose, a grouped one and a Clip to [0, 1]: refused, saying why")
 
 
 def main():
