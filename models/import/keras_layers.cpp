@@ -1,6 +1,7 @@
 #include "models/import/keras_layers.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "models/layers/layer_parse.hpp"
@@ -198,12 +199,58 @@ KerasConversion group_norm(const json& c, json& layer) {
   return out;
 }
 
+// A Conv1D's integer setting, written N or [N]; nullopt for anything else.
+std::optional<std::int64_t> single_int(const json& value) {
+  const json& v = value.is_array() && value.size() == 1 ? value[0] : value;
+  if (!v.is_number_integer())
+    return std::nullopt;
+  return v.get<std::int64_t>();
+}
+
+// Conv1D over [steps, channels] as conv1d; the kernel [k, C / groups, filters] is ipusim's.
+// "causal" pads (kernel - 1) x dilation steps before and none after, as Keras does.
+KerasConversion conv1d(const json& c, json& layer) {
+  KerasConversion out;
+  const auto kernel = single_int(c.at("kernel_size"));
+  const auto dilation = single_int(c.value("dilation_rate", json(1)));
+  const auto stride = single_int(c.value("strides", json(1)));
+  const std::string padding = c.value("padding", "valid");
+  std::int64_t reach = 0;  // the kernel's span less one
+  if (c.value("data_format", "channels_last") != "channels_last")
+    out.problem = "only channels_last 1-D convolutions are supported";
+  else if (!kernel || !dilation || !stride || *kernel < 1 || *dilation < 1 || *stride < 1 ||
+           __builtin_mul_overflow(*kernel - 1, *dilation, &reach))
+    out.problem = "kernel_size " + c.at("kernel_size").dump() + ", strides " +
+                  c.value("strides", json(1)).dump() + " and dilation_rate " +
+                  c.value("dilation_rate", json(1)).dump() +
+                  " (expected an integer of 1 or more each)";
+  if (!out.problem.empty())
+    return out;
+  layer.update({{"type", "conv1d"},
+                {"filters", c.at("filters")},
+                {"kernel", *kernel},
+                {"stride", *stride},
+                {"padding", padding == "causal" ? json{reach, 0} : json(padding)},
+                {"bias", c.value("use_bias", true)}});
+  if (*dilation != 1)
+    layer["dilation"] = *dilation;
+  if (c.value("groups", 1) != 1)
+    layer["groups"] = c.at("groups");
+  out.weights = {"kernel"};
+  if (layer["bias"])
+    out.weights.push_back("bias");
+  out.activation = true;
+  return out;
+}
+
 }  // namespace
 
 std::optional<KerasConversion> convert_family(const KerasLayer& k, json& layer) {
   const json& c = k.config;
   if (k.class_name == "DepthwiseConv2D")
     return depthwise(c, layer);
+  if (k.class_name == "Conv1D")
+    return conv1d(c, layer);
   if (k.class_name == "Conv2DTranspose")
     return conv_transpose(c, layer);
   if (k.class_name == "GroupNormalization" || k.class_name == "Addons>GroupNormalization")

@@ -41,7 +41,7 @@ struct KerasConversion {
   bool activation = false;
 };
 
-// DepthwiseConv2D, Conv2DTranspose, Cropping2D and GroupNormalization (Keras 3's, or
+// Conv1D, DepthwiseConv2D, Conv2DTranspose, Cropping2D and GroupNormalization (Keras 3's, or
 // tf-addons' "Addons>GroupNormalization") as ipusim layers written into `layer`; nullopt for
 // another class.
 std::optional<KerasConversion> convert_family(const KerasLayer& k, nlohmann::json& layer);

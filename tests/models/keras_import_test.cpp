@@ -302,6 +302,66 @@ TEST_CASE("Keras' dilated Conv2D and DepthwiseConv2D import with their dilation"
   CHECK(model.info[2].output == models::Shape{4, 4, 4});
 }
 
+json sequence_model(const json& layers) {
+  json all = {{{"class_name", "InputLayer"},
+               {"config", {{"name", "steps"}, {"batch_shape", {nullptr, 16, 4}}}}}};
+  for (const auto& layer : layers)
+    all.push_back(layer);
+  all.push_back({{"class_name", "Flatten"}, {"config", {{"name", "flat"}}}});
+  all.push_back({{"class_name", "Dense"},
+                 {"config", {{"name", "out"}, {"units", 3}, {"activation", "softmax"}}}});
+  return {{"class_name", "Sequential"}, {"config", {{"name", "tcn"}, {"layers", all}}}};
+}
+
+TEST_CASE("Keras' Conv1D imports as conv1d, causal padding as (kernel - 1) x dilation before") {
+  const auto imported = models::import_keras(sequence_model({{{"class_name", "Conv1D"},
+                                                              {"config",
+                                                               {{"name", "causal"},
+                                                                {"filters", 6},
+                                                                {"kernel_size", {3}},
+                                                                {"strides", {1}},
+                                                                {"dilation_rate", {2}},
+                                                                {"padding", "causal"},
+                                                                {"activation", "relu"}}}},
+                                                             {{"class_name", "Conv1D"},
+                                                              {"config",
+                                                               {{"name", "down"},
+                                                                {"filters", 6},
+                                                                {"kernel_size", {2}},
+                                                                {"strides", {2}},
+                                                                {"padding", "same"},
+                                                                {"groups", 2},
+                                                                {"use_bias", false}}}}}),
+                                             "tcn.json");
+  const json& layers = imported.model["layers"];
+  CHECK(layers[1] == json{{"id", "causal"},
+                          {"type", "conv1d"},
+                          {"filters", 6},
+                          {"kernel", 3},
+                          {"stride", 1},
+                          {"padding", {4, 0}},
+                          {"bias", true},
+                          {"dilation", 2},
+                          {"activation", "relu"}});
+  CHECK(layers[2]["groups"] == 2);
+  CHECK(imported.weights[0].names == std::vector<std::string>{"kernel", "bias"});
+  CHECK(imported.weights[1].names == std::vector<std::string>{"kernel"});
+  const auto model = parse(imported.model);
+  // 16 steps padded by 4 before, a span of 5: 16 outputs; "same" at stride 2: 8.
+  CHECK(model.info[1].output == models::Shape{16, 6});
+  CHECK(model.info[2].output == models::Shape{8, 6});
+  // Keras' counts: 3x4x6 + 6, 2x3x6, then 48x3 + 3.
+  CHECK(model.total_params() == 78 + 36 + 147);
+  CHECK(
+      import_error(sequence_model(
+          {{{"class_name", "Conv1D"},
+            {"config",
+             {{"name", "odd"}, {"filters", 2}, {"kernel_size", {3}}, {"dilation_rate", {0}}}}}})) ==
+      "model.json: cannot import 1 layer(s), so nothing was written:\n"
+      "  'odd' (Conv1D) at /config/layers/1: kernel_size [3], strides 1 and dilation_rate [0] "
+      "(expected an integer of 1 or more each)");
+}
+
 TEST_CASE("Keras' depthwise multipliers and transposed output_padding with same are refused") {
   const json depthwise = {{"name", "dw"},
                           {"kernel_size", 3},
