@@ -6,7 +6,9 @@
 //    with transB, the weights as raw data), 403 MB;
 //  - chains of 100,001, 500,001 and 900,001 nodes (Relu nodes and a Gemm), and one of 1,000,001
 //    nodes, over the import's node limit;
-//  - a config of a chain of 950,000 relu layers, written as import writes its configs (62 MB).
+//  - a config of a chain of 950,000 relu layers, written as import writes its configs (62 MB);
+//  - causal masks folded from ConstantOfShape(-inf) and Trilu, of 4,096 positions (2^24
+//    elements, the most constant folding creates in one tensor) and of 8,192 (refused).
 //
 //   build/tools/bench/import_bench [IPUSIM]   (run from the repository root; IPUSIM defaults to
 //                                              build/tools/ipusim/ipusim)
@@ -18,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -144,6 +147,50 @@ void write_relu_chain(const std::string& path, int relus) {
   save(model, path);
 }
 
+// An INT64 initializer holding `values`, a vector of them (a scalar when `scalar`).
+void add_ints(onnx::GraphProto& graph, const std::string& name,
+              const std::vector<std::int64_t>& values, bool scalar) {
+  auto* t = graph.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar)
+    t->add_dims(std::int64_t(values.size()));
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                              values.size() * sizeof(std::int64_t)));
+}
+
+onnx::NodeProto& add_node(onnx::GraphProto& graph, const std::string& op,
+                          const std::vector<std::string>& inputs, const std::string& output) {
+  auto& node = *graph.add_node();
+  node.set_op_type(op);
+  node.set_name(output + "_node");
+  for (const auto& input : inputs)
+    node.add_input(input);
+  node.add_output(output);
+  return node;
+}
+
+// torch.triu(torch.full((side, side), float('-inf')), 1) as PyTorch exports it, added to an
+// input: constant folding computes the mask, which the import then refuses outside attention.
+void write_folded_mask(const std::string& path, std::int64_t side) {
+  onnx::ModelProto model = model_of("folded_mask", side);
+  auto& graph = *model.mutable_graph();
+  add_ints(graph, "shape", {side, side}, false);
+  add_ints(graph, "one", {1}, true);
+  auto* value = add_node(graph, "ConstantOfShape", {"shape"}, "full").add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_float_data(-std::numeric_limits<float>::infinity());
+  add_node(graph, "Trilu", {"full", "one"}, "mask");
+  add_node(graph, "Add", {"x", "mask"}, "y");
+  auto* output = graph.add_output();
+  output->set_name("y");
+  output->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  save(model, path);
+}
+
 // A config of `relus` relu layers, laid out as import writes configs (two-space indents).
 void write_relu_config(const std::string& path, int relus) {
   std::ofstream out(path);
@@ -178,6 +225,13 @@ int main(int argc, char** argv) {
     const std::string what = "import, " + std::to_string(relus + 1) + " nodes (Relu chain)";
     report(what.c_str(), chain,
            run_child({ipusim, "import", chain, "-o", scratch + "/chain.json"}));
+  }
+  for (const std::int64_t side : {4096, 8192}) {
+    const std::string mask = scratch + "/folded_mask.onnx";
+    write_folded_mask(mask, side);
+    const std::string what =
+        "import, a folded " + std::to_string(side) + "x" + std::to_string(side) + " causal mask";
+    report(what.c_str(), mask, run_child({ipusim, "import", mask, "-o", scratch + "/mask.json"}));
   }
   const std::string config = scratch + "/relu_config.json";
   write_relu_config(config, 950'000);
