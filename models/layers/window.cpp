@@ -67,7 +67,7 @@ WindowAxis layer_window(const Layer& layer, ImageAxis axis, std::int64_t in) {
   if (p.padding.same) {
     // TensorFlow's: ceil(in / stride) outputs, the odd padding row or column at the end.
     const std::int64_t out = ceil_div(in, stride);
-    const std::int64_t span = (kernel - 1) * dilation + 1;
+    const std::int64_t span = window_span(layer, axis);
     const std::int64_t total = std::max<std::int64_t>((out - 1) * stride + span - in, 0);
     before = total / 2;
     after = total - before;

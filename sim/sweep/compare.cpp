@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -119,20 +120,21 @@ void simulate_run(CompareRun& run, const CompareRequest& request,
 
 // Replays every run that loaded, telling the request's progress of the tasks of all of them.
 void simulate_runs(std::vector<CompareRun>& runs, const CompareRequest& request) {
-  std::int64_t total = 0;
+  std::vector<std::int64_t> tasks;  // each run's, 0 for one that did not load
   for (const auto& run : runs)
-    total += run.spec ? std::int64_t(replay_tasks(*run.spec, false)) : 0;
+    tasks.push_back(run.spec ? std::int64_t(replay_tasks(*run.spec, false)) : 0);
+  const std::int64_t total = std::accumulate(tasks.begin(), tasks.end(), std::int64_t{0});
   std::int64_t before = 0;
-  for (auto& run : runs) {
-    if (!run.spec)
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].spec)
       continue;
     std::function<void(std::int64_t, std::int64_t)> progress;
     if (request.progress)
       progress = [&](std::int64_t done, std::int64_t) {
         request.progress(std::size_t(before + done), std::size_t(total));
       };
-    simulate_run(run, request, progress);
-    before += std::int64_t(replay_tasks(*run.spec, false));
+    simulate_run(runs[i], request, progress);
+    before += tasks[i];
   }
 }
 

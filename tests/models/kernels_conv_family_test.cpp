@@ -118,7 +118,9 @@ TEST_CASE("conv1d padded 1 before and 2 after, with stride 2 and groups 2, gives
                    {7, -0.398601}});
 }
 
-TEST_CASE("a conv2d dilated by [2, 1] gives torch's conv2d with dilation (2, 1)") {
+TEST_CASE(
+    "a conv2d dilated by 2 along rows and 1 along columns gives torch's conv2d with dilation (2, "
+    "1)") {
   const Layer layer = conv_family_layer(
       R"({"id": "c", "type": "conv2d", "filters": 3, "kernel": 3, "dilation": [2, 1],
           "padding": [2, 1, 2, 1]})");
