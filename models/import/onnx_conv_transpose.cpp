@@ -2,6 +2,7 @@
 // (models/import/onnx_converter.hpp).
 
 #include <algorithm>
+#include <optional>
 
 #include "models/import/onnx_converter.hpp"
 #include "models/import/onnx_tensors.hpp"
@@ -9,8 +10,33 @@
 namespace ipusim::models::onnx_detail {
 namespace {
 
+// The most elements a transposed convolution's output sample may hold (per sample, as the
+// activations of the rest of the model are bounded).
+constexpr long double kMaxOutputElements = 1099511627776.0L;  // 2^40
+
 bool all_from(const std::vector<std::int64_t>& v, std::size_t n, std::int64_t low) {
   return v.size() == n && std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x >= low; });
+}
+
+// [filters, H, W] of a transposed convolution of image `in` [C, H, W], in long double: strides
+// near 2^63 overflow 64 bits. nullopt past kMaxOutputElements, which is no model.
+std::optional<Shape> transposed_output(const Shape& in, std::int64_t filters,
+                                       const std::vector<std::int64_t>& kernel,
+                                       const std::vector<std::int64_t>& strides,
+                                       const std::vector<std::int64_t>& pads,
+                                       const std::vector<std::int64_t>& extra) {
+  long double elements = (long double)filters;
+  Shape out = {filters, 0, 0};
+  for (std::size_t a = 0; a < 2; ++a) {
+    const long double side = (long double)(in[a + 1] - 1) * (long double)strides[a] -
+                             (long double)pads[a] - (long double)pads[a + 2] +
+                             (long double)kernel[a] + (long double)extra[a];
+    elements *= std::max(side, 1.0L);
+    if (elements > kMaxOutputElements)
+      return std::nullopt;
+    out[a + 1] = std::int64_t(side);
+  }
+  return out;
 }
 
 }  // namespace
@@ -57,13 +83,13 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
   if (!why.empty())
     return problem(node, why);
   const Shape& s = in->onnx_shape;
-  Shape out = {shape[1], 0, 0};
-  for (std::size_t a = 0; a < 2; ++a)
-    out[a + 1] =
-        (s[a + 1] - 1) * window.strides[a] - window.pads[a] - window.pads[a + 2] + k[a] + extra[a];
-  if (out[1] < 1 || out[2] < 1)
+  const auto out = transposed_output(s, shape[1], k, window.strides, window.pads, extra);
+  if (!out)
+    return problem(node, "strides " + shape_text(window.strides) + " that give an image of " +
+                             "more than 2^40 elements from one of shape " + shape_text(s));
+  if ((*out)[1] < 1 || (*out)[2] < 1)
     return problem(node, "pads " + shape_text(window.pads) + " that leave an output of " +
-                             shape_text(out) + " from an image of shape " + shape_text(s));
+                             shape_text(*out) + " from an image of shape " + shape_text(s));
   json layer = {{"id", id_of(node)},
                 {"type", "conv2d_transpose"},
                 {"filters", shape[1]},
@@ -76,7 +102,7 @@ void OnnxConverter::conv_transpose(const onnx::NodeProto& node) {
   std::vector<Tensor> weights{std::move(kernel)};
   if (const auto* bias = initializer(node, 2))
     weights.push_back(onnx_float_tensor(*bias, path_));
-  add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer}, std::move(weights));
+  add_layer(std::move(layer), node.output(0), {"", *out, true}, {in->layer}, std::move(weights));
 }
 
 // Clip's bounds are inputs from opset 11, attributes before; PyTorch's ReLU6 writes 0 and 6.

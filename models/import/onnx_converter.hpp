@@ -264,7 +264,6 @@ class OnnxConverter {
   std::vector<std::string> written_;               // values the node being converted wrote
   std::map<int, std::string> attention_why_;       // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
-  std::map<std::string, Shape> flattened_from_;  // by flatten layer: the [C, H, W] it flattens
   std::set<int> skipped_;
   std::set<std::string> failed_;  // outputs of nodes that could not be imported
   json layers_ = json::array();

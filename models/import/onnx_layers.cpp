@@ -24,8 +24,6 @@ void OnnxConverter::dense(const onnx::NodeProto& node, const Activation& in, Ten
                       std::to_string(in.onnx_shape.back()) + ", units])");
     return;
   }
-  if (flattened_from_.contains(in.layer))
-    kernel = onnx_rows_channels_last(kernel, flattened_from_.at(in.layer));
   const std::int64_t units = kernel.dim(1);
   json layer = {
       {"id", id_of(node)}, {"type", "dense"}, {"units", units}, {"bias", bias != nullptr}};
@@ -350,11 +348,15 @@ void OnnxConverter::flatten(const onnx::NodeProto& node) {
     problem(node, "only a Reshape to [batch, features]");
     return;
   }
-  const std::string id = id_of(node);
-  if (in->channels_first)
-    flattened_from_[id] = in->onnx_shape;
-  add_layer({{"id", id}, {"type", "flatten"}}, node.output(0),
-            {"", {element_count(in->onnx_shape)}, false}, {in->layer});
+  // ONNX flattens [C, H, W] channel by channel, ipusim holds [H, W, C]: the flatten takes ONNX's
+  // order, so that every value after it (a dense's rows, a norm's or an added parameter, GLU's
+  // halves, a concat) is in the order the file's weights and operators assume.
+  json layer = {{"id", id_of(node)}, {"type", "flatten"}};
+  if (in->channels_first && in->onnx_shape.size() > 1 && in->onnx_shape[0] > 1 &&
+      element_count(in->onnx_shape) > in->onnx_shape[0])
+    layer["order"] = "channels_first";
+  add_layer(std::move(layer), node.output(0), {"", {element_count(in->onnx_shape)}, false},
+            {in->layer});
 }
 
 void OnnxConverter::dropout(const onnx::NodeProto& node) {

@@ -243,22 +243,6 @@ Tensor onnx_transposed_float_matrix(const onnx::TensorProto& t, const std::strin
                  });
 }
 
-Tensor onnx_rows_channels_last(const Tensor& kernel, const Shape& chw) {
-  const std::int64_t c_n = chw[0], h_n = chw[1], w_n = chw[2], units = kernel.dim(1);
-  IPUSIM_CHECK(kernel.rank() == 2 && kernel.dim(0) == c_n * h_n * w_n);
-  Tensor out(kernel.shape());
-  for (std::int64_t c = 0; c < c_n; ++c) {
-    for (std::int64_t h = 0; h < h_n; ++h) {
-      for (std::int64_t w = 0; w < w_n; ++w) {
-        const std::int64_t from = (c * h_n + h) * w_n + w, to = (h * w_n + w) * c_n + c;
-        std::memcpy(out.data() + to * units, kernel.data() + from * units,
-                    sizeof(float) * std::size_t(units));
-      }
-    }
-  }
-  return out;
-}
-
 Tensor onnx_conv_kernel_tensor(const onnx::TensorProto& t, const std::string& path) {
   IPUSIM_CHECK(t.dims_size() == 4);
   const auto o_n = std::size_t(t.dims(0)), i_n = std::size_t(t.dims(1)),

@@ -32,10 +32,6 @@ Tensor onnx_float_tensor(const onnx::TensorProto& t, const std::string& path);
 // place (a Gemm's transB weight, PyTorch's nn.Linear), with onnx_float_tensor's checks.
 Tensor onnx_transposed_float_matrix(const onnx::TensorProto& t, const std::string& path);
 
-// A dense kernel whose rows follow a channels-first flatten of [C, H, W], reordered to the
-// channels-last flatten ipusim's input has. The kernel has C x H x W rows.
-Tensor onnx_rows_channels_last(const Tensor& kernel, const Shape& chw);
-
 // A 4-D float32 initializer, ONNX's [out, in, kh, kw] convolution kernel, as ipusim's
 // [kh, kw, in, out], decoded straight into place with onnx_float_tensor's checks.
 Tensor onnx_conv_kernel_tensor(const onnx::TensorProto& t, const std::string& path);

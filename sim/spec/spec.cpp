@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/layers/layer_types.hpp"
 #include "schedules/build.hpp"
 #include "schedules/schedule_error.hpp"
 #include "sim/core/error.hpp"
@@ -21,6 +22,7 @@ using schedules::RecomputationMode;
 // micro-batches, stash depths and repeats stay within 64 bits.
 constexpr std::int64_t kMaxSamplesPerUpdate = std::int64_t{1} << 50;
 constexpr std::int64_t kMaxMicroBatchBytes = std::int64_t{1} << 50;
+constexpr long double kMaxMicroBatchFlops = 1152921504606846976.0L;  // 2^60
 constexpr std::size_t kMaxDescriptionBytes = 10'000;
 
 RecomputationMode read_recomputation(const ConfigNode& pipeline) {
@@ -244,6 +246,33 @@ void check_micro_batch_bytes(const RunSpec& spec, const ConfigNode& root) {
             "plausible for one weight update's micro-batch");
 }
 
+// FLOPs one micro-batch computes across the model, bounded so that every operation's cycles, at
+// any rate the hardware figures allow, fit in the 64-bit simulated time: a window or a product
+// far beyond any model would otherwise pass here and overflow only when a command prices it.
+// The error names the layer that computes the most, where the size is usually set.
+void check_micro_batch_work(const RunSpec& spec) {
+  long double per_sample = 0, largest = -1;
+  std::size_t heaviest = 0;
+  for (std::size_t l = 0; l < spec.model.info.size(); ++l) {
+    const auto& info = spec.model.info[l];
+    const long double flops = (long double)info.forward_flops + (long double)info.backward_flops;
+    per_sample += flops;
+    if (flops > largest)
+      std::tie(largest, heaviest) = std::pair(flops, l);
+  }
+  const auto batch = (long double)spec.pipeline.micro_batch_size;
+  if (per_sample * batch <= kMaxMicroBatchFlops)
+    return;
+  const models::Layer& layer = spec.model.layers[heaviest];
+  throw core::ConfigError(
+      layer.file.empty() ? spec.config_path : layer.file, layer.pointer,
+      "layer '" + layer.id + "' (" + models::layer_type_name(layer.type) + ") computes " +
+          si(double(largest * batch), "FLOP") + " for one micro-batch of " +
+          std::to_string(spec.pipeline.micro_batch_size) + " samples, and the model " +
+          si(double(per_sample * batch), "FLOP") +
+          ": more than 2^60 (1.15 EFLOP), which no weight update's micro-batch computes");
+}
+
 // Masked-token labels: only synthetic_tokens draws them, and a mask probability acts only there.
 void read_token_labels(const ConfigNode& node, DataSpec& data) {
   const auto labels = node.find("labels");
@@ -257,6 +286,24 @@ void read_token_labels(const ConfigNode& node, DataSpec& data) {
     if (!(data.mask_probability > 0 && data.mask_probability <= 1))
       probability->fail("expected a number in (0, 1]");
   }
+}
+
+// Token labels draw ids from the first embedding's vocabulary: a next token needs two ids to
+// differ, masked tokens also keep id 0 for padding and the last id for [MASK].
+void check_token_vocabulary(const RunSpec& spec, const ConfigNode& root) {
+  const std::string& labels = spec.data.labels;
+  const std::int64_t needed = labels == "next_token" ? 2 : labels == "masked_tokens" ? 4 : 0;
+  const auto embedding = std::find_if(
+      spec.model.layers.begin(), spec.model.layers.end(),
+      [](const models::Layer& layer) { return layer.type == models::LayerType::kEmbedding; });
+  if (needed == 0 || embedding == spec.model.layers.end() || embedding->params.vocab_size >= needed)
+    return;
+  root.at("data").at("labels").fail(
+      (labels == "next_token" ? "next-token labels need a vocabulary of at least 2 ids"
+                              : "masked-token labels need a vocabulary of at least 4 ids (0 "
+                                "for padding and the last for [MASK])") +
+      std::string(", but layer '") + embedding->id + "' (embedding) has vocab_size " +
+      std::to_string(embedding->params.vocab_size));
 }
 
 // Without a `data` section, or with just its source as a string, every other key takes its
@@ -387,6 +434,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
   spec.pipeline = read_pipeline(pipeline ? *pipeline : empty.root(), spec.model);
   spec.model = models::with_compute_dtype(std::move(spec.model), spec.pipeline.dtype);
   check_micro_batch_bytes(spec, root);
+  check_micro_batch_work(spec);
   std::string note;
   const auto hardware = root.find("hardware");
   const int needed = spec.pipeline.ipus_per_replica() * spec.pipeline.replication_factor;
@@ -394,6 +442,7 @@ RunSpec build_run_spec(const core::ConfigDocument& document) {
   if (!note.empty())
     spec.notes.push_back(note);
   spec.data = read_data(root.find("data"));
+  check_token_vocabulary(spec, root);
   spec.schedule = build_schedule(spec, root);
   check_across_sections(spec, root);
   return spec;

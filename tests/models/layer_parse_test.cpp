@@ -168,7 +168,7 @@ TEST_CASE("a key another layer type would take is unknown, with the closest key 
         "model.json: at /model/layers/0/unit: unknown key 'unit'; did you mean 'units'?");
   CHECK(layer_error(R"({"id": "d", "type": "flatten", "filters": 3})") ==
         "model.json: at /model/layers/0/filters: unknown key 'filters'; the keys allowed here "
-        "are 'id', 'type', 'inputs', 'cycles' or 'checkpoint'");
+        "are 'id', 'type', 'inputs', 'cycles', 'checkpoint' or 'order'");
 }
 
 TEST_CASE("an input layer cannot take inputs") {

@@ -309,3 +309,30 @@ TEST_CASE("text that is not UTF-8 is refused where it enters, not when a report 
   CHECK(result.err ==
         "error: tests/tools/data/" + shown + ".json: the file name is not valid UTF-8 text\n");
 }
+
+TEST_CASE("a pool window that no micro-batch could compute is refused by every command") {
+  // A 2^31 window with "same" padding over a 26 x 26 image: 2^62 comparisons a pixel.
+  for (const char* command : {"validate", "model", "train", "plan"}) {
+    INFO(command);
+    const CliResult result = run_ipusim(
+        {command, "configs/keras_cnn_2stage.json", "--set", "/model/layers/2/pool=2147483648",
+         "--set", "/model/layers/2/padding=\"same\"", "--set", "/model/layers/2/stride=2"});
+    CHECK(result.code == 2);
+    CHECK(result.out.empty());
+    CHECK(result.err ==
+          "error: configs/keras_cnn_2stage.json: at /model/layers/2: layer 'max_pooling2d' "
+          "(maxpool2d) computes 1.6e+09 PFLOP for one micro-batch of 64 samples, and the model "
+          "1.6e+09 PFLOP: more than 2^60 (1.15 EFLOP), which no weight update's micro-batch "
+          "computes\n");
+  }
+}
+
+TEST_CASE("next-token labels over a vocabulary of one id are refused at /data/labels") {
+  const CliResult result =
+      run_ipusim({"validate", "configs/gpt_tiny_2ipu.json", "--set", "/model/layers/1/vocab_size=1",
+                  "--set", "/model/layers/17/units=1"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: configs/gpt_tiny_2ipu.json: at /data/labels: next-token labels need a "
+        "vocabulary of at least 2 ids, but layer 'embeddings' (embedding) has vocab_size 1\n");
+}

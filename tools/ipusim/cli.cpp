@@ -5,6 +5,7 @@
 #include <new>
 #include <ostream>
 
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/printable.hpp"
 #include "sim/core/suggest.hpp"
@@ -173,6 +174,12 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   } catch (const sim::NumericMismatch& mismatch) {
     err << mismatch.what() << "\n";
     return int(ExitCode::kNumericMismatch);
+  } catch (const core::Overflow& overflow) {
+    // The spec's bounds keep a run's sizes in range; hardware figures far off can still take
+    // a product past 64 bits, which is the user's input, not a bug.
+    err << "error: the run is too large to simulate: its " << overflow.what()
+        << " does not fit in 64 bits; check the hardware figures and the pipeline's sizes\n";
+    return int(ExitCode::kConfigError);
   } catch (const core::InternalError& error) {
     err << error.what() << "\n";
     return int(ExitCode::kInternalError);

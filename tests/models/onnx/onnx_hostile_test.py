@@ -199,6 +199,15 @@ def check_windows(folder):
             "more)", line=True)
     refused(folder, "pool_kernel_past_image", pool_model(kernel_shape=[5, 5]),
             "MaxPool x1: a kernel [5, 5] larger than its padded image [1, 4, 4]", line=True)
+    for stride in (2 ** 31, 2 ** 62):
+        refused(folder, f"conv_transpose_stride_{stride}", model_bytes(
+            [helper.make_node("ConvTranspose", ["x", "k"], ["y"], name="up",
+                              strides=[stride, stride]),
+             helper.make_node("Flatten", ["y"], ["f"], name="flatten", axis=1),
+             gemm("w", ["f", "w"], transB=1), softmax()], image(4, 6, 6),
+            [base.weight("k", 4, 2, 3, 3), base.weight("w", 10, 8)]),
+            f"ConvTranspose x1: strides [{stride}, {stride}] that give an image of more than "
+            "2^40 elements from one of shape [4, 6, 6]", line=True)
     print("windows: zero, missing and oversized strides, dilations and kernels are named")
 
 

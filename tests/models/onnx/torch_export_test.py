@@ -6,8 +6,10 @@ dilated convolutions as DeepLab's atrous pyramid has them, a classifier over
 nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-style causal decoders (nn.MultiheadAttention with
 a causal mask, and attention written by hand with masked_fill), torchvision's
 VisionTransformer at reduced width, a sigmoid-gated projection with SiLU and GLU, a CNN
-of nn.GroupNorm and SiLU, and torchvision's SqueezeExcitation, at opsets 14 and 17, with a
-static and a dynamic batch. The batch-norm nets export in training mode (their batch norms
+of nn.GroupNorm and SiLU, torchvision's SqueezeExcitation, torchvision's AlexNet (smaller), and a
+convolution's image flattened then read by each of eleven operations before a Linear (the
+features in PyTorch's channel-by-channel order), at opsets 14 and 17, with a static and a dynamic
+batch. The batch-norm nets export in training mode (their batch norms
 batch-normalise); MobileNetV2's and EfficientNet-B0's dropout and stochastic depth are off.
 A dilated or grouped ConvTranspose and a Clip other than ReLU6's are refused.
 
@@ -207,6 +209,59 @@ class DilatedConvolutions(nn.Module):
         return self.head(self.pool(torch.relu(self.down(h))).flatten(1))
 
 
+class FlattenThen(nn.Module):
+    """A convolution's image flattened (PyTorch's channel-by-channel order), then one operation
+    before the classifier: each reads the features in that order, as its parameters (a layer
+    norm's, a batch norm's, an added bias) and its halves or parts (GLU, a concat) assume."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.other = nn.Conv2d(3, 2, 3) if kind == "concat" else None
+        width = 4 * 4 * 4
+        self.norm = {"layer_norm": nn.LayerNorm(width), "batch_norm": nn.BatchNorm1d(width)}.get(
+            kind, nn.Identity())
+        self.bias = nn.Parameter(torch.randn(width)) if kind == "add_parameter" else None
+        inputs = {"glu": width // 2, "concat": width + 2 * 4 * 4}.get(kind, width)
+        self.head = nn.Linear(inputs, 10)
+
+    def forward(self, x):
+        h = self.conv(x).flatten(1)
+        if self.kind in ("relu", "tanh"):
+            h = getattr(torch, self.kind)(h)
+        elif self.kind == "gelu":
+            h = nn.functional.gelu(h)
+        elif self.kind == "softmax":
+            h = h.softmax(-1)
+        elif self.kind == "swish":
+            h = h * torch.sigmoid(h)
+        elif self.kind == "dropout":
+            h = nn.functional.dropout(h, 0.0, self.training)
+        elif self.kind == "add_parameter":
+            h = h + self.bias
+        elif self.kind == "glu":
+            h = nn.functional.glu(h)
+        elif self.kind == "concat":
+            h = torch.cat([h, self.other(x).flatten(1)], 1)
+        return self.head(self.norm(h))
+
+
+def small_alexnet():
+    """torchvision's AlexNet on 127x127 images (its features give [256, 3, 3]) with a narrower
+    classifier, dropout off: a Flatten, then Dropout before the first Linear."""
+    model = without_dropout(torchvision.models.alexnet(num_classes=10))
+    model.avgpool = nn.Identity()
+    model.classifier[1] = nn.Linear(256 * 3 * 3, 64)
+    model.classifier[4] = nn.Linear(64, 64)
+    model.classifier[6] = nn.Linear(64, 10)
+    return model
+
+
+FLATTEN_KINDS = ["relu", "tanh", "gelu", "softmax", "swish", "dropout", "layer_norm",
+                 "batch_norm", "add_parameter", "glu", "concat"]
+
+
 def without_dropout(model):
     """A classifier's dropout off (stochastic depth is off by its argument): in training, where
     the batch norms must be, their masks are random draws no two frameworks share."""
@@ -250,7 +305,11 @@ MODELS = {
     "gated": (Gated, lambda b: torch.randint(0, 30, (b, 8)), False, 2),
     "group_norm": (GroupNormNet, lambda b: torch.randn(b, 3, 16, 16), False, 2),
     "squeeze_excite": (SqueezeExcite, lambda b: torch.randn(b, 3, 16, 16), False, 2),
+    "alexnet": (small_alexnet, lambda b: torch.randn(b, 3, 127, 127), True, 2),
 }
+MODELS.update({f"flatten_{kind}": ((lambda kind=kind: FlattenThen(kind)),
+                                   lambda b: torch.randn(b, 3, 6, 6), kind == "batch_norm", 2)
+               for kind in FLATTEN_KINDS})
 
 # (model, opset, dynamic batch)
 CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False),
@@ -262,7 +321,9 @@ CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False
          ("encoder_sequence_first", 17, True), ("decoder_mha", 14, True), ("decoder_mha", 17, False),
          ("decoder_by_hand", 17, False), ("vit", 14, False), ("vit", 17, True),
          ("gated", 14, False), ("gated", 17, True), ("group_norm", 14, False),
-         ("group_norm", 17, True), ("squeeze_excite", 14, False), ("squeeze_excite", 17, True)]
+         ("group_norm", 17, True), ("squeeze_excite", 14, False), ("squeeze_excite", 17, True),
+         ("alexnet", 17, False)] + [(f"flatten_{kind}", 17, kind == "concat")
+                                    for kind in FLATTEN_KINDS] + [("flatten_relu", 14, True)]
 
 
 def export(model, example, path, opset, dynamic, batch_norms):

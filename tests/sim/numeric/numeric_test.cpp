@@ -632,11 +632,12 @@ TEST_CASE("masked-token labels give the loss one target per masked token") {
                     "number in (0, 1]");
   CHECK_THROWS_WITH(load({"data.labels=\"tokens\""}),
                     Catch::Contains("at /data/labels") && Catch::Contains("masked_tokens"));
-  CHECK_THROWS_WITH(
-      simulate_numeric(load({"model.layers.0.vocab_size=3", "model.layers.2.units=3"})),
-      path +
-          ": at /data/source: masked tokens keep id 0 for padding and the last id "
-          "for [MASK], so the vocabulary needs at least 4 ids, not 3");
+  // Refused where the config is read, for every command, not only numeric runs.
+  CHECK_THROWS_WITH(load({"model.layers.0.vocab_size=3", "model.layers.2.units=3"}),
+                    path +
+                        ": at /data/labels: masked-token labels need a vocabulary of at least 4 "
+                        "ids (0 for padding and the last for [MASK]), but layer 'embeddings' "
+                        "(embedding) has vocab_size 3");
 }
 
 TEST_CASE("masked-token data for a loss with one row per sample is refused") {
