@@ -344,9 +344,11 @@ void OrderedSchedule::find_stash_depth() {
       const Unit unit = segment.units[cursor.position];
       const int chunk = chunk_of(unit, segment.first[unit] + cursor.rep);
       const int stage = program.chunk_stages[chunk];
+      // An entry lives until its last reader, as the replay frees it: W when the backward is
+      // split (zero-bubble), so that the depth is what the memory model holds.
       if (unit == kF)
         stash_depth_[stage] = std::max(stash_depth_[stage], ++in_flight[chunk]);
-      else if (unit == kB)
+      else if (unit == (splits_weight_grad() ? kW : kB))
         --in_flight[chunk];
       advance(program, cursor);
     }

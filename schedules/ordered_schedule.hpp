@@ -59,6 +59,7 @@ class OrderedSchedule final : public Schedule {
   Task program_task(int ipu, std::int64_t index) const override;
   std::size_t program_tasks(int ipu, std::int64_t first, std::span<Task> out) const override;
   std::vector<std::int64_t> stash_depth() const override { return stash_depth_; }
+  std::vector<std::int64_t> microbatches_held() const override { return stash_depth_; }
   std::vector<StashKind> stash_kind() const override;
   PhaseCounts phase_counts() const override { return counts_; }
 

@@ -51,6 +51,12 @@ void Schedule::check_size() const {
 
 Schedule::~Schedule() = default;
 
+bool Schedule::final_forward_stage(int stage) const {
+  const auto depth = stash_depth();
+  const bool fifos = std::any_of(depth.begin(), depth.end(), [](std::int64_t d) { return d > 0; });
+  return shape_.training && fifos && stage == layout_.stages() - 1 && depth.back() == 0;
+}
+
 bool Schedule::recomputes(int stage) const {
   if (!shape_.training)
     return false;

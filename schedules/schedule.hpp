@@ -26,7 +26,7 @@ class StepSchedule;
 
 // What a stage keeps in its FIFO (stash) between F_k(m) and the task that consumes it.
 enum class StashKind {
-  kNone,         // nothing is stashed (inference, sequential schedule)
+  kNone,         // nothing is stashed (inference)
   kActivations,  // the activations B_k needs
   kStageInputs,  // only F_k's inputs: R_k recomputes the rest (recompute_then_backpropagate)
   kCheckpoints,  // only the recomputation checkpoints (recompute_and_backpropagate_interleaved)
@@ -109,6 +109,15 @@ class Schedule {
 
   // FIFO depth per stage (in micro-batches).
   virtual std::vector<std::int64_t> stash_depth() const = 0;
+  // Per stage, the most micro-batches whose stash entry it holds at once: for Graphcore's
+  // schedules the FIFO's buffers plus the micro-batch between its forward and its backward (the
+  // FIFO's output, or the final and sequential stages' plain copy), for the others the
+  // micro-batches in flight (the stash depth). 0 when nothing is stashed.
+  virtual std::vector<std::int64_t> microbatches_held() const = 0;
+  // The last stage of a pipeline of FIFOs when its backward follows its forward with none
+  // between them: PopART's final forward stage, which keeps its tail instead of recomputing it.
+  // Sequential has no FIFO anywhere: each of its stages recomputes from its inputs.
+  bool final_forward_stage(int stage) const;
   virtual std::vector<StashKind> stash_kind() const = 0;
   virtual PhaseCounts phase_counts() const = 0;
 

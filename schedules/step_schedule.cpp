@@ -373,9 +373,22 @@ std::vector<std::int64_t> StepSchedule::stash_depth() const {
   return depth;
 }
 
+// TF's FIFO of depth d keeps d buffers and an output, which the backward reads a step later;
+// without a FIFO (the last stage, every stage of Sequential) the forward's output is a plain
+// copy the backward reads: one micro-batch more than the depth either way
+// (graphcore-schedules.md, section 3: "live" = FIFO buffers + its current input/output).
+std::vector<std::int64_t> StepSchedule::microbatches_held() const {
+  std::vector<std::int64_t> held = stash_depth();
+  if (!shape().training)
+    return held;
+  for (auto& count : held)
+    ++count;
+  return held;
+}
+
 std::vector<StashKind> StepSchedule::stash_kind() const {
   const int n = layout().stages();
-  if (!shape().training || !rule_->pipelined())
+  if (!shape().training)
     return std::vector<StashKind>(n, StashKind::kNone);
   std::vector<StashKind> kinds(n, StashKind::kActivations);
   for (int k = 0; k < n; ++k) {

@@ -71,6 +71,7 @@ class StepSchedule final : public Schedule {
   std::int64_t program_length(int ipu) const override;
   Task program_task(int ipu, std::int64_t index) const override;
   std::vector<std::int64_t> stash_depth() const override;
+  std::vector<std::int64_t> microbatches_held() const override;
   std::vector<StashKind> stash_kind() const override;
   PhaseCounts phase_counts() const override;
 

@@ -152,6 +152,9 @@ std::int64_t Stash::bytes() const {
   }
   for (const auto& [layer, state] : saved)
     total += state.saved_bytes();
+  // A kept layer's seeds are in `saved` too, counted there once.
+  for (const auto& [layer, state] : kept)
+    total += state.saved_bytes() - std::int64_t(state.seeds.size()) * kDropoutSeedBytes;
   return total;
 }
 
@@ -195,7 +198,9 @@ StageForward StageExecutor::forward(const TensorMap& inputs, const ForwardContex
     entering.emplace(producer, std::move(tensor));
   }
   StageForward result = run_forward(entering, context, mode_ == StashMode::kActivations, true);
-  if (mode_ != StashMode::kActivations)
+  // A final forward stage that recomputes nothing keeps its layers' state, not its inputs.
+  if (mode_ == StashMode::kStageInputs ||
+      (mode_ == StashMode::kCheckpoints && !plan_.recomputations.empty()))
     result.stash.inputs = std::move(entering);
   return result;
 }

@@ -307,6 +307,19 @@ std::int64_t largest_temporaries(const RunSpec& spec, const models::LayerInfo& i
   return largest;
 }
 
+// What the running task holds beside the micro-batches' stash entries, which the memory model
+// charges on their own (the running micro-batch's among them): its operation's temporaries and
+// what its micro-batch holds beyond its entry. That is the layers' outputs, the running
+// activations, in the forward; in the backward also the state rebuilt from the entry. A
+// layer's saved input is the output of the layer before it, so outputs, entry and rebuilt state
+// overlap: the larger of the outputs and the held state stands for their union, not the sum.
+void set_running_bytes(SubstageCost& cost, std::int64_t rebuilt) {
+  const std::int64_t outputs = cost.live_bytes;
+  const std::int64_t entry = cost.stash_bytes;
+  cost.live_bytes = cost.temporary_bytes + std::max<std::int64_t>(outputs - entry, 0);
+  cost.backward_live_bytes = cost.temporary_bytes + std::max(outputs, entry + rebuilt) - entry;
+}
+
 }  // namespace
 
 SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, int ipu,
@@ -330,7 +343,7 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
     cost.temporary_bytes = std::max(cost.temporary_bytes, largest_temporaries(spec, info));
     cost.params += info.params;
   }
-  cost.live_bytes += cost.temporary_bytes;
+
   // The stash is read back, and the model input normalised again, when anything is recomputed.
   const int reads = stash == StashKind::kStageInputs || !plan.recomputations.empty() ? 1 : 0;
   if (const auto cast = stash_cast_operation(spec, layers, stash, plan)) {
@@ -345,7 +358,7 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
   }
   cost.recompute_cycles = recomputed_cycles(cost, stash);
   cost.stash_bytes = stash_bytes(spec, layers, stash, plan);
-  cost.backward_live_bytes = cost.live_bytes + largest_segment_bytes(spec, plan);
+  set_running_bytes(cost, backward_state_bytes(spec, layers, stash, plan));
   return cost;
 }
 
@@ -358,14 +371,12 @@ CostModel build_cost_model(const RunSpec& spec) {
   const schedules::Schedule& schedule = *spec.schedule;
   CostModel model;
   const auto stash = schedule.stash_kind();
-  // A stage that stashes nothing between its forward and backward is the final forward stage.
-  const auto depth = schedule.stash_depth();
   for (int s = 0; s < int(spec.pipeline.stages.size()); ++s) {
     const auto& stage = spec.pipeline.stages[s];
     std::vector<SubstageCost> subs;
     for (std::size_t j = 0; j < stage.substage_layers.size(); ++j) {
-      subs.push_back(
-          substage_cost(spec, stage.substage_layers[j], stage.ipus[j], stash[s], depth[s] == 0));
+      subs.push_back(substage_cost(spec, stage.substage_layers[j], stage.ipus[j], stash[s],
+                                   schedule.final_forward_stage(s)));
     }
     model.stages.push_back(std::move(subs));
   }

@@ -47,11 +47,12 @@ struct SubstageCost {
   double forward_flops = 0;  // per micro-batch
   double backward_flops = 0;
   std::int64_t stash_bytes = 0;  // one FIFO entry (one micro-batch) under the mode
-  // Activations alive while a task of it runs, with the temporaries of its largest operation.
+  // What a forward task holds beside the stash entries (its own micro-batch's among them): the
+  // temporaries of its largest operation and the layers' outputs beyond its entry.
   std::int64_t live_bytes = 0;
   std::int64_t temporary_bytes = 0;  // those temporaries (models/layers/operations.hpp)
-  // ... while its recomputation or backward runs: under kCheckpoints, plus the saved state of
-  // the largest segment it rebuilds at a time.
+  // ... while its recomputation or backward runs, with the state it rebuilds from the entry:
+  // the whole sub-stage's under kStageInputs, the largest segment's under kCheckpoints.
   std::int64_t backward_live_bytes = 0;
   std::int64_t params = 0;
   std::vector<OperationCost> operations;  // sums to the cycles above

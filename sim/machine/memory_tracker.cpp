@@ -7,6 +7,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/machine/stash_cost.hpp"
 
 namespace ipusim::sim {
 namespace {
@@ -20,7 +21,50 @@ std::string overflow_text(const IpuOverflow& overflow, std::int64_t capacity) {
          with_commas(overflow.cycle) + ")";
 }
 
+// "353 MB gradient accumulators, 176 MB weights, ...": the largest first, none of 0 bytes.
+std::string category_totals(const MemoryByCategory& memory) {
+  std::vector<std::pair<std::int64_t, std::string>> totals;
+  for (const auto& [category, bytes] : memory) {
+    std::string name(to_string(category));
+    std::replace(name.begin(), name.end(), '_', ' ');
+    if (bytes > 0)
+      totals.emplace_back(bytes, name);
+  }
+  std::stable_sort(totals.begin(), totals.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string text;
+  for (const auto& [bytes, name] : totals)
+    text += (text.empty() ? "" : ", ") + si(double(bytes), "B") + " " + name;
+  return text;
+}
+
 }  // namespace
+
+std::string memory_help(const RunSpec& spec) {
+  const auto& p = spec.pipeline;
+  std::vector<std::string> help;
+  const auto resolved = spec.schedule->recomputation();
+  if (p.training && resolved == schedules::RecomputationMode::kNone)
+    help.push_back("recomputation (--set pipeline.recomputation_mode=auto)");
+  if (resolved == schedules::RecomputationMode::kRecomputeAndBackpropagateInterleaved &&
+      !p.recompute_checkpoint_every_layer)
+    help.push_back("checkpoints (--set pipeline.recompute_checkpoint_every_layer=true)");
+  if (p.training && !p.offload_weight_update_variables)
+    help.push_back("--set pipeline.offload_weight_update_variables=true");
+  const auto depth = spec.schedule->stash_depth();
+  if (spec.schedule->step_based() && !p.offload_activations &&
+      std::any_of(depth.begin(), depth.end(), [](std::int64_t d) { return d > 0; }))
+    help.push_back("--set pipeline.offload_activations=true");
+  if (p.micro_batch_size > 1)
+    help.push_back("a smaller micro-batch (--micro-batch " +
+                   std::to_string(p.micro_batch_size / 2) + ")");
+  help.push_back("more IPUs per replica (ipusim plan CONFIG --ipus-per-replica " +
+                 std::to_string(2 * p.ipus_per_replica()) + ")");
+  std::string text;
+  for (const auto& h : help)
+    text += (text.empty() ? "" : ", ") + h;
+  return text;
+}
 
 std::string OutOfMemory::message() const {
   IPUSIM_CHECK(!ipus.empty());
@@ -30,6 +74,7 @@ std::string OutOfMemory::message() const {
   text += ": " + overflow_text(ipus.front(), capacity) + ". Largest consumers:";
   for (const auto& item : ipus.front().largest)
     text += "\n  " + si(double(item.bytes), "B") + "  " + item.name;
+  text += "\nIn all: " + category_totals(ipus.front().by_category);
   for (std::size_t i = 1; i < ipus.size(); ++i)
     text += "\n" + overflow_text(ipus[i], capacity);
   return text;
@@ -47,7 +92,7 @@ MemoryTracker::MemoryTracker(const CostModel& cost, const schedules::Schedule& s
   items_.resize(ipus);
   streaming_items_.resize(ipus);
   if (schedule.step_based())
-    add_static_fifos(cost, schedule, offload_fifos ? streaming_items_ : items_);
+    add_static_fifos(cost, schedule, offload_fifos);
   static_by_category_ = by_category(items_);
   streaming_by_category_ = by_category(streaming_items_);
   static_total_.assign(ipus, 0);
@@ -97,26 +142,42 @@ std::vector<MemoryByCategory> MemoryTracker::by_category(
   return out;
 }
 
+// Each stage's entries: its FIFO's buffers and the micro-batch between its forward and its
+// backward, on chip, or the buffers in streaming memory when the FIFOs are offloaded.
 void MemoryTracker::add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule,
-                                     std::vector<std::vector<MemoryItem>>& items) {
-  const auto depth = schedule.stash_depth();
+                                     bool offload_fifos) {
+  const auto held = schedule.microbatches_held();
+  const auto on_chip = held_on_chip(schedule, offload_fifos);
+  const auto add = [&](std::vector<MemoryItem>& items, int stage, std::int64_t entries,
+                       std::int64_t entry_bytes, std::string_view what) {
+    const std::int64_t bytes = core::checked_mul(entries, entry_bytes, core::kByteCount);
+    if (bytes > 0) {
+      items.push_back({MemoryCategory::kStash,
+                       std::string(what) + " of stage " + std::to_string(stage) + " (" +
+                           std::to_string(entries) + " x " + si(double(entry_bytes), "B") + ")",
+                       bytes});
+    }
+  };
   for (int s = 0; s < int(cost.stages.size()); ++s) {
     for (const auto& sub : cost.stages[s]) {
-      const std::int64_t bytes = core::checked_mul(depth[s], sub.stash_bytes, core::kByteCount);
-      if (bytes == 0)
-        continue;
-      items[sub.ipu].push_back({MemoryCategory::kStash,
-                                "stash FIFO of stage " + std::to_string(s) + " (" +
-                                    std::to_string(depth[s]) + " x " +
-                                    si(double(sub.stash_bytes), "B") + ")",
-                                bytes});
+      add(items_[sub.ipu], s, on_chip[s], sub.stash_bytes,
+          offload_fifos ? "stash FIFO output" : to_string(MemoryCategory::kStash));
+      add(streaming_items_[sub.ipu], s, held[s] - on_chip[s], sub.stash_bytes, "stash FIFO");
     }
   }
 }
 
 IpuOverflow MemoryTracker::overflow(int ipu) const {
   const Peak& peak = at_peak_[ipu];
-  IpuOverflow oom{ipu, ipu, peak.step, peak.cycle, stats_[ipu].peak_memory_bytes, items_[ipu]};
+  IpuOverflow oom{ipu,
+                  ipu,
+                  peak.step,
+                  peak.cycle,
+                  stats_[ipu].peak_memory_bytes,
+                  items_[ipu],
+                  static_by_category_[ipu]};
+  oom.by_category[MemoryCategory::kStash] += peak.stash;
+  oom.by_category[MemoryCategory::kActivations] += peak.live;
   if (peak.stash > 0)
     oom.largest.push_back({MemoryCategory::kStash, "stashed activations in flight", peak.stash});
   if (peak.live > 0)

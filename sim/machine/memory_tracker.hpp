@@ -45,6 +45,7 @@ struct IpuOverflow {
   std::int64_t cycle = 0;
   std::int64_t bytes = 0;
   std::vector<MemoryItem> largest;  // the five largest consumers at the peak
+  MemoryByCategory by_category;     // everything it held at the peak
 };
 
 // Every IPU that overflows, the worst (largest need) first; the message details the worst.
@@ -53,6 +54,10 @@ struct OutOfMemory {
   std::vector<IpuOverflow> ipus;
   std::string message() const;
 };
+
+// The options that lower a run's peak, as run's --set and short flags write them, leaving out
+// what the run already does.
+std::string memory_help(const RunSpec& spec);
 
 // Tracks every IPU's memory as the replay runs; see the top of this file. Invariant: an IPU's
 // total is its static items plus the stash in flight plus the running task's activations.
@@ -99,8 +104,8 @@ class MemoryTracker {
 
   static std::vector<MemoryByCategory> by_category(
       const std::vector<std::vector<MemoryItem>>& items);
-  static void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule,
-                               std::vector<std::vector<MemoryItem>>& items);
+  void add_static_fifos(const CostModel& cost, const schedules::Schedule& schedule,
+                        bool offload_fifos);
   IpuOverflow overflow(int ipu) const;
 
   std::vector<std::vector<MemoryItem>> items_;

@@ -12,7 +12,8 @@ namespace {
 
 // What one sample's stash entry of `layers` under `kind` holds, in the compute dtype: the model
 // input it stashes as read (token ids stay exact), and activations (the saved state of every
-// layer; or the stage inputs, and under kCheckpoints the checkpoints' outputs). The dropout
+// layer; or the stage inputs, and under kCheckpoints the checkpoints' outputs and the final
+// forward stage's kept layers' state, the inputs only when a segment is rebuilt). The dropout
 // seeds, which no recomputation can recreate, are per micro-batch.
 struct StashContent {
   std::int64_t model_input = 0;
@@ -34,11 +35,17 @@ StashContent stash_content(const RunSpec& spec, const std::vector<int>& layers, 
     content.activations = saved;
     return content;
   }
-  const ExternalInputs inputs = external_inputs(spec, layers);
-  content.model_input = inputs.model_input;
-  content.activations = inputs.activations;
+  // The stage inputs are kept for the recomputation that starts from them; a final forward
+  // stage that recomputes nothing keeps its layers' state from the forward instead.
+  if (kind == StashKind::kStageInputs || !plan.recomputations.empty()) {
+    const ExternalInputs inputs = external_inputs(spec, layers);
+    content.model_input = inputs.model_input;
+    content.activations = inputs.activations;
+  }
   for (int layer : plan.checkpoints)
     content.activations += spec.model.info[layer].activation_bytes;
+  for (int layer : plan.kept)
+    content.activations += spec.model.info[layer].saved_bytes;
   return content;
 }
 
@@ -129,17 +136,28 @@ std::optional<models::Operation> stash_cast_operation(const RunSpec& spec,
   return cast;
 }
 
-std::int64_t largest_segment_bytes(const RunSpec& spec, const models::RecomputePlan& plan) {
+std::vector<std::int64_t> held_on_chip(const schedules::Schedule& schedule, bool offload_fifos) {
+  std::vector<std::int64_t> held = schedule.microbatches_held();
+  if (offload_fifos && schedule.step_based()) {
+    for (auto& count : held)
+      count = std::min<std::int64_t>(count, 1);
+  }
+  return held;
+}
+
+std::int64_t backward_state_bytes(const RunSpec& spec, const std::vector<int>& layers,
+                                  StashKind kind, const models::RecomputePlan& plan) {
   std::int64_t largest = 0;
-  const auto saved = [&](const std::vector<int>& layers) {
+  const auto saved = [&](const std::vector<int>& held) {
     std::int64_t bytes = 0;
-    for (int layer : layers)
+    for (int layer : held)
       bytes += spec.model.info[layer].saved_bytes;
     largest = std::max(largest, bytes * spec.pipeline.micro_batch_size);
   };
-  for (const auto& layers : plan.recomputations)
+  if (kind == StashKind::kStageInputs)
     saved(layers);
-  saved(plan.kept);
+  for (const auto& held : plan.recomputations)
+    saved(held);
   return largest;
 }
 

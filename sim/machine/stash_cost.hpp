@@ -51,8 +51,16 @@ std::optional<models::Operation> stash_cast_operation(const RunSpec& spec,
                                                       schedules::StashKind kind,
                                                       const models::RecomputePlan& plan);
 
-// One micro-batch's saved state of the largest set of layers the backward holds at once: one
-// recomputation's, or the final forward stage's kept layers'.
-std::int64_t largest_segment_bytes(const RunSpec& spec, const models::RecomputePlan& plan);
+// Per stage, the stash entries held on chip at most: the schedule's microbatches_held, of which
+// offloaded FIFOs (offload_activations, Graphcore's schedules) keep all but the one between the
+// forward and the backward in streaming memory.
+std::vector<std::int64_t> held_on_chip(const schedules::Schedule& schedule, bool offload_fifos);
+
+// One micro-batch's saved state that the backward holds beside the stash entry it reads: under
+// kStageInputs the whole sub-stage's, rebuilt before the backward starts; under kCheckpoints
+// the largest segment rebuilt at a time (the final forward stage's kept layers are in its
+// entry); under kActivations none, as the entry is that state.
+std::int64_t backward_state_bytes(const RunSpec& spec, const std::vector<int>& layers,
+                                  schedules::StashKind kind, const models::RecomputePlan& plan);
 
 }  // namespace ipusim::sim

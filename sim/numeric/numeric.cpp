@@ -49,6 +49,7 @@ void StashFifo::push(Stash stash) {
   if (ring_.empty()) {
     if (has_output_register_)
       output_ = std::move(stash);
+    note_held();
     return;
   }
   if (count_ == ring_.size()) {
@@ -64,6 +65,11 @@ void StashFifo::push(Stash stash) {
   ring_[(oldest_ + count_) % ring_.size()] = std::move(stash);
   ++count_;
   peak_bytes_ = std::max(peak_bytes_, bytes_);
+  note_held();
+}
+
+void StashFifo::note_held() {
+  peak_held_bytes_ = std::max(peak_held_bytes_, bytes_ + (output_ ? output_->bytes() : 0));
 }
 
 Stash StashFifo::pop(std::int64_t repeat, std::int64_t microbatch) {
@@ -143,10 +149,8 @@ NumericPipeline::NumericPipeline(const RunSpec& spec, models::ParameterStore& pa
     const auto& layers = stages[s].substage_layers;
     for (std::size_t j = 0; j < layers.size(); ++j) {
       auto sub = std::make_unique<SubStage>();
-      // As the cost model: a stage with nothing stashed between its forward and backward is
-      // the final forward stage.
       const models::CheckpointOptions checkpoints{spec.pipeline.recompute_checkpoint_every_layer,
-                                                  depth[static_cast<std::size_t>(s)] == 0};
+                                                  schedule.final_forward_stage(s)};
       sub->executor = std::make_unique<models::StageExecutor>(
           spec.model, layers[j], spec.pipeline.micro_batch_size, parameters,
           stash_mode(schedule, s), checkpoints);

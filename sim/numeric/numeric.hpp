@@ -76,6 +76,9 @@ class StashFifo {
   std::int64_t entry_bytes() const { return entry_bytes_; }
   // The most bytes the ring's buffers held at once (the output tensor excluded).
   std::int64_t peak_bytes() const { return peak_bytes_; }
+  // The most bytes of entries pushed and not yet popped: the buffers and the output tensor (or
+  // a depth-0 FIFO's plain copy), what the memory model holds for the stage.
+  std::int64_t peak_held_bytes() const { return peak_held_bytes_; }
 
  private:
   std::string name_;
@@ -86,7 +89,10 @@ class StashFifo {
   std::optional<models::Stash> output_;
   std::int64_t bytes_ = 0;
   std::int64_t peak_bytes_ = 0;
+  std::int64_t peak_held_bytes_ = 0;
   std::int64_t entry_bytes_ = 0;
+
+  void note_held();
 };
 
 // What the pipeline and the reference train with: the spec's seed, optimizer and accumulation.

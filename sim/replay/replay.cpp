@@ -222,7 +222,8 @@ ReplayResult replay(const RunSpec& spec, const CostModel& cost, const ReplayOpti
   state->observers.notify([end](ReplayObserver& o) { o.on_end(end); });
   ReplayResult result = result_of(*state, end);
   if (result.out_of_memory && !options.allow_oom)
-    throw core::SimulationOutcome(result.out_of_memory->message());
+    throw core::SimulationOutcome(result.out_of_memory->message() +
+                                  "\nWhat would help: " + memory_help(spec));
   return result;
 }
 

@@ -22,6 +22,18 @@ std::string ipu_numbering(const RunReport& r) {
          selection_order_name(r.spec->hardware.selection_order) + "): " + physical;
 }
 
+// What the run recomputes, when it does: the mode auto resolved to is named as such.
+std::string recomputation_text(const RunSpec& spec) {
+  const auto resolved = spec.schedule->recomputation();
+  if (!spec.pipeline.training || resolved == schedules::RecomputationMode::kNone)
+    return "";
+  const bool automatic = spec.pipeline.recomputation == schedules::RecomputationMode::kAuto;
+  return "recomputation: " + schedules::to_string(resolved) +
+         (automatic ? " (auto, under the " + spec.schedule->name() + " schedule)" : "") +
+         (spec.pipeline.recompute_checkpoint_every_layer ? ", a checkpoint at every layer" : "") +
+         "\n";
+}
+
 std::string header(const RunReport& r) {
   const auto& spec = *r.spec;
   const auto& p = spec.pipeline;
@@ -30,7 +42,7 @@ std::string header(const RunReport& r) {
          std::to_string(p.ipus_per_replica()) + " IPU(s) x " +
          std::to_string(p.replication_factor) + " replica(s) of " + spec.hardware.preset + " at " +
          fixed(spec.hardware.clock_hz / 1e9, 2) + " GHz\n";
-  out += ipu_numbering(r) + "\n" + ild_text(r);
+  out += ipu_numbering(r) + "\n" + ild_text(r) + recomputation_text(spec);
   if (r.relaxed) {
     out += "relaxed divisibility: Graphcore would reject gradient_accumulation_count " +
            std::to_string(p.gradient_accumulation_count) + " for this schedule\n";
@@ -234,6 +246,8 @@ nlohmann::json to_json(const RunReport& r) {
       {"model", r.spec->model.name},
       {"schedule", r.schedule},
       {"relaxed_divisibility", r.relaxed},
+      {"recomputation_mode", schedules::to_string(r.spec->schedule->recomputation())},
+      {"recomputation_mode_requested", schedules::to_string(p.recomputation)},
       {"stages", p.stages.size()},
       {"gradient_accumulation_count", p.gradient_accumulation_count},
       {"micro_batch_size", p.micro_batch_size},

@@ -107,9 +107,6 @@ std::string checkpoints_unused(const RunSpec& spec) {
   if (!spec.pipeline.training)
     return what + "an inference pipeline recomputes nothing";
   const std::string schedule = spec.schedule->name();
-  if (spec.schedule->recomputation() == RecomputationMode::kRecomputeAndBackpropagateInterleaved)
-    return what + "the " + schedule +
-           " schedule stashes nothing between a forward and its backward";
   return what + "this run recomputes from no checkpoints (recomputation_mode " +
          schedules::to_string(spec.pipeline.recomputation) + " under the " + schedule +
          " schedule): set recomputation_mode to recompute_and_backpropagate_interleaved (or "

@@ -6,6 +6,7 @@
 #include "schedules/step_schedule.hpp"
 #include "sim/machine/collectives.hpp"
 #include "sim/machine/cost_model.hpp"
+#include "sim/machine/stash_cost.hpp"
 
 namespace ipusim::sim::plan_detail {
 namespace {
@@ -21,7 +22,7 @@ SplitPricer::SplitPricer(const RunSpec& spec)
     : spec_(spec),
       layers_(int(spec.model.layers.size())),
       stash_kind_(spec.schedule->stash_kind()),
-      depth_(spec.schedule->stash_depth()) {
+      held_(held_on_chip(*spec.schedule, spec.pipeline.offload_activations)) {
   for (const auto& stage : spec.pipeline.stages)
     ipu_.push_back(stage.ipus.front());
   find_ties();
@@ -46,8 +47,7 @@ void SplitPricer::estimate(const std::vector<int>& cuts, PlanCandidate& out) {
     work[ipu] += c.work;
     live[ipu] = std::max(live[ipu], c.live_bytes);
     out.estimated_peak_bytes[ipu] += c.static_bytes;
-    if (!spec_.pipeline.offload_activations)
-      out.estimated_peak_bytes[ipu] += depth_[k] * c.stash_bytes;
+    out.estimated_peak_bytes[ipu] += held_[k] * c.stash_bytes;
   }
   for (std::size_t i = 0; i < std::size_t(ipus); ++i)
     out.estimated_peak_bytes[i] += live[i];
@@ -135,7 +135,8 @@ SplitPricer::RangeCost SplitPricer::price(int k, int begin, int end) const {
   for (int l = begin; l < end; ++l)
     layers.push_back(l);
   const auto kind = stash_kind_[std::size_t(k)];
-  const SubstageCost cost = substage_cost(spec_, layers, ipu_[k], kind, depth_[k] == 0);
+  const SubstageCost cost =
+      substage_cost(spec_, layers, ipu_[k], kind, spec_.schedule->final_forward_stage(k));
   const bool recomputes =
       kind == schedules::StashKind::kStageInputs || kind == schedules::StashKind::kCheckpoints;
   RangeCost out;
@@ -147,7 +148,7 @@ SplitPricer::RangeCost SplitPricer::price(int k, int begin, int end) const {
     out.static_bytes += op.code_bytes;
   out.static_bytes += cost.params * bytes_per_parameter() + optimizer_state_bytes(cost.params);
   out.stash_bytes = cost.stash_bytes;
-  out.live_bytes = cost.backward_live_bytes;  // never below the forward's
+  out.live_bytes = std::max(cost.live_bytes, cost.backward_live_bytes);
   return out;
 }
 

@@ -61,8 +61,8 @@ class SplitPricer {
   std::vector<int> ipu_;
   std::vector<Tie> ties_;
   std::vector<schedules::StashKind> stash_kind_;
-  std::vector<std::int64_t> depth_;
-  std::vector<StepWork> window_;  // one period of a step-based schedule's steady state
+  std::vector<std::int64_t> held_;  // per stage: stash entries on chip at most (held_on_chip)
+  std::vector<StepWork> window_;    // one period of a step-based schedule's steady state
   std::unordered_map<std::int64_t, RangeCost> memo_;  // by (stage, begin, end)
   // estimate's scratch, kept between its millions of calls: per IPU, and per stage.
   std::vector<std::int64_t> work_;

@@ -306,9 +306,10 @@ class Auditor {
     for (const auto& program : programs_) {
       std::map<int, std::int64_t> in_flight;
       for (const Task& task : program) {
+        // An entry lives until its last reader: W when the backward is split.
         if (task.op == Op::kForward)
           peaks[task.stage] = std::max(peaks[task.stage], ++in_flight[task.stage]);
-        else if (task.op == Op::kBackward)
+        else if (task.op == (s_.splits_weight_grad() ? Op::kWeightGrad : Op::kBackward))
           --in_flight[task.stage];
       }
     }

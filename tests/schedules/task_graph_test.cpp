@@ -26,6 +26,7 @@ class HandWritten final : public Schedule {
   }
   Task program_task(int ipu, std::int64_t index) const override { return programs_[ipu][index]; }
   std::vector<std::int64_t> stash_depth() const override { return {1, 0}; }
+  std::vector<std::int64_t> microbatches_held() const override { return {1, 0}; }
   std::vector<StashKind> stash_kind() const override { return {}; }
   PhaseCounts phase_counts() const override { return {}; }
 

@@ -46,17 +46,17 @@ TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
         "Bubble                                    49.1%                  53.5%\n"
         "Utilisation (mean of IPUs)                27.7%                  26.4%\n"
         "Utilisation (least busy IPU)              24.0%                  22.8%\n"
-        "Peak memory (fullest IPU)              12.46 MB               12.26 MB\n"
-        "Peak stash (fullest IPU)                0.41 MB                0.21 MB\n"
+        "Peak memory (fullest IPU)              12.51 MB               12.30 MB\n"
+        "Peak stash (fullest IPU)                0.62 MB                0.41 MB\n"
         "Fits in memory                              yes                    yes\n"
         "Throughput per IPU            259,341 samples/s      246,662 samples/s\n"
         "Collectives                            0 cycles               0 cycles\n"
         "Wait for host input                    0 cycles               0 cycles\n"
         "Physical IPU of each IPU                   0, 1                   0, 1\n"
-        "IPU0 peak memory                       12.46 MB               12.26 MB\n"
-        "IPU0 peak stash                         0.41 MB                0.21 MB\n"
-        "IPU1 peak memory                        7.45 MB                7.45 MB\n"
-        "IPU1 peak stash                         0.00 MB                0.00 MB\n"
+        "IPU0 peak memory                       12.51 MB               12.30 MB\n"
+        "IPU0 peak stash                         0.62 MB                0.41 MB\n"
+        "IPU1 peak memory                        7.46 MB                7.46 MB\n"
+        "IPU1 peak stash                         0.02 MB                0.02 MB\n"
         "fastest: tf1_mnist grouped (1.05x the throughput of tf1_mnist interleaved)\n");
 }
 
@@ -158,8 +158,8 @@ TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON repor
         "peak_memory_bytes_ipu1,error");
   CHECK(first ==
         "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,1312868,0.000987118797,"
-        "518681.238,91212,564616,54145,602895,0.110717,0.490595,0.277381,0.240167,12462538,"
-        "413696,true,259340.619,0,0,0.314594,0.240167,12462538,7447838,");
+        "518681.238,91212,564616,54145,602895,0.110717,0.490595,0.277381,0.240167,12511690,"
+        "620544,true,259340.619,0,0,0.314594,0.240167,12511690,7460126,");
   const auto report = nlohmann::json::parse(std::ifstream(json));
   REQUIRE(report["runs"].size() == 2);
   CHECK(report["runs"][1]["label"] == "tf1_mnist interleaved");
@@ -187,4 +187,17 @@ TEST_CASE("compare --html stacks every run's pipeline chart on one time axis") {
   // Its table of figures has a row per metric column, as the text table has.
   for (const auto& column : ipusim::sim::metric_table())
     CHECK(page.find("<tr><td>" + column.heading + "</td>") != std::string::npos);
+}
+
+TEST_CASE("compare refuses an unknown schedule with the nearest name, before any run") {
+  const auto csv = scratch("typo.csv");
+  const auto result = run_ipusim(
+      {"compare", kTf1Config, "--schedules", "grouped,zerobubble", "--quiet", "--csv", csv});
+  CHECK(result.code == 1);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: --schedules: 'zerobubble' is not a schedule: expected 'grouped', 'interleaved', "
+        "'sequential', 'gpipe', '1f1b', 'interleaved_1f1b' or 'zero_bubble_h1'; did you mean "
+        "'zero_bubble_h1'?\n");
+  CHECK_FALSE(std::ifstream(csv).good());
 }

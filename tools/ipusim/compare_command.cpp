@@ -1,11 +1,13 @@
 // `ipusim compare`: several configs, schedules or what-if variants side by side, one column per
 // run, and which is fastest (sim/sweep/compare.hpp).
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <ostream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/sweep/compare.hpp"
 #include "tools/ipusim/command.hpp"
 #include "tools/ipusim/progress.hpp"
@@ -23,6 +25,28 @@ void add_includes(core::OutputSet& outputs, const std::string& config) {
     return;
   }
   core::add_inputs(outputs, *document);
+}
+
+// Why `name` is no schedule --schedules can run, or "": a typo is a usage error with the nearest
+// name, not a failed run in its column.
+std::string unknown_schedule(const std::string& name) {
+  const auto& names = sim::schedule_names();
+  if (std::find(names.begin(), names.end(), name) != names.end())
+    return "";
+  // Names are compared without their underscores too: "zerobubble" is zero_bubble_h1.
+  const auto bare = [](std::string text) {
+    text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
+    return text;
+  };
+  std::vector<std::string> bare_names;
+  for (const auto& candidate : names)
+    bare_names.push_back(bare(candidate));
+  std::string hint = core::did_you_mean(name, names);
+  if (const auto match = core::closest_match(bare(name), bare_names); match && hint.empty()) {
+    const auto at = std::find(bare_names.begin(), bare_names.end(), *match) - bare_names.begin();
+    hint = "; did you mean '" + names[std::size_t(at)] + "'?";
+  }
+  return "'" + name + "' is not a schedule: expected " + core::quoted_list(names) + hint;
 }
 
 // The files the comparison writes, and those it reads that no output may replace.
@@ -71,6 +95,7 @@ void add_compare_command(CLI::App& app, std::ostream& out, std::ostream& err) {
       ->add_option("--schedules", a->request.schedules,
                    "Run each config with each of these schedules (comma separated)")
       ->delimiter(',')
+      ->check(unknown_schedule)
       ->allow_extra_args(false);
   command
       ->add_option("--with", a->request.withs,

@@ -82,13 +82,23 @@ void measure(const std::string& config, const std::vector<std::string>& set, boo
   }
 }
 
+// Recomputing whole stages (auto): with a checkpoint at every encoder, as the config runs, the
+// fit leaves the classes 2% apart. A whole stage rebuilt at micro-batch 16 needs 1.25 GB, so
+// these IPUs have room for it: the fit is of time.
 std::vector<sim::Measurement> bert_measurements() {
+  const std::vector<std::string> whole = {"pipeline.recomputation_mode=\"auto\"",
+                                          "pipeline.recompute_checkpoint_every_layer=false",
+                                          "hardware.memory_per_ipu=\"2GB\""};
+  const auto with = [&](std::vector<std::string> sets) {
+    sets.insert(sets.end(), whole.begin(), whole.end());
+    return sets;
+  };
   std::vector<sim::Measurement> out;
-  measure(kBert, {"pipeline.micro_batch_size=2"}, false, out);
-  measure(kBert, {"pipeline.micro_batch_size=4"}, false, out);
-  measure(kBert, {}, true, out);
-  measure(kBert, {"pipeline.micro_batch_size=16", "pipeline.gradient_accumulation_count=60"}, true,
-          out);
+  measure(kBert, with({"pipeline.micro_batch_size=2"}), false, out);
+  measure(kBert, with({"pipeline.micro_batch_size=4"}), false, out);
+  measure(kBert, with({}), true, out);
+  measure(kBert, with({"pipeline.micro_batch_size=16", "pipeline.gradient_accumulation_count=60"}),
+          true, out);
   return out;
 }
 
@@ -341,8 +351,10 @@ TEST_CASE("a variant that does not fit in memory is refused: it cannot have been
   const auto spec = sim::load_run_spec(kTf1, {core::parse_set_argument(measured[1].set[0])});
   sim::SimulateOptions options;
   options.numeric = sim::NumericMode::kOff;
-  const std::string outcome =
+  std::string outcome =
       testing::error_of<core::SimulationOutcome>([&] { sim::simulate(spec, options); });
+  // Run's advice is for a run to be changed; a measured variant is refused without it.
+  outcome = outcome.substr(0, outcome.find("\nWhat would help: "));
   CHECK(outcome.rfind("out of memory on 2 IPUs, the worst first: IPU0 (physical IPU0) needs ", 0) ==
         0);
   CHECK_THROWS_WITH(calibrate(kTf1, measured),

@@ -29,7 +29,9 @@ std::int64_t sum_of(const std::vector<sim::OperationCost>& ops, Field field) {
 }  // namespace
 
 TEST_CASE("the operations of every BERT-Large sub-stage sum to its cycles exactly") {
-  const auto spec = load("configs/bert_large_4ipu.json");
+  const auto spec = load(
+      "configs/bert_large_4ipu.json",
+      {"pipeline.recomputation_mode=\"auto\"", "pipeline.recompute_checkpoint_every_layer=false"});
   const auto cost = sim::build_cost_model(spec);
   for (std::size_t s = 0; s < cost.stages.size(); ++s) {
     for (const auto& sub : cost.stages[s]) {
@@ -80,7 +82,9 @@ TEST_CASE("the TF1 tutorial's split at dense32 is reasonably balanced, as its au
 }
 
 TEST_CASE("a recomputing BERT stage stashes its input and three dropout seeds per encoder") {
-  const auto spec = load("configs/bert_large_4ipu.json");
+  const auto spec = load(
+      "configs/bert_large_4ipu.json",
+      {"pipeline.recomputation_mode=\"auto\"", "pipeline.recompute_checkpoint_every_layer=false"});
   const auto cost = sim::build_cost_model(spec);
   // Stage 1 holds 7 encoders; its input is one [128, 1024] fp16 tensor per sample.
   CHECK(cost.stages[1][0].stash_bytes == 8 * 128 * 1024 * 2 + 7 * 3 * 8);
@@ -121,7 +125,7 @@ TEST_CASE("Graphcore's BERT-Large POD16 pretraining configurations fit in memory
     const auto report = sim::simulate(load(config), {});
     CHECK(report.figures.fits_in_memory);
     for (const auto& ipu : report.replay.ipus)
-      CHECK(ipu.peak_memory_bytes < 941'000'000LL * 3 / 4);  // with a quarter to spare
+      CHECK(ipu.peak_memory_bytes < 941'000'000LL * 85 / 100);  // with 15% to spare
   }
 }
 
@@ -266,12 +270,14 @@ TEST_CASE("a checkpoint at every layer stashes the layers' outputs, not their sa
   // Per sample: the input 8 x 4 bytes; d1's output 16 x 4 (d2, the stage's last, is none).
   CHECK(dense_checkpoints(false).stages[0][0].stash_bytes == 2 * 32);
   CHECK(dense_checkpoints(true).stages[0][0].stash_bytes == 2 * (32 + 64));
-  // The backward's peak holds one segment's saved state beside the outputs (d1 16 + d2 16
-  // floats): the whole stage (d1 keeps its 8 inputs and 16 outputs, d2 16 and 16) without
-  // checkpoints, d2 alone with them.
-  CHECK(dense_checkpoints(false).stages[0][0].backward_live_bytes == 2 * (128 + 96 + 128));
-  CHECK(dense_checkpoints(true).stages[0][0].backward_live_bytes == 2 * (128 + 128));
-  CHECK(dense_checkpoints(true).stages[0][0].live_bytes == 2 * 128);
+  // Beside its stash entry, the backward holds one segment's rebuilt state: the whole stage
+  // (d1 keeps its 8 inputs and 16 outputs, d2 16 and 16) without checkpoints, d2 alone with
+  // them; it holds the outputs (d1 16 + d2 16 floats) too, which the rebuilt state covers.
+  CHECK(dense_checkpoints(false).stages[0][0].backward_live_bytes == 2 * (96 + 128));
+  CHECK(dense_checkpoints(true).stages[0][0].backward_live_bytes == 2 * 128);
+  // The forward holds the outputs beyond its entry (the input and d1's output): d2's.
+  CHECK(dense_checkpoints(true).stages[0][0].live_bytes == 2 * 128 - 2 * (32 + 64));
+  CHECK(dense_checkpoints(false).stages[0][0].live_bytes == 2 * 128 - 2 * 32);
 }
 
 TEST_CASE("the backward recomputes each layer once, and the final stage only to its checkpoint") {
@@ -287,8 +293,13 @@ TEST_CASE("the backward recomputes each layer once, and the final stage only to 
   CHECK(last.recompute_cycles > 0);
   CHECK(last.recompute_cycles < last.forward_cycles);
   CHECK(plain.stages[1][0].recompute_cycles == 0);
-  // Its backward holds d3's 16 inputs and 16 outputs at most (d4 keeps 16, the loss 4 x 4 + 4).
-  CHECK(last.backward_live_bytes == last.live_bytes + 2 * 128);
-  CHECK(plain.stages[1][0].backward_live_bytes ==
-        plain.stages[1][0].live_bytes + 2 * (128 + 64 + 20));
+  // Its backward rebuilds d3's 16 inputs and 16 outputs at most (d4 keeps 16, the loss 4 x 4 +
+  // 4), beside the loss's one-hot. Its entry holds the input, d3's and d4's outputs and the
+  // kept loss's state.
+  CHECK(last.backward_live_bytes == last.temporary_bytes + 2 * 128);
+  CHECK(last.stash_bytes == 2 * (64 + 64 + 16 + 20));
+  // Without checkpoints it recomputes nothing: its entry is all three layers' state, not its
+  // input, and its backward holds only the one-hot beside it.
+  CHECK(plain.stages[1][0].stash_bytes == 2 * (128 + 64 + 20));
+  CHECK(plain.stages[1][0].backward_live_bytes == plain.stages[1][0].temporary_bytes);
 }

@@ -127,14 +127,17 @@ TEST_CASE("each numeric FIFO entry holds the bytes the memory model charges for 
         const sim::RunSpec spec = small(config, schedule, mode);
         const PipelineRun run(spec);
         const auto depth = spec.schedule->stash_depth();
+        const auto held = spec.schedule->microbatches_held();
         const auto kinds = spec.schedule->stash_kind();
         for (int s = 0; s < static_cast<int>(spec.pipeline.stages.size()); ++s) {
           INFO(config << " " << schedule << " " << mode << " stage " << s);
           const auto& fifo = run.pipeline.fifo(s, 0);
           const sim::SubstageCost& cost = run.cost.substage(s, 0);
           CHECK(fifo.capacity() == depth[s]);
-          // The FIFO's buffers fill to the depth, as the memory model allocates them.
+          // The FIFO's buffers fill to the depth, as the memory model allocates them, and with
+          // the output tensor (a depth-0 stage's plain copy) hold what the model charges.
           CHECK(fifo.peak_bytes() == depth[s] * cost.stash_bytes);
+          CHECK(fifo.peak_held_bytes() == held[s] * cost.stash_bytes);
           if (kinds[s] != schedules::StashKind::kNone) {
             CHECK(fifo.entry_bytes() > 0);
             CHECK(fifo.entry_bytes() == cost.stash_bytes);

@@ -410,21 +410,21 @@ TEST_CASE("a plan keeps the candidates nearest to fitting of those over capacity
   const auto result = sim::plan(request);
   CHECK(result.evaluated == 54);
   CHECK(result.over_capacity == 27);
-  // Splitting after dense256 overflows IPU1 by the least, 63,304 bytes (62,024 and the loss's
-  // one-hot, 10 logits x 32 samples x 4 B), at every GAC; the five kept follow the search's
-  // order.
+  // Every dense layer on IPU0 under sequential (one micro-batch held, no FIFO) overflows it by
+  // the least, 127,000 bytes, at every GAC; then the split after dense32 under grouped, whose
+  // IPU0 holds three micro-batches. The five kept follow the search's order.
   REQUIRE(result.nearest_over_capacity.size() == 5);
   const auto& nearest = result.nearest_over_capacity.front();
   CHECK(nearest.key() ==
-        "splits=[\"dense256\"] schedule=grouped gac=8 micro-batch=32 recomputation=none");
-  CHECK(nearest.estimated_peak_bytes.at(1) == 12'363'304);
+        "splits=[\"cel\"] schedule=sequential gac=8 micro-batch=32 recomputation=none");
+  CHECK(nearest.estimated_peak_bytes.at(0) == 12'427'000);
   CHECK(result.nearest_over_capacity.back().key() ==
-        "splits=[\"dense256\"] schedule=interleaved gac=16 micro-batch=32 recomputation=none");
+        "splits=[\"dense32\"] schedule=grouped gac=16 micro-batch=32 recomputation=none");
   const auto html = sim::render_plan_html(result);
   CHECK(html.find("<p>27 of the 54 candidates evaluated on the cost model were over capacity by "
                   "the estimate") != std::string::npos);
-  CHECK(html.find("schedule=grouped gac=8 micro-batch=32 recomputation=none</td><td "
-                  "class=\"text\">IPU1</td><td>12.36 MB of 12.30 MB</td><td>63,304</td></tr>") !=
+  CHECK(html.find("schedule=sequential gac=8 micro-batch=32 recomputation=none</td><td "
+                  "class=\"text\">IPU0</td><td>12.43 MB of 12.30 MB</td><td>127,000</td></tr>") !=
         std::string::npos);
 }
 
