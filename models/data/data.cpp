@@ -19,28 +19,49 @@ constexpr std::uint32_t kIdxLabelsMagic = 0x00000801;
 // Fashion-MNIST's largest file is 47 MB decompressed; the bound stops a gzip bomb.
 constexpr std::size_t kMaxIdxBytes = std::size_t{1} << 30;
 
-// The whole decompressed file. gzread reads uncompressed files as they are.
-std::vector<std::uint8_t> read_gzip_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path))
-    throw DataError(path, "file not found");
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr)
-    throw DataError(path, "cannot open the file");
-  std::vector<std::uint8_t> bytes;
+// Reads `file` a chunk at a time, handing each to `take`; throws on corrupt data or past
+// kMaxIdxBytes, counted as it inflates, so a bomb is refused in a chunk's memory.
+template <typename Take>
+void inflate_chunks(gzFile file, const std::string& path, Take take) {
   std::vector<std::uint8_t> chunk(1 << 20);
+  std::size_t total = 0;
   int read = 0;
   while ((read = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0) {
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + read);
-    if (bytes.size() > kMaxIdxBytes) {
+    total += static_cast<std::size_t>(read);
+    if (total > kMaxIdxBytes) {
       gzclose(file);
       throw DataError(path, "decompresses to more than 1 GiB, the most ipusim reads");
     }
+    take(chunk.data(), static_cast<std::size_t>(read));
   }
-  int error = Z_OK;
-  const std::string message = read < 0 ? gzerror(file, &error) : "";
-  gzclose(file);
-  if (read < 0)
+  if (read < 0) {
+    int error = Z_OK;
+    const std::string message = gzerror(file, &error);
+    gzclose(file);
     throw DataError(path, "corrupt gzip data (" + message + ")");
+  }
+}
+
+// The whole decompressed file, in memory of its size: a first pass counts it (and refuses a
+// bomb), a second reads it into a buffer of that size. gzread reads uncompressed files as
+// they are.
+std::vector<std::uint8_t> read_gzip_file(const std::string& path) {
+  check_regular_file(path);
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr)
+    throw DataError(path, "cannot open the file");
+  std::size_t size = 0;
+  inflate_chunks(file, path, [&](const std::uint8_t*, std::size_t n) { size += n; });
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(size);
+  if (gzrewind(file) != 0) {
+    gzclose(file);
+    throw DataError(path, "cannot read the file again after counting it");
+  }
+  inflate_chunks(file, path, [&](const std::uint8_t* data, std::size_t n) {
+    bytes.insert(bytes.end(), data, data + std::min(n, size - bytes.size()));
+  });
+  gzclose(file);
   return bytes;
 }
 
@@ -93,6 +114,17 @@ std::vector<std::uint8_t> idx_payload(std::vector<std::uint8_t> bytes, std::size
 }
 
 }  // namespace
+
+void check_regular_file(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status))
+    throw DataError(path, "file not found");
+  if (!std::filesystem::is_regular_file(status))
+    throw DataError(path,
+                    "not a regular file (a folder, a FIFO or a device): ipusim reads "
+                    "data and weights from regular files only");
+}
 
 DataError::DataError(std::string path, std::string problem)
     : std::runtime_error(path + ": " + problem),

@@ -29,6 +29,9 @@ class DataError : public std::runtime_error {
   std::string problem_;
 };
 
+// Throws DataError unless `path` is a regular file: "file not found", or what it is instead.
+void check_regular_file(const std::string& path);
+
 // An endless stream of labelled samples of one shape (see the top of this file).
 class DataSource {
  public:

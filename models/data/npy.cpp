@@ -99,8 +99,7 @@ struct RawArray {
 };
 
 std::vector<char> read_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path))
-    throw DataError(path, "file not found");
+  check_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   return std::vector<char>(std::istreambuf_iterator<char>(in), {});
 }

@@ -392,6 +392,12 @@ KerasImport import_keras_model(const json& keras, const std::string& path) {
     throw core::ConfigError(path, "/config/layers/0",
                             "no input shape: build the model with an Input(shape=...) or "
                             "input_shape before calling to_json()");
+  if (std::any_of(shape->begin(), shape->end(), [](const json& d) { return d.is_null(); }))
+    throw core::ConfigError(path, "/config/layers/0",
+                            "the input shape " + shape->dump() +
+                                " per sample has a dimension of unknown size (None): ipusim "
+                                "simulates fixed sizes; build the model with Input(shape=...) "
+                                "of whole numbers");
   if (inputs > 1)
     throw core::ConfigError(
         path, "/config/layers",

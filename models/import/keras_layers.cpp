@@ -3,21 +3,38 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <stdexcept>
 
 #include "models/layers/layer_parse.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace ipusim::models::keras {
 namespace {
 
 using nlohmann::json;
 
+// A tensor reference [name, node index, tensor index, ...]: the name, when the indices are the
+// first call's first output, which is all an ipusim layer has (Keras itself refuses an index
+// its layer does not have).
+std::string referenced_layer(const json& entry) {
+  const auto index = [&](std::size_t at) {
+    return entry.size() > at && entry.at(at).is_number_integer() ? entry.at(at).get<std::int64_t>()
+                                                                 : -1;
+  };
+  if (index(1) != 0 || index(2) != 0)
+    throw std::invalid_argument("the tensor " + entry.dump() +
+                                " is not its layer's first call's first output (node and tensor "
+                                "index 0), the only one an imported layer has");
+  return entry.at(0).get<std::string>();
+}
+
 // The layer names of Keras 3's keras_history entries under `node`, in order.
 void collect_history(const json& node, std::vector<std::string>& out) {
   if (node.is_object()) {
     if (node.value("class_name", "") == "__keras_tensor__") {
       const auto& history = node.at("config").at("keras_history");
-      out.push_back(history.at(0).get<std::string>());
+      out.push_back(referenced_layer(history));
       return;
     }
     for (const auto& [key, value] : node.items())
@@ -29,9 +46,10 @@ void collect_history(const json& node, std::vector<std::string>& out) {
 }
 
 // The layers a Functional layer reads: Keras 2 writes [[[name, node, tensor, kwargs], ...]],
-// Keras 3 {"args": [...], "kwargs": {...}} with keras_history entries. Repeats are dropped
-// (self-attention reads one tensor as query, key and value).
-std::vector<std::string> inbound_names(const json& layer) {
+// Keras 3 {"args": [...], "kwargs": {...}} with keras_history entries. An attention layer's
+// repeats are dropped (self-attention reads one tensor as query, key and value); another
+// layer's are kept, so that a Dense called on five tensors is refused for it.
+std::vector<std::string> inbound_names(const json& layer, const std::string& class_name) {
   std::vector<std::string> names;
   const auto nodes = layer.find("inbound_nodes");
   if (nodes == layer.end() || !nodes->is_array() || nodes->empty())
@@ -39,16 +57,39 @@ std::vector<std::string> inbound_names(const json& layer) {
   const json& first = nodes->front();
   if (first.is_array()) {
     for (const auto& entry : first)
-      names.push_back(entry.at(0).get<std::string>());
+      names.push_back(referenced_layer(entry));
   } else {
     collect_history(first, names);
   }
+  if (class_name != "MultiHeadAttention")
+    return names;
   std::vector<std::string> unique;
   std::set<std::string> seen;
   for (const auto& name : names)
     if (seen.insert(name).second)
       unique.push_back(name);
   return unique;
+}
+
+// A Functional model's output_layers name its layers, as Keras' loader requires.
+void check_outputs(const json& config, const std::vector<KerasLayer>& layers,
+                   const std::string& path) {
+  const auto outputs = config.find("output_layers");
+  if (outputs == config.end() || !outputs->is_array())
+    return;
+  std::vector<std::string> names;
+  for (const auto& layer : layers)
+    names.push_back(layer.name);
+  for (std::size_t i = 0; i < outputs->size(); ++i) {
+    const json& entry = outputs->at(i);
+    const std::string name = entry.is_array() && !entry.empty() && entry.at(0).is_string()
+                                 ? entry.at(0).get<std::string>()
+                                 : entry.dump();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw core::ConfigError(path, "/config/output_layers/" + std::to_string(i),
+                              "names layer '" + name + "', which the model does not have" +
+                                  core::did_you_mean(name, names));
+  }
 }
 
 }  // namespace
@@ -79,16 +120,19 @@ std::vector<KerasLayer> read_layers(const json& keras, const std::string& path) 
     if (!layer.is_object() || !layer.contains("class_name") || !layer.contains("config"))
       fail(pointer, "expected a layer with \"class_name\" and \"config\"");
     try {
-      KerasLayer l{layer.at("class_name").get<std::string>(), "", layer.at("config"),
-                   inbound_names(layer), pointer};
+      const std::string class_name = layer.at("class_name").get<std::string>();
+      KerasLayer l{class_name, "", layer.at("config"), inbound_names(layer, class_name), pointer};
       l.name = layer.value("name", l.config.value("name", "layer" + std::to_string(i)));
       if (const auto problem = layer_id_problem(l.name))
         fail(pointer + (layer.contains("name") ? "/name" : "/config/name"), *problem);
       out.push_back(std::move(l));
     } catch (const json::exception& e) {
       fail(pointer, "expected a layer as Keras writes it (" + without_prefix(e) + ")");
+    } catch (const std::invalid_argument& e) {
+      fail(pointer + "/inbound_nodes", e.what());
     }
   }
+  check_outputs(config, out, path);
   return out;
 }
 

@@ -475,7 +475,13 @@ OnnxImport import_onnx(std::string bytes, const std::string& path,
           (model.producer_version().empty() ? "" : " " + model.producer_version()),
       "the producer's name", path);
   out.model = {{"name", onnx_detail::model_name(model.graph().name(), path)}};
-  check_onnx_graph(model.graph(), path);  // declared sizes, before inference and folding read them
+  // Declared sizes, names and attributes, before inference and folding read them; at the
+  // default domain's opset (0 when the model imports none, which normalize_onnx refuses).
+  std::int64_t opset = 0;
+  for (const auto& entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  check_onnx_graph(model.graph(), opset, path);
   const OnnxNormalized normalized = normalize_onnx(model, path);
   onnx_detail::OnnxConverter(model.graph(), normalized, path, options, out).convert();
   for (const auto& init : model.graph().initializer()) {

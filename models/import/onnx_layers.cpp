@@ -342,6 +342,13 @@ void OnnxConverter::flatten(const onnx::NodeProto& node) {
     problem(node, "only a Flatten from axis 1");
     return;
   }
+  if (node.op_type() == "Reshape") {
+    const auto target = index_.constant_values(node.input(1));
+    if (std::any_of(target.begin(), target.end(), [](double d) { return d < -1; }))
+      return problem(node,
+                     "a Reshape to a size below -1 (ONNX takes -1, inferred, and 0, "
+                     "copied, and no other negative size)");
+  }
   if (node.op_type() == "Reshape" && patches(node, *in))
     return;
   if (node.op_type() == "Reshape" && !reshapes_to_features(node)) {

@@ -34,8 +34,16 @@ bool is_float_initializer_type(std::int32_t type) {
 std::int64_t check_opset(const onnx::ModelProto& model, const std::string& path) {
   std::int64_t opset = 0;
   for (const auto& entry : model.opset_import()) {
-    if (entry.domain().empty() || entry.domain() == "ai.onnx")
-      opset = entry.version();
+    if (!entry.domain().empty() && entry.domain() != "ai.onnx")
+      continue;
+    // onnx.checker refuses a domain imported twice: which version holds would be a guess.
+    if (opset != 0)
+      throw core::ConfigError(path, "",
+                              "the model imports the default ONNX operator set twice (opsets " +
+                                  std::to_string(opset) + " and " +
+                                  std::to_string(entry.version()) +
+                                  "); a domain is imported once, as onnx.checker requires");
+    opset = entry.version();
   }
   const std::string how =
       "ipusim reads ONNX opsets " + std::to_string(kFirstOnnxOpset) + " to " +

@@ -4,11 +4,13 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <vector>
 
 #include <onnx/defs/schema.h>
 
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace ipusim::models {
 namespace {
@@ -134,8 +136,15 @@ void check_order(const onnx::GraphProto& graph, const std::string& path) {
   std::set<std::string> defined;
   for (const auto& input : graph.input())
     defined.insert(input.name());
-  for (const auto& init : graph.initializer())
+  std::set<std::string> initializers;
+  for (const auto& init : graph.initializer()) {
+    if (!initializers.insert(init.name()).second)
+      throw core::ConfigError(path, "",
+                              "initializer '" + init.name() +
+                                  "' is named twice: ONNX names each initializer once (which "
+                                  "one a node reads would be a guess)");
     defined.insert(init.name());
+  }
   for (const auto& node : graph.node()) {
     for (const auto& input : node.input()) {
       if (!input.empty() && !defined.contains(input))
@@ -144,7 +153,52 @@ void check_order(const onnx::GraphProto& graph, const std::string& path) {
                                     "' is neither a graph input, an initializer nor the output "
                                     "of a node before it (ONNX lists nodes in topological order)");
     }
-    defined.insert(node.output().begin(), node.output().end());
+    for (const auto& output : node.output()) {
+      if (!output.empty() && !defined.insert(output).second)
+        throw core::ConfigError(path, "",
+                                node_text(node) + ": its output '" + output +
+                                    "' is already a graph input, an initializer or another "
+                                    "node's output (ONNX writes each value once)");
+    }
+  }
+}
+
+// The attributes the operator's schema declares at the model's opset, with their types: a
+// misspelt one ("strideG") would otherwise be ignored and its default taken.
+void check_attributes(const onnx::NodeProto& node, std::int64_t opset, const std::string& path) {
+  const onnx::OpSchema* schema =
+      opset > 0 ? onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset), node.domain())
+                : onnx::OpSchemaRegistry::Schema(node.op_type(), node.domain());
+  if (schema == nullptr)
+    return;  // an operator ipusim does not know is refused by name later
+  std::vector<std::string> names;
+  for (const auto& [name, declared] : schema->attributes())
+    names.push_back(name);
+  for (const auto& a : node.attribute()) {
+    const auto found = schema->attributes().find(a.name());
+    if (found == schema->attributes().end())
+      throw core::ConfigError(path, "",
+                              node_text(node) + ": unknown attribute '" + a.name() + "' (" +
+                                  node.op_type() + " takes " +
+                                  (names.empty() ? std::string("none") : core::quoted_list(names)) +
+                                  ")" + core::did_you_mean(a.name(), names));
+    if (found->second.type != a.type())
+      throw core::ConfigError(path, "",
+                              node_text(node) + ": attribute '" + a.name() +
+                                  "' is not of the type " + node.op_type() + " declares");
+  }
+}
+
+// Gemm's transA and transB are 0 or 1: ONNX's reference takes any other value as an error,
+// where a plain `!= 0` would read 2^62 as 1.
+void check_flags(const onnx::NodeProto& node, const std::string& path) {
+  if (node.op_type() != "Gemm")
+    return;
+  for (const auto& a : node.attribute()) {
+    if ((a.name() == "transA" || a.name() == "transB") && a.i() != 0 && a.i() != 1)
+      throw core::ConfigError(path, "",
+                              node_text(node) + ": attribute '" + a.name() + "' is " +
+                                  std::to_string(a.i()) + ": expected 0 or 1");
   }
 }
 
@@ -171,15 +225,18 @@ void check_node(const onnx::NodeProto& node, const std::string& path) {
 
 }  // namespace
 
-void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path) {
+void check_onnx_graph(const onnx::GraphProto& graph, std::int64_t opset, const std::string& path) {
   if (graph.node_size() > kMaxOnnxNodes)
     throw core::ConfigError(path, "",
                             "the graph has " + sim::with_commas(graph.node_size()) +
                                 " nodes, more than the " + sim::with_commas(kMaxOnnxNodes) +
                                 " ipusim imports: its config, a layer a node, would pass the "
                                 "64 MiB ipusim reads");
-  for (const auto& node : graph.node())
+  for (const auto& node : graph.node()) {
     check_node(node, path);
+    check_attributes(node, opset, path);
+    check_flags(node, path);
+  }
   for (const auto& init : graph.initializer())
     check_tensor(init, "initializer '" + init.name() + "'", path);
   check_order(graph, path);

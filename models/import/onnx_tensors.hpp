@@ -19,9 +19,11 @@ namespace ipusim::models {
 constexpr int kMaxOnnxNodes = 1'000'000;
 
 // Refuses a graph of more than kMaxOnnxNodes nodes; checks every node's input and output counts
-// against what its operator reads and writes, and every initializer's and Constant's shape
-// (dimensions of 0 or more, an element count a file of at most 1 GB can hold).
-void check_onnx_graph(const onnx::GraphProto& graph, const std::string& path);
+// against what its operator reads and writes, its attributes against its schema at `opset`
+// (names and types, as onnx.checker does), every initializer's and Constant's shape
+// (dimensions of 0 or more, an element count a file of at most 1 GB can hold), and that each
+// initializer and value is named once.
+void check_onnx_graph(const onnx::GraphProto& graph, std::int64_t opset, const std::string& path);
 
 // A float32 initializer as a tensor (float_data or raw little-endian bytes), decoded once and
 // checked in the same pass; an error names it when it is of another type, holds another number

@@ -66,8 +66,9 @@ std::string config_path(const std::string& text, const MeasurementSource& source
 
 void check_cycles(double cycles, const std::string& shown, const MeasurementSource& source,
                   const std::string& field) {
-  if (!(cycles >= 1 && cycles < kMaxCycles))
-    source.fail(field, "expected a number of cycles from 1 to below 2^62, found " + shown);
+  // 2^62 - 1 is 2^62 as a double, so the bound is 2^62 itself.
+  if (!(cycles >= 1 && cycles <= kMaxCycles))
+    source.fail(field, "expected a number of cycles from 1 to 2^62, found " + shown);
 }
 
 // An override as --set takes it. The fit moves the cost model's parameters for every variant

@@ -67,7 +67,9 @@ std::string ConfigNode::type_name() const {
 }
 
 void ConfigNode::fail_type(const std::string& expected) const {
-  fail("expected " + expected + ", found " + type_name() + " " + shown(*value_));
+  // null is its own value: "found null", not "found null null".
+  fail("expected " + expected + ", found " +
+       (value_->is_null() ? "null" : type_name() + " " + shown(*value_)));
 }
 
 bool ConfigNode::has(const std::string& key) const {

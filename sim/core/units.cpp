@@ -111,6 +111,10 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension,
   double number = 0;
   const auto [end, error] =
       std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), number);
+  if (error == std::errc::result_out_of_range) {
+    *why = "its number is out of range (a number lies within +-1.8e308)";
+    return std::nullopt;
+  }
   if (error != std::errc() || !std::isfinite(number)) {
     *why = "it does not start with a number";
     return std::nullopt;

@@ -32,6 +32,7 @@ std::string parameter_file(const std::string& directory, const std::string& name
                            const models::Shape& shape) {
   const std::string final_path = directory + "/" + name + ".final.npy";
   const std::string initial_path = directory + "/" + name + ".initial.npy";
+  // A FIFO or a folder under either name is found, and refused as what it is when read.
   if (std::filesystem::exists(final_path))
     return final_path;
   if (std::filesystem::exists(initial_path))

@@ -280,6 +280,7 @@ void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& reque
   std::size_t done = 0;
   std::vector<std::exception_ptr> failures(candidates.size());
   std::vector<char> refused(candidates.size(), 0);
+  std::vector<std::string> reasons(candidates.size());
   auto work = [&] {
     for (std::size_t i = next++; i < candidates.size(); i = next++) {
       try {
@@ -287,8 +288,9 @@ void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& reque
         options.allow_oom = true;
         options.numeric = NumericMode::kOff;
         candidates[i].report = simulate(candidates[i].spec, options);
-      } catch (const core::ConfigError&) {
+      } catch (const core::ConfigError& error) {
         refused[i] = 1;
+        reasons[i] = error.what();
       } catch (...) {
         failures[i] = std::current_exception();
       }
@@ -311,10 +313,13 @@ void replay_all(std::vector<PlanCandidate>& candidates, const PlanRequest& reque
   }
   std::vector<PlanCandidate> kept;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (refused[i])
-      ++result.invalid;
-    else
+    if (!refused[i]) {
       kept.push_back(std::move(candidates[i]));
+      continue;
+    }
+    ++result.invalid;
+    if (result.refused_replays++ == 0)
+      result.replay_refusal = reasons[i];
   }
   candidates = std::move(kept);
 }

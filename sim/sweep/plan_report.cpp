@@ -285,6 +285,12 @@ std::string advice(const PlanCandidate& c) {
     least =
         &*std::min_element(result.ranked.begin(), result.ranked.end(),
                            [](const auto& a, const auto& b) { return peak_max(a) < peak_max(b); });
+  // Memory was not the cause when no candidate could be replayed at all: name what was.
+  if (least == nullptr && result.refused_replays > 0)
+    throw core::ConfigError("", "",
+                            "no candidate could be replayed: " + counts(result) + "each of the " +
+                                with_commas(std::int64_t(result.refused_replays)) +
+                                " refused at its replay, the first so: " + result.replay_refusal);
   std::string text = "no candidate fits in memory: " + counts(result);
   if (least == nullptr)
     throw core::SimulationOutcome(text + "no candidate could be replayed");

@@ -433,7 +433,12 @@ std::size_t search_all(const core::ConfigDocument& base, const SettingList& sett
 
 PlanResult plan(const PlanRequest& request) {
   const auto base = core::ConfigDocument::load(request.config_path, request.base_overrides);
-  const RunSpec base_spec = build_run_spec(base);
+  // The base is a template each setting overrides: its own GAC may be illegal for a split
+  // fixed with --splits when --gac replaces it, so its divisibility is not held against it.
+  const RunSpec base_spec = build_run_spec(
+      request.gacs.empty()
+          ? base
+          : base.with_overrides({{"/pipeline/relaxed_divisibility", "true", "--gac"}}));
   refuse_explicit_stages(base, base_spec);
   auto search = request;
   search.fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");

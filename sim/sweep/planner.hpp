@@ -117,8 +117,12 @@ struct PlanResult {
   // Every replayed candidate's CSV row and rank, and the points the page draws, when the
   // request kept them; else the CSV and the page hold `ranked`.
   std::shared_ptr<const PlanLedger> ledger;
-  std::size_t evaluated = 0;      // splits priced on the cost model, over all settings
-  std::size_t invalid = 0;        // refused by the spec's validation (stage rules)
+  std::size_t evaluated = 0;  // splits priced on the cost model, over all settings
+  std::size_t invalid = 0;    // refused by the spec's validation (stage rules)
+  // Of those, refused when replayed (a replay too long, a time past 64 bits), with the first
+  // one's reason.
+  std::size_t refused_replays = 0;
+  std::string replay_refusal;
   std::size_t over_capacity = 0;  // pruned: estimated peak over the capacity
   // The few pruned ones nearest to fitting (least estimated peak first), never replayed.
   std::vector<PlanCandidate> nearest_over_capacity;

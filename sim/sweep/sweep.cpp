@@ -481,6 +481,9 @@ SweepOutcome sweep(const SweepRequest& request, core::OutputSet& outputs) {
   options.progress = request.progress;
   if (request.on_json_line)
     options.on_run = [&](const SweepRun& run) { request.on_json_line(sweep_json_line(plan, run)); };
+  // Without -o the CSV is a private scratch file: a refusal names the options, not its path.
+  if (request.csv_scratch)
+    check_runs_per_file("--vary", plan, options.shard);
   const auto summary = run_sweep(request.config_path, plan, request.csv_path, options, outputs);
   if (!request.html_path.empty()) {
     auto plot = plot_table(summary.table, plan, request.csv_path);

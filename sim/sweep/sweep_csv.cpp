@@ -61,11 +61,17 @@ void add_line(const std::string& path, std::string_view line, std::size_t line_n
 std::vector<std::string> sweep_row_cells(const std::string& path, std::string_view line,
                                          std::size_t line_number, std::size_t columns) {
   auto cells = core::split_csv_line(std::string(line), path, line_number);
-  if (cells.size() != columns || !parse_index(cells[0])) {
+  if (cells.size() != columns) {
     throw core::ConfigError(path, "",
                             "line " + std::to_string(line_number) + " is not a sweep row (" +
                                 std::to_string(cells.size()) + " cells for " +
                                 std::to_string(columns) + " columns)");
+  }
+  if (!parse_index(cells[0])) {
+    throw core::ConfigError(path, "",
+                            "line " + std::to_string(line_number) +
+                                " is not a sweep row: its first cell, '" + cells[0] + "'" +
+                                ", is no run number (expected 0, 1, 2, ...)");
   }
   if (run_index(cells) >= kMaxSweepRuns)
     throw core::ConfigError(path, "",

@@ -136,6 +136,17 @@ TEST_CASE("a Keras import refuses what is not a one-input Keras model, saying wh
   CHECK(import_error(no_shape) ==
         "model.json: at /config/layers/0: no input shape: build the model with an "
         "Input(shape=...) or input_shape before calling to_json()");
+  const json unknown_sizes = {
+      {"class_name", "Sequential"},
+      {"config",
+       {{"layers",
+         {{{"class_name", "InputLayer"},
+           {"config", {{"name", "x"}, {"batch_input_shape", {nullptr, nullptr, nullptr, 8}}}}},
+          {{"class_name", "Dense"}, {"config", {{"name", "d"}, {"units", 4}}}}}}}}};
+  CHECK(import_error(unknown_sizes) ==
+        "model.json: at /config/layers/0: the input shape [null,null,8] per sample has a "
+        "dimension of unknown size (None): ipusim simulates fixed sizes; build the model with "
+        "Input(shape=...) of whole numbers");
   auto wide = read_json("tests/models/keras/keras3_transformer_block.json");
   wide["config"]["layers"][1]["config"]["key_dim"] = 16;
   const auto imported = models::import_keras(wide, "wide.json");
@@ -384,4 +395,52 @@ TEST_CASE("Keras' depthwise multipliers and transposed output_padding with same 
         "writes them in build_config; tf.keras 2 does not): build the model with Keras 3\n"
         "  'up' (Conv2DTranspose) at /config/layers/3: output_padding with padding \"same\" "
         "(ipusim's sets the output size)");
+}
+
+namespace {
+
+// inp -> a (Dense 8, reading `inbound`) -> out (Dense 3, softmax), naming `output` as the
+// model's output.
+json functional(const json& inbound, const std::string& output) {
+  const auto dense = [](const std::string& name, int units, const std::string& activation,
+                        const json& reads) {
+    return json{{"class_name", "Dense"},
+                {"config", {{"name", name}, {"units", units}, {"activation", activation}}},
+                {"name", name},
+                {"inbound_nodes", reads}};
+  };
+  const json input = {{"class_name", "InputLayer"},
+                      {"config", {{"name", "inp"}, {"batch_input_shape", {nullptr, 8}}}},
+                      {"name", "inp"},
+                      {"inbound_nodes", json::array()}};
+  return {{"class_name", "Functional"},
+          {"config",
+           {{"name", "f"},
+            {"layers",
+             {input, dense("a", 8, "linear", inbound),
+              dense("out", 3, "softmax", json::parse(R"([[["a", 0, 0, {}]]])"))}},
+            {"input_layers", json::parse(R"([["inp", 0, 0]])")},
+            {"output_layers", {{output, 0, 0}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("a Keras graph Keras' own loader would refuse is refused, saying where") {
+  const json once = json::parse(R"([[["inp", 0, 0, {}]]])");
+  CHECK(import_error(functional(once, "out")).empty());
+  CHECK(import_error(functional(once, "zzz")) ==
+        "model.json: at /config/output_layers/0: names layer 'zzz', which the model does not "
+        "have");
+  const json far = json::parse(R"([[["inp", 4611686018427387904, 0, {}]]])");
+  CHECK(import_error(functional(far, "out")) ==
+        "model.json: at /config/layers/1/inbound_nodes: the tensor "
+        "[\"inp\",4611686018427387904,0,{}] is not its layer's first call's first output (node "
+        "and tensor index 0), the only one an imported layer has");
+  // A Dense called on five tensors keeps them all, and the model refuses a dense over five.
+  const json five = json::parse(
+      R"([[["inp", 0, 0, {}], ["inp", 0, 0, {}], ["inp", 0, 0, {}], ["inp", 0, 0, {}],
+           ["inp", 0, 0, {}]]])");
+  const auto imported = models::import_keras(functional(five, "out"), "five.json");
+  CHECK(imported.model.at("layers").at(1).at("inputs").size() == 5);
+  CHECK_THROWS_AS(parse(imported.model), core::ConfigError);
 }

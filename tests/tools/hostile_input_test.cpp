@@ -336,3 +336,14 @@ TEST_CASE("next-token labels over a vocabulary of one id are refused at /data/la
         "error: configs/gpt_tiny_2ipu.json: at /data/labels: next-token labels need a "
         "vocabulary of at least 2 ids, but layer 'embeddings' (embedding) has vocab_size 1\n");
 }
+
+TEST_CASE("a NUL in a value is shown escaped and the message goes on past it") {
+  const CliResult result =
+      run_ipusim({"validate", kBaseConfig, "--set", "/model/layers/1/id=\"a\\u0000b\""});
+  CHECK(result.code == 2);
+  const auto at = result.err.find("'a\\x00b'");
+  REQUIRE(at != std::string::npos);
+  // The whole message is there: the NUL no longer ends it.
+  CHECK(result.err.size() > at + 9);
+  CHECK(result.err.back() == '\n');
+}

@@ -238,3 +238,25 @@ TEST_CASE("plan shows a schedule its GAC rules out at the nearest GAC values it 
   CHECK(header[3].rfind("GAC 6       2,3                   grouped     8           32  none", 0) ==
         0);
 }
+
+TEST_CASE("plan names the replay cap, not memory, when it refused every candidate") {
+  const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "250000016"});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: no candidate could be replayed: 18 candidate(s) evaluated on the cost model (0 "
+        "over capacity by the estimate, 18 refused by validation), 0 replayed\n"
+        "each of the 18 refused at its replay, the first so: --gac 250000016: at "
+        "/pipeline/gradient_accumulation_count: the replay would run about 2e+09 tasks (8 a "
+        "micro-batch x 250,000,016 micro-batches), more than the 2,000,000,000 ipusim replays "
+        "in one run (a few minutes); lower gradient_accumulation_count\n");
+}
+
+TEST_CASE("plan's --gac acts on a fixed split whose config GAC its schedule refuses") {
+  // Grouped with two stages needs a multiple of 4: the config's 6 is replaced by --gac 8.
+  const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--set",
+                                  "pipeline.gradient_accumulation_count=6", "--splits", "dense64",
+                                  "--gac", "8", "--top", "1"});
+  CHECK(result.code == 0);
+  CHECK(result.out.find("best: splits=[\"dense64\"] schedule=grouped gac=8 ") != std::string::npos);
+}

@@ -266,10 +266,15 @@ TEST_CASE("calibrate --progress lines counts its replays against the least the f
 
 TEST_CASE(
     "a progress interval IPUSIM_PROGRESS_INTERVAL that is not seconds is an error naming it") {
-  const ProgressIntervalForTest bad("soon");
-  const auto result = run_ipusim({"plan", kTf1Config, "--gac", "8", "--top", "1"});
-  CHECK(result.code == 2);
-  CHECK(result.err ==
-        "error: IPUSIM_PROGRESS_INTERVAL: expected the seconds between two progress lines, a "
-        "number from 0 to 3600, found 'soon'\n");
+  // One rule, decimal digits: no hexadecimal, sign, exponent or space on either side.
+  for (const char* value : {"soon", "0x10", " 5", "5 ", "+5", "1e2", ".5", "5.", "3601"}) {
+    INFO(value);
+    const ProgressIntervalForTest bad(value);
+    const auto result = run_ipusim({"plan", kTf1Config, "--gac", "8", "--top", "1"});
+    CHECK(result.code == 2);
+    CHECK(result.err ==
+          "error: IPUSIM_PROGRESS_INTERVAL: expected the seconds between two progress lines, a "
+          "number from 0 to 3600 in decimal digits (5, 0.5), found '" +
+              std::string(value) + "'\n");
+  }
 }

@@ -407,6 +407,15 @@ TEST_CASE("a sweep too large for one file is refused before it starts") {
                           "get 11,000,000; split the sweep with --shard i/n and join the files "
                           "with merge\n");
   CHECK_FALSE(std::filesystem::exists(csv));
+  // Without -o the CSV would be a private scratch file: the error names the options instead.
+  const auto scratch =
+      run_ipusim({"sweep", kTf1Config, "--vary", "pipeline.seed=" + counts(1000), "--vary",
+                  "pipeline.repeat_count=" + counts(1000), "--vary",
+                  "pipeline.gradient_accumulation_count=" + counts(11), "--quiet"});
+  CHECK(scratch.code == 2);
+  CHECK(scratch.err ==
+        "error: --vary: one sweep file holds at most 10,000,000 runs, and this one would get "
+        "11,000,000; split the sweep with --shard i/n and join the files with merge\n");
 }
 
 TEST_CASE("a sweep over IPU counts has per-IPU columns for the most, left empty beyond a run's") {

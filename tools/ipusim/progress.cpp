@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +17,20 @@
 #include "tools/ipusim/command.hpp"
 
 namespace ipusim::cli {
+namespace {
+
+// Decimal digits with at most one point inside them ("5", "0.5"): no sign, space, exponent or
+// hexadecimal, so that one rule reads the variable whatever the C library's strtod accepts.
+bool plain_decimal(std::string_view text) {
+  const auto point = text.find('.');
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == '.';
+  });
+  return digits && text.front() != '.' && text.back() != '.' &&
+         (point == std::string_view::npos || text.find('.', point + 1) == std::string_view::npos);
+}
+
+}  // namespace
 
 ProgressPace progress_pace_from_environment() {
   const char* name = "IPUSIM_PROGRESS_INTERVAL";
@@ -22,12 +38,14 @@ ProgressPace progress_pace_from_environment() {
   ProgressPace pace;
   if (!value)
     return pace;
-  char* end = nullptr;
-  const double seconds = std::strtod(value, &end);
-  if (end == value || *end != '\0' || !(seconds >= 0 && seconds <= 3600))
+  double seconds = -1;
+  if (plain_decimal(value))
+    std::from_chars(value, value + std::strlen(value), seconds);
+  if (!(seconds >= 0 && seconds <= 3600))
     throw core::ConfigError(name, "",
                             std::string("expected the seconds between two progress lines, a "
-                                        "number from 0 to 3600, found '") +
+                                        "number from 0 to 3600 in decimal digits (5, 0.5), "
+                                        "found '") +
                                 value + "'");
   pace.interval = seconds;
   pace.delay = std::min(pace.delay, seconds);

@@ -137,9 +137,11 @@ def check_nodes(folder):
         [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=float("nan")),
          gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
         "node 'drop' (Dropout): attribute 'ratio' is nan: expected a finite number")
+    # Since opset 12 the ratio is an input; as an attribute it is one the schema lacks.
     refused(folder, "dropout_ratio_of_1", model_bytes(
-        [helper.make_node("Dropout", ["x"], ["d"], name="drop", ratio=1.0),
-         gemm("w", ["d", "w"]), softmax()], features(4), [base.weight("w", 4, 10)]),
+        [helper.make_node("Dropout", ["x", "ratio"], ["d"], name="drop"),
+         gemm("w", ["d", "w"]), softmax()], features(4),
+        [base.weight("w", 4, 10), array("ratio", 1.0)]),
         "Dropout x1: a ratio of "
         "1.000000 (expected one from 0 up to, not including, 1)", line=True)
     refused(folder, "norm_infinite_epsilon", model_bytes(
@@ -415,8 +417,46 @@ def check_repeated_names(folder):
                  f"{want[-4:]}")
 
 
+def check_format_rules(folder):
+    """What onnx.checker refuses is refused, naming the node and the rule, not imported with a
+    silent choice."""
+    conv_gemm = lambda conv_attributes, gemm_attributes: model_bytes(
+        [helper.make_node("Conv", ["x", "k"], ["y"], name="conv", **conv_attributes),
+         helper.make_node("Flatten", ["y"], ["f"], name="flatten", axis=1),
+         gemm("w", ["f", "w"], **gemm_attributes), softmax()], image(1, 4, 4),
+        [base.weight("k", 2, 1, 3, 3), base.weight("w", 10, 8)])
+    refused(folder, "misspelt_attribute", conv_gemm({"strideG": [2, 2]}, {"transB": 1}),
+            "node 'conv' (Conv): unknown attribute 'strideG' (Conv takes 'auto_pad', "
+            "'dilations', 'group', 'kernel_shape', 'pads' or 'strides'); did you mean 'strides'?")
+    refused(folder, "huge_trans_b", conv_gemm({}, {"transB": 2 ** 62}),
+            "node 'fc' (Gemm): attribute 'transB' is 4611686018427387904: expected 0 or 1")
+    twice = model_bytes([gemm("w", ["x", "w"], transB=1), softmax()], features(4),
+                        [base.weight("w", 10, 4), base.weight("w", 10, 4)])
+    refused(folder, "duplicate_initializer", twice,
+            "initializer 'w' is named twice: ONNX names each initializer once (which one a node "
+            "reads would be a guess)")
+    rewritten = model_bytes([helper.make_node("Relu", ["x"], ["r"], name="relu1"),
+                             helper.make_node("Relu", ["x"], ["r"], name="relu2"),
+                             gemm("w", ["r", "w"], transB=1), softmax()], features(4),
+                            [base.weight("w", 10, 4)])
+    refused(folder, "value_written_twice", rewritten,
+            "node 'relu2' (Relu): its output 'r' is already a graph input, an initializer or "
+            "another node's output (ONNX writes each value once)")
+    minus_three = model_bytes(
+        [helper.make_node("Reshape", ["x", "s"], ["f"], name="reshape"),
+         gemm("w", ["f", "w"], transB=1), softmax()], image(2, 4, 4),
+        [numpy_helper.from_array(np.array([1, -3], dtype=np.int64), "s"),
+         base.weight("w", 10, 32)])
+    refused(folder, "reshape_minus_three", minus_three,
+            "Reshape x1: a Reshape to a size below -1 (ONNX takes -1, inferred, and 0, copied, "
+            "and no other negative size)", line=True)
+    print("format rules: a misspelt attribute, transB 2^62, a name given twice and a Reshape "
+          "to -3 are refused")
+
+
 def main():
     with tempfile.TemporaryDirectory() as folder:
+        check_format_rules(folder)
         check_repeated_names(folder)
         check_symlinked_weights_folder(folder)
         check_nodes(folder)

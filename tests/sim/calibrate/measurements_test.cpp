@@ -145,11 +145,14 @@ TEST_CASE("errors in a CSV file name the line and the column") {
   CHECK(csv_error(",0,12OO,,\n") ==
         "line 2, column forward_cycles: expected a number of cycles, found '12OO'");
   CHECK(csv_error(",,,,-5\n") ==
-        "line 2, column step_cycles: expected a number of cycles from 1 to below 2^62, found "
+        "line 2, column step_cycles: expected a number of cycles from 1 to 2^62, found "
         "'-5'");
   CHECK(csv_error(",0,0.5,,\n") ==
-        "line 2, column forward_cycles: expected a number of cycles from 1 to below 2^62, found "
+        "line 2, column forward_cycles: expected a number of cycles from 1 to 2^62, found "
         "'0.5'");
+  // 2^62 - 1 reads as 2^62, the top of the range; beyond it is refused.
+  CHECK(csv_error(",,,,5e18\n") ==
+        "line 2, column step_cycles: expected a number of cycles from 1 to 2^62, found '5e18'");
   CHECK(csv_error(",,,,1e400\n") ==
         "line 2, column step_cycles: expected a number of cycles, found '1e400'");
   CHECK(csv_error(",1.5,100,,\n") ==
@@ -185,10 +188,10 @@ TEST_CASE("errors in a JSON file name the JSON path") {
   CHECK(json_error(R"({"measurements": [{"step_cycles": "1000"}]})") ==
         "at /measurements/0/step_cycles: expected a number, found a string \"1000\"");
   CHECK(json_error(R"({"measurements": [{"step_cycles": 0}]})") ==
-        "at /measurements/0/step_cycles: expected a number of cycles from 1 to below 2^62, "
+        "at /measurements/0/step_cycles: expected a number of cycles from 1 to 2^62, "
         "found 0");
   CHECK(json_error(R"({"measurements": [{"stage": 0, "backward_cycles": 0.999}]})") ==
-        "at /measurements/0/backward_cycles: expected a number of cycles from 1 to below 2^62, "
+        "at /measurements/0/backward_cycles: expected a number of cycles from 1 to 2^62, "
         "found 0.999");
   CHECK(json_error(R"({"measurements": [{"stage": -1, "forward_cycles": 5}]})") ==
         "at /measurements/0/stage: expected an integer from 0 to 1048576, found -1");

@@ -42,6 +42,8 @@ TEST_CASE("a quantity with the wrong unit, no unit or no number is refused with 
   CHECK(why_not("32GB", Dimension::kBandwidth) == "'GB' is the unit of a size");
   CHECK(why_not("900", Dimension::kBytes) == "it has no unit");
   CHECK(why_not("fast", Dimension::kFrequency) == "it does not start with a number");
+  CHECK(why_not("1e400s", Dimension::kDuration) ==
+        "its number is out of range (a number lies within +-1.8e308)");
   CHECK(why_not("3 parsecs", Dimension::kDuration) == "'parsecs' is not a unit ipusim knows");
   CHECK(why_not("-1GB", Dimension::kBytes) == "it is negative");
 }

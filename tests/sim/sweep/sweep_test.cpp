@@ -190,6 +190,14 @@ TEST_CASE("a row with the wrong number of cells is refused with its line number"
         file.path() + ": line 3 is not a sweep row (2 cells for 3 columns)");
 }
 
+TEST_CASE("a row whose first cell is no run number says so, not that its cells are too few") {
+  const TempFile file("no_run.csv");
+  file.write(kHeader + "0,1,100\nx,2,200\n");
+  CHECK(config_error([&] { sim::read_sweep_csv(file.path()); }) ==
+        file.path() + ": line 3 is not a sweep row: its first cell, 'x', is no run number " +
+            "(expected 0, 1, 2, ...)");
+}
+
 TEST_CASE("merging sorts by run, keeps a run found twice once and lists the runs none holds") {
   const TempFile first("merge-1.csv");
   const TempFile second("merge-2.csv");
