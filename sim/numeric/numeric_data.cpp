@@ -100,11 +100,6 @@ std::string data_mismatch(const RunSpec& spec) {
            std::to_string(embedding->params.vocab_size - 1) + ", but the loss has " +
            std::to_string(model.classes) + " classes";
   }
-  if (spec.data.labels == "masked_tokens" && embedding->params.vocab_size < 4) {
-    return "masked tokens keep id 0 for padding and the last id for [MASK], so the vocabulary "
-           "needs at least 4 ids, not " +
-           std::to_string(embedding->params.vocab_size);
-  }
   if (spec.data.labels == "masked_tokens" && model.classes < embedding->params.vocab_size - 1) {
     return "masked tokens are labelled with their ids, up to " +
            std::to_string(embedding->params.vocab_size - 2) + ", but the loss has " +
