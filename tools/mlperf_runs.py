@@ -1,5 +1,6 @@
-"""What tools/fit-mlperf and tools/fidelity-chart share: the MLPerf runs' measurements
-(configs/mlperf/measured.csv) and a run of one of their configs through ipusim."""
+"""What tools/fit-mlperf and tools/fidelity-chart share: the measured runs (configs/mlperf/ and
+configs/benchmarks/, each folder's measured.csv beside its configs) and a run of one of their
+configs through ipusim."""
 
 import csv
 import json
@@ -9,6 +10,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MLPERF = os.path.join(ROOT, "configs", "mlperf")
+BENCHMARKS = os.path.join(ROOT, "configs", "benchmarks")
 
 
 def ipusim_path(args):
@@ -18,10 +20,16 @@ def ipusim_path(args):
     return os.path.join(ROOT, "build", "tools", "ipusim", "ipusim")
 
 
-def measured_rows():
-    """configs/mlperf/measured.csv: id, config, measured, unit, source."""
-    with open(os.path.join(MLPERF, "measured.csv")) as f:
-        return list(csv.DictReader(f))
+def measured_rows(folders=(MLPERF,)):
+    """Each folder's measured.csv: id, config, measured, unit, source; `config` made a path
+    relative to configs/mlperf/."""
+    rows = []
+    for folder in folders:
+        with open(os.path.join(folder, "measured.csv")) as f:
+            for row in csv.DictReader(f):
+                row["config"] = os.path.relpath(os.path.join(folder, row["config"]), MLPERF)
+                rows.append(row)
+    return rows
 
 
 def run_report(ipusim, config, overrides=()):

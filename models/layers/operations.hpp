@@ -8,6 +8,7 @@
 // products (input and weight gradients, or both operands' gradients) of the forward's size.
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,11 +50,54 @@ struct OpPass {
   double flops = 0;
 };
 
+// A product as poplin plans it, per sample: a convolution with `groups` groups (a matmul's count
+// of independent products), an output field of out_height x out_width positions (a matmul's rows
+// as its width), a kernel and stride, and channels per group (a matmul's inner and cols).
+// `weights`: the right operand is one weight shared by the micro-batch, so the micro-batch adds
+// positions; otherwise each sample's products are their own groups.
+struct ProductGeometry {
+  std::int64_t groups = 1;
+  std::int64_t out_height = 1;
+  std::int64_t out_width = 1;
+  std::int64_t in_height = 1;
+  std::int64_t in_width = 1;
+  std::int64_t kernel_height = 1;
+  std::int64_t kernel_width = 1;
+  std::int64_t stride = 1;
+  std::int64_t in_chans = 1;
+  std::int64_t out_chans = 1;
+  bool weights = true;
+};
+
+// The compute sets a vector operation lowers to (sim/pricing/vector_lowering.hpp prices them).
+enum class VectorLowering {
+  kNone,
+  kLayerNorm,
+  kGroupNorm,
+  kSoftmax,
+  kSwish,
+  kGelu,
+  kRelu,
+  kTanh,
+  kDropout,
+  kScale,
+  kMaskAdd,
+  kAdd,
+  kBiasAdd,
+};
+
 struct Operation {
   std::string name;  // e.g. "qkv_projection"
   OpClass op_class = OpClass::kMatmul;
   OpPass forward;
   OpPass backward;
+  // The shape its lowering is planned at: a product's, or a vector operation's rows and width
+  // (per sample; norms and softmax reduce along the width).
+  std::optional<ProductGeometry> product = std::nullopt;
+  VectorLowering lowering = VectorLowering::kNone;
+  double vector_rows = 0;
+  double vector_width = 0;
+  bool vector_batch_widens = false;  // the micro-batch lengthens the rows (a batch norm's)
   // Temporaries: tensors the operation allocates while either pass runs and frees when it ends,
   // in elements of the compute dtype; per sample, and per micro-batch (a rearranged copy of its
   // weights). Only what a source names is counted: the loss's one-hot labels and a tied matmul's

@@ -259,6 +259,16 @@ std::vector<bool> chosen_parameters(const std::vector<std::string>& names) {
   return chosen;
 }
 
+// Its parameters are the fitted formula's: under planned pricing most of them would not act.
+void refuse_planned_pricing(const RunSpec& spec) {
+  if (spec.hardware.operations.pricing != Pricing::kPlanned)
+    return;
+  const std::string pointer = "/hardware/operations/pricing";
+  throw core::ConfigError(spec.source_of(pointer), pointer,
+                          "calibrate fits the parameters of the \"fitted\" pricing, which do "
+                          "not act under \"planned\" pricing; it cannot yet fit plan_scale");
+}
+
 }  // namespace
 
 std::vector<std::string> fittable_parameters() {
@@ -274,6 +284,7 @@ Calibration calibrate(const core::ConfigDocument& config, const std::vector<Meas
                       const std::function<void(std::size_t, std::size_t)>& progress) {
   const std::vector<bool> chosen = chosen_parameters(chosen_names);
   const MeasuredVariants model(config, measured, notify, progress);
+  refuse_planned_pricing(model.config());
   Problem problem{model, Eigen::VectorXd(Eigen::Index(measured.size()))};
   for (std::size_t i = 0; i < measured.size(); ++i)
     problem.measured[Eigen::Index(i)] = measured[i].cycles;

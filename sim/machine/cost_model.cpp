@@ -10,6 +10,7 @@
 #include "sim/core/time.hpp"
 #include "sim/machine/collectives.hpp"
 #include "sim/machine/optimizer_cost.hpp"
+#include "sim/machine/planned_cost.hpp"
 #include "sim/machine/stash_cost.hpp"
 
 namespace ipusim::sim {
@@ -53,9 +54,9 @@ std::optional<models::Operation> normalise_input_operation(const RunSpec& spec,
 
 // The cost of `op` per micro-batch, its forward run `recomputations` times more in the backward.
 // A recomputing stage runs a clone of the forward, with its own code (TF's recomputation stage
-// is a separate computation).
+// is a separate computation). It runs on logical IPU `ipu`.
 OperationCost price(const RunSpec& spec, const std::string& layer, const models::Operation& op,
-                    int recomputations) {
+                    int recomputations, int ipu) {
   const auto& hw = spec.hardware;
   const auto dtype = spec.pipeline.dtype;
   const auto batch = spec.pipeline.micro_batch_size;
@@ -63,8 +64,10 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   cost.layer = layer;
   cost.name = op.name;
   cost.op_class = op.op_class;
-  cost.forward = cost_pass(hw, dtype, op.op_class, op.forward, batch);
-  cost.backward = cost_pass(hw, dtype, op.op_class, op.backward, batch);
+  const auto planned = planned_cost(hw, dtype, op, batch, spec.pipeline.memory_proportion(ipu));
+  cost.forward = planned ? planned->forward : cost_pass(hw, dtype, op.op_class, op.forward, batch);
+  cost.backward =
+      planned ? planned->backward : cost_pass(hw, dtype, op.op_class, op.backward, batch);
   cost.forward_flops = op.forward.flops * double(batch);
   cost.backward_flops = op.backward.flops * double(batch);
   const std::int64_t forward_code = code_bytes(hw.code, op.forward, cost.forward);
@@ -77,13 +80,16 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   }
   // Half of a product's backward is its weight gradient (the second of its two compute sets,
   // of the same size as the first).
-  cost.weight_gradient_cycles = op.backward.weight_elements > 0 ? cost.backward.cycles / 2 : 0;
+  cost.weight_gradient_cycles = planned                           ? planned->weight_gradient_cycles
+                                : op.backward.weight_elements > 0 ? cost.backward.cycles / 2
+                                                                  : 0;
   return cost;
 }
 
 // A layer's operations, or one "profiled" row when the config gives its cycles; its forward
-// recomputed `recomputations` times.
-std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int recomputations) {
+// recomputed `recomputations` times; on logical IPU `ipu`.
+std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int recomputations,
+                                            int ipu) {
   const auto& l = spec.model.layers[layer];
   if (l.cycles) {
     OperationCost profiled;
@@ -99,7 +105,7 @@ std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int 
   }
   std::vector<OperationCost> costs;
   for (const auto& op : spec.model.info[layer].operations)
-    costs.push_back(price(spec, l.id, op, recomputations));
+    costs.push_back(price(spec, l.id, op, recomputations, ipu));
   return costs;
 }
 
@@ -331,7 +337,7 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
   for (int layer : layers) {
     const auto& info = spec.model.info[layer];
     const int runs = stash == StashKind::kStageInputs ? 1 : plan.runs(layer);
-    for (auto& op : layer_operations(spec, layer, runs)) {
+    for (auto& op : layer_operations(spec, layer, runs, ipu)) {
       cost.forward_cycles += op.forward.cycles;
       cost.backward_cycles += op.backward.cycles;
       cost.weight_grad_cycles += op.weight_gradient_cycles;
@@ -347,12 +353,12 @@ SubstageCost substage_cost(const RunSpec& spec, const std::vector<int>& layers, 
   // The stash is read back, and the model input normalised again, when anything is recomputed.
   const int reads = stash == StashKind::kStageInputs || !plan.recomputations.empty() ? 1 : 0;
   if (const auto cast = stash_cast_operation(spec, layers, stash, plan)) {
-    auto op = price(spec, "stash_fifo", *cast, reads);
+    auto op = price(spec, "stash_fifo", *cast, reads, ipu);
     cost.forward_cycles += op.forward.cycles;
     cost.operations.push_back(std::move(op));
   }
   if (const auto normalise = normalise_input_operation(spec, layers)) {
-    auto op = price(spec, "input", *normalise, reads);
+    auto op = price(spec, "input", *normalise, reads, ipu);
     cost.forward_cycles += op.forward.cycles;
     cost.operations.push_back(std::move(op));
   }

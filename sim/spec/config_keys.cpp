@@ -115,6 +115,12 @@ std::vector<ConfigKey> pipeline_option_keys() {
                 "`activation_checkpoint_dtype`; see [the fp8 "
                 "stash](#lamb-lars-moment-dtypes-and-an-fp8-stash))"),
       other_key("gradient_accumulation_dtype", "`dtype`", "`fp32` or `fp16` accumulators"),
+      other_key("available_memory_proportion", "0.6 (poplin's)",
+                "under `hardware.operations.pricing` `planned` only (refused otherwise): the share "
+                "of each tile's memory a product's plan may take for its temporaries, poplin's "
+                "`availableMemoryProportion`; one number, or one per IPU of a replica as "
+                "PopTorch's `setAvailableMemoryProportion` takes it, e.g. `[0.15, 0.25, 0.25, "
+                "0.25]`"),
       choice_key("gradient_accumulation_reduction", {"mean", "sum"}, "mean"),
       other_key("optimizer", "sgd, 0.01",
                 "`{\"type\": \"sgd\", \"learning_rate\": 0.01}`, `momentum` (+`momentum`), `adam` "

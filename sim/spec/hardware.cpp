@@ -4,6 +4,7 @@
 
 #include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/core/time.hpp"
 #include "sim/spec/config_keys.hpp"
 
@@ -140,10 +141,24 @@ void read_op_class(const ConfigNode& node, OpClassCost& cost) {
     cost.min_work_per_tile = double(v->as_int(0, std::int64_t{1} << 40));
 }
 
+Pricing read_pricing(const ConfigNode& node) {
+  const std::string name = node.as_string();
+  if (name == "fitted")
+    return Pricing::kFitted;
+  if (name == "planned")
+    return Pricing::kPlanned;
+  node.fail("expected \"fitted\" or \"planned\", found " + node.json().dump() +
+            core::did_you_mean(name, {"fitted", "planned"}));
+}
+
 std::vector<std::string> operation_keys() {
-  std::vector<std::string> keys = {
-      "compute_set_cycles", "exchange_cycles", "exchange_bytes_per_tile_cycle",
-      "vector_elements_per_tile_cycle", "amp_efficiency_before_sdk_2_5"};
+  std::vector<std::string> keys = {"compute_set_cycles",
+                                   "exchange_cycles",
+                                   "exchange_bytes_per_tile_cycle",
+                                   "vector_elements_per_tile_cycle",
+                                   "amp_efficiency_before_sdk_2_5",
+                                   "pricing",
+                                   "plan_scale"};
   for (auto op_class : models::kOpClasses)
     keys.emplace_back(models::to_string(op_class));
   return keys;
@@ -166,6 +181,10 @@ void read_operations(const ConfigNode& node, OperationCosts& ops) {
   }
   if (auto v = node.find("amp_efficiency_before_sdk_2_5"))
     ops.amp_efficiency_before_sdk_2_5 = read_positive(*v, 1);
+  if (auto v = node.find("pricing"))
+    ops.pricing = read_pricing(*v);
+  if (auto v = node.find("plan_scale"))
+    ops.plan_scale = read_positive(*v, 100);
   for (auto op_class : models::kOpClasses) {
     if (auto v = node.find(std::string(models::to_string(op_class))))
       read_op_class(*v, ops.of(op_class));

@@ -26,8 +26,16 @@ struct OpClassCost {
   bool operator==(const OpClassCost&) const = default;
 };
 
+// How operations are priced: by the roofline of op_cost.hpp with its fitted efficiencies, or as
+// Poplar plans them (sim/pricing).
+enum class Pricing { kFitted, kPlanned };
+
 // The per-operation cost model's parameters (see sim/machine/op_cost.hpp).
 struct OperationCosts {
+  Pricing pricing = Pricing::kFitted;
+  // Planned pricing: the cycles a pass takes per cycle of poplibs' estimate of it, which leaves
+  // out what happens around the plan (calibratable).
+  double plan_scale = 1;
   // Vertex launch and on-tile sync, per compute set: an average over vertices, fractional when
   // `ipusim calibrate` fits it.
   double compute_set_cycles = 0;

@@ -120,6 +120,25 @@ models::OptimizerConfig read_optimizer(const ConfigNode* node) {
   return optimizer;
 }
 
+double read_memory_proportion(const ConfigNode& node) {
+  const double value = node.as_number();
+  if (!(value > 0 && value <= 1))
+    node.fail("expected a share of tile memory in (0, 1], found " + node.json().dump());
+  return value;
+}
+
+// A number, or a list of one per IPU of a replica (its length checked with the stages).
+std::vector<double> read_memory_proportions(const ConfigNode& node) {
+  if (!node.json().is_array())
+    return {read_memory_proportion(node)};
+  std::vector<double> out;
+  for (const auto& item : node.items())
+    out.push_back(read_memory_proportion(item));
+  if (out.empty())
+    node.fail("expected a number or a list of one per IPU, found []");
+  return out;
+}
+
 void read_scalars(const ConfigNode& pipeline, const models::Model& model, PipelineSpec& spec) {
   const auto key = [](std::string_view name) -> const ConfigKey& {
     return declared_key(pipeline_keys(), name);
@@ -155,6 +174,8 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   const auto optimizer = pipeline.find("optimizer");
   spec.optimizer = read_optimizer(optimizer ? &*optimizer : nullptr);
   spec.relaxed_divisibility = read_bool(pipeline, key("relaxed_divisibility"));
+  if (auto v = pipeline.find("available_memory_proportion"))
+    spec.available_memory_proportion = read_memory_proportions(*v);
   spec.training = pipeline.get_bool("training", model.trainable);
   if (spec.training && !model.trainable) {
     pipeline.at("training").fail("the model has no loss layer, so it can only run inference");
@@ -382,6 +403,14 @@ std::vector<int> PipelineSpec::device_mapping() const {
   for (const auto& stage : stages)
     out.push_back(stage.ipus.front());
   return out;
+}
+
+double PipelineSpec::memory_proportion(int ipu) const {
+  if (available_memory_proportion.empty())
+    return 0.6;  // poplin ConvOptions.hpp: availableMemoryProportion's default
+  if (available_memory_proportion.size() == 1)
+    return available_memory_proportion.front();
+  return available_memory_proportion.at(std::size_t(ipu));
 }
 
 int PipelineSpec::ipus_per_replica() const {

@@ -55,10 +55,14 @@ struct PipelineSpec {
   bool gradient_accumulation_mean = true;  // "mean" divides the sum by M; "sum" does not
   models::OptimizerConfig optimizer;
   bool relaxed_divisibility = false;
+  // poplin's availableMemoryProportion under planned pricing: one value, or one per IPU of a
+  // replica; empty: poplin's default.
+  std::vector<double> available_memory_proportion;
   bool training = true;
   std::uint64_t seed = 0;
 
   int ipus_per_replica() const;
+  double memory_proportion(int ipu) const;  // of logical IPU `ipu`; 0.6 unless set
   std::vector<int> device_mapping() const;  // the (first) IPU of each stage
   std::int64_t samples_per_weight_update() const {
     return micro_batch_size * gradient_accumulation_count * replication_factor;

@@ -138,7 +138,24 @@ void check_eight_bit_io(const RunSpec& spec, const ConfigNode& root) {
 
 }  // namespace
 
+// poplin's option acts on planned plans only; a list names each IPU of a replica.
+void check_memory_proportion(const RunSpec& spec, const ConfigNode& root) {
+  const auto& proportions = spec.pipeline.available_memory_proportion;
+  if (proportions.empty())
+    return;
+  const auto node = root.at("pipeline").at("available_memory_proportion");
+  if (spec.hardware.operations.pricing != Pricing::kPlanned)
+    node.fail(
+        "available_memory_proportion shapes the plans of planned pricing, and this run prices "
+        "by the fitted model: set hardware.operations.pricing to \"planned\"");
+  const int ipus = spec.pipeline.ipus_per_replica();
+  if (proportions.size() > 1 && int(proportions.size()) != ipus)
+    node.fail("expected one value, or one per IPU of a replica (" + std::to_string(ipus) +
+              "), found " + std::to_string(proportions.size()));
+}
+
 void check_across_sections(const RunSpec& spec, const ConfigNode& root) {
+  check_memory_proportion(spec, root);
   check_offload_activations(spec, root);
   check_replica_layout(spec, root);
   check_instances(spec, root);

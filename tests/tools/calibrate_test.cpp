@@ -181,3 +181,15 @@ TEST_CASE("a fit whose least replays exceed what one command replays is refused 
         "time), more than the 2,000,000,000 tasks one command replays; measure steps of variants "
         "with a lower gradient_accumulation_count\n");
 }
+
+TEST_CASE("calibrate refuses planned pricing, whose cycles its parameters do not set") {
+  const std::string measured =
+      write("planned.csv", "set,stage,forward_cycles,backward_cycles,step_cycles\n,0,1000,2000,\n");
+  const auto result = run_ipusim({"calibrate", kBaseConfig, "--measured", measured, "--quiet",
+                                  "--set", "hardware.operations.pricing=planned"});
+  CHECK(result.code == 2);
+  CHECK(result.err ==
+        "error: --set hardware.operations.pricing=planned: at /hardware/operations/pricing: "
+        "calibrate fits the parameters of the \"fitted\" pricing, which do not act under "
+        "\"planned\" pricing; it cannot yet fit plan_scale\n");
+}

@@ -122,6 +122,7 @@ void add_commands(CLI::App& app, std::ostream& out, std::ostream& err) {
   add_train_command(app, out);
   add_calibrate_command(app, out, err);
   add_plan_command(app, out, err);
+  add_price_command(app, out);
   add_import_command(app, out);
   add_completion_command(app, out);
   add_man_command(app, out);

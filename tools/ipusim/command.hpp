@@ -69,5 +69,6 @@ void add_import_command(CLI::App& app, std::ostream& out);
 void add_completion_command(CLI::App& app, std::ostream& out);
 void add_man_command(CLI::App& app, std::ostream& out);
 void add_plan_command(CLI::App& app, std::ostream& out, std::ostream& err);
+void add_price_command(CLI::App& app, std::ostream& out);
 
 }  // namespace ipusim::cli

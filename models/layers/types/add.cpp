@@ -23,7 +23,9 @@ LayerCost add_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
 std::vector<Operation> add_operations(const Layer& /*layer*/, const std::vector<Shape>& inputs,
                                       const Shape& output) {
   const double out = double(element_count(output));
-  Operation add = vector_op("add", OpClass::kElementwise, double(inputs.size() - 1) * out, 1);
+  Operation add =
+      lowered(vector_op("add", OpClass::kElementwise, double(inputs.size() - 1) * out, 1),
+              VectorLowering::kAdd, double(inputs.size() - 1) * out);
   add.backward = {};  // the gradient passes through unchanged
   return {add};
 }

@@ -22,7 +22,10 @@ void read_batch_norm(const core::ConfigNode& layer, LayerParams& params) {
 std::vector<Operation> batch_norm_operations(const Layer& /*layer*/,
                                              const std::vector<Shape>& /*inputs*/,
                                              const Shape& output) {
-  return {normalization_op("batch_norm", double(element_count(output)), kLayerNormFlops)};
+  const double channels = double(output.back());
+  const double elements = double(element_count(output));
+  return {normalization_op("batch_norm", elements, kLayerNormFlops, elements / channels,
+                           VectorLowering::kLayerNorm, true)};
 }
 
 std::unique_ptr<Kernel> batch_norm_kernel(const Layer& layer, const std::vector<Shape>& inputs,

@@ -108,9 +108,14 @@ std::vector<Operation> conv1d_operations(const Layer& layer, const std::vector<S
                                                 .filters = p.filters,
                                                 .groups = p.groups,
                                                 .in = double(element_count(inputs.front())),
-                                                .out = out})};
+                                                .out = out,
+                                                .out_width = output[0],
+                                                .in_width = inputs.front()[0],
+                                                .kernel_width = p.kernel_w,
+                                                .stride = p.stride_w})};
   if (p.bias)
-    ops.push_back(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops));
+    ops.push_back(lowered(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops),
+                          VectorLowering::kBiasAdd, double(p.filters)));
   add_activation(ops, p.activation, out);
   return ops;
 }

@@ -56,9 +56,17 @@ std::vector<Operation> conv2d_operations(const Layer& layer, const std::vector<S
                                                 .filters = p.filters,
                                                 .groups = p.groups,
                                                 .in = double(element_count(input)),
-                                                .out = out})};
+                                                .out = out,
+                                                .out_height = output[0],
+                                                .out_width = output[1],
+                                                .in_height = input[0],
+                                                .in_width = input[1],
+                                                .kernel_height = p.kernel_h,
+                                                .kernel_width = p.kernel_w,
+                                                .stride = p.stride_h})};
   if (p.bias)
-    ops.push_back(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops));
+    ops.push_back(lowered(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops),
+                          VectorLowering::kBiasAdd, double(p.filters)));
   add_activation(ops, p.activation, out);
   return ops;
 }

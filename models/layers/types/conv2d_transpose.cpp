@@ -122,9 +122,16 @@ std::vector<Operation> conv2d_transpose_operations(const Layer& layer,
                                                 .filters = p.filters,
                                                 .groups = 1,
                                                 .in = double(element_count(input)),
-                                                .out = out})};
+                                                .out = out,
+                                                .out_height = input[0],
+                                                .out_width = input[1],
+                                                .in_height = output[0],
+                                                .in_width = output[1],
+                                                .kernel_height = p.kernel_h,
+                                                .kernel_width = p.kernel_w})};
   if (p.bias)
-    ops.push_back(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops));
+    ops.push_back(lowered(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops),
+                          VectorLowering::kBiasAdd, double(p.filters)));
   add_activation(ops, p.activation, out);
   return ops;
 }

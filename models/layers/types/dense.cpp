@@ -74,7 +74,8 @@ std::vector<Operation> dense_operations(const Layer& layer, const std::vector<Sh
   std::vector<Operation> ops = {
       serialised(product("matmul", OpClass::kMatmul, {rows, inner, units}), layer)};
   if (layer.params.bias)
-    ops.push_back(vector_op("bias_add", OpClass::kElementwise, rows * units, kBiasFlops));
+    ops.push_back(lowered(vector_op("bias_add", OpClass::kElementwise, rows * units, kBiasFlops),
+                          VectorLowering::kBiasAdd, units));
   add_activation(ops, layer.params.activation, rows * units);
   return ops;
 }

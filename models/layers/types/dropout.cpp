@@ -26,7 +26,8 @@ LayerCost dropout_cost(const Layer& /*layer*/, const std::vector<Shape>& /*input
 std::vector<Operation> dropout_operations(const Layer& /*layer*/, const std::vector<Shape>& inputs,
                                           const Shape& /*output*/) {
   const double in = double(element_count(inputs.front()));
-  return {vector_op("dropout", OpClass::kElementwise, in, kDropoutFlops)};
+  return {lowered(vector_op("dropout", OpClass::kElementwise, in, kDropoutFlops),
+                  VectorLowering::kDropout, in)};
 }
 
 std::unique_ptr<Kernel> dropout_kernel(const Layer& layer, const std::vector<Shape>& inputs,

@@ -119,7 +119,7 @@ std::vector<Operation> embedding_operations(const Layer& layer,
     ops.push_back(vector_op("position_type_add", OpClass::kElementwise, adds * tokens * hidden, 1));
   }
   if (p.normalized)
-    ops.push_back(normalization_op("layer_norm", tokens * hidden, kLayerNormFlops));
+    ops.push_back(normalization_op("layer_norm", tokens * hidden, kLayerNormFlops, hidden));
   return ops;
 }
 

@@ -28,7 +28,9 @@ LayerCost gelu_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/
 
 std::vector<Operation> gelu_operations(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
                                        const Shape& output) {
-  return {vector_op("gelu", OpClass::kNonLinear, double(element_count(output)), kGeluFlops)};
+  const double elements = double(element_count(output));
+  return {lowered(vector_op("gelu", OpClass::kNonLinear, elements, kGeluFlops),
+                  VectorLowering::kGelu, elements)};
 }
 
 std::unique_ptr<Kernel> gelu_kernel(const Layer& layer, const std::vector<Shape>& inputs,

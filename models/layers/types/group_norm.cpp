@@ -38,10 +38,13 @@ Shape group_norm_shape(const Layer& layer, const std::vector<InputShape>& inputs
   return input.shape;
 }
 
-std::vector<Operation> group_norm_operations(const Layer& /*layer*/,
+std::vector<Operation> group_norm_operations(const Layer& layer,
                                              const std::vector<Shape>& /*inputs*/,
                                              const Shape& output) {
-  return {normalization_op("group_norm", double(element_count(output)), kLayerNormFlops)};
+  const double elements = double(element_count(output));
+  const double groups = double(own_fields<GroupNormFields>(layer.params).groups);
+  return {normalization_op("group_norm", elements, kLayerNormFlops, elements / groups,
+                           VectorLowering::kGroupNorm)};
 }
 
 // One group of one sample: `positions` rows of `channels`, of which the group holds `width`

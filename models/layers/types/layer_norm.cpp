@@ -19,7 +19,8 @@ void read_layer_norm(const core::ConfigNode& layer, LayerParams& params) {
 std::vector<Operation> layer_norm_operations(const Layer& /*layer*/,
                                              const std::vector<Shape>& /*inputs*/,
                                              const Shape& output) {
-  return {normalization_op("layer_norm", double(element_count(output)), kLayerNormFlops)};
+  return {normalization_op("layer_norm", double(element_count(output)), kLayerNormFlops,
+                           double(output.back()))};
 }
 
 std::unique_ptr<Kernel> layer_norm_kernel(const Layer& layer, const std::vector<Shape>& inputs,

@@ -102,10 +102,12 @@ std::vector<Operation> relative_attention_operations(const Layer& layer,
       product("content_scores", OpClass::kMatmul, {s, h / heads, s, heads, false}),
       product("position_scores", OpClass::kMatmul, {s, h / heads, s, heads, false}),
       vector_op("score_sum", OpClass::kElementwise, scores, 1),
-      softmax_op("softmax", OpClass::kReduction, scores, 2),
+      softmax_op("softmax", OpClass::kReduction, scores, 2, s),
   };
   if (f.rate > 0)
-    ops.push_back(vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops));
+    ops.push_back(
+        lowered(vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops),
+                VectorLowering::kDropout, s));
   ops.push_back(product("context", OpClass::kMatmul, {s, s, h / heads, heads, false}));
   ops.push_back(product("output_projection", OpClass::kMatmul, {s, h, h}));
   return ops;

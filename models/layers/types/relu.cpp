@@ -13,7 +13,9 @@ LayerCost relu_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/
 
 std::vector<Operation> relu_operations(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
                                        const Shape& output) {
-  return {vector_op("relu", OpClass::kElementwise, double(element_count(output)), kReluFlops)};
+  const double elements = double(element_count(output));
+  return {lowered(vector_op("relu", OpClass::kElementwise, elements, kReluFlops),
+                  VectorLowering::kRelu, elements)};
 }
 
 std::unique_ptr<Kernel> relu_kernel(const Layer& /*layer*/, const std::vector<Shape>& inputs,

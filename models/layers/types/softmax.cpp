@@ -14,7 +14,8 @@ LayerCost softmax_cost(const Layer& /*layer*/, const std::vector<Shape>& /*input
 std::vector<Operation> softmax_operations(const Layer& /*layer*/,
                                           const std::vector<Shape>& /*inputs*/,
                                           const Shape& output) {
-  return {softmax_op("softmax", OpClass::kNonLinear, double(element_count(output)), 2)};
+  return {softmax_op("softmax", OpClass::kNonLinear, double(element_count(output)), 2,
+                     double(output.back()))};
 }
 
 std::unique_ptr<Kernel> softmax_kernel(const Layer& /*layer*/, const std::vector<Shape>& inputs,

@@ -21,7 +21,9 @@ LayerCost swish_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*
 
 std::vector<Operation> swish_operations(const Layer& /*layer*/,
                                         const std::vector<Shape>& /*inputs*/, const Shape& output) {
-  return {vector_op("swish", OpClass::kNonLinear, double(element_count(output)), kSwishFlops)};
+  const double elements = double(element_count(output));
+  return {lowered(vector_op("swish", OpClass::kNonLinear, elements, kSwishFlops),
+                  VectorLowering::kSwish, elements)};
 }
 
 // Keeps its input: the derivative s + x·s·(1 − s) needs x, which the output alone does not give.

@@ -13,7 +13,9 @@ LayerCost tanh_cost(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/
 
 std::vector<Operation> tanh_operations(const Layer& /*layer*/, const std::vector<Shape>& /*inputs*/,
                                        const Shape& output) {
-  return {vector_op("tanh", OpClass::kNonLinear, double(element_count(output)), kTanhFlops)};
+  const double elements = double(element_count(output));
+  return {lowered(vector_op("tanh", OpClass::kNonLinear, elements, kTanhFlops),
+                  VectorLowering::kTanh, elements)};
 }
 
 std::unique_ptr<Kernel> tanh_kernel(const Layer& /*layer*/, const std::vector<Shape>& inputs,

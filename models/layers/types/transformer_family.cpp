@@ -9,8 +9,8 @@ namespace ipusim::models {
 namespace {
 
 // Dropout, residual add and layer norm after the attention block and after the FFN.
-Operation add_layer_norm(std::string name, double elements) {
-  return normalization_op(std::move(name), elements, kLayerNormFlops + 2);
+Operation add_layer_norm(std::string name, double elements, double hidden) {
+  return normalization_op(std::move(name), elements, kLayerNormFlops + 2, hidden);
 }
 
 }  // namespace
@@ -78,10 +78,12 @@ std::vector<Operation> attention_block_operations(double s, double h, double hea
   std::vector<Operation> ops = {
       product("qkv_projection", OpClass::kMatmul, {s, h, 3 * h}),
       product("attention_scores", OpClass::kMatmul, {s, head, s, heads, false}),
-      softmax_op("softmax", OpClass::kReduction, scores, 2),
+      softmax_op("softmax", OpClass::kReduction, scores, 2, s),
   };
   if (dropout)
-    ops.push_back(vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops));
+    ops.push_back(
+        lowered(vector_op("attention_dropout", OpClass::kElementwise, scores, kDropoutFlops),
+                VectorLowering::kDropout, s));
   ops.push_back(product("context", OpClass::kMatmul, {s, s, head, heads, false}));
   ops.push_back(product("output_projection", OpClass::kMatmul, {s, h, h}));
   return ops;
@@ -129,7 +131,7 @@ std::vector<Operation> encoder_attention_operations(const LayerParams& p) {
   const double s = double(p.sequence_length);
   const double h = double(p.hidden);
   std::vector<Operation> ops = attention_block_operations(s, h, double(p.heads), true);
-  ops.push_back(add_layer_norm("add_layer_norm_1", s * h));
+  ops.push_back(add_layer_norm("add_layer_norm_1", s * h, h));
   return ops;
 }
 
@@ -137,9 +139,10 @@ std::vector<Operation> encoder_feed_forward_operations(const LayerParams& p) {
   const double s = double(p.sequence_length);
   const double h = double(p.hidden);
   const double f = double(p.ffn);
-  return {product("ffn1", OpClass::kMatmul, {s, h, f}),
-          vector_op("gelu", OpClass::kNonLinear, s * f, kGeluFlops),
-          product("ffn2", OpClass::kMatmul, {s, f, h}), add_layer_norm("add_layer_norm_2", s * h)};
+  return {
+      product("ffn1", OpClass::kMatmul, {s, h, f}),
+      lowered(vector_op("gelu", OpClass::kNonLinear, s * f, kGeluFlops), VectorLowering::kGelu, f),
+      product("ffn2", OpClass::kMatmul, {s, f, h}), add_layer_norm("add_layer_norm_2", s * h, h)};
 }
 
 }  // namespace ipusim::models

@@ -1,6 +1,7 @@
 #include "models/layers/types/type_support.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <utility>
 
@@ -155,6 +156,13 @@ Operation product(std::string name, OpClass op_class, const Product& p) {
   // Each operand's gradient reads the output gradient and the other operand.
   op.backward = {2 * flops, p.weights ? out + left : out + left + right, p.weights ? right : 0, 2,
                  2 * flops};
+  ProductGeometry g;
+  g.groups = std::llround(p.count);
+  g.out_width = g.in_width = std::llround(p.rows);
+  g.in_chans = std::llround(p.inner);
+  g.out_chans = std::llround(p.cols);
+  g.weights = p.weights;
+  op.product = g;
   return op;
 }
 
@@ -171,16 +179,26 @@ Operation vector_op(std::string name, OpClass op_class, double elements, double 
   return op;
 }
 
-Operation normalization_op(std::string name, double elements, double flops_per_element) {
-  Operation op = vector_op(std::move(name), OpClass::kReduction, elements, flops_per_element, 2, 2);
-  op.backward.flops = 2 * op.forward.flops;
+Operation lowered(Operation op, VectorLowering lowering, double width, bool batch_widens) {
+  op.lowering = lowering;
+  op.vector_width = width;
+  op.vector_rows = op.forward.work / width;
+  op.vector_batch_widens = batch_widens;
   return op;
 }
 
-Operation softmax_op(std::string name, OpClass op_class, double elements, int forward_sets) {
+Operation normalization_op(std::string name, double elements, double flops_per_element,
+                           double width, VectorLowering lowering, bool batch_widens) {
+  Operation op = vector_op(std::move(name), OpClass::kReduction, elements, flops_per_element, 2, 2);
+  op.backward.flops = 2 * op.forward.flops;
+  return lowered(op, lowering, width, batch_widens);
+}
+
+Operation softmax_op(std::string name, OpClass op_class, double elements, int forward_sets,
+                     double width) {
   Operation op = vector_op(std::move(name), op_class, elements, kSoftmaxFlops, forward_sets, 1);
   op.backward.flops = kSoftmaxBackwardFlops * elements;
-  return op;
+  return lowered(op, VectorLowering::kSoftmax, width);
 }
 
 void add_activation(std::vector<Operation>& ops, Activation activation, double elements) {
@@ -188,14 +206,17 @@ void add_activation(std::vector<Operation>& ops, Activation activation, double e
     case Activation::kNone:
       return;
     case Activation::kRelu:
-      ops.push_back(vector_op("relu", OpClass::kElementwise, elements, kReluFlops));
+      ops.push_back(lowered(vector_op("relu", OpClass::kElementwise, elements, kReluFlops),
+                            VectorLowering::kRelu, elements));
       return;
     case Activation::kTanh:
-      ops.push_back(vector_op("tanh", OpClass::kNonLinear, elements, kTanhFlops));
+      ops.push_back(lowered(vector_op("tanh", OpClass::kNonLinear, elements, kTanhFlops),
+                            VectorLowering::kTanh, elements));
       return;
     case Activation::kGelu:
     case Activation::kGeluTanh:
-      ops.push_back(vector_op("gelu", OpClass::kNonLinear, elements, kGeluFlops));
+      ops.push_back(lowered(vector_op("gelu", OpClass::kNonLinear, elements, kGeluFlops),
+                            VectorLowering::kGelu, elements));
       return;
   }
 }
@@ -212,6 +233,21 @@ void add_activation(std::vector<Operation>& ops, Activation activation, double e
 // ConvPartialVerticalMac.cpp). So such a conv is vector work, one element a multiply-add. (For
 // half inputs poplin also has SLIC, feeding up to 16 small groups to the conv units at once, 8
 // MACs a cycle when depthwise; this model leaves it out.)
+ProductGeometry conv_geometry(const Convolution& conv) {
+  ProductGeometry g;
+  g.groups = conv.groups;
+  g.out_height = conv.out_height;
+  g.out_width = conv.out_width > 0 ? conv.out_width : std::llround(conv.positions);
+  g.in_height = conv.in_height;
+  g.in_width = conv.in_width > 0 ? conv.in_width : g.out_width;
+  g.kernel_height = conv.kernel_height;
+  g.kernel_width = conv.kernel_width > 0 ? conv.kernel_width : std::llround(conv.taps);
+  g.stride = conv.stride;
+  g.in_chans = conv.in_channels / conv.groups;
+  g.out_chans = conv.filters / conv.groups;
+  return g;
+}
+
 Operation convolution_op(const Convolution& conv) {
   const std::int64_t in_per_group = conv.in_channels / conv.groups;
   const double window = conv.taps * double(in_per_group);
@@ -228,6 +264,7 @@ Operation convolution_op(const Convolution& conv) {
     op.backward = {2 * macs, 0, 0, 2, 4 * macs};
     op.forward.weight_elements = op.backward.weight_elements = window * double(conv.filters);
   }
+  op.product = conv_geometry(conv);
   // The window is gathered on the tiles, not exchanged: each input element arrives once.
   op.forward.exchanged_elements = conv.in;
   op.backward.exchanged_elements = conv.in + conv.out;

@@ -99,12 +99,18 @@ Operation product(std::string name, OpClass op_class, const Product& p);
 // the forward saved.
 Operation vector_op(std::string name, OpClass op_class, double elements, double flops_per_element,
                     int forward_sets = 1, int backward_sets = 1);
-// A layer or batch norm over `elements` (kLayerNormFlops and more when fused with a residual
-// add): two compute sets a pass, and twice the forward's FLOPs backward.
-Operation normalization_op(std::string name, double elements, double flops_per_element);
-// A softmax over `elements`: kSoftmaxFlops an element forward, kSoftmaxBackwardFlops backward,
-// in one compute set.
-Operation softmax_op(std::string name, OpClass op_class, double elements, int forward_sets);
+// `op`, vector work over its forward's elements, lowered as `lowering` over rows of `width`
+// elements a sample; `batch_widens`: the micro-batch lengthens the rows instead of adding rows.
+Operation lowered(Operation op, VectorLowering lowering, double width, bool batch_widens = false);
+// A layer or batch norm over `elements` in rows of `width` (kLayerNormFlops and more when fused
+// with a residual add): two compute sets a pass, and twice the forward's FLOPs backward.
+Operation normalization_op(std::string name, double elements, double flops_per_element,
+                           double width, VectorLowering lowering = VectorLowering::kLayerNorm,
+                           bool batch_widens = false);
+// A softmax over `elements` in rows of `width`: kSoftmaxFlops an element forward,
+// kSoftmaxBackwardFlops backward, in one compute set.
+Operation softmax_op(std::string name, OpClass op_class, double elements, int forward_sets,
+                     double width);
 // A convolution per sample: `positions` outputs, each a window of `taps` pixels of
 // `in_channels`, split into `groups` groups, giving `filters` channels; `in` and `out` are the
 // input's and output's elements.
@@ -116,6 +122,15 @@ struct Convolution {
   std::int64_t groups = 1;
   double in = 0;
   double out = 0;
+  // Its geometry as poplin plans it: the output and input fields (rows x columns; 0: a single
+  // row of `positions`), the kernel (0: a single row of `taps`) and the stride.
+  std::int64_t out_height = 1;
+  std::int64_t out_width = 0;
+  std::int64_t in_height = 1;
+  std::int64_t in_width = 0;
+  std::int64_t kernel_height = 1;
+  std::int64_t kernel_width = 0;
+  std::int64_t stride = 1;
 };
 // The input channels per group that fill the AMP's input: poplin's weightsPerConvUnit for half,
 // its conv unit chain length (4) x convInputLoadElems (4) (graphcore/poplibs

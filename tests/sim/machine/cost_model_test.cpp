@@ -303,3 +303,30 @@ TEST_CASE("the backward recomputes each layer once, and the final stage only to 
   CHECK(plain.stages[1][0].stash_bytes == 2 * (128 + 64 + 20));
   CHECK(plain.stages[1][0].backward_live_bytes == plain.stages[1][0].temporary_bytes);
 }
+
+TEST_CASE("available_memory_proportion shapes each IPU's plans under planned pricing") {
+  const std::string planned = "hardware.operations.pricing=\"planned\"";
+  const auto roomy = sim::build_cost_model(load("configs/bert_large_4ipu.json", {planned}));
+  // IPU1 gets a twentieth of its tiles' memory for temporaries, the others poplin's 0.6.
+  const auto tight = sim::build_cost_model(
+      load("configs/bert_large_4ipu.json",
+           {planned, "pipeline.available_memory_proportion=[0.6, 0.05, 0.6, 0.6]"}));
+  CHECK(tight.substage(0, 0).forward_cycles == roomy.substage(0, 0).forward_cycles);
+  CHECK(tight.substage(1, 0).forward_cycles > roomy.substage(1, 0).forward_cycles);
+}
+
+TEST_CASE("available_memory_proportion is refused where it would not act, or names no IPU") {
+  CHECK_THROWS_WITH(
+      load("configs/bert_large_4ipu.json", {"pipeline.available_memory_proportion=0.2"}),
+      Catch::Contains("/pipeline/available_memory_proportion: available_memory_proportion "
+                      "shapes the plans of planned pricing, and this run prices by the fitted "
+                      "model: set hardware.operations.pricing to \"planned\""));
+  CHECK_THROWS_WITH(
+      load("configs/bert_large_4ipu.json", {"hardware.operations.pricing=\"planned\"",
+                                            "pipeline.available_memory_proportion=[0.2, 0.2]"}),
+      Catch::Contains("expected one value, or one per IPU of a replica (4), found 2"));
+  CHECK_THROWS_WITH(
+      load("configs/bert_large_4ipu.json",
+           {"hardware.operations.pricing=\"planned\"", "pipeline.available_memory_proportion=1.5"}),
+      Catch::Contains("expected a share of tile memory in (0, 1], found 1.5"));
+}

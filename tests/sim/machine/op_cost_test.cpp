@@ -5,6 +5,8 @@
 
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
+#include "sim/machine/planned_cost.hpp"
+#include "sim/pricing/plan_cache.hpp"
 
 using namespace ipusim;
 using models::DType;
@@ -166,4 +168,55 @@ TEST_CASE("compute_set_cycles takes a fractional average and refuses negative cy
       hardware({{"preset", "gc200"}, {"operations", {{"compute_set_cycles", -1}}}}),
       "hw.json: at /hardware/operations/compute_set_cycles: expected a number of cycles from 0 "
       "to 1099511627776, found -1");
+}
+
+TEST_CASE("planned pricing costs a product its three plans and a sync for each compute set") {
+  const auto bow = hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}}}});
+  // A dense layer's matmul, 128 rows a sample of [128, 768] x [768, 3072], at a micro-batch of
+  // 4: poplin plans 512 rows.
+  models::Operation op{"matmul", OpClass::kMatmul, {}, {}};
+  models::ProductGeometry geometry;
+  geometry.out_width = geometry.in_width = 128;
+  geometry.in_chans = 768;
+  geometry.out_chans = 3072;
+  op.product = geometry;
+  const auto cost = sim::planned_cost(bow, DType::kFp16, op, 4);
+  REQUIRE(cost);
+  const auto target = sim::pricing::tile_target(bow);
+  const auto passes = sim::pricing::matmul_passes(1, 512, 768, 3072);
+  const auto forward = sim::pricing::plan_product(target, passes.forward, {});
+  const auto input = sim::pricing::plan_product(target, passes.input_gradient, {});
+  const auto weight = sim::pricing::plan_product(target, passes.weight_gradient, {});
+  CHECK(cost->forward.cycles == forward.cycles() + 90 * forward.compute_sets);
+  CHECK(cost->backward.cycles ==
+        input.cycles() + weight.cycles() + 90 * (input.compute_sets + weight.compute_sets));
+  CHECK(cost->weight_gradient_cycles == weight.cycles() + 90 * weight.compute_sets);
+}
+
+TEST_CASE("planned pricing lowers a layer norm into its compute sets, rows times the micro-batch") {
+  const auto bow = hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}}}});
+  models::Operation op{"layer_norm", OpClass::kReduction, {}, {}};
+  op.lowering = models::VectorLowering::kLayerNorm;
+  op.vector_rows = 128;
+  op.vector_width = 1024;
+  const auto cost = sim::planned_cost(bow, DType::kFp16, op, 8);
+  REQUIRE(cost);
+  const auto plan =
+      sim::pricing::plan_vector(sim::pricing::tile_target(bow), models::VectorLowering::kLayerNorm,
+                                {1024, 1024}, DType::kFp16);
+  CHECK(cost->forward.cycles == sim::pricing::total_cycles(plan.forward));
+  CHECK(cost->backward.cycles == sim::pricing::total_cycles(plan.backward));
+}
+
+TEST_CASE("the fitted pricing, the default, leaves planned lowerings to the roofline") {
+  models::Operation op{"layer_norm", OpClass::kReduction, {}, {}};
+  op.lowering = models::VectorLowering::kLayerNorm;
+  op.vector_rows = op.vector_width = 8;
+  CHECK_FALSE(sim::planned_cost(hardware({{"preset", "bow"}}), DType::kFp16, op, 1));
+}
+
+TEST_CASE("an unknown pricing names the choices and the nearest") {
+  CHECK_THROWS_WITH(hardware({{"preset", "bow"}, {"operations", {{"pricing", "plan"}}}}),
+                    Catch::Contains("/hardware/operations/pricing: expected \"fitted\" or "
+                                    "\"planned\", found \"plan\"; did you mean 'planned'?"));
 }

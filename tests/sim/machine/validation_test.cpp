@@ -157,3 +157,55 @@ TEST_CASE("validation: the MLPerf runs are predicted as the README lists") {
     CHECK(row.figure(row.name) == Approx(row.predicted).epsilon(0.0005));
   }
 }
+
+namespace {
+
+// A benchmark row's figure with the default presets: a packed run's sequences/s, else its
+// samples (an unpacked sequence, an image) a second.
+double benchmark_figure(const std::string& name) {
+  const auto report = run("configs/benchmarks/" + name + ".json");
+  REQUIRE(report.figures.fits_in_memory);
+  return report.figures.sequence_throughput ? *report.figures.sequence_throughput
+                                            : report.figures.throughput;
+}
+
+// The 20 benchmark rows of ../shared/fidelity/train.csv: config, measured figure
+// (configs/benchmarks/measured.csv) and today's prediction (the README's table).
+struct BenchmarkRow {
+  const char* name;
+  double measured;
+  double predicted;
+};
+
+const std::vector<BenchmarkRow> kBenchmarkRows = {
+    {"bert_large_128_tf1_pod16", 5125, 4890.1},
+    {"bert_large_128_tf1_pod64", 18907, 18887.6},
+    {"bert_large_384_tf1_pod16", 1420, 1524.7},
+    {"bert_large_384_tf1_pod64", 5340, 5844.6},
+    {"bert_large_128_pytorch_pod16", 5592, 6427.3},
+    {"bert_large_128_pytorch_pod64", 18494, 24550.0},
+    {"bert_large_512_pytorch_pod16", 1969, 2485.8},
+    {"bert_large_512_pytorch_pod64", 6510, 9260.4},
+    {"bert_large_128_tf2_pod16", 4528, 5476.4},
+    {"bert_large_squad_384_pytorch_pod16", 989, 962.2},
+    {"bert_base_128_tf2_pod16", 15157, 16480.4},
+    {"bert_base_128_pytorch_pod16", 15911, 16571.7},
+    {"bert_base_384_tf2_pod16", 4387, 5040.0},
+    {"resnet50_tf1_bow_pod16", 42029, 37764.7},
+    {"resnet50_tf1_bow_pod64", 145287, 84800.0},
+    {"resnet50_tf1_bow_pod256", 425514, 391631.9},
+    {"resnet50_tf1_sdk3_bow_pod16", 44059, 42400.0},
+    {"resnet50_tf1_sdk3_bow_pod64", 153205, 152882.9},
+    {"resnet50_tf1_sdk3_bow_pod256", 456906, 415391.2},
+    {"resnet50_pytorch_bow_pod16", 37061, 42400.0},
+};
+
+}  // namespace
+
+TEST_CASE("validation: the benchmark runs are predicted as the README lists") {
+  REQUIRE(kBenchmarkRows.size() == 20);
+  for (const auto& row : kBenchmarkRows) {
+    INFO(row.name);
+    CHECK(benchmark_figure(row.name) == Approx(row.predicted).epsilon(0.0005));
+  }
+}

@@ -1,0 +1,105 @@
+#include "sim/machine/planned_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/time.hpp"
+#include "sim/pricing/plan_cache.hpp"
+
+namespace ipusim::sim {
+namespace {
+
+std::int64_t scaled(double cycles, double scale) {
+  const double total = std::ceil(cycles * scale - 1e-9);
+  if (!(total < 4611686018427387904.0))
+    throw core::Overflow("simulated time");
+  return std::int64_t(total);
+}
+
+OpBound bound_of(const OpPassCost& cost) {
+  if (cost.compute >= cost.exchange && cost.compute >= cost.overhead)
+    return OpBound::kCompute;
+  return cost.exchange >= cost.overhead ? OpBound::kExchange : OpBound::kOverhead;
+}
+
+// One or two plans as one pass.
+OpPassCost product_pass(const pricing::TileTarget& target,
+                        std::initializer_list<const pricing::ProductPlan*> plans, double scale) {
+  OpPassCost cost;
+  for (const auto* plan : plans) {
+    const double serial = double(plan->serial);
+    cost.tiles = std::max(cost.tiles, plan->split.tiles());
+    cost.overhead += double(plan->compute_sets) * target.sync_cycles;
+    cost.exchange += scale * serial *
+                     double(plan->input_exchange + plan->weight_exchange + plan->partial_exchange);
+    cost.compute += scale * (serial * double(plan->vertex_cycles + plan->reduce_cycles) +
+                             double(plan->transform_cycles));
+  }
+  cost.cycles = scaled(cost.overhead + cost.exchange + cost.compute, 1);
+  cost.bound = bound_of(cost);
+  return cost;
+}
+
+OpPassCost vector_pass(const std::vector<pricing::PricedComputeSet>& sets, int sync_cycles,
+                       double scale) {
+  OpPassCost cost;
+  for (const auto& set : sets) {
+    cost.tiles = std::max(cost.tiles, set.tiles);
+    cost.overhead += sync_cycles;
+    cost.exchange += scale * double(set.exchange_cycles);
+    cost.compute += scale * double(set.vertex_cycles);
+  }
+  cost.cycles = scaled(cost.overhead + cost.exchange + cost.compute, 1);
+  cost.bound = bound_of(cost);
+  return cost;
+}
+
+PlannedCost planned_product(const HardwareSpec& hw, models::DType dtype,
+                            const models::ProductGeometry& geometry, std::int64_t micro_batch,
+                            double memory_proportion) {
+  const auto target = pricing::tile_target(hw);
+  pricing::PlanOptions options;
+  options.input = dtype;
+  options.partials = models::DType::kFp32;
+  options.available_memory_proportion = memory_proportion;
+  const auto passes = pricing::passes_of(geometry, micro_batch);
+  const auto& forward = pricing::cached_plan(target, passes.forward, options);
+  const auto& input = pricing::cached_plan(target, passes.input_gradient, options);
+  const auto& weight = pricing::cached_plan(target, passes.weight_gradient, options);
+  const double scale = hw.operations.plan_scale / hw.software_factor(models::OpClass::kMatmul);
+  PlannedCost cost;
+  cost.forward = product_pass(target, {&forward}, scale);
+  cost.backward = product_pass(target, {&input, &weight}, scale);
+  if (geometry.weights)
+    cost.weight_gradient_cycles = product_pass(target, {&weight}, scale).cycles;
+  return cost;
+}
+
+PlannedCost planned_vector(const HardwareSpec& hw, models::DType dtype, const models::Operation& op,
+                           std::int64_t micro_batch) {
+  const auto target = pricing::tile_target(hw);
+  const double batch = double(micro_batch);
+  pricing::VectorShape shape;
+  shape.rows = std::llround(op.vector_rows * (op.vector_batch_widens ? 1 : batch));
+  shape.width = std::llround(op.vector_width * (op.vector_batch_widens ? batch : 1));
+  const auto& plan = pricing::cached_vector_plan(target, op.lowering, shape, dtype);
+  const double scale = hw.operations.plan_scale;
+  return {vector_pass(plan.forward, target.sync_cycles, scale),
+          vector_pass(plan.backward, target.sync_cycles, scale), 0};
+}
+
+}  // namespace
+
+std::optional<PlannedCost> planned_cost(const HardwareSpec& hardware, models::DType dtype,
+                                        const models::Operation& op, std::int64_t micro_batch,
+                                        double memory_proportion) {
+  if (hardware.operations.pricing != Pricing::kPlanned)
+    return std::nullopt;
+  if (op.product)
+    return planned_product(hardware, dtype, *op.product, micro_batch, memory_proportion);
+  if (op.lowering != models::VectorLowering::kNone)
+    return planned_vector(hardware, dtype, op, micro_batch);
+  return std::nullopt;
+}
+
+}  // namespace ipusim::sim

@@ -1,0 +1,31 @@
+#pragma once
+// An operation's passes priced as Poplar plans them (sim/pricing), when the hardware says so
+// (hardware.operations.pricing "planned"): a product's forward is its plan, its backward the
+// plans of its two gradients; a vector operation's passes are the compute sets it lowers to.
+// Each compute set of a product adds a sync, which poplin's estimate leaves out, and every plan's
+// cycles are scaled by operations.plan_scale (and a product's divided by the older SDKs'
+// factor, as the fitted model does).
+
+#include <cstdint>
+#include <optional>
+
+#include "models/layers/operations.hpp"
+#include "sim/machine/op_cost.hpp"
+#include "sim/spec/hardware.hpp"
+
+namespace ipusim::sim {
+
+struct PlannedCost {
+  OpPassCost forward;
+  OpPassCost backward;
+  std::int64_t weight_gradient_cycles = 0;  // the part of the backward a W task runs
+};
+
+// Nothing when the hardware prices by the fitted model or `op` has no planned lowering (a
+// gather, a copy, a pooling window): those keep the roofline of op_cost.hpp.
+// `memory_proportion`: poplin's availableMemoryProportion on the IPU the operation runs on.
+std::optional<PlannedCost> planned_cost(const HardwareSpec& hardware, models::DType dtype,
+                                        const models::Operation& op, std::int64_t micro_batch,
+                                        double memory_proportion = 0.6);
+
+}  // namespace ipusim::sim

@@ -1,0 +1,93 @@
+#include "sim/pricing/plan_cache.hpp"
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+namespace ipusim::sim::pricing {
+namespace {
+
+using Key = std::array<std::int64_t, 16>;
+
+Key target_key(const TileTarget& target) {
+  Key key{};
+  key[0] = target.tiles;
+  key[1] = target.tile_memory_bytes;
+  return key;
+}
+
+std::mutex& cache_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+}  // namespace
+
+ProductPasses passes_of(const models::ProductGeometry& g, std::int64_t micro_batch) {
+  const bool matmul =
+      g.kernel_height == 1 && g.kernel_width == 1 && g.stride == 1 && g.out_height == 1;
+  const std::int64_t groups = g.weights ? g.groups : g.groups * micro_batch;
+  const std::int64_t batch = g.weights ? micro_batch : 1;
+  if (matmul)
+    return matmul_passes(groups, g.out_width * batch, g.in_chans, g.out_chans);
+  ProductShape shape;
+  shape.groups = groups;
+  shape.batch = batch;
+  shape.out_height = g.out_height;
+  shape.out_width = g.out_width;
+  shape.kernel_height = g.kernel_height;
+  shape.kernel_width = g.kernel_width;
+  shape.stride = g.stride;
+  shape.in_chans = g.in_chans;
+  shape.out_chans = g.out_chans;
+  return conv_passes(shape, g.in_height, g.in_width);
+}
+
+const ProductPlan& cached_plan(const TileTarget& target, const ProductShape& shape,
+                               const PlanOptions& options) {
+  static std::map<Key, ProductPlan> plans;
+  Key key = target_key(target);
+  const std::array<std::int64_t, 12> fields = {
+      shape.groups,
+      shape.batch,
+      shape.out_height,
+      shape.out_width,
+      shape.kernel_height,
+      shape.kernel_width,
+      shape.stride,
+      shape.in_chans,
+      shape.out_chans,
+      std::int64_t(options.input),
+      std::int64_t(options.partials),
+      std::llround(options.available_memory_proportion * 1e6)};
+  std::copy(fields.begin(), fields.end(), key.begin() + 2);
+  {
+    const std::lock_guard lock(cache_mutex());
+    if (const auto it = plans.find(key); it != plans.end())
+      return it->second;
+  }
+  ProductPlan plan = plan_product(target, shape, options);
+  const std::lock_guard lock(cache_mutex());
+  return plans.emplace(key, std::move(plan)).first->second;
+}
+
+const VectorPlan& cached_vector_plan(const TileTarget& target, VectorKind kind,
+                                     const VectorShape& shape, models::DType dtype) {
+  static std::map<Key, VectorPlan> plans;
+  Key key = target_key(target);
+  key[2] = std::int64_t(kind);
+  key[3] = shape.rows;
+  key[4] = shape.width;
+  key[5] = std::int64_t(dtype);
+  {
+    const std::lock_guard lock(cache_mutex());
+    if (const auto it = plans.find(key); it != plans.end())
+      return it->second;
+  }
+  VectorPlan plan = plan_vector(target, kind, shape, dtype);
+  const std::lock_guard lock(cache_mutex());
+  return plans.emplace(key, std::move(plan)).first->second;
+}
+
+}  // namespace ipusim::sim::pricing
