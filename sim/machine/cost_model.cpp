@@ -80,6 +80,8 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   }
   // Half of a product's backward is its weight gradient (the second of its two compute sets,
   // of the same size as the first).
+  if (planned)
+    cost.plan = planned->plan;
   cost.weight_gradient_cycles = planned                           ? planned->weight_gradient_cycles
                                 : op.backward.weight_elements > 0 ? cost.backward.cycles / 2
                                                                   : 0;

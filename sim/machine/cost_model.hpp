@@ -34,6 +34,7 @@ struct OperationCost {
   double forward_flops = 0;
   double backward_flops = 0;
   std::int64_t code_bytes = 0;  // code and vertex state of its compute sets
+  std::string plan;             // under planned pricing: what was planned (planned_cost.hpp)
 };
 
 // What one sub-stage costs per micro-batch on the IPU it runs on: cycles and FLOPs of each

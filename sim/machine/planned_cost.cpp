@@ -72,6 +72,11 @@ PlannedCost planned_product(const HardwareSpec& hw, models::DType dtype,
   cost.backward = product_pass(target, {&input, &weight}, scale);
   if (geometry.weights)
     cost.weight_gradient_cycles = product_pass(target, {&weight}, scale).cycles;
+  const auto& split = forward.split;
+  cost.plan = std::string(pricing::to_string(forward.vertex)) + " " + std::to_string(split.groups) +
+              "/" + std::to_string(split.field) + "/" + std::to_string(split.in_chans) + "/" +
+              std::to_string(split.out_chans) +
+              (forward.serial > 1 ? " x " + std::to_string(forward.serial) + " serial" : "");
   return cost;
 }
 
@@ -85,7 +90,9 @@ PlannedCost planned_vector(const HardwareSpec& hw, models::DType dtype, const mo
   const auto& plan = pricing::cached_vector_plan(target, op.lowering, shape, dtype);
   const double scale = hw.operations.plan_scale;
   return {vector_pass(plan.forward, target.sync_cycles, scale),
-          vector_pass(plan.backward, target.sync_cycles, scale), 0};
+          vector_pass(plan.backward, target.sync_cycles, scale), 0,
+          std::to_string(plan.forward.size()) + "+" + std::to_string(plan.backward.size()) +
+              " compute sets"};
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "models/layers/operations.hpp"
 #include "sim/machine/op_cost.hpp"
@@ -19,6 +20,9 @@ struct PlannedCost {
   OpPassCost forward;
   OpPassCost backward;
   std::int64_t weight_gradient_cycles = 0;  // the part of the backward a W task runs
+  // What was planned, for the operations table: a product's forward vertex and split
+  // ("AMP 1x1 1/4/4/86", "x 2 serial" when sliced), a vector operation's compute sets.
+  std::string plan;
 };
 
 // Nothing when the hardware prices by the fitted model or `op` has no planned lowering (a

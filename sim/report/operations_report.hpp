@@ -17,6 +17,10 @@ std::string render_operations(const RunReport& report);
 std::string operation_class_name(const OperationCost& op);
 // What bounds its passes: "compute" or "overhead/exchange" (forward/backward), "-" if profiled.
 std::string operation_bounds(const OperationCost& op);
+// For each sub-stage, the operation (summed over the layers that run it) that takes the most of
+// its cycles and its share: where a better split or setting would have to save. A heading line,
+// then a line a sub-stage.
+std::string bounding_operations(const CostModel& cost);
 nlohmann::json operations_json(const RunReport& report);
 
 }  // namespace ipusim::sim

@@ -10,6 +10,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
 #include "sim/html/html_report.hpp"
+#include "sim/report/operations_report.hpp"
 #include "sim/report/run_metrics.hpp"
 #include "sim/sweep/planner_internal.hpp"
 #include "sim/sweep/sweep_csv.hpp"
@@ -354,6 +355,7 @@ std::string render_plan(const PlanResult& result) {
     out += "why #" + std::to_string(i + 2) +
            " lost: " + why_lost(result.ranked[i], result.ranked[i + 1], result) + "\n";
   out += "best: " + result.ranked.front().key() + "\n";
+  out += bounding_operations(*result.ranked.front().report->cost);
   out += counts(result);
   out += skipped_lines(result);
   out += nearest_legal_gac_table(result);

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -259,4 +260,47 @@ TEST_CASE("plan's --gac acts on a fixed split whose config GAC its schedule refu
                                   "--gac", "8", "--top", "1"});
   CHECK(result.code == 0);
   CHECK(result.out.find("best: splits=[\"dense64\"] schedule=grouped gac=8 ") != std::string::npos);
+}
+
+TEST_CASE("plan names the operation that bounds each stage of the best") {
+  const auto best = fresh_output("plan_test", "bounds.json");
+  const auto plan = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "16", "-o", best});
+  REQUIRE(plan.code == 0);
+  // The best config's own operations table: each stage's operations summed by name over its
+  // layers (forward, backward and recomputation cycles), the largest and its share.
+  const auto report = fresh_output("plan_test", "bounds_run.json");
+  REQUIRE(run_ipusim({"run", best, "--no-numeric", "--ops", "--json", report}).code == 0);
+  const auto ops = nlohmann::json::parse(read_file(report))["operations"];
+  std::string expected =
+      "what bounds each stage of the best (its heaviest operation, share of "
+      "the stage's cycles per micro-batch):\n";
+  for (int stage = 0; stage < 2; ++stage) {
+    std::map<std::string, std::pair<std::int64_t, std::vector<std::string>>> by_name;
+    std::int64_t total = 0;
+    for (const auto& op : ops) {
+      if (op["stage"] != stage)
+        continue;
+      const std::int64_t cycles = op["forward_cycles"].get<std::int64_t>() +
+                                  op["backward_cycles"].get<std::int64_t>() +
+                                  op["recompute_cycles"].get<std::int64_t>();
+      auto& entry = by_name[op["operation"].get<std::string>()];
+      entry.first += cycles;
+      entry.second.push_back(op["layer"].get<std::string>());
+      total += cycles;
+    }
+    const auto heaviest = std::max_element(
+        by_name.begin(), by_name.end(),
+        [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+    const auto& layers = heaviest->second.second;
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%",
+                  100.0 * double(heaviest->second.first) / double(total));
+    const std::string what = layers.size() == 1
+                                 ? layers[0] + " " + heaviest->first
+                                 : heaviest->first + " of " + std::to_string(layers.size()) +
+                                       " layers (" + layers[0] + ", ...)";
+    expected += "  stage " + std::to_string(stage) + " on IPU" + std::to_string(stage) + ": " +
+                what + " (matmul, compute/compute bound), " + share + "\n";
+  }
+  CHECK_THAT(plan.out, Catch::Contains(expected));
 }
