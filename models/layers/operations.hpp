@@ -67,6 +67,9 @@ struct ProductGeometry {
   std::int64_t in_chans = 1;
   std::int64_t out_chans = 1;
   bool weights = true;
+  // Run as so many products over slices of the output channels, one after another (a dense
+  // layer's serialization_factor).
+  std::int64_t slices = 1;
 };
 
 // The compute sets a vector operation lowers to (sim/pricing/vector_lowering.hpp prices them).

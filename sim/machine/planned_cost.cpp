@@ -23,17 +23,19 @@ OpBound bound_of(const OpPassCost& cost) {
 }
 
 // One or two plans as one pass.
+// One or two plans as one pass, run `slices` times (a serialised product's slices).
 OpPassCost product_pass(const pricing::TileTarget& target,
-                        std::initializer_list<const pricing::ProductPlan*> plans, double scale) {
+                        std::initializer_list<const pricing::ProductPlan*> plans, double scale,
+                        double slices) {
   OpPassCost cost;
   for (const auto* plan : plans) {
-    const double serial = double(plan->serial);
+    const double serial = double(plan->serial) * slices;
     cost.tiles = std::max(cost.tiles, plan->split.tiles());
-    cost.overhead += double(plan->compute_sets) * target.sync_cycles;
+    cost.overhead += slices * double(plan->compute_sets) * target.sync_cycles;
     cost.exchange += scale * serial *
                      double(plan->input_exchange + plan->weight_exchange + plan->partial_exchange);
     cost.compute += scale * (serial * double(plan->vertex_cycles + plan->reduce_cycles) +
-                             double(plan->transform_cycles));
+                             slices * double(plan->transform_cycles));
   }
   cost.cycles = scaled(cost.overhead + cost.exchange + cost.compute, 1);
   cost.bound = bound_of(cost);
@@ -67,16 +69,18 @@ PlannedCost planned_product(const HardwareSpec& hw, models::DType dtype,
   const auto& input = pricing::cached_plan(target, passes.input_gradient, options);
   const auto& weight = pricing::cached_plan(target, passes.weight_gradient, options);
   const double scale = hw.operations.plan_scale / hw.software_factor(models::OpClass::kMatmul);
+  const double slices = double(geometry.slices);
   PlannedCost cost;
-  cost.forward = product_pass(target, {&forward}, scale);
-  cost.backward = product_pass(target, {&input, &weight}, scale);
+  cost.forward = product_pass(target, {&forward}, scale, slices);
+  cost.backward = product_pass(target, {&input, &weight}, scale, slices);
   if (geometry.weights)
-    cost.weight_gradient_cycles = product_pass(target, {&weight}, scale).cycles;
+    cost.weight_gradient_cycles = product_pass(target, {&weight}, scale, slices).cycles;
   const auto& split = forward.split;
   cost.plan = std::string(pricing::to_string(forward.vertex)) + " " + std::to_string(split.groups) +
               "/" + std::to_string(split.field) + "/" + std::to_string(split.in_chans) + "/" +
               std::to_string(split.out_chans) +
-              (forward.serial > 1 ? " x " + std::to_string(forward.serial) + " serial" : "");
+              (forward.serial > 1 ? " x " + std::to_string(forward.serial) + " serial" : "") +
+              (geometry.slices > 1 ? " x " + std::to_string(geometry.slices) + " slices" : "");
   return cost;
 }
 

@@ -63,9 +63,9 @@ std::int64_t inner_1x1_cycles(const TileTarget& target, bool float_acts, bool fl
   std::int64_t most = 0;
   std::int64_t least = std::numeric_limits<std::int64_t>::max();
   for (const auto& list : lists) {
-    const std::int64_t cycles =
-        list.empty() ? 0
-                     : worker_1x1_cycles(target, float_acts, float_partials, zeroing, list.front());
+    const std::int64_t cycles = list.empty() ? 0
+                                             : worker_1x1_cycles(target, float_acts, float_partials,
+                                                                 zeroing, first_width(list));
     most = std::max(most, target.workers * cycles);
     least = std::min(least, target.workers * cycles);
   }
@@ -74,37 +74,39 @@ std::int64_t inner_1x1_cycles(const TileTarget& target, bool float_acts, bool fl
 
 std::int64_t weight_load_cycles(const TileTarget& target, models::DType input, int filter_height) {
   int bytes_per_cycle = target.coefficient_load_bytes_per_cycle;
+  if (!target.use_128bit_conv_unit_load)
+    bytes_per_cycle /= 2;
   if (filter_height == 4 && bytes_per_cycle > 8)
     bytes_per_cycle /= 2;
   const std::int64_t weight_bytes = target.amp_input_channels(input) * models::dtype_bytes(input);
   return target.conv_units * weight_bytes / bytes_per_cycle;
 }
 
-std::int64_t worker_nx1_cycles(const TileTarget& target, bool float_acts, bool float_partials,
-                               const std::vector<std::int64_t>& list) {
+// One worklist entry of `elems` output positions.
+std::int64_t nx1_entry_cycles(bool float_acts, std::int64_t extra_stride, std::int64_t elems) {
   const std::int64_t core = float_acts ? 8 : 4;
+  switch (elems) {
+    case 0:
+      return 17;
+    case 1:
+      return float_acts ? 33 : 29;
+    case 2:
+      return float_acts ? 44 : 33 + extra_stride;
+    default:
+      return (float_acts ? 45 : 34) + (elems - 3) * core;
+  }
+}
+
+std::int64_t worker_nx1_cycles(const TileTarget& target, bool float_acts, bool float_partials,
+                               const Worklist& list) {
   const bool hh16 = !float_acts && !float_partials && target.conv_units == 16;
   const bool hf8 = !float_acts && float_partials && target.conv_units == 8;
   const std::int64_t extra_stride = hh16 || hf8 ? 1 : 0;
   const std::int64_t retention = 9;  // convnx1WorkerRetentionSavings
   std::int64_t cycles = 17 + (float_partials ? 0 : 1);
-  for (const std::int64_t elems : list) {
-    cycles += 3;
-    switch (elems) {
-      case 0:
-        cycles += 17;
-        break;
-      case 1:
-        cycles += float_acts ? 33 : 29;
-        break;
-      case 2:
-        cycles += float_acts ? 44 : 33 + extra_stride;
-        break;
-      default:
-        cycles += (float_acts ? 45 : 34) + (elems - 3) * core;
-    }
-    cycles -= retention;
-  }
+  // Each entry: 3 cycles for its pointers and stride, the rows, less what the state retains.
+  for (const RowRun& run : list)
+    cycles += run.count * (3 + nx1_entry_cycles(float_acts, extra_stride, run.width) - retention);
   return cycles;
 }
 

@@ -27,7 +27,7 @@ std::int64_t dot_product_cycles(int vector_width, bool float_acts, bool float_pa
 }
 
 std::int64_t row_cycles(bool float_acts, bool float_partials, const VertexWork& work,
-                        const std::vector<std::int64_t>& sizes, bool use_1x1) {
+                        const Worklist& sizes, bool use_1x1) {
   const std::int64_t retention = use_1x1 ? 15 : float_acts ? 0 : 6;
   std::int64_t out_chans = work.out_chans_per_group;
   if (!float_partials)
@@ -36,14 +36,14 @@ std::int64_t row_cycles(bool float_acts, bool float_partials, const VertexWork& 
   const std::int64_t dot =
       dot_product_cycles(width, float_acts, float_partials, work.in_chans_per_group);
   std::int64_t cycles = 16 - retention;
-  for (const std::int64_t size : sizes) {
-    if (size == 0) {
-      cycles += 7;
-    } else if (use_1x1 && out_chans == 1) {
-      cycles += 13 + 1 + size * (2 + dot);
-    } else {
-      cycles += (use_1x1 ? 13 : 19) + size * (7 + out_chans * dot);
-    }
+  for (const RowRun& run : sizes) {
+    const std::int64_t size = run.width;
+    if (size == 0)
+      cycles += run.count * 7;
+    else if (use_1x1 && out_chans == 1)
+      cycles += run.count * (13 + 1 + size * (2 + dot));
+    else
+      cycles += run.count * ((use_1x1 ? 13 : 19) + size * (7 + out_chans * dot));
   }
   return cycles;
 }

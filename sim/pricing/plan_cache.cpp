@@ -30,7 +30,7 @@ ProductPasses passes_of(const models::ProductGeometry& g, std::int64_t micro_bat
   const std::int64_t groups = g.weights ? g.groups : g.groups * micro_batch;
   const std::int64_t batch = g.weights ? micro_batch : 1;
   if (matmul)
-    return matmul_passes(groups, g.out_width * batch, g.in_chans, g.out_chans);
+    return matmul_passes(groups, g.out_width * batch, g.in_chans, g.out_chans / g.slices);
   ProductShape shape;
   shape.groups = groups;
   shape.batch = batch;

@@ -11,7 +11,8 @@
 namespace ipusim::sim::pricing {
 
 // The passes of a product of `geometry` (per sample) over a micro-batch of `micro_batch`: with
-// weights the micro-batch adds output positions (poplin's batch), without them groups.
+// weights the micro-batch adds output positions (poplin's batch), without them groups. A product
+// run in slices is one slice's passes.
 ProductPasses passes_of(const models::ProductGeometry& geometry, std::int64_t micro_batch);
 
 // plan_product and plan_vector, remembered (thread-safe).

@@ -19,14 +19,23 @@
 namespace ipusim::sim::pricing {
 namespace {
 
+// The ways to split `n` over at most `limit` tiles worth trying: up to 16, every divisor, the
+// splits that leave each tile at most 16, steps of about 15% between, and the most; sorted.
 std::vector<std::int64_t> split_candidates(std::int64_t n, std::int64_t limit) {
   const std::int64_t top = std::max<std::int64_t>(1, std::min(n, limit));
   std::vector<std::int64_t> ways;
-  for (std::int64_t k = 1; k <= top; ++k) {
-    const bool small = k <= 16;
-    const bool divisor = n % k == 0;
-    const bool whole_share = ceil_div(n, ceil_div(n, k)) == k && ceil_div(n, k) <= 16;
-    if (small || divisor || whole_share)
+  for (std::int64_t k = 1; k <= std::min<std::int64_t>(top, 16); ++k)
+    ways.push_back(k);
+  for (std::int64_t d = 1; d * d <= n && d <= top; ++d) {
+    if (n % d != 0)
+      continue;
+    ways.push_back(d);
+    if (n / d <= top)
+      ways.push_back(n / d);
+  }
+  for (std::int64_t share = 1; share <= 16; ++share) {
+    const std::int64_t k = ceil_div(n, share);
+    if (k <= top && ceil_div(n, k) == share)
       ways.push_back(k);
   }
   for (double k = 16; k <= double(top); k *= 1.15)
@@ -43,8 +52,10 @@ struct Grains {
 };
 
 Grains grains_of(const TileTarget& target, Vertex vertex, const PlanOptions& options) {
+  // The horizontal MAC takes a tile's input channels at once and its output channels one (float
+  // partials) or two at a time (ConvVertexType.cpp, getConvVertexHMACCandidates).
   if (vertex == Vertex::kHorizontalMac)
-    return {1, 1};
+    return {1, is_float(options.partials) ? 1 : 2};
   return {target.amp_input_channels(options.input), target.conv_units};
 }
 
@@ -74,23 +85,31 @@ VertexWork tile_work(const Candidate& c, std::int64_t groups, std::int64_t posit
   work.kernel_width = c.s.kernel_width;
   const bool mac = c.vertex == Vertex::kHorizontalMac;
   work.in_groups = mac ? 1 : in_chans / c.grains.in;
-  work.out_groups = mac ? 1 : out_chans / c.grains.out;
+  work.out_groups = out_chans / c.grains.out;
   work.in_chans_per_group = mac ? in_chans : c.grains.in;
-  work.out_chans_per_group = mac ? out_chans : c.grains.out;
+  work.out_chans_per_group = c.grains.out;
   const std::int64_t row = c.vertex == Vertex::kAmp1x1 ? positions : c.s.out_width;
   work.worklists = split_over_workers(positions, row, c.target.workers);
   return work;
 }
 
-std::int64_t vertex_cycles(const Candidate& c, const VertexWork& work) {
+// The vertex's cycles on the tile, with the zeroing of its partials where poplin charges it
+// apart (the 1x1 AMP vertex zeroes in its loop; the horizontal MAC's 1x1 form needs none for
+// one input and one output group).
+std::int64_t vertex_cycles(const Candidate& c, const VertexWork& work, std::int64_t positions) {
   const auto& o = c.options;
+  const std::int64_t zeroing = zeroing_cycles(work, positions, c.target.workers);
   switch (c.vertex) {
     case Vertex::kAmp1x1:
       return amp_1x1_cycles(c.target, o.input, o.partials, work);
     case Vertex::kAmpNx1:
-      return amp_nx1_cycles(c.target, o.input, o.partials, work);
-    case Vertex::kHorizontalMac:
-      return hmac_cycles(c.target, o.input, o.partials, work);
+      return amp_nx1_cycles(c.target, o.input, o.partials, work) + zeroing;
+    case Vertex::kHorizontalMac: {
+      const bool one_by_one = is_float(o.partials) && !is_float(o.input) &&
+                              work.kernel_height == 1 && work.kernel_width == 1;
+      const bool unzeroed = one_by_one && work.in_groups == 1 && work.out_chans_per_group == 1;
+      return hmac_cycles(c.target, o.input, o.partials, work) + (unzeroed ? 0 : zeroing);
+    }
   }
   return 0;
 }
@@ -141,7 +160,7 @@ ProductPlan evaluate(const Candidate& c, const Partition& split) {
   plan.work = tile_work(c, ceil_div(s.groups, split.groups), plan.positions_per_tile,
                         ceil_div(in_grains, split.in_chans) * c.grains.in,
                         ceil_div(out_grains, split.out_chans) * c.grains.out);
-  plan.vertex_cycles = vertex_cycles(c, plan.work);
+  plan.vertex_cycles = vertex_cycles(c, plan.work, plan.positions_per_tile);
   add_exchange_and_reduction(c, plan);
   return plan;
 }
@@ -163,6 +182,14 @@ void search(const Candidate& c, std::int64_t tiles, ProductPlan& best, bool& fou
   const auto group_ways = split_candidates(s.groups, tiles);
   const auto in_ways = split_candidates(ceil_div(s.in_chans, c.grains.in), tiles);
   const auto out_ways = split_candidates(ceil_div(s.out_chans, c.grains.out), tiles);
+  const auto field_ways = split_candidates(positions, tiles);
+  const auto consider = [&](const Partition& split) {
+    const ProductPlan plan = evaluate(c, split);
+    if (!found || better(plan, best)) {
+      best = plan;
+      found = true;
+    }
+  };
   for (const std::int64_t g : group_ways)
     for (const std::int64_t i : in_ways) {
       if (g * i > tiles)
@@ -170,13 +197,14 @@ void search(const Candidate& c, std::int64_t tiles, ProductPlan& best, bool& fou
       for (const std::int64_t o : out_ways) {
         if (g * i * o > tiles)
           break;
-        for (const std::int64_t f : split_candidates(positions, tiles / (g * i * o))) {
-          const ProductPlan plan = evaluate(c, {g, f, i, o});
-          if (!found || better(plan, best)) {
-            best = plan;
-            found = true;
-          }
+        // Every listed split below the room left, then the most the room allows.
+        const std::int64_t most = std::min(positions, tiles / (g * i * o));
+        for (const std::int64_t f : field_ways) {
+          if (f >= most)
+            break;
+          consider({g, f, i, o});
         }
+        consider({g, most, i, o});
       }
     }
 }
@@ -297,8 +325,13 @@ ProductPasses conv_passes(const ProductShape& forward, std::int64_t in_height,
                           std::int64_t in_width) {
   ProductPasses passes{forward, forward, {}};
   auto& input = passes.input_gradient;
-  input.out_height = in_height;
-  input.out_width = in_width;
+  // At unit stride the gradient covers the input's field; a strided one skips the zeros its
+  // dilated gradient holds (poplin's worklists), so it does the forward's multiply-adds: priced
+  // over the forward's field.
+  if (forward.stride == 1) {
+    input.out_height = in_height;
+    input.out_width = in_width;
+  }
   input.stride = 1;
   std::swap(input.in_chans, input.out_chans);
   auto& weight = passes.weight_gradient;

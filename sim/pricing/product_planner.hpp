@@ -103,7 +103,8 @@ struct ProductPasses {
 ProductPasses matmul_passes(std::int64_t count, std::int64_t rows, std::int64_t inner,
                             std::int64_t cols);
 // A convolution's: the input gradient a convolution of the output gradient over the input's
-// field, the weight gradient a product contracting batch and output field [D].
+// field (over the output's when strided: the same multiply-adds), the weight gradient a product
+// contracting batch and output field [D].
 ProductPasses conv_passes(const ProductShape& forward, std::int64_t in_height,
                           std::int64_t in_width);
 

@@ -20,8 +20,10 @@ struct TileTarget {
   int conv_units = 16;
   int conv_chain = 4;
   // poplin PerformanceEstimation.hpp, getConvPartialAmpSupervisorWeightLoadCycleEstimate: ld128
-  // loads 16 bytes of coefficients a cycle.
+  // loads 16 bytes of coefficients a cycle; poplin's planner charges half of that unless its
+  // option use128BitConvUnitLoad is set, off by default (ConvModel.cpp, ConvOptions.hpp).
   int coefficient_load_bytes_per_cycle = 16;
+  bool use_128bit_conv_unit_load = false;
   int data_path_bits = 64;           // ipu-hardware.md §1: 64-bit vector datapath
   int exchange_bytes_per_cycle = 4;  // ipu-hardware.md §1: getExchangeBytesPerCycle() = 4
   int tiles_per_exchange_bus = 2;    // poplin ExchangeEstimator.hpp: bus sharing of 2 tiles

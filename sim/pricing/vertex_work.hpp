@@ -7,8 +7,16 @@
 
 namespace ipusim::sim::pricing {
 
-// Per worker, the widths of the output rows it computes.
-using Worklists = std::vector<std::vector<std::int64_t>>;
+// `count` rows of `width` output positions each, one worklist entry a row.
+struct RowRun {
+  std::int64_t width = 0;
+  std::int64_t count = 1;
+  bool operator==(const RowRun&) const = default;
+};
+// Per worker, the rows it computes: at most a part row, whole rows and a part row, as runs, so
+// that a tile of a million rows costs three entries, not a million.
+using Worklist = std::vector<RowRun>;
+using Worklists = std::vector<Worklist>;
 
 struct VertexWork {
   std::int64_t conv_groups = 1;  // conv groups on the tile, each a pass of the vertex
@@ -24,5 +32,13 @@ struct VertexWork {
 // `positions` output positions in rows of `row_width`, split evenly over `workers` workers in
 // order: each worker takes a contiguous run, cut where a row ends.
 Worklists split_over_workers(std::int64_t positions, std::int64_t row_width, int workers);
+
+// The cycles poplin charges the nx1 and horizontal-MAC vertices for zeroing their float partials
+// first: each worker a sixth of the tile's outputs at 2 a cycle plus 5, for each conv group and
+// output group (PerformanceEstimation.hpp, estimateZeroSupervisorCycles; ConvModel.cpp adds it).
+std::int64_t zeroing_cycles(const VertexWork& work, std::int64_t positions, int workers);
+
+// The first entry of a worklist's rows, 0 for an empty one (the 1x1 vertex's single row).
+std::int64_t first_width(const Worklist& list);
 
 }  // namespace ipusim::sim::pricing

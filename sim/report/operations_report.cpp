@@ -142,8 +142,8 @@ nlohmann::json operations_json(const RunReport& report) {
 
 std::string bounding_operations(const CostModel& cost) {
   std::string out =
-      "what bounds each stage of the best (its heaviest operation, share of the "
-      "stage's cycles per micro-batch):\n";
+      "what bounds each stage of the best (its heaviest operation, share of its "
+      "operations' cycles per micro-batch):\n";
   for (std::size_t s = 0; s < cost.stages.size(); ++s) {
     for (const auto& sub : cost.stages[s]) {
       std::map<std::string, OperationGroup> groups;

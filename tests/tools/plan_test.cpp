@@ -273,7 +273,7 @@ TEST_CASE("plan names the operation that bounds each stage of the best") {
   const auto ops = nlohmann::json::parse(read_file(report))["operations"];
   std::string expected =
       "what bounds each stage of the best (its heaviest operation, share of "
-      "the stage's cycles per micro-batch):\n";
+      "its operations' cycles per micro-batch):\n";
   for (int stage = 0; stage < 2; ++stage) {
     std::map<std::string, std::pair<std::int64_t, std::vector<std::string>>> by_name;
     std::int64_t total = 0;

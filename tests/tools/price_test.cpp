@@ -64,3 +64,20 @@ TEST_CASE("run --ops shows each operation's plan under planned pricing, and only
   REQUIRE(fitted.code == 0);
   CHECK_THAT(fitted.out, !Catch::Contains("Plan (g/f/i/o)"));
 }
+
+TEST_CASE("price refuses what it cannot count, and a tall field is priced by its rows' runs") {
+  auto result = run_ipusim({"price", "matmul", "1073741824x1073741824x1073741824"});
+  CHECK(result.code == 1);
+  // 2 x 2^90 FLOPs.
+  CHECK(result.err ==
+        "error: shape: the operation computes 2.48e+27 FLOPs a pass, more than the 2^60 ipusim "
+        "prices\n");
+  result = run_ipusim({"price", "matmul", "64x64x64", "--dtype", "fp32", "--partials", "fp16"});
+  CHECK(result.code == 1);
+  CHECK(result.err ==
+        "error: --partials: fp32 inputs take fp32 partials (poplin forces them), found fp16\n");
+  // A million rows of one position: each worker's rows are one run, so the search stays quick.
+  result = run_ipusim(
+      {"price", "conv", "--field", "1048576x1", "--kernel", "3x1", "--in", "16", "--out", "16"});
+  CHECK(result.code == 0);
+}

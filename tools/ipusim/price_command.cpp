@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -66,6 +67,27 @@ CLI::Validator dims_validator(std::size_t parts, const std::string& form) {
       form);
 }
 
+// What ipusim prices: at most 2^60 FLOPs a pass (as a config's micro-batch) and 2^40 elements an
+// operand, so that every count of the plan fits its integers.
+constexpr double kMaxFlops = 1152921504606846976.0;  // 2^60
+constexpr double kMaxElements = 1099511627776.0;     // 2^40
+
+std::string short_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+void check_size(const std::string& option, double macs, std::initializer_list<double> operands) {
+  if (2 * macs > kMaxFlops)
+    throw CLI::ValidationError(option, "the operation computes " + short_number(2 * macs) +
+                                           " FLOPs a pass, more than the 2^60 ipusim prices");
+  for (const double elements : operands)
+    if (elements > kMaxElements)
+      throw CLI::ValidationError(option, "an operand of " + short_number(elements) +
+                                             " elements is more than the 2^40 ipusim prices");
+}
+
 models::DType dtype_named(const std::string& name) {
   return name == "fp32" ? models::DType::kFp32 : models::DType::kFp16;
 }
@@ -77,6 +99,9 @@ struct Priced {
 };
 
 Priced priced_on(const PriceOptions& o) {
+  if (o.dtype == "fp32" && o.partials == "fp16")
+    throw CLI::ValidationError("--partials",
+                               "fp32 inputs take fp32 partials (poplin forces them), found fp16");
   Priced p{sim::preset_hardware(o.chip), {}, {}};
   p.target = sim::pricing::tile_target(p.hardware);
   p.options.input = dtype_named(o.dtype);
@@ -105,8 +130,12 @@ std::string transform_text(const sim::pricing::ProductPlan& plan) {
 nlohmann::json plan_json(const std::string& pass, const sim::pricing::ProductPlan& plan,
                          double clock_hz) {
   nlohmann::json worklists = nlohmann::json::array();
-  for (const auto& list : plan.work.worklists)
-    worklists.push_back(list);
+  for (const auto& list : plan.work.worklists) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& run : list)
+      runs.push_back({run.width, run.count});
+    worklists.push_back(runs);
+  }
   const auto& s = plan.planned;
   return {{"pass", pass},
           {"vertex", std::string(sim::pricing::to_string(plan.vertex))},
@@ -200,6 +229,11 @@ void price_matmul(const PriceOptions& o, std::ostream& out) {
   if (!o.json.empty())
     outputs.add(o.json, "--json");
   const auto d = dims_of(o.shape, 3);
+  const double count = double(o.count);
+  const double m = double(d[0]);
+  const double k = double(d[1]);
+  const double n = double(d[2]);
+  check_size("shape", count * m * k * n, {count * m * k, count * k * n, count * m * n});
   const std::string title = (o.count > 1 ? std::to_string(o.count) + " x " : std::string()) +
                             "matmul [" + std::to_string(d[0]) + ", " + std::to_string(d[1]) +
                             "] x [" + std::to_string(d[1]) + ", " + std::to_string(d[2]) + "]";
@@ -213,6 +247,14 @@ void price_conv(const PriceOptions& o, std::ostream& out) {
     outputs.add(o.json, "--json");
   const auto field = dims_of(o.field, 2);
   const auto kernel = dims_of(o.kernel, 2);
+  const double positions = double(o.batch) * double(sim::pricing::ceil_div(field[0], o.stride)) *
+                           double(sim::pricing::ceil_div(field[1], o.stride));
+  const double taps = double(kernel[0]) * double(kernel[1]);
+  const double ins = double(o.in_chans);
+  const double outs = double(o.out_chans);
+  check_size("--field", positions * taps * ins * outs / double(o.groups),
+             {double(o.batch) * double(field[0]) * double(field[1]) * ins, positions * outs,
+              taps * ins * outs / double(o.groups)});
   sim::pricing::ProductShape s;
   s.groups = o.groups;
   s.batch = o.batch;

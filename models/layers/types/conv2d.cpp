@@ -4,6 +4,7 @@
 // A dilated kernel reads pixels `dilation` apart (Keras' dilation_rate, PyTorch's dilation): the
 // same weights and FLOPs over a wider window.
 
+#include <algorithm>
 #include <array>
 
 #include "models/layers/types/type_support.hpp"
@@ -63,7 +64,7 @@ std::vector<Operation> conv2d_operations(const Layer& layer, const std::vector<S
                                                 .in_width = input[1],
                                                 .kernel_height = p.kernel_h,
                                                 .kernel_width = p.kernel_w,
-                                                .stride = p.stride_h})};
+                                                .stride = std::max(p.stride_h, p.stride_w)})};
   if (p.bias)
     ops.push_back(lowered(vector_op("bias_add", OpClass::kElementwise, out, kBiasFlops),
                           VectorLowering::kBiasAdd, double(p.filters)));

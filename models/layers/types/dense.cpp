@@ -60,6 +60,8 @@ Operation serialised(Operation matmul, const Layer& layer) {
   const auto factor = serialization_factor(layer);
   matmul.forward.compute_sets *= int(factor);
   matmul.backward.compute_sets *= int(factor);
+  if (matmul.product)
+    matmul.product->slices = factor;
   if (!layer.tied_to.empty())
     matmul.temporary_weight_elements = matmul.forward.weight_elements / double(factor);
   return matmul;

@@ -230,8 +230,9 @@ void add_activation(std::vector<Operation>& ops, Activation activation, double e
 // channel to 4 x 8 (4 x 16), leaving the AMP 1 MAC a cycle of its 32 (64), against the 4 of the
 // HMAC and VMAC vertices, which multiply-add on the vector unit at its vector width
 // (getMaxMACsPerCyclePerTile in lib/poplin/ConvModel.cpp; codelets ConvPartialHorizontalMac.cpp,
-// ConvPartialVerticalMac.cpp). So such a conv is vector work, one element a multiply-add. (For
-// half inputs poplin also has SLIC, feeding up to 16 small groups to the conv units at once, 8
+// ConvPartialVerticalMac.cpp). So such a conv is vector work, one element a multiply-add, under
+// the fitted pricing; planned pricing plans it as poplin would (sim/pricing), from its geometry.
+// (For half inputs poplin also has SLIC, feeding up to 16 small groups to the conv units at once, 8
 // MACs a cycle when depthwise; this model leaves it out.)
 ProductGeometry conv_geometry(const Convolution& conv) {
   ProductGeometry g;

@@ -36,7 +36,14 @@ def amp_in_chans(fp32):
 
 
 def weight_loads(fp32):
-    return CONV_UNITS * amp_in_chans(fp32) * (4 if fp32 else 2) // 16
+    # ld128's 16 bytes a cycle, halved: use128BitConvUnitLoad is off by default
+    return CONV_UNITS * amp_in_chans(fp32) * (4 if fp32 else 2) // 8
+
+
+def zeroing(t):
+    """estimateZeroSupervisorCycles: float partials, 2 a cycle, 14 - 9 cycles a worker."""
+    per_worker = cdiv(t["positions"] * t["out_chans_per_group"], WORKERS)
+    return (cdiv(per_worker, 2) + 5) * WORKERS * t["out_groups"] * t["conv_groups"]
 
 
 def one_by_one(t, fp32_in, fp32_partials):
@@ -58,7 +65,7 @@ def one_by_one(t, fp32_in, fp32_partials):
         return c - keep_total
 
     def inner(zero):
-        each = [WORKERS * (worker(r[0], zero) if r else 0) for r in t["worklists"]]
+        each = [WORKERS * (worker(r[0][0], zero) if r else 0) for r in t["worklists"]]
         return max(max(each), min(each) + 14)
 
     g, i, o = t["conv_groups"], t["in_groups"], t["out_groups"]
@@ -76,17 +83,16 @@ def n_by_one(t, kh, kw, fp32_in, fp32_partials):
 
     def worker(runs):
         c = 17 + (0 if fp32_partials else 1)
-        for n in runs:
-            c += 3
+        for n, count in runs:
             if n == 0:
-                c += 17
+                entry = 17
             elif n == 1:
-                c += 33 if fp32_in else 29
+                entry = 33 if fp32_in else 29
             elif n == 2:
-                c += 44 if fp32_in else 33 + extra
+                entry = 44 if fp32_in else 33 + extra
             else:
-                c += (45 if fp32_in else 34) + (n - 3) * (8 if fp32_in else 4)
-            c -= 9
+                entry = (45 if fp32_in else 34) + (n - 3) * (8 if fp32_in else 4)
+            c += count * (3 + entry - 9)
         return c
 
     each = [WORKERS * worker(r) for r in t["worklists"]]
@@ -96,7 +102,7 @@ def n_by_one(t, kh, kw, fp32_in, fp32_partials):
     g, i, o = t["conv_groups"], t["in_groups"], t["out_groups"]
     return (109 + WORKERS * 9 + WORKERS * (9 if fp32_partials else 10) +
             g * (o * 17 + (o - 1) * 6 + 1) + (g - 1) * 6 + 1 +
-            g * (16 + i * (14 + o * (14 + loop))))
+            g * (16 + i * (14 + o * (14 + loop))) + zeroing(t))
 
 
 def hmac(t, kh, kw, fp32_in, fp32_partials):
@@ -120,21 +126,22 @@ def hmac(t, kh, kw, fp32_in, fp32_partials):
 
     def row(runs):
         c = 16 - (15 if use_1x1 else (0 if fp32_in else 6))
-        for n in runs:
+        for n, count in runs:
             if n == 0:
-                c += 7
+                c += count * 7
             elif use_1x1 and out_chans == 1:
-                c += 14 + n * (2 + d)
+                c += count * (14 + n * (2 + d))
             else:
-                c += (13 if use_1x1 else 19) + n * (7 + out_chans * d)
+                c += count * ((13 if use_1x1 else 19) + n * (7 + out_chans * d))
         return c
 
     each = [WORKERS * (kh * kw * row(r) + 16) for r in t["worklists"]]
     inner = max(max(each), min(each))
     g, i, o = t["conv_groups"], t["in_groups"], t["out_groups"]
+    unzeroed = use_1x1 and i == 1 and t["out_chans_per_group"] == 1
     return ((58 if fp32_in else 65) - (10 if use_1x1 else 0) + WORKERS * (9 if fp32_partials else 10) +
             WORKERS * (15 if use_1x1 else (0 if fp32_partials else 6)) +
-            g * (23 + i * (15 + o * (10 + inner))))
+            g * (23 + i * (15 + o * (10 + inner))) + (0 if unzeroed else zeroing(t)))
 
 
 def reduce_stages(depth):
