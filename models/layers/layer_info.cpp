@@ -2,6 +2,7 @@
 
 #include "models/layers/layer_types.hpp"
 #include "models/layers/shape_inference.hpp"
+#include "sim/core/checked.hpp"
 #include "sim/core/error.hpp"
 
 namespace ipusim::models {
@@ -47,11 +48,11 @@ LayerInfo layer_info(const Layer& layer, const std::vector<Shape>& inputs, const
   info.weight_elements = cost.params;
   info.operations = lower_layer(layer, inputs, output);
   fill_flops(cost, info);
-  info.activation_bytes = size.out * size.d;
+  info.activation_bytes = core::checked_mul(size.out, size.d, core::kByteCount);
   info.live_bytes = cost.live_output ? info.activation_bytes : 0;
   info.saved_bytes = cost.saved_bytes;
   info.seed_bytes = cost.seed_bytes;
-  info.weight_bytes = cost.params * size.d;
+  info.weight_bytes = core::checked_mul(cost.params, size.d, core::kByteCount);
   fill_traffic(layer, inputs, cost, info, size.d);
   return info;
 }
