@@ -94,11 +94,10 @@ struct Operation {
   OpClass op_class = OpClass::kMatmul;
   OpPass forward;
   OpPass backward;
-  // The shape its lowering is planned at: a product's, or a vector operation's rows and width
-  // (per sample; norms and softmax reduce along the width).
+  // The shape its lowering is planned at: a product's, or a vector operation's row width (per
+  // sample; norms and softmax reduce along it), its rows the forward's elements over it.
   std::optional<ProductGeometry> product = std::nullopt;
   VectorLowering lowering = VectorLowering::kNone;
-  double vector_rows = 0;
   double vector_width = 0;
   bool vector_batch_widens = false;  // the micro-batch lengthens the rows (a batch norm's)
   // Temporaries: tensors the operation allocates while either pass runs and frees when it ends,

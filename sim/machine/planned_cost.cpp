@@ -89,7 +89,8 @@ PlannedCost planned_vector(const HardwareSpec& hw, models::DType dtype, const mo
   const auto target = pricing::tile_target(hw);
   const double batch = double(micro_batch);
   pricing::VectorShape shape;
-  shape.rows = std::llround(op.vector_rows * (op.vector_batch_widens ? 1 : batch));
+  const double rows = op.forward.work / op.vector_width;
+  shape.rows = std::llround(rows * (op.vector_batch_widens ? 1 : batch));
   shape.width = std::llround(op.vector_width * (op.vector_batch_widens ? batch : 1));
   const auto& plan = pricing::cached_vector_plan(target, op.lowering, shape, dtype);
   const double scale = hw.operations.plan_scale;

@@ -22,6 +22,20 @@ std::mutex& cache_mutex() {
   return mutex;
 }
 
+// The plan under `key`, made by `make` the first time. Planning runs outside the lock: two
+// threads may plan the same shape at once, and the first to store it wins (the same plan).
+template <class Plan, class Make>
+const Plan& remembered(std::map<Key, Plan>& plans, const Key& key, Make make) {
+  {
+    const std::lock_guard lock(cache_mutex());
+    if (const auto it = plans.find(key); it != plans.end())
+      return it->second;
+  }
+  Plan plan = make();
+  const std::lock_guard lock(cache_mutex());
+  return plans.emplace(key, std::move(plan)).first->second;
+}
+
 }  // namespace
 
 ProductPasses passes_of(const models::ProductGeometry& g, std::int64_t micro_batch) {
@@ -62,14 +76,7 @@ const ProductPlan& cached_plan(const TileTarget& target, const ProductShape& sha
       std::int64_t(options.partials),
       std::llround(options.available_memory_proportion * 1e6)};
   std::copy(fields.begin(), fields.end(), key.begin() + 2);
-  {
-    const std::lock_guard lock(cache_mutex());
-    if (const auto it = plans.find(key); it != plans.end())
-      return it->second;
-  }
-  ProductPlan plan = plan_product(target, shape, options);
-  const std::lock_guard lock(cache_mutex());
-  return plans.emplace(key, std::move(plan)).first->second;
+  return remembered(plans, key, [&] { return plan_product(target, shape, options); });
 }
 
 const VectorPlan& cached_vector_plan(const TileTarget& target, VectorKind kind,
@@ -80,14 +87,7 @@ const VectorPlan& cached_vector_plan(const TileTarget& target, VectorKind kind,
   key[3] = shape.rows;
   key[4] = shape.width;
   key[5] = std::int64_t(dtype);
-  {
-    const std::lock_guard lock(cache_mutex());
-    if (const auto it = plans.find(key); it != plans.end())
-      return it->second;
-  }
-  VectorPlan plan = plan_vector(target, kind, shape, dtype);
-  const std::lock_guard lock(cache_mutex());
-  return plans.emplace(key, std::move(plan)).first->second;
+  return remembered(plans, key, [&] { return plan_vector(target, kind, shape, dtype); });
 }
 
 }  // namespace ipusim::sim::pricing

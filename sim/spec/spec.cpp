@@ -22,7 +22,6 @@ using schedules::RecomputationMode;
 // micro-batches, stash depths and repeats stay within 64 bits.
 constexpr std::int64_t kMaxSamplesPerUpdate = std::int64_t{1} << 50;
 constexpr std::int64_t kMaxMicroBatchBytes = std::int64_t{1} << 50;
-constexpr long double kMaxMicroBatchFlops = 1152921504606846976.0L;  // 2^60
 constexpr std::size_t kMaxDescriptionBytes = 10'000;
 
 RecomputationMode read_recomputation(const ConfigNode& pipeline) {

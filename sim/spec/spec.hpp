@@ -72,6 +72,10 @@ struct PipelineSpec {
 // Where Debian's dataset-fashion-mnist package puts the files.
 inline constexpr const char* kFashionMnistPath = "/usr/share/datasets/fashion-mnist";
 
+// The most FLOPs a micro-batch (and `ipusim price`'s one pass) may compute: every operation's
+// cycles then fit the 64-bit simulated time at any rate the hardware figures allow.
+inline constexpr long double kMaxMicroBatchFlops = 1152921504606846976.0L;  // 2^60
+
 // Where numeric mode takes its samples from: synthetic (seeded), synthetic_tokens (seeded token
 // sequences for a model with an embedding) or Fashion-MNIST on disk.
 struct DataSpec {

@@ -68,10 +68,10 @@ TEST_CASE("run --ops shows each operation's plan under planned pricing, and only
 TEST_CASE("price refuses what it cannot count, and a tall field is priced by its rows' runs") {
   auto result = run_ipusim({"price", "matmul", "1073741824x1073741824x1073741824"});
   CHECK(result.code == 1);
-  // 2 x 2^90 FLOPs.
+  // 2 x 2^90 = 2.48e27 FLOPs, in si's largest prefix, P.
   CHECK(result.err ==
-        "error: shape: the operation computes 2.48e+27 FLOPs a pass, more than the 2^60 ipusim "
-        "prices\n");
+        "error: shape: the operation computes 2.48e+12 PFLOP a pass, more than the 2^60 (1.15 "
+        "EFLOP) ipusim prices\n");
   result = run_ipusim({"price", "matmul", "64x64x64", "--dtype", "fp32", "--partials", "fp16"});
   CHECK(result.code == 1);
   CHECK(result.err ==

@@ -67,10 +67,9 @@ CLI::Validator dims_validator(std::size_t parts, const std::string& form) {
       form);
 }
 
-// What ipusim prices: at most 2^60 FLOPs a pass (as a config's micro-batch) and 2^40 elements an
-// operand, so that every count of the plan fits its integers.
-constexpr double kMaxFlops = 1152921504606846976.0;  // 2^60
-constexpr double kMaxElements = 1099511627776.0;     // 2^40
+// What ipusim prices: at most a config's micro-batch of FLOPs a pass (sim::kMaxMicroBatchFlops)
+// and 2^40 elements an operand, so that every count of the plan fits its integers.
+constexpr double kMaxElements = 1099511627776.0;  // 2^40
 
 std::string short_number(double value) {
   char text[32];
@@ -79,13 +78,20 @@ std::string short_number(double value) {
 }
 
 void check_size(const std::string& option, double macs, std::initializer_list<double> operands) {
-  if (2 * macs > kMaxFlops)
-    throw CLI::ValidationError(option, "the operation computes " + short_number(2 * macs) +
-                                           " FLOPs a pass, more than the 2^60 ipusim prices");
+  if (2 * macs > double(sim::kMaxMicroBatchFlops))
+    throw CLI::ValidationError(option, "the operation computes " + sim::si(2 * macs, "FLOP") +
+                                           " a pass, more than the 2^60 (1.15 EFLOP) ipusim "
+                                           "prices");
   for (const double elements : operands)
     if (elements > kMaxElements)
       throw CLI::ValidationError(option, "an operand of " + short_number(elements) +
                                              " elements is more than the 2^40 ipusim prices");
+}
+
+// Declares the --json file before anything runs; it is written only when all of it succeeded.
+void add_json_output(core::OutputSet& outputs, const PriceOptions& o) {
+  if (!o.json.empty())
+    outputs.add(o.json, "--json");
 }
 
 models::DType dtype_named(const std::string& name) {
@@ -226,8 +232,7 @@ void print_product(std::ostream& out, const std::string& title, const PriceOptio
 
 void price_matmul(const PriceOptions& o, std::ostream& out) {
   core::OutputSet outputs;
-  if (!o.json.empty())
-    outputs.add(o.json, "--json");
+  add_json_output(outputs, o);
   const auto d = dims_of(o.shape, 3);
   const double count = double(o.count);
   const double m = double(d[0]);
@@ -243,8 +248,7 @@ void price_matmul(const PriceOptions& o, std::ostream& out) {
 
 void price_conv(const PriceOptions& o, std::ostream& out) {
   core::OutputSet outputs;
-  if (!o.json.empty())
-    outputs.add(o.json, "--json");
+  add_json_output(outputs, o);
   const auto field = dims_of(o.field, 2);
   const auto kernel = dims_of(o.kernel, 2);
   const double positions = double(o.batch) * double(sim::pricing::ceil_div(field[0], o.stride)) *
@@ -299,10 +303,6 @@ void print_sets(std::ostream& out, const std::string& pass,
   out << sim::render_table(table, {false, false, true, true, true, true});
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  return core::quoted_list(names);
-}
-
 CLI::Validator vector_op_validator() {
   return CLI::Validator(
       [](const std::string& value) {
@@ -317,8 +317,7 @@ CLI::Validator vector_op_validator() {
 
 void price_vector(const PriceOptions& o, std::ostream& out) {
   core::OutputSet outputs;
-  if (!o.json.empty())
-    outputs.add(o.json, "--json");
+  add_json_output(outputs, o);
   sim::pricing::VectorKind kind{};
   sim::pricing::vector_kind_named(o.vector_kind, kind);
   const auto d = dims_of(o.shape, 2);
@@ -408,7 +407,7 @@ void add_price_command(CLI::App& app, std::ostream& out) {
   auto* vector = price->add_subcommand("vector", "A vector operation lowered into compute sets");
   vector
       ->add_option("operation", o->vector_kind,
-                   "One of " + joined(sim::pricing::vector_kind_names()))
+                   "One of " + core::quoted_list(sim::pricing::vector_kind_names()))
       ->required()
       ->check(vector_op_validator());
   vector->add_option("shape", o->shape, "ROWSxWIDTH (norms and softmax reduce along WIDTH)")

@@ -182,7 +182,6 @@ Operation vector_op(std::string name, OpClass op_class, double elements, double 
 Operation lowered(Operation op, VectorLowering lowering, double width, bool batch_widens) {
   op.lowering = lowering;
   op.vector_width = width;
-  op.vector_rows = op.forward.work / width;
   op.vector_batch_widens = batch_widens;
   return op;
 }

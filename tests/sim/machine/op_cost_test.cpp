@@ -197,7 +197,7 @@ TEST_CASE("planned pricing lowers a layer norm into its compute sets, rows times
   const auto bow = hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}}}});
   models::Operation op{"layer_norm", OpClass::kReduction, {}, {}};
   op.lowering = models::VectorLowering::kLayerNorm;
-  op.vector_rows = 128;
+  op.forward.work = 128 * 1024;  // 128 rows of 1024 elements a sample
   op.vector_width = 1024;
   const auto cost = sim::planned_cost(bow, DType::kFp16, op, 8);
   REQUIRE(cost);
@@ -211,7 +211,8 @@ TEST_CASE("planned pricing lowers a layer norm into its compute sets, rows times
 TEST_CASE("the fitted pricing, the default, leaves planned lowerings to the roofline") {
   models::Operation op{"layer_norm", OpClass::kReduction, {}, {}};
   op.lowering = models::VectorLowering::kLayerNorm;
-  op.vector_rows = op.vector_width = 8;
+  op.forward.work = 64;
+  op.vector_width = 8;
   CHECK_FALSE(sim::planned_cost(hardware({{"preset", "bow"}}), DType::kFp16, op, 1));
 }
 

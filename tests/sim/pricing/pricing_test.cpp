@@ -27,7 +27,7 @@ TEST_CASE("a tile's output positions go to its six workers in order, cut where a
   CHECK(split_over_workers(38, 5, 2) == Worklists{{{5, 3}, {4, 1}}, {{1, 1}, {5, 3}, {3, 1}}});
 }
 
-TEST_CASE("the AMP 1x1 vertex costs 4 cycles a row of [N,16] x [16,16] plus 327") {
+TEST_CASE("the AMP 1x1 vertex costs 4 cycles a row of an N x 16 by 16 x 16 product plus 327") {
   // Each worker takes N/6 rows: 6 x (37 + (N/6 - 3) x 4 - 7) = 4N + 108, 14 more to tag the
   // fastest worker; the supervisor adds 50 + 6 x 7 + 13 + 11 + 18 + 7 + 64 weight loads = 205
   // (16 units x 32 bytes at the 8 bytes a cycle the planner charges without 128-bit loads).
