@@ -86,6 +86,8 @@ struct LayerInfo {
                                           // input gradients written
   std::int64_t weight_bytes = 0;          // params·d, once per layer
   std::vector<Operation> operations;      // what the layer lowers to (models/layers/operations.hpp)
+  // Every input is the model's data, which autodiff computes no gradient for.
+  bool reads_only_data = false;
 };
 
 // `inputs` are the shapes of the layer's inputs, in order; `output` its inferred shape.

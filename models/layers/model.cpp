@@ -1,5 +1,6 @@
 #include "models/layers/model.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "models/layers/layer_parse.hpp"
@@ -119,6 +120,8 @@ LayerInfo infer_layer(const Model& model, int i) {
     for (const InputShape& input : inputs)
       shapes.push_back(input.shape);
     LayerInfo info = layer_info(layer, shapes, output, model.dtype);
+    info.reads_only_data = std::all_of(inputs.begin(), inputs.end(),
+                                       [](const InputShape& input) { return input.model_input; });
     if (info.params > core::kMaxCount)
       fail_at(layer, layer_label(layer) + " has more than " + kMaxElementsText + " parameters");
     return info;

@@ -54,9 +54,10 @@ std::optional<models::Operation> normalise_input_operation(const RunSpec& spec,
 
 // The cost of `op` per micro-batch, its forward run `recomputations` times more in the backward.
 // A recomputing stage runs a clone of the forward, with its own code (TF's recomputation stage
-// is a separate computation). It runs on logical IPU `ipu`.
+// is a separate computation). It runs on logical IPU `ipu`. Without `input_gradient` (a layer
+// reading only the data) a planned product's backward is its weight gradient alone.
 OperationCost price(const RunSpec& spec, const std::string& layer, const models::Operation& op,
-                    int recomputations, int ipu) {
+                    int recomputations, int ipu, bool input_gradient = true) {
   const auto& hw = spec.hardware;
   const auto dtype = spec.pipeline.dtype;
   const auto batch = spec.pipeline.micro_batch_size;
@@ -64,7 +65,10 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   cost.layer = layer;
   cost.name = op.name;
   cost.op_class = op.op_class;
-  const auto planned = planned_cost(hw, dtype, op, batch, spec.pipeline.memory_proportion(ipu));
+  const PlanSettings settings{spec.pipeline.memory_proportion(ipu),
+                              spec.pipeline.partials_dtype.value_or(models::DType::kFp32),
+                              input_gradient};
+  const auto planned = planned_cost(hw, dtype, op, batch, settings);
   cost.forward = planned ? planned->forward : cost_pass(hw, dtype, op.op_class, op.forward, batch);
   cost.backward =
       planned ? planned->backward : cost_pass(hw, dtype, op.op_class, op.backward, batch);
@@ -106,8 +110,9 @@ std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int 
     return {profiled};
   }
   std::vector<OperationCost> costs;
-  for (const auto& op : spec.model.info[layer].operations)
-    costs.push_back(price(spec, l.id, op, recomputations, ipu));
+  const auto& info = spec.model.info[layer];
+  for (const auto& op : info.operations)
+    costs.push_back(price(spec, l.id, op, recomputations, ipu, !info.reads_only_data));
   return costs;
 }
 

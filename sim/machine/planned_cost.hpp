@@ -27,9 +27,16 @@ struct PlannedCost {
 
 // Nothing when the hardware prices by the fitted model or `op` has no planned lowering (a
 // gather, a copy, a pooling window): those keep the roofline of op_cost.hpp.
-// `memory_proportion`: poplin's availableMemoryProportion on the IPU the operation runs on.
+// How the operation's plans are made.
+struct PlanSettings {
+  double memory_proportion = 0.6;  // poplin's availableMemoryProportion on the operation's IPU
+  models::DType partials = models::DType::kFp32;  // poplin's partialsType
+  // False for a product reading the model's input: autodiff computes no gradient for data.
+  bool input_gradient = true;
+};
+
 std::optional<PlannedCost> planned_cost(const HardwareSpec& hardware, models::DType dtype,
                                         const models::Operation& op, std::int64_t micro_batch,
-                                        double memory_proportion = 0.6);
+                                        const PlanSettings& settings = {});
 
 }  // namespace ipusim::sim

@@ -53,6 +53,7 @@ ProductPasses passes_of(const models::ProductGeometry& g, std::int64_t micro_bat
   shape.kernel_height = g.kernel_height;
   shape.kernel_width = g.kernel_width;
   shape.stride = g.stride;
+  shape.stride_width = g.stride;
   shape.in_chans = g.in_chans;
   shape.out_chans = g.out_chans;
   return conv_passes(shape, g.in_height, g.in_width);
@@ -62,7 +63,7 @@ const ProductPlan& cached_plan(const TileTarget& target, const ProductShape& sha
                                const PlanOptions& options) {
   static std::map<Key, ProductPlan> plans;
   Key key = target_key(target);
-  const std::array<std::int64_t, 12> fields = {
+  const std::array<std::int64_t, 13> fields = {
       shape.groups,
       shape.batch,
       shape.out_height,
@@ -70,6 +71,7 @@ const ProductPlan& cached_plan(const TileTarget& target, const ProductShape& sha
       shape.kernel_height,
       shape.kernel_width,
       shape.stride,
+      shape.stride_width,
       shape.in_chans,
       shape.out_chans,
       std::int64_t(options.input),

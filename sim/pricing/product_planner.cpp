@@ -62,10 +62,10 @@ Grains grains_of(const TileTarget& target, Vertex vertex, const PlanOptions& opt
 // The input positions a tile reads for `positions` output positions in rows of `width`.
 std::int64_t input_positions(const ProductShape& s, std::int64_t positions) {
   if (s.kernel_height == 1 && s.kernel_width == 1)
-    return positions * s.stride * s.stride;
+    return positions * s.stride * s.stride_width;
   const std::int64_t rows = ceil_div(positions, s.out_width);
   const std::int64_t cols = std::min(positions, s.out_width);
-  return ((rows - 1) * s.stride + s.kernel_height) * ((cols - 1) * s.stride + s.kernel_width);
+  return ((rows - 1) * s.stride + s.kernel_height) * ((cols - 1) * s.stride_width + s.kernel_width);
 }
 
 struct Candidate {
@@ -255,8 +255,10 @@ std::vector<Transformed> transforms_of(const TileTarget& target, const ProductSh
   }
   if (s.in_chans < grain && s.kernel_width > 1) {
     Transformed t{s, Transform::kExpandKernelWidth};
+    // The copy gathers each output column's window, so the strides across the field go with it.
     t.shape.in_chans *= s.kernel_width;
     t.shape.kernel_width = 1;
+    t.shape.stride_width = 1;
     t.copied_elements =
         s.groups * s.batch * s.out_height * s.out_width * s.stride * s.kernel_width * s.in_chans;
     out.push_back(t);
@@ -278,13 +280,15 @@ std::string_view to_string(Vertex vertex) {
   return "?";
 }
 
-ProductPlan plan_product(const TileTarget& target, const ProductShape& shape,
-                         const PlanOptions& options) {
+namespace {
+
+ProductPlan plan_within(const TileTarget& target, const ProductShape& shape,
+                        const PlanOptions& options) {
   ProductPlan best;
   bool found = false;
   for (const Transformed& t : transforms_of(target, shape, options)) {
-    const bool one_by_one =
-        t.shape.kernel_height == 1 && t.shape.kernel_width == 1 && t.shape.stride == 1;
+    const bool one_by_one = t.shape.kernel_height == 1 && t.shape.kernel_width == 1 &&
+                            t.shape.stride == 1 && t.shape.stride_width == 1;
     for (const Vertex vertex :
          {one_by_one ? Vertex::kAmp1x1 : Vertex::kAmpNx1, Vertex::kHorizontalMac}) {
       const Grains grains = grains_of(target, vertex, options);
@@ -306,6 +310,26 @@ ProductPlan plan_product(const TileTarget& target, const ProductShape& shape,
               double(shape.out_width) * double(shape.kernel_height) * double(shape.kernel_width) *
               double(shape.in_chans) * double(shape.out_chans);
   return best;
+}
+
+}  // namespace
+
+// As poplin's runPlanner: when no plan keeps its temporaries within the bound, plan again with the
+// bound doubled, while the bound is below twice a tile's memory; the fastest plan within the first
+// bound that admits one wins, not the one of least memory.
+ProductPlan plan_product(const TileTarget& target, const ProductShape& shape,
+                         const PlanOptions& options) {
+  ProductPlan plan = plan_within(target, shape, options);
+  PlanOptions wider = options;
+  while (!plan.fits && wider.available_memory_proportion > 0 &&
+         wider.available_memory_proportion < 2) {
+    wider.available_memory_proportion *= 2;
+    plan = plan_within(target, shape, wider);
+  }
+  plan.bound_proportion = wider.available_memory_proportion;
+  plan.fits = double(plan.temporary_bytes) <=
+              options.available_memory_proportion * double(target.tile_memory_bytes);
+  return plan;
 }
 
 ProductPasses matmul_passes(std::int64_t count, std::int64_t rows, std::int64_t inner,
@@ -333,6 +357,7 @@ ProductPasses conv_passes(const ProductShape& forward, std::int64_t in_height,
     input.out_width = in_width;
   }
   input.stride = 1;
+  input.stride_width = 1;
   std::swap(input.in_chans, input.out_chans);
   auto& weight = passes.weight_gradient;
   weight.groups = forward.groups;

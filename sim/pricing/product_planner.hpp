@@ -27,9 +27,10 @@ struct ProductShape {
   std::int64_t out_width = 1;
   std::int64_t kernel_height = 1;
   std::int64_t kernel_width = 1;
-  std::int64_t stride = 1;
-  std::int64_t in_chans = 1;   // per group
-  std::int64_t out_chans = 1;  // per group
+  std::int64_t stride = 1;        // down the field's height
+  std::int64_t stride_width = 1;  // across it: 1 once the kernel's width is expanded into channels
+  std::int64_t in_chans = 1;      // per group
+  std::int64_t out_chans = 1;     // per group
 
   bool operator==(const ProductShape&) const = default;
 };
@@ -78,7 +79,10 @@ struct ProductPlan {
   int compute_sets = 0;
   std::int64_t temporary_bytes = 0;  // on the busiest tile
   bool fits = true;                  // within available_memory_proportion
-  double macs = 0;                   // multiply-adds of the pass as given
+  // The share of a tile the plan was made within: available_memory_proportion, doubled while no
+  // plan fitted.
+  double bound_proportion = 0;
+  double macs = 0;  // multiply-adds of the pass as given
 
   // The parts above are one serial pass's; the transform is made once.
   std::int64_t cycles() const {

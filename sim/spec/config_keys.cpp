@@ -121,6 +121,13 @@ std::vector<ConfigKey> pipeline_option_keys() {
                 "`availableMemoryProportion`; one number, or one per IPU of a replica as "
                 "PopTorch's `setAvailableMemoryProportion` takes it, e.g. `[0.15, 0.25, 0.25, "
                 "0.25]`"),
+      other_key("partials_dtype", "`fp32` (poplin's)",
+                "under `hardware.operations.pricing` `planned` only (refused otherwise): `fp16` "
+                "or `fp32`, the type a product's plan accumulates its partial sums in, poplin's "
+                "`partialsType` (PopART's `enable_half_partials`, PopTorch's "
+                "`Precision.setPartialsType`, TF's `partials_type` / `matmul_partials_type`); "
+                "`fp16` needs an fp16 `dtype`. It sets the partials' memory, exchange and "
+                "reduction and the vertex's code path, e.g. `\"partials_dtype\": \"fp16\"`"),
       choice_key("gradient_accumulation_reduction", {"mean", "sum"}, "mean"),
       other_key("optimizer", "sgd, 0.01",
                 "`{\"type\": \"sgd\", \"learning_rate\": 0.01}`, `momentum` (+`momentum`), `adam` "
@@ -253,8 +260,8 @@ std::vector<ConfigKey> device_keys() {
       preset_key("gw_link", gw_link_text,
                  "§2, Bow-2000 datasheet: \"GW-Link 2x 100Gbps\" per IPU-Machine (the IPU-M2000 "
                  "has the same 2 ports), shared by its 4 IPUs: 25 GB/s / 4 per IPU. The latency is "
-                 "each step's fixed time in the collectives between IPU-Link domains, 600 µs at "
-                 "the clock (1,110,000 cycles on bow), fitted to the MLPerf runs on 2 and 4 POD64s "
+                 "each step's fixed time in the collectives between IPU-Link domains, 140 µs at "
+                 "the clock (259,000 cycles on bow), fitted to the measured runs on 2 and 4 POD64s "
                  "([Validation](#validation)). Example: `\"gw_link\": {\"bandwidth\": "
                  "\"6.25GB/s\", \"latency_cycles\": 2660}`"),
       other_key("topology", "`\"ladder\"`", "§2"),
@@ -276,7 +283,7 @@ std::vector<ConfigKey> host_keys() {
       preset_key("instance_decode_rate", decode_rate_text,
                  "The samples one instance's input pipeline (`pipeline.replicas_per_instance`, one "
                  "process) decodes and augments a second, when the data says it does "
-                 "(`data.host_decode`): fitted to the MLPerf ResNet-50 runs' ImageNet JPEGs "
+                 "(`data.host_decode`): fitted to the ResNet-50 runs' ImageNet JPEGs "
                  "([Validation](#validation)); unlimited on `ideal`. Example: "
                  "`\"instance_decode_rate\": 8000`"),
       preset_key(

@@ -175,6 +175,8 @@ void read_scalars(const ConfigNode& pipeline, const models::Model& model, Pipeli
   spec.relaxed_divisibility = read_bool(pipeline, key("relaxed_divisibility"));
   if (auto v = pipeline.find("available_memory_proportion"))
     spec.available_memory_proportion = read_memory_proportions(*v);
+  if (auto v = pipeline.find("partials_dtype"))
+    spec.partials_dtype = read_dtype(*v);
   spec.training = pipeline.get_bool("training", model.trainable);
   if (spec.training && !model.trainable) {
     pipeline.at("training").fail("the model has no loss layer, so it can only run inference");

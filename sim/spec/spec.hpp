@@ -58,6 +58,8 @@ struct PipelineSpec {
   // poplin's availableMemoryProportion under planned pricing: one value, or one per IPU of a
   // replica; empty: poplin's default.
   std::vector<double> available_memory_proportion;
+  // poplin's partialsType under planned pricing; unset: float, poplin's default.
+  std::optional<models::DType> partials_dtype;
   bool training = true;
   std::uint64_t seed = 0;
 

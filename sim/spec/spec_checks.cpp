@@ -154,8 +154,25 @@ void check_memory_proportion(const RunSpec& spec, const ConfigNode& root) {
               "), found " + std::to_string(proportions.size()));
 }
 
+// As poplin: half partials for half inputs only, and only where plans are made.
+void check_partials(const RunSpec& spec, const ConfigNode& root) {
+  if (!spec.pipeline.partials_dtype)
+    return;
+  const auto node = root.at("pipeline").at("partials_dtype");
+  if (spec.hardware.operations.pricing != Pricing::kPlanned)
+    node.fail(
+        "partials_dtype shapes the plans of planned pricing, and this run prices by the fitted "
+        "model: set hardware.operations.pricing to \"planned\"");
+  if (*spec.pipeline.partials_dtype == models::DType::kFp16 &&
+      spec.pipeline.dtype != models::DType::kFp16)
+    node.fail(
+        "fp16 partials need fp16 inputs (poplin accumulates fp32 inputs in fp32), and the "
+        "pipeline's dtype is fp32");
+}
+
 void check_across_sections(const RunSpec& spec, const ConfigNode& root) {
   check_memory_proportion(spec, root);
+  check_partials(spec, root);
   check_offload_activations(spec, root);
   check_replica_layout(spec, root);
   check_instances(spec, root);

@@ -154,6 +154,7 @@ nlohmann::json plan_json(const std::string& pass, const sim::pricing::ProductPla
             {"kernel_height", s.kernel_height},
             {"kernel_width", s.kernel_width},
             {"stride", s.stride},
+            {"stride_width", s.stride_width},
             {"in_chans", s.in_chans},
             {"out_chans", s.out_chans}}},
           {"split",
@@ -182,8 +183,16 @@ nlohmann::json plan_json(const std::string& pass, const sim::pricing::ProductPla
           {"compute_sets", plan.compute_sets},
           {"temporary_bytes_per_tile", plan.temporary_bytes},
           {"fits", plan.fits},
+          {"planned_within_proportion", plan.bound_proportion},
           {"macs", plan.macs},
           {"tflops", 2 * plan.macs / (double(plan.cycles()) / clock_hz) / 1e12}};
+}
+
+// A plan over the proportion was made, as poplin does, within a doubled one.
+std::string temporaries_note(const sim::pricing::ProductPlan& plan) {
+  if (plan.fits)
+    return " B";
+  return " B (over; planned within " + sim::fixed(plan.bound_proportion, 2) + ")";
 }
 
 void print_product(std::ostream& out, const std::string& title, const PriceOptions& o,
@@ -218,14 +227,16 @@ void print_product(std::ostream& out, const std::string& title, const PriceOptio
                          std::to_string(plan.weight_exchange) + "/" +
                          std::to_string(plan.partial_exchange),
                      sim::with_commas(plan.vertex_cycles), sim::with_commas(plan.reduce_cycles),
-                     sim::with_commas(plan.temporary_bytes) + (plan.fits ? " B" : " B (over)")});
+                     sim::with_commas(plan.temporary_bytes) + temporaries_note(plan)});
     report["passes"].push_back(plan_json(pass, plan, p.hardware.clock_hz));
   }
   out << sim::render_table(
       table, {false, true, true, true, false, false, true, false, true, true, true, true});
   out << "\nsplit g/f/i/o: the ways conv groups, output positions, input and output channels\n"
          "are split over tiles (x N serial: in N passes over slices of the output channels).\n"
-         "Cycles are poplin's plan estimate; the syncs between compute sets are not in them.\n";
+         "Cycles are poplin's plan estimate; the syncs between compute sets are not in them.\n"
+         "A plan over the memory proportion was made, as poplin does, within twice it (or 4x,\n"
+         "...) when no plan fitted.\n";
   if (!o.json.empty())
     outputs.write(o.json, report.dump(2) + "\n");
 }
@@ -263,6 +274,7 @@ void price_conv(const PriceOptions& o, std::ostream& out) {
   s.groups = o.groups;
   s.batch = o.batch;
   s.stride = o.stride;
+  s.stride_width = o.stride;
   s.kernel_height = kernel[0];
   s.kernel_width = kernel[1];
   s.out_height = sim::pricing::ceil_div(field[0], o.stride);

@@ -330,3 +330,47 @@ TEST_CASE("available_memory_proportion is refused where it would not act, or nam
            {"hardware.operations.pricing=\"planned\"", "pipeline.available_memory_proportion=1.5"}),
       Catch::Contains("expected a share of tile memory in (0, 1], found 1.5"));
 }
+
+TEST_CASE("partials_dtype is refused where it would not act, or for fp32 inputs") {
+  CHECK_THROWS_WITH(
+      load("configs/bert_large_4ipu.json", {"pipeline.partials_dtype=\"fp16\""}),
+      Catch::Contains("/pipeline/partials_dtype: partials_dtype shapes the plans of planned "
+                      "pricing, and this run prices by the fitted model: set "
+                      "hardware.operations.pricing to \"planned\""));
+  CHECK_THROWS_WITH(load("configs/bert_large_4ipu.json",
+                         {"hardware.operations.pricing=\"planned\"", "pipeline.dtype=\"fp32\"",
+                          "pipeline.partials_dtype=\"fp16\""}),
+                    Catch::Contains("fp16 partials need fp16 inputs (poplin accumulates fp32 "
+                                    "inputs in fp32), and the pipeline's dtype is fp32"));
+  CHECK_THROWS_WITH(load("configs/bert_large_4ipu.json", {"hardware.operations.pricing=\"planned\"",
+                                                          "pipeline.partials_dtype=\"half\""}),
+                    Catch::Contains("/pipeline/partials_dtype"));
+}
+
+TEST_CASE("half partials make BERT-Large's planned stages cheaper") {
+  const std::string planned = "hardware.operations.pricing=\"planned\"";
+  const auto wide = sim::build_cost_model(load("configs/bert_large_4ipu.json", {planned}));
+  const auto half = sim::build_cost_model(
+      load("configs/bert_large_4ipu.json", {planned, "pipeline.partials_dtype=\"fp16\""}));
+  CHECK(half.substage(1, 0).forward_cycles < wide.substage(1, 0).forward_cycles);
+}
+
+TEST_CASE("under planned pricing a product reading only the data computes no input gradient") {
+  const std::string planned = "hardware.operations.pricing=\"planned\"";
+  const auto spec = load("configs/tf1_mnist_2ipu.json", {planned});
+  // dense256 reads the flattened images; dense128 reads dense256.
+  CHECK(spec.model.info[1].reads_only_data);
+  CHECK_FALSE(spec.model.info[2].reads_only_data);
+  const auto model = sim::build_cost_model(spec);
+  int checked = 0;
+  for (const auto& op : model.substage(0, 0).operations) {
+    if (op.name != "matmul")
+      continue;
+    if (op.layer == "dense256")
+      CHECK(op.backward.cycles == op.weight_gradient_cycles);
+    if (op.layer == "dense128")
+      CHECK(op.backward.cycles > op.weight_gradient_cycles);
+    checked += op.layer == "dense256" || op.layer == "dense128";
+  }
+  CHECK(checked == 2);
+}

@@ -171,7 +171,8 @@ TEST_CASE("compute_set_cycles takes a fractional average and refuses negative cy
 }
 
 TEST_CASE("planned pricing costs a product its three plans and a sync for each compute set") {
-  const auto bow = hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}}}});
+  const auto bow =
+      hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}, {"plan_scale", 1}}}});
   // A dense layer's matmul, 128 rows a sample of [128, 768] x [768, 3072], at a micro-batch of
   // 4: poplin plans 512 rows.
   models::Operation op{"matmul", OpClass::kMatmul, {}, {}};
@@ -193,8 +194,54 @@ TEST_CASE("planned pricing costs a product its three plans and a sync for each c
   CHECK(cost->weight_gradient_cycles == weight.cycles() + 90 * weight.compute_sets);
 }
 
-TEST_CASE("planned pricing lowers a layer norm into its compute sets, rows times the micro-batch") {
+TEST_CASE("planned pricing plans with the run's partials, and skips the gradient of the data") {
+  const auto bow =
+      hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}, {"plan_scale", 1}}}});
+  // A 3x3 convolution of 64 to 64 channels on 56 x 56, the first layer of its model.
+  models::Operation op{"conv", OpClass::kConv, {}, {}};
+  models::ProductGeometry geometry;
+  geometry.out_height = geometry.out_width = geometry.in_height = geometry.in_width = 56;
+  geometry.kernel_height = geometry.kernel_width = 3;
+  geometry.in_chans = geometry.out_chans = 64;
+  op.product = geometry;
+  sim::PlanSettings half;
+  half.partials = DType::kFp16;
+  half.input_gradient = false;
+  const auto cost = sim::planned_cost(bow, DType::kFp16, op, 2, half);
+  REQUIRE(cost);
+  const auto target = sim::pricing::tile_target(bow);
+  const auto passes = sim::pricing::passes_of(geometry, 2);
+  sim::pricing::PlanOptions options;
+  options.partials = DType::kFp16;
+  const auto forward = sim::pricing::plan_product(target, passes.forward, options);
+  const auto weight = sim::pricing::plan_product(target, passes.weight_gradient, options);
+  CHECK(cost->forward.cycles == forward.cycles() + 90 * forward.compute_sets);
+  // No input gradient: the backward is the weight gradient's plan alone.
+  CHECK(cost->backward.cycles == weight.cycles() + 90 * weight.compute_sets);
+  CHECK(cost->weight_gradient_cycles == cost->backward.cycles);
+  const auto fp32 = sim::pricing::plan_product(target, passes.forward, {});
+  CHECK(fp32.cycles() != forward.cycles());
+}
+
+TEST_CASE("the bow preset scales a plan's cycles by the fitted 1.25, its syncs not") {
   const auto bow = hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}}}});
+  models::Operation op{"matmul", OpClass::kMatmul, {}, {}};
+  models::ProductGeometry geometry;
+  geometry.out_width = geometry.in_width = 128;
+  geometry.in_chans = 768;
+  geometry.out_chans = 3072;
+  op.product = geometry;
+  const auto cost = sim::planned_cost(bow, DType::kFp16, op, 4);
+  REQUIRE(cost);
+  const auto forward = sim::pricing::plan_product(
+      sim::pricing::tile_target(bow), sim::pricing::matmul_passes(1, 512, 768, 3072).forward, {});
+  CHECK(cost->forward.cycles ==
+        std::int64_t(std::ceil(90.0 * forward.compute_sets + 1.25 * double(forward.cycles()))));
+}
+
+TEST_CASE("planned pricing lowers a layer norm into its compute sets, rows times the micro-batch") {
+  const auto bow =
+      hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}, {"plan_scale", 1}}}});
   models::Operation op{"layer_norm", OpClass::kReduction, {}, {}};
   op.lowering = models::VectorLowering::kLayerNorm;
   op.forward.work = 128 * 1024;  // 128 rows of 1024 elements a sample

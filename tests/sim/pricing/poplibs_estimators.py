@@ -219,10 +219,10 @@ def plan_cycles(p, fp32_in, fp32_partials, tile_memory):
     in_c = t["in_groups"] * t["in_chans_per_group"]
     out_c = t["out_groups"] * t["out_chans_per_group"]
     if kh == 1 and kw == 1:
-        read = positions * s["stride"] ** 2
+        read = positions * s["stride"] * s["stride_width"]
     else:
         rows, cols = cdiv(positions, s["out_width"]), min(positions, s["out_width"])
-        read = ((rows - 1) * s["stride"] + kh) * ((cols - 1) * s["stride"] + kw)
+        read = ((rows - 1) * s["stride"] + kh) * ((cols - 1) * s["stride_width"] + kw)
     ebytes = 4 if fp32_in else 2
     inputs = groups * read * in_c
     inputs -= inputs // split["out_chans"]

@@ -90,6 +90,46 @@ TEST_CASE("the available memory proportion bounds each tile's temporaries, at a 
   CHECK(narrow.cycles() > wide.cycles());
 }
 
+TEST_CASE("where no plan fits, the planner plans again within twice the proportion, as poplin") {
+  const auto shape = matmul_passes(1, 1024, 1024, 4096).forward;
+  const TileTarget target;
+  PlanOptions starved;
+  starved.available_memory_proportion = 0.001;
+  const auto plan = plan_product(target, shape, starved);
+  CHECK_FALSE(plan.fits);
+  // The bound doubled until a plan fitted, and no plan fitted within half of it.
+  REQUIRE(plan.bound_proportion > 0.001);
+  PlanOptions half = starved;
+  half.available_memory_proportion = plan.bound_proportion / 2;
+  CHECK_FALSE(plan_product(target, shape, half).fits);
+  PlanOptions bound = starved;
+  bound.available_memory_proportion = plan.bound_proportion;
+  const auto at_bound = plan_product(target, shape, bound);
+  CHECK(at_bound.fits);
+  CHECK(at_bound.cycles() == plan.cycles());
+  CHECK(at_bound.split.tiles() == plan.split.tiles());
+  CHECK(double(plan.temporary_bytes) <= plan.bound_proportion * double(target.tile_memory_bytes));
+}
+
+TEST_CASE("a kernel's width expanded into channels takes the stride across the field with it") {
+  // ResNet-50's first convolution: 7x7, stride 2, 3 channels, on 224 x 224. The copy gathers
+  // each output column's 7 x 3 inputs, so the plan sees 21 channels, a 7x1 kernel, stride 2 down
+  // the field and 1 across it.
+  ProductShape stem;
+  stem.batch = 4;
+  stem.out_height = stem.out_width = 112;
+  stem.kernel_height = stem.kernel_width = 7;
+  stem.stride = stem.stride_width = 2;
+  stem.in_chans = 3;
+  stem.out_chans = 64;
+  const auto plan = plan_product(TileTarget{}, stem, {});
+  REQUIRE(plan.transform == Transform::kExpandKernelWidth);
+  CHECK(plan.planned.in_chans == 21);
+  CHECK(plan.planned.kernel_width == 1);
+  CHECK(plan.planned.stride == 2);
+  CHECK(plan.planned.stride_width == 1);
+}
+
 TEST_CASE("a half-precision add runs 3 cycles a vector of 4 on each of six workers") {
   // BinaryOp1D: 26 worker cycles, 2400 elements = 400 a worker = 100 vectors; supervisor 11.
   CHECK(vector_vertex_cycles(TileTarget{}, VectorOp::kAdd, DType::kFp16, 2400) ==
