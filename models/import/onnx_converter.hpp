@@ -102,6 +102,8 @@ class OnnxConverter {
   std::string refusal() const;
   std::string inputs_text(const onnx::NodeProto& node) const;
   std::string remedy(const onnx::NodeProto& node) const;
+  // Why an operator without a handler cannot be imported.
+  static std::string no_layer_reason(const std::string& op);
 
   void fail_outputs(const onnx::NodeProto& node);
 

@@ -249,6 +249,11 @@ void OnnxConverter::convert_node(int n) {
   const std::string& op = node.op_type();
   if (op == "Constant")
     return;  // read through the index where it is used
+  const auto handler = handlers().find(op);
+  // An operator without a layer is named as such, whatever its input's layout: an LSTM reads
+  // [sequence, batch, ...] however the model was written, so batch_first is no advice for it.
+  if (handler == handlers().end())
+    return problem(node, no_layer_reason(op));
   const bool sequence_first =
       std::any_of(node.input().begin(), node.input().end(),
                   [&](const std::string& t) { return sequence_first_.contains(t); });
@@ -257,11 +262,7 @@ void OnnxConverter::convert_node(int n) {
                              " of a [sequence, batch, ...] value (batch_first=False), whose axes "
                              "ipusim reads batch first: export the model with batch_first=True");
   written_.clear();
-  if (const auto handler = handlers().find(op); handler != handlers().end())
-    (this->*handler->second)(node);
-  else
-    problem(node, op == "Erf" ? "an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))"
-                              : "no ipusim layer for this operator");
+  (this->*handler->second)(node);
   if (sequence_first && op != "Transpose") {
     // The node's outputs, and those of the nodes its layer took in (a MatMul's bias Add).
     written_.insert(written_.end(), node.output().begin(), node.output().end());

@@ -52,6 +52,15 @@ std::string OnnxConverter::remedy(const onnx::NodeProto& node) const {
   return "change the model to the form named, or " + by_hand;
 }
 
+std::string OnnxConverter::no_layer_reason(const std::string& op) {
+  if (op == "Erf")
+    return "an Erf that is not part of a GELU (0.5 x (1 + erf(x / sqrt 2)))";
+  if (op == "LSTM" || op == "GRU" || op == "RNN")
+    return "no ipusim layer for this operator (ipusim has no recurrent layer; a model without "
+           "it imports)";
+  return "no ipusim layer for this operator";
+}
+
 std::string OnnxConverter::refusal() const {
   // Groups by operator and reason, in the order their first nodes come.
   std::vector<std::vector<const Problem*>> groups;

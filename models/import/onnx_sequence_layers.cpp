@@ -128,6 +128,12 @@ std::vector<Tensor>& OnnxConverter::weights_of(const std::string& layer) {
 void OnnxConverter::concat(const onnx::NodeProto& node) {
   if (class_token(node))
     return;
+  // torch.cat of one tensor (DenseNet's first dense layer) is the tensor itself.
+  if (node.input_size() == 1) {
+    if (const Activation* in = value(node.input(0), node))
+      values_[node.output(0)] = *in;
+    return;
+  }
   std::vector<const Activation*> parts;
   for (const auto& input : node.input()) {
     const Activation* in = value(input, node);

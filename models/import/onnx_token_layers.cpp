@@ -4,6 +4,7 @@
 // token concatenated in front (Expand of an nn.Parameter, then Concat), and an image's patches
 // as a sequence (Reshape to [C, H·W] then Transpose) (models/import/onnx_converter.hpp).
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/import/onnx_converter.hpp"
@@ -48,12 +49,25 @@ std::vector<std::int64_t> OnnxConverter::reduced_axes(const onnx::NodeProto& nod
 }
 
 // ReduceMean over the tokens of a sequence ([S, H] per sample, axis 1 with the batch),
-// dropping the axis: token_mean.
+// dropping the axis: token_mean; over an image's height and width (x.mean([2, 3]), MNASNet's
+// pooling): global_average_pool2d.
 void OnnxConverter::reduce_mean(const onnx::NodeProto& node) {
   const Activation* in = value(node);
   if (!in)
     return;
-  const auto axes = reduced_axes(node);
+  auto axes = reduced_axes(node);
+  if (in->channels_first && in->onnx_shape.size() == 3 && axes.size() == 2) {
+    for (auto& axis : axes)
+      axis = sample_axis(axis, *in);
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<std::int64_t>{1, 2})
+      return problem(node, "only a mean of an image over its height and width (axes 2 and 3)");
+    const bool keep = int_attribute(node, "keepdims", 1) != 0;
+    const Shape out = keep ? Shape{in->onnx_shape[0], 1, 1} : Shape{in->onnx_shape[0]};
+    add_layer({{"id", id_of(node)}, {"type", "global_average_pool2d"}}, node.output(0),
+              {"", out, false}, {in->layer});
+    return;
+  }
   if (in->channels_first || in->onnx_shape.size() < 2 || axes.size() != 1 ||
       sample_axis(axes[0], *in) != 0 || int_attribute(node, "keepdims", 1) != 0)
     return problem(node,

@@ -73,7 +73,10 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   cost.backward =
       planned ? planned->backward : cost_pass(hw, dtype, op.op_class, op.backward, batch);
   cost.forward_flops = op.forward.flops * double(batch);
-  cost.backward_flops = op.backward.flops * double(batch);
+  // Without its input gradient a product's backward does the forward's multiply-adds once.
+  const bool weight_gradient_only = planned && !input_gradient && op.product;
+  cost.backward_flops =
+      (weight_gradient_only ? op.forward.flops : op.backward.flops) * double(batch);
   const std::int64_t forward_code = code_bytes(hw.code, op.forward, cost.forward);
   cost.code_bytes = forward_code;
   if (spec.pipeline.training)
@@ -110,9 +113,14 @@ std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int 
     return {profiled};
   }
   std::vector<OperationCost> costs;
+  // Of a layer reading only the data, its first operation, a weighted product of that input,
+  // needs no input gradient; the operations after it do.
   const auto& info = spec.model.info[layer];
-  for (const auto& op : info.operations)
-    costs.push_back(price(spec, l.id, op, recomputations, ipu, !info.reads_only_data));
+  for (std::size_t i = 0; i < info.operations.size(); ++i) {
+    const auto& op = info.operations[i];
+    const bool data_product = info.reads_only_data && i == 0 && op.product && op.product->weights;
+    costs.push_back(price(spec, l.id, op, recomputations, ipu, !data_product));
+  }
   return costs;
 }
 

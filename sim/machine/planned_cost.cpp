@@ -65,7 +65,6 @@ PlannedCost planned_product(const HardwareSpec& hw, models::DType dtype,
   options.available_memory_proportion = settings.memory_proportion;
   const auto passes = pricing::passes_of(geometry, micro_batch);
   const auto& forward = pricing::cached_plan(target, passes.forward, options);
-  const auto& input = pricing::cached_plan(target, passes.input_gradient, options);
   const auto& weight = pricing::cached_plan(target, passes.weight_gradient, options);
   // No SDK factor: the older SDKs' runs are planned at the memory proportions they state, and
   // with it free the fit to all 39 runs puts it at 1.02.
@@ -73,8 +72,13 @@ PlannedCost planned_product(const HardwareSpec& hw, models::DType dtype,
   const double slices = double(geometry.slices);
   PlannedCost cost;
   cost.forward = product_pass(target, {&forward}, scale, slices);
-  cost.backward = settings.input_gradient ? product_pass(target, {&input, &weight}, scale, slices)
-                                          : product_pass(target, {&weight}, scale, slices);
+  // The input gradient is planned only where it runs.
+  cost.backward =
+      settings.input_gradient
+          ? product_pass(target,
+                         {&pricing::cached_plan(target, passes.input_gradient, options), &weight},
+                         scale, slices)
+          : product_pass(target, {&weight}, scale, slices);
   if (geometry.weights)
     cost.weight_gradient_cycles = product_pass(target, {&weight}, scale, slices).cycles;
   const auto& split = forward.split;

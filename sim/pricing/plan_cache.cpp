@@ -52,7 +52,8 @@ ProductPasses passes_of(const models::ProductGeometry& g, std::int64_t micro_bat
   shape.out_width = g.out_width;
   shape.kernel_height = g.kernel_height;
   shape.kernel_width = g.kernel_width;
-  shape.stride = g.stride;
+  // A 1-D convolution (one row in and out) strides across its field only.
+  shape.stride = g.in_height == 1 && g.out_height == 1 ? 1 : g.stride;
   shape.stride_width = g.stride;
   shape.in_chans = g.in_chans;
   shape.out_chans = g.out_chans;

@@ -316,14 +316,23 @@ ProductPlan plan_within(const TileTarget& target, const ProductShape& shape,
 
 // As poplin's runPlanner: when no plan keeps its temporaries within the bound, plan again with the
 // bound doubled, while the bound is below twice a tile's memory; the fastest plan within the first
-// bound that admits one wins, not the one of least memory.
+// bound that admits one wins, not the one of least memory. A search that fits nothing returns its
+// plan of least temporaries, so no bound below those admits a plan: the doublings up to them are
+// skipped. Past twice a tile, as poplin, the fastest plan with no bound (bound_proportion
+// infinite).
 ProductPlan plan_product(const TileTarget& target, const ProductShape& shape,
                          const PlanOptions& options) {
   ProductPlan plan = plan_within(target, shape, options);
   PlanOptions wider = options;
-  while (!plan.fits && wider.available_memory_proportion > 0 &&
-         wider.available_memory_proportion < 2) {
-    wider.available_memory_proportion *= 2;
+  double& bound = wider.available_memory_proportion;
+  while (!plan.fits && bound > 0 && !std::isinf(bound)) {
+    const double least = double(plan.temporary_bytes) / double(target.tile_memory_bytes);
+    const bool past_a_tile = bound >= 2;
+    do
+      bound *= 2;
+    while (bound < least && bound < 2);
+    if (past_a_tile || bound < least)
+      bound = std::numeric_limits<double>::infinity();
     plan = plan_within(target, shape, wider);
   }
   plan.bound_proportion = wider.available_memory_proportion;
@@ -352,7 +361,7 @@ ProductPasses conv_passes(const ProductShape& forward, std::int64_t in_height,
   // At unit stride the gradient covers the input's field; a strided one skips the zeros its
   // dilated gradient holds (poplin's worklists), so it does the forward's multiply-adds: priced
   // over the forward's field.
-  if (forward.stride == 1) {
+  if (forward.stride == 1 && forward.stride_width == 1) {
     input.out_height = in_height;
     input.out_width = in_width;
   }

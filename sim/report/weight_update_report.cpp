@@ -81,7 +81,7 @@ std::string feeders_text(const HostInput& input) {
                           : hosts + ", each feeding " + replicas + ": ";
 }
 
-// "at 12.5 GB/s", or "decoding at 5,300 samples a second" when decoding binds.
+// "at 12.5 GB/s", or "decoding at 5,213 samples a second" when decoding binds.
 std::string rate_text(const RunSpec& spec, const HostInput& input) {
   if (input.decoding)
     return "decoding at " + with_commas(std::int64_t(spec.hardware.instance_decode_rate)) +

@@ -298,9 +298,10 @@ std::vector<ConfigKey> host_keys() {
       preset_key(
           "sdk", sdk_text,
           choice_list(sdk_releases()) +
-              ": the Poplar SDK release that compiles the program. Before 2.5 the matmul and conv "
-              "plans reach `operations.amp_efficiency_before_sdk_2_5` of their efficiency ([The "
-              "cost of an operation](#the-cost-of-an-operation)). Example: `\"sdk\": \"2.1\"`"),
+              ": the Poplar SDK release that compiles the program. Under fitted pricing, before "
+              "2.5 the matmul and conv plans reach `operations.amp_efficiency_before_sdk_2_5` of "
+              "their efficiency ([The cost of an operation](#the-cost-of-an-operation)); planned "
+              "pricing plans every SDK alike. Example: `\"sdk\": \"2.1\"`"),
       other_key("ipus_per_host", "one host per IPU-Link domain (`ipus_per_ild`)",
                 "how many IPUs one host feeds, e.g. `16` for Graphcore's MLPerf ResNet-50 (one "
                 "host per 16 IPUs on every POD, 4 on a POD64: `poprun --num-hosts`)"),

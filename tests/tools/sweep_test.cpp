@@ -493,9 +493,8 @@ TEST_CASE(
 
 TEST_CASE("per-IPU throughput falls as ResNet-50 replicas grow, and the collectives say why") {
   const auto csv = fresh_output("sweep_test", "resnet_replicas.csv");
-  // With samples ready in memory: the config's JPEG decoding, 5,300 samples a second for each
-  // instance of 2 replicas, would hold every run from 2 replicas at 2,650 samples/s an IPU, and
-  // hide the collectives behind a wait for the host.
+  // With samples ready in memory, so that the collectives alone set what changes with the
+  // replicas, whatever the hosts' decoding (5,213 samples a second an instance of 2 replicas).
   REQUIRE(run_ipusim({"sweep", "configs/mlperf/resnet50_v2.0_pod16.json", "--vary",
                       "pipeline.replication_factor=1,2,4,8,16", "--set", "data.host_decode=false",
                       "-o", csv, "--quiet"})

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -192,6 +193,8 @@ nlohmann::json plan_json(const std::string& pass, const sim::pricing::ProductPla
 std::string temporaries_note(const sim::pricing::ProductPlan& plan) {
   if (plan.fits)
     return " B";
+  if (std::isinf(plan.bound_proportion))
+    return " B (over; no bound up to twice a tile admits a plan: the fastest)";
   return " B (over; planned within " + sim::fixed(plan.bound_proportion, 2) + ")";
 }
 

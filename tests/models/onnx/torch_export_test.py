@@ -6,7 +6,8 @@ dilated convolutions as DeepLab's atrous pyramid has them, a classifier over
 nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-style causal decoders (nn.MultiheadAttention with
 a causal mask, and attention written by hand with masked_fill), torchvision's
 VisionTransformer at reduced width, a sigmoid-gated projection with SiLU and GLU, a CNN
-of nn.GroupNorm and SiLU, torchvision's SqueezeExcitation, torchvision's AlexNet (smaller), and a
+of nn.GroupNorm and SiLU, torchvision's SqueezeExcitation, torchvision's AlexNet (smaller), a
+torch.cat of one image and MNASNet's mean over height and width, and a
 convolution's image flattened then read by each of eleven operations before a Linear (the
 features in PyTorch's channel-by-channel order), at opsets 14 and 17, with a static and a dynamic
 batch. The batch-norm nets export in training mode (their batch norms
@@ -168,6 +169,20 @@ class SqueezeExcite(nn.Module):
         return self.head(self.pool(self.se(self.conv(x))).flatten(1))
 
 
+class SpatialMean(nn.Module):
+    """A convolution, torch.cat of the one image (DenseNet's first dense layer writes it), the
+    mean over height and width as MNASNet pools (x.mean([2, 3]), a ReduceMean), and classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = torch.cat([torch.relu(self.conv(x))], dim=1)
+        return self.head(h.mean([2, 3]))
+
+
 class GroupedConvolutions(nn.Module):
     """A convolution, a grouped one (4 groups), a depthwise one of stride 2, a transposed one
     back up (PyTorch's pads and output_padding), ReLU6 between, and classes."""
@@ -305,6 +320,7 @@ MODELS = {
     "gated": (Gated, lambda b: torch.randint(0, 30, (b, 8)), False, 2),
     "group_norm": (GroupNormNet, lambda b: torch.randn(b, 3, 16, 16), False, 2),
     "squeeze_excite": (SqueezeExcite, lambda b: torch.randn(b, 3, 16, 16), False, 2),
+    "spatial_mean": (SpatialMean, lambda b: torch.randn(b, 3, 8, 8), False, 2),
     "alexnet": (small_alexnet, lambda b: torch.randn(b, 3, 127, 127), True, 2),
 }
 MODELS.update({f"flatten_{kind}": ((lambda kind=kind: FlattenThen(kind)),
@@ -322,7 +338,7 @@ CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False
          ("decoder_by_hand", 17, False), ("vit", 14, False), ("vit", 17, True),
          ("gated", 14, False), ("gated", 17, True), ("group_norm", 14, False),
          ("group_norm", 17, True), ("squeeze_excite", 14, False), ("squeeze_excite", 17, True),
-         ("alexnet", 17, False)] + [(f"flatten_{kind}", 17, kind == "concat")
+         ("alexnet", 17, False), ("spatial_mean", 14, False), ("spatial_mean", 17, True)] + [(f"flatten_{kind}", 17, kind == "concat")
                                     for kind in FLATTEN_KINDS] + [("flatten_relu", 14, True)]
 
 
@@ -469,6 +485,36 @@ def check_convolution_refusals(folder):
     print("a dilated ConvTranspose, a grouped one and a Clip to [0, 1]: refused, saying why")
 
 
+class LstmClassifier(nn.Module):
+    """Token ids, an nn.LSTM written batch first, and classes from its last step."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 16)
+        self.lstm = nn.LSTM(16, 16, batch_first=True)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.lstm(self.embed(x))[0][:, -1])
+
+
+def check_lstm_refusal(folder):
+    """An LSTM is refused as an operator ipusim has no layer for, not with advice to write the
+    model batch first, which it already is."""
+    source = os.path.join(folder, "lstm.onnx")
+    torch.onnx.export(LstmClassifier().eval(), torch.randint(0, 50, (1, 8)), source,
+                      opset_version=14, input_names=["x"])
+    config = os.path.join(folder, "lstm.json")
+    result = subprocess.run([IPUSIM, "import", source, "-o", config], capture_output=True,
+                            text=True)
+    reason = ("  LSTM x1: no ipusim layer for this operator (ipusim has no recurrent layer; a "
+              "model without it imports)")
+    if (result.returncode != 2 or reason not in result.stderr.split("\n") or
+            "batch_first" in result.stderr or os.path.exists(config)):
+        sys.exit(f"lstm: exit {result.returncode}, {result.stderr}")
+    print("an LSTM written batch first: refused as an operator without a layer")
+
+
 def main():
     with tempfile.TemporaryDirectory() as folder:
         for name, opset, dynamic in CASES:
@@ -477,6 +523,7 @@ def main():
         if not ONLY:
             check_refusals(folder)
             check_convolution_refusals(folder)
+            check_lstm_refusal(folder)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,17 @@ TEST_CASE("where no plan fits, the planner plans again within twice the proporti
   CHECK(at_bound.cycles() == plan.cycles());
   CHECK(at_bound.split.tiles() == plan.split.tiles());
   CHECK(double(plan.temporary_bytes) <= plan.bound_proportion * double(target.tile_memory_bytes));
+  // From a proportion of 1e-300 the doublings below the least temporaries any plan needs are
+  // skipped, not searched (a thousand of them would be): the bound is the first doubling that
+  // admits a plan.
+  PlanOptions vanishing = starved;
+  vanishing.available_memory_proportion = 1e-300;
+  const auto far = plan_product(target, shape, vanishing);
+  CHECK_FALSE(far.fits);
+  CHECK(double(far.temporary_bytes) <= far.bound_proportion * double(target.tile_memory_bytes));
+  PlanOptions below = vanishing;
+  below.available_memory_proportion = far.bound_proportion / 2;
+  CHECK_FALSE(plan_product(target, shape, below).fits);
 }
 
 TEST_CASE("a kernel's width expanded into channels takes the stride across the field with it") {
