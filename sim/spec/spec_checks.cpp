@@ -136,18 +136,23 @@ void check_eight_bit_io(const RunSpec& spec, const ConfigNode& root) {
   }
 }
 
+// poplin's options act on planned plans only.
+void refuse_unless_planned(const RunSpec& spec, const ConfigNode& node, const std::string& key) {
+  if (spec.hardware.operations.pricing != Pricing::kPlanned)
+    node.fail(key +
+              " shapes the plans of planned pricing, and this run prices by the fitted model: "
+              "set hardware.operations.pricing to \"planned\"");
+}
+
 }  // namespace
 
-// poplin's option acts on planned plans only; a list names each IPU of a replica.
+// A list names each IPU of a replica.
 void check_memory_proportion(const RunSpec& spec, const ConfigNode& root) {
   const auto& proportions = spec.pipeline.available_memory_proportion;
   if (proportions.empty())
     return;
   const auto node = root.at("pipeline").at("available_memory_proportion");
-  if (spec.hardware.operations.pricing != Pricing::kPlanned)
-    node.fail(
-        "available_memory_proportion shapes the plans of planned pricing, and this run prices "
-        "by the fitted model: set hardware.operations.pricing to \"planned\"");
+  refuse_unless_planned(spec, node, "available_memory_proportion");
   const int ipus = spec.pipeline.ipus_per_replica();
   if (proportions.size() > 1 && int(proportions.size()) != ipus)
     node.fail("expected one value, or one per IPU of a replica (" + std::to_string(ipus) +
@@ -159,10 +164,7 @@ void check_partials(const RunSpec& spec, const ConfigNode& root) {
   if (!spec.pipeline.partials_dtype)
     return;
   const auto node = root.at("pipeline").at("partials_dtype");
-  if (spec.hardware.operations.pricing != Pricing::kPlanned)
-    node.fail(
-        "partials_dtype shapes the plans of planned pricing, and this run prices by the fitted "
-        "model: set hardware.operations.pricing to \"planned\"");
+  refuse_unless_planned(spec, node, "partials_dtype");
   if (*spec.pipeline.partials_dtype == models::DType::kFp16 &&
       spec.pipeline.dtype != models::DType::kFp16)
     node.fail(

@@ -24,6 +24,17 @@ sim::HardwareSpec hardware(const nlohmann::json& section) {
 // The dense256 product of the TF1 tutorial per sample: [1, 784] x [784, 256].
 const OpPass kDense256{2.0 * 784 * 256, 784, 784.0 * 256, 1};
 
+// A dense layer's matmul, 128 rows a sample of [128, 768] x [768, 3072].
+models::Operation dense_matmul() {
+  models::Operation op{"matmul", OpClass::kMatmul, {}, {}};
+  models::ProductGeometry geometry;
+  geometry.out_width = geometry.in_width = 128;
+  geometry.in_chans = 768;
+  geometry.out_chans = 3072;
+  op.product = geometry;
+  return op;
+}
+
 }  // namespace
 
 TEST_CASE("a matmul pays a compute set, its exchange and its FLOPs on the tiles it fills") {
@@ -173,14 +184,8 @@ TEST_CASE("compute_set_cycles takes a fractional average and refuses negative cy
 TEST_CASE("planned pricing costs a product its three plans and a sync for each compute set") {
   const auto bow =
       hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}, {"plan_scale", 1}}}});
-  // A dense layer's matmul, 128 rows a sample of [128, 768] x [768, 3072], at a micro-batch of
-  // 4: poplin plans 512 rows.
-  models::Operation op{"matmul", OpClass::kMatmul, {}, {}};
-  models::ProductGeometry geometry;
-  geometry.out_width = geometry.in_width = 128;
-  geometry.in_chans = 768;
-  geometry.out_chans = 3072;
-  op.product = geometry;
+  // At a micro-batch of 4 poplin plans 512 rows.
+  const auto op = dense_matmul();
   const auto cost = sim::planned_cost(bow, DType::kFp16, op, 4);
   REQUIRE(cost);
   const auto target = sim::pricing::tile_target(bow);
@@ -225,12 +230,7 @@ TEST_CASE("planned pricing plans with the run's partials, and skips the gradient
 
 TEST_CASE("the bow preset scales a plan's cycles by the fitted 1.25, its syncs not") {
   const auto bow = hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}}}});
-  models::Operation op{"matmul", OpClass::kMatmul, {}, {}};
-  models::ProductGeometry geometry;
-  geometry.out_width = geometry.in_width = 128;
-  geometry.in_chans = 768;
-  geometry.out_chans = 3072;
-  op.product = geometry;
+  const auto op = dense_matmul();
   const auto cost = sim::planned_cost(bow, DType::kFp16, op, 4);
   REQUIRE(cost);
   const auto forward = sim::pricing::plan_product(
