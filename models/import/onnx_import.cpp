@@ -101,28 +101,11 @@ void OnnxConverter::convert() {
   if (!softmax_end_ && !ends_in_logits()) {
     throw core::ConfigError(path_, "",
                             "the graph ends in neither a Softmax nor logits (a Gemm or MatMul "
-                            "without an activation), so ipusim has no loss to train it with");
+                            "without an activation, or a vector of classes a sample), so ipusim "
+                            "has no loss to train it with");
   }
   push_layer({{"id", unique_id("loss")}, {"type", "softmax_cross_entropy"}});
   out_.model["layers"] = std::move(layers_);  // the last use: moved, not copied
-}
-
-// Logits: the graph's one output is a dense layer's, without an activation, over two or more
-// classes. PyTorch exports classifiers so, with the loss outside the model; the import appends
-// ipusim's softmax_cross_entropy, nn.CrossEntropyLoss's equivalent, and notes it.
-bool OnnxConverter::ends_in_logits() {
-  if (graph_.output_size() != 1 || layers_.empty())
-    return false;
-  const auto found = values_.find(graph_.output(0).name());
-  const json& last = layers_.back();
-  if (found == values_.end() || found->second.layer != last.at("id") ||
-      last.at("type") != "dense" || last.value("activation", "none") != "none" ||
-      last.at("units").get<std::int64_t>() < 2)
-    return false;
-  out_.notes.push_back("the graph ends in logits (layer '" + found->second.layer +
-                       "', dense); the import appends a softmax_cross_entropy loss, as "
-                       "PyTorch's nn.CrossEntropyLoss applies it outside the model");
-  return true;
 }
 
 void OnnxConverter::add_input() {

@@ -1,5 +1,6 @@
 // ONNX operators of images and features as ipusim layers: Gemm and MatMul as dense, Conv,
-// MaxPool, GlobalAveragePool, activations, Flatten and Dropout (models/import/onnx_converter.hpp).
+// MaxPool, GlobalAveragePool, activations, Flatten and Dropout; and whether the graph ends in
+// logits (models/import/onnx_converter.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -385,6 +386,32 @@ void OnnxConverter::dropout(const onnx::NodeProto& node) {
                              " (expected one from 0 up to, not including, 1)");
   add_layer({{"id", id_of(node)}, {"type", "dropout"}, {"rate", decimal(rate)}}, node.output(0),
             *in, {in->layer});
+}
+
+// Logits: the graph's one output is the last layer's, a dense layer's without an activation
+// over two or more classes (per sample or per token), or any layer's vector of two or more
+// classes a sample (SqueezeNet ends in a convolution's pooled, flattened channels). PyTorch
+// exports classifiers so, with the loss outside the model; the import appends ipusim's
+// softmax_cross_entropy, nn.CrossEntropyLoss's equivalent, and notes it.
+bool OnnxConverter::ends_in_logits() {
+  if (graph_.output_size() != 1 || layers_.empty())
+    return false;
+  const auto found = values_.find(graph_.output(0).name());
+  const json& last = layers_.back();
+  if (found == values_.end() || found->second.layer != last.at("id"))
+    return false;
+  const bool dense_logits = last.at("type") == "dense" &&
+                            last.value("activation", "none") == "none" &&
+                            last.at("units").get<std::int64_t>() >= 2;
+  const Shape& shape = found->second.onnx_shape;
+  const bool class_vector = shape.size() == 1 && shape[0] >= 2;
+  if (!dense_logits && !class_vector)
+    return false;
+  out_.notes.push_back("the graph ends in logits (layer '" + found->second.layer + "', " +
+                       last.at("type").get<std::string>() +
+                       "); the import appends a softmax_cross_entropy loss, as PyTorch's "
+                       "nn.CrossEntropyLoss applies it outside the model");
+  return true;
 }
 
 }  // namespace ipusim::models::onnx_detail

@@ -2,8 +2,9 @@
 """ipusim import of classifiers that end in logits, as PyTorch exports them with the loss
 outside the model: an ONNX MLP whose graph ends in its last Gemm imports with a
 softmax_cross_entropy loss appended, says so in a note, and its first training step from the
-file's weights gives the loss numpy computes; a graph that ends in a Relu has no loss to take
-and is refused.
+file's weights gives the loss numpy computes; a graph that ends in a Relu of its classes
+(SqueezeNet ends so) takes the loss too; a graph that ends in an image has no loss to take and
+is refused.
 
     tests/models/onnx/onnx_logits_test.py IPUSIM
 """
@@ -47,13 +48,33 @@ def check_note(folder):
 def check_relu_end(folder):
     source = os.path.join(folder, "relu_end.onnx")
     logits_mlp(source, last="Relu")
-    config = os.path.join(folder, "relu_end.json")
+    out = run("import", source, "-o", os.path.join(folder, "relu_end.json")).stdout
+    # The Relu folds into fc2 as its activation: a dense layer with one, not logits before.
+    expected = ("note: the graph ends in logits (layer 'fc2', dense); the import appends a "
+                "softmax_cross_entropy loss, as PyTorch's nn.CrossEntropyLoss applies it "
+                "outside the model\n")
+    if not out.endswith(expected):
+        sys.exit(f"a graph ending in a Relu of its classes: got {out!r}")
+    print("logits: a graph ending in a Relu of its 10 classes takes the loss")
+
+
+def check_image_end(folder):
+    source = os.path.join(folder, "image_end.onnx")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["out"], name="conv", pads=[1, 1, 1, 1])],
+        "onnx_image_end",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4, 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 8, 4, 4])],
+        [weight("w", 8, 3, 3, 3)])
+    save(graph, source)
+    config = os.path.join(folder, "image_end.json")
     err = run("import", source, "-o", config, expect=2).stderr
     expected = (f"error: {source}: the graph ends in neither a Softmax nor logits (a Gemm or "
-                "MatMul without an activation), so ipusim has no loss to train it with\n")
+                "MatMul without an activation, or a vector of classes a sample), so ipusim has "
+                "no loss to train it with\n")
     if err != expected or os.path.exists(config):
-        sys.exit(f"a graph ending in Relu: got {err!r}")
-    print("logits: a graph ending in a Relu is refused, nothing written")
+        sys.exit(f"a graph ending in an image: got {err!r}")
+    print("logits: a graph ending in an image is refused, nothing written")
 
 
 def main():
@@ -61,6 +82,7 @@ def main():
         check_model(folder, "logits_mlp", logits_mlp, mlp_logits, lambda x: x)
         check_note(folder)
         check_relu_end(folder)
+        check_image_end(folder)
 
 
 if __name__ == "__main__":

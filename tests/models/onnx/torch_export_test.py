@@ -7,7 +7,8 @@ nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-s
 a causal mask, and attention written by hand with masked_fill), torchvision's
 VisionTransformer at reduced width, a sigmoid-gated projection with SiLU and GLU, a CNN
 of nn.GroupNorm and SiLU, torchvision's SqueezeExcitation, torchvision's AlexNet (smaller), a
-torch.cat of one image and MNASNet's mean over height and width, and a
+torch.cat of one image and MNASNet's mean over height and width, SqueezeNet's classifier
+without a Linear, and a
 convolution's image flattened then read by each of eleven operations before a Linear (the
 features in PyTorch's channel-by-channel order), at opsets 14 and 17, with a static and a dynamic
 batch. The batch-norm nets export in training mode (their batch norms
@@ -183,6 +184,19 @@ class SpatialMean(nn.Module):
         return self.head(h.mean([2, 3]))
 
 
+class ConvolutionClassifier(nn.Module):
+    """SqueezeNet's classifier: no Linear, the classes a 1x1 convolution's channels, ReLU'd,
+    pooled and flattened."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU())
+        self.classifier = nn.Sequential(nn.Conv2d(8, 10, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+
+    def forward(self, x):
+        return torch.flatten(self.classifier(self.features(x)), 1)
+
+
 class GroupedConvolutions(nn.Module):
     """A convolution, a grouped one (4 groups), a depthwise one of stride 2, a transposed one
     back up (PyTorch's pads and output_padding), ReLU6 between, and classes."""
@@ -321,6 +335,7 @@ MODELS = {
     "group_norm": (GroupNormNet, lambda b: torch.randn(b, 3, 16, 16), False, 2),
     "squeeze_excite": (SqueezeExcite, lambda b: torch.randn(b, 3, 16, 16), False, 2),
     "spatial_mean": (SpatialMean, lambda b: torch.randn(b, 3, 8, 8), False, 2),
+    "conv_classifier": (ConvolutionClassifier, lambda b: torch.randn(b, 3, 8, 8), False, 2),
     "alexnet": (small_alexnet, lambda b: torch.randn(b, 3, 127, 127), True, 2),
 }
 MODELS.update({f"flatten_{kind}": ((lambda kind=kind: FlattenThen(kind)),
@@ -338,7 +353,8 @@ CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False
          ("decoder_by_hand", 17, False), ("vit", 14, False), ("vit", 17, True),
          ("gated", 14, False), ("gated", 17, True), ("group_norm", 14, False),
          ("group_norm", 17, True), ("squeeze_excite", 14, False), ("squeeze_excite", 17, True),
-         ("alexnet", 17, False), ("spatial_mean", 14, False), ("spatial_mean", 17, True)] + [(f"flatten_{kind}", 17, kind == "concat")
+         ("alexnet", 17, False), ("spatial_mean", 14, False), ("spatial_mean", 17, True),
+         ("conv_classifier", 14, False), ("conv_classifier", 17, True)] + [(f"flatten_{kind}", 17, kind == "concat")
                                     for kind in FLATTEN_KINDS] + [("flatten_relu", 14, True)]
 
 
