@@ -165,6 +165,9 @@ class OnnxConverter {
 
   void pool(const onnx::NodeProto& node);
   void global_average_pool(const onnx::NodeProto& node);
+  // A Pad of zeros around an image, read by one AveragePool: PyTorch's AvgPool2d with
+  // count_include_pad, which the pool takes in (padded_ holds the pads).
+  void pad(const onnx::NodeProto& node);
 
   void named_activation(const onnx::NodeProto& node);
 
@@ -266,6 +269,8 @@ class OnnxConverter {
   std::vector<std::string> written_;               // values the node being converted wrote
   std::map<int, std::string> attention_why_;       // by Softmax: why its attention is refused
   std::map<std::string, Activation> values_;
+  // Pad outputs an AveragePool reads: top, left, bottom, right, added to its window.
+  std::map<std::string, std::vector<std::int64_t>> padded_;
   std::set<int> skipped_;
   std::set<std::string> failed_;  // outputs of nodes that could not be imported
   json layers_ = json::array();

@@ -203,6 +203,7 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Clip", &OnnxConverter::clip},
       {"MaxPool", &OnnxConverter::pool},
       {"AveragePool", &OnnxConverter::pool},
+      {"Pad", &OnnxConverter::pad},
       {"GlobalAveragePool", &OnnxConverter::global_average_pool},
       {"Relu", &OnnxConverter::named_activation},
       {"Tanh", &OnnxConverter::named_activation},

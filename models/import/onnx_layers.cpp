@@ -249,9 +249,21 @@ void OnnxConverter::pool(const onnx::NodeProto& node) {
       std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; }) ||
       (max && node.output_size() > 1))
     return problem(node, "only a 2-D, undilated pool of an image (without MaxPool's indices)");
-  const Window window = window_of(node, k);
+  Window window = window_of(node, k);
   if (const auto why = window.problem_over(in->onnx_shape); !why.empty())
     return problem(node, why);
+  const auto pads = padded_.find(node.input(0));
+  const bool padded = pads != padded_.end();
+  if (padded) {
+    const auto huge = [](std::int64_t p) { return p > (std::int64_t{1} << 40); };
+    if (window.same || window.pads.size() != 4 ||
+        std::any_of(window.pads.begin(), window.pads.end(), huge))
+      return problem(node, "a pool of a Pad without its own four explicit pads (each up to 2^40)");
+    for (std::size_t i = 0; i < 4; ++i)
+      window.pads[i] += pads->second[i];
+    if (const auto why = window.problem_over(in->onnx_shape); !why.empty())
+      return problem(node, why);
+  }
   if (!window.same && (2 * window.pads[0] > k[0] || 2 * window.pads[2] > k[0] ||
                        2 * window.pads[1] > k[1] || 2 * window.pads[3] > k[1]))
     return problem(node, "pads " + shape_text(window.pads) + " over half the pool " +
@@ -264,10 +276,38 @@ void OnnxConverter::pool(const onnx::NodeProto& node) {
   if (window.ceil_mode)
     layer["ceil_mode"] = true;
   if (!max)
-    layer["count_include_pad"] = int_attribute(node, "count_include_pad", 0) != 0;
+    layer["count_include_pad"] = padded || int_attribute(node, "count_include_pad", 0) != 0;
   const Shape& s = in->onnx_shape;
   const Shape out = {s[0], window.out(s[1], 0), window.out(s[2], 1)};
   add_layer(std::move(layer), node.output(0), {"", out, true}, {in->layer});
+}
+
+// The image passes on unpadded, its pads kept for the AveragePool that reads it: the zeros count
+// in the pool's mean, as count_include_pad counts them.
+void OnnxConverter::pad(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  const auto* pool = index_.sole_consumer(node.output(0));
+  const auto pads =
+      node.input_size() > 1 ? index_.constant_values(node.input(1)) : std::vector<double>{};
+  const auto fill = node.input_size() > 2 && !node.input(2).empty()
+                        ? index_.constant_values(node.input(2))
+                        : std::vector<double>{0};
+  const bool spatial = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
+                       pads[5] == 0 && std::all_of(pads.begin(), pads.end(), [](double p) {
+                         return p >= 0 && p <= 64 && p == std::floor(p);
+                       });
+  if (!in->channels_first || in->onnx_shape.size() != 3 || pool == nullptr ||
+      pool->op_type() != "AveragePool" ||
+      string_attribute(node, "mode", "constant") != "constant" || fill != std::vector<double>{0} ||
+      !spatial)
+    return problem(node,
+                   "only a Pad of zeros (at most 64) around an image's height and width that one "
+                   "AveragePool reads (PyTorch's AvgPool2d with count_include_pad)");
+  padded_[node.output(0)] = {std::int64_t(pads[2]), std::int64_t(pads[3]), std::int64_t(pads[6]),
+                             std::int64_t(pads[7])};
+  values_[node.output(0)] = *in;
 }
 
 // ONNX keeps the pooled [C, 1, 1]; ipusim's [C] holds the same values in the same order, so the

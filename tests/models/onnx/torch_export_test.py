@@ -8,12 +8,13 @@ a causal mask, and attention written by hand with masked_fill), torchvision's
 VisionTransformer at reduced width, a sigmoid-gated projection with SiLU and GLU, a CNN
 of nn.GroupNorm and SiLU, torchvision's SqueezeExcitation, torchvision's AlexNet (smaller), a
 torch.cat of one image and MNASNet's mean over height and width, SqueezeNet's classifier
-without a Linear, and a
+without a Linear, Inception-v3's padded average pool (a Pad, then an AveragePool), and a
 convolution's image flattened then read by each of eleven operations before a Linear (the
 features in PyTorch's channel-by-channel order), at opsets 14 and 17, with a static and a dynamic
 batch. The batch-norm nets export in training mode (their batch norms
 batch-normalise); MobileNetV2's and EfficientNet-B0's dropout and stochastic depth are off.
-A dilated or grouped ConvTranspose and a Clip other than ReLU6's are refused.
+A dilated or grouped ConvTranspose, a Clip other than ReLU6's and a Pad before a Conv are
+refused.
 
 For each: the import succeeds, its parameter count is torch's, and two training steps through the
 simulated pipeline (two micro-batches a step, SGD 0.01, gradients averaged) give the losses
@@ -197,6 +198,22 @@ class ConvolutionClassifier(nn.Module):
         return torch.flatten(self.classifier(self.features(x)), 1)
 
 
+class PaddedAveragePools(nn.Module):
+    """Inception-v3's branch pool, F.avg_pool2d(x, 3, stride=1, padding=1) with its default
+    count_include_pad (a Pad, then an AveragePool), and DenseNet's transition pool, then classes
+    over the flattened image."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.head = nn.Linear(4 * 3 * 3, 10)
+
+    def forward(self, x):
+        h = nn.functional.avg_pool2d(torch.relu(self.conv(x)), 3, stride=1, padding=1)
+        h = nn.functional.avg_pool2d(h, 2, stride=2, padding=1)
+        return self.head(h.flatten(1))
+
+
 class GroupedConvolutions(nn.Module):
     """A convolution, a grouped one (4 groups), a depthwise one of stride 2, a transposed one
     back up (PyTorch's pads and output_padding), ReLU6 between, and classes."""
@@ -336,6 +353,7 @@ MODELS = {
     "squeeze_excite": (SqueezeExcite, lambda b: torch.randn(b, 3, 16, 16), False, 2),
     "spatial_mean": (SpatialMean, lambda b: torch.randn(b, 3, 8, 8), False, 2),
     "conv_classifier": (ConvolutionClassifier, lambda b: torch.randn(b, 3, 8, 8), False, 2),
+    "padded_pools": (PaddedAveragePools, lambda b: torch.randn(b, 3, 4, 4), False, 2),
     "alexnet": (small_alexnet, lambda b: torch.randn(b, 3, 127, 127), True, 2),
 }
 MODELS.update({f"flatten_{kind}": ((lambda kind=kind: FlattenThen(kind)),
@@ -354,7 +372,8 @@ CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False
          ("gated", 14, False), ("gated", 17, True), ("group_norm", 14, False),
          ("group_norm", 17, True), ("squeeze_excite", 14, False), ("squeeze_excite", 17, True),
          ("alexnet", 17, False), ("spatial_mean", 14, False), ("spatial_mean", 17, True),
-         ("conv_classifier", 14, False), ("conv_classifier", 17, True)] + [(f"flatten_{kind}", 17, kind == "concat")
+         ("conv_classifier", 14, False), ("conv_classifier", 17, True),
+         ("padded_pools", 14, False), ("padded_pools", 17, True)] + [(f"flatten_{kind}", 17, kind == "concat")
                                     for kind in FLATTEN_KINDS] + [("flatten_relu", 14, True)]
 
 
@@ -471,16 +490,18 @@ def check_refusals(folder):
 
 
 class UnsupportedConvolutions(nn.Module):
-    """What ipusim's convolutions cannot hold: a dilated or grouped ConvTranspose, and a Clip
-    other than ReLU6's."""
+    """What ipusim's convolutions cannot hold: a dilated or grouped ConvTranspose, a Clip other
+    than ReLU6's, and a Pad that no AveragePool reads."""
 
     def __init__(self):
         super().__init__()
         self.dilated = nn.ConvTranspose2d(4, 4, 3, dilation=2, padding=2)
         self.grouped_up = nn.ConvTranspose2d(4, 4, 3, padding=1, groups=2)
+        self.padded = nn.Conv2d(4, 4, 3)
 
     def forward(self, x):
-        return self.dilated(x) + self.grouped_up(x) + torch.clamp(x, 0, 1)
+        padded = self.padded(nn.functional.pad(x, (1, 1, 1, 1)))
+        return self.dilated(x) + self.grouped_up(x) + torch.clamp(x, 0, 1) + padded
 
 
 def check_convolution_refusals(folder):
@@ -494,11 +515,14 @@ def check_convolution_refusals(folder):
     reasons = ["  ConvTranspose x1: dilations [2, 2] (ipusim's transposed convolutions are "
                "undilated)",
                "  ConvTranspose x1: group 2 (ipusim's conv2d_transpose is ungrouped)",
-               "  Clip x1: a Clip other than to [0, 6] (PyTorch's ReLU6, ipusim's relu6)"]
+               "  Clip x1: a Clip other than to [0, 6] (PyTorch's ReLU6, ipusim's relu6)",
+               "  Pad x1: only a Pad of zeros (at most 64) around an image's height and width "
+               "that one AveragePool reads (PyTorch's AvgPool2d with count_include_pad)"]
     lines = result.stderr.split("\n")
     if result.returncode != 2 or any(r not in lines for r in reasons) or os.path.exists(config):
         sys.exit(f"convolutions: exit {result.returncode}, {result.stderr}")
-    print("a dilated ConvTranspose, a grouped one and a Clip to [0, 1]: refused, saying why")
+    print("a dilated ConvTranspose, a grouped one, a Clip to [0, 1] and a Pad before a Conv: "
+          "refused, saying why")
 
 
 class LstmClassifier(nn.Module):
