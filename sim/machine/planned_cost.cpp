@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/format.hpp"
 #include "sim/core/time.hpp"
 #include "sim/pricing/plan_cache.hpp"
 
@@ -20,6 +21,14 @@ OpBound bound_of(const OpPassCost& cost) {
   if (cost.compute >= cost.exchange && cost.compute >= cost.overhead)
     return OpBound::kCompute;
   return cost.exchange >= cost.overhead ? OpBound::kExchange : OpBound::kOverhead;
+}
+
+// A plan whose temporaries pass the proportion: the bound poplin's retry made it within.
+std::string bound_text(const pricing::ProductPlan& plan) {
+  if (plan.fits)
+    return "";
+  return std::isinf(plan.bound_proportion) ? " unbounded"
+                                           : " within " + fixed(plan.bound_proportion, 2);
 }
 
 // One or two plans as one pass, run `slices` times (a serialised product's slices).
@@ -86,7 +95,8 @@ PlannedCost planned_product(const HardwareSpec& hw, models::DType dtype,
               "/" + std::to_string(split.field) + "/" + std::to_string(split.in_chans) + "/" +
               std::to_string(split.out_chans) +
               (forward.serial > 1 ? " x " + std::to_string(forward.serial) + " serial" : "") +
-              (geometry.slices > 1 ? " x " + std::to_string(geometry.slices) + " slices" : "");
+              (geometry.slices > 1 ? " x " + std::to_string(geometry.slices) + " slices" : "") +
+              bound_text(forward);
   return cost;
 }
 

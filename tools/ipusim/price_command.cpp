@@ -368,7 +368,9 @@ void add_common_options(CLI::App* command, PriceOptions& o) {
 
 void add_product_options(CLI::App* command, PriceOptions& o) {
   add_common_options(command, o);
-  command->add_option("--partials", o.partials, "The partial sums' type (default fp32)")
+  command
+      ->add_option("--partials,--partials-dtype", o.partials,
+                   "The partial sums' type (default fp32)")
       ->check(CLI::IsMember(kDTypes));
   command
       ->add_option("--available-memory-proportion", o.memory_proportion,

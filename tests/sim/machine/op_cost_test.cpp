@@ -5,6 +5,7 @@
 
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 #include "sim/machine/planned_cost.hpp"
 #include "sim/pricing/plan_cache.hpp"
 
@@ -237,6 +238,25 @@ TEST_CASE("the bow preset scales a plan's cycles by the fitted 1.25, its syncs n
       sim::pricing::tile_target(bow), sim::pricing::matmul_passes(1, 512, 768, 3072).forward, {});
   CHECK(cost->forward.cycles ==
         std::int64_t(std::ceil(90.0 * forward.compute_sets + 1.25 * double(forward.cycles()))));
+}
+
+TEST_CASE("a plan over the memory proportion says the bound it was made within") {
+  const auto bow = hardware({{"preset", "bow"}, {"operations", {{"pricing", "planned"}}}});
+  sim::PlanSettings starved;
+  starved.memory_proportion = 0.001;
+  const auto cost = sim::planned_cost(bow, DType::kFp16, dense_matmul(), 4, starved);
+  REQUIRE(cost);
+  sim::pricing::PlanOptions options;
+  options.available_memory_proportion = 0.001;
+  const auto plan =
+      sim::pricing::plan_product(sim::pricing::tile_target(bow),
+                                 sim::pricing::matmul_passes(1, 512, 768, 3072).forward, options);
+  REQUIRE_FALSE(plan.fits);
+  const std::string within = " within " + sim::fixed(plan.bound_proportion, 2);
+  CHECK(cost->plan.size() > within.size());
+  CHECK(cost->plan.substr(cost->plan.size() - within.size()) == within);
+  CHECK(sim::planned_cost(bow, DType::kFp16, dense_matmul(), 4)->plan.find("within") ==
+        std::string::npos);
 }
 
 TEST_CASE("planned pricing lowers a layer norm into its compute sets, rows times the micro-batch") {
