@@ -34,27 +34,29 @@ def logits_mlp(path, last="Gemm"):
     return save(graph, path)
 
 
-def check_note(folder):
-    source = os.path.join(folder, "logits_mlp.onnx")
-    out = run("import", source, "-o", os.path.join(folder, "again.json")).stdout
-    expected = ("note: the graph ends in logits (layer 'fc2', dense); the import appends a "
+def expect_logits_note(source, config, layer, what):
+    """The import of `source` succeeds and ends with the note that it appended the loss after
+    `layer`, a dense layer."""
+    out = run("import", source, "-o", config).stdout
+    expected = (f"note: the graph ends in logits (layer '{layer}', dense); the import appends a "
                 "softmax_cross_entropy loss, as PyTorch's nn.CrossEntropyLoss applies it "
                 "outside the model\n")
     if not out.endswith(expected):
-        sys.exit(f"logits note: got {out!r}")
+        sys.exit(f"{what}: got {out!r}")
+
+
+def check_note(folder):
+    expect_logits_note(os.path.join(folder, "logits_mlp.onnx"),
+                       os.path.join(folder, "again.json"), "fc2", "logits note")
     print("logits: the import notes the loss it appends")
 
 
 def check_relu_end(folder):
     source = os.path.join(folder, "relu_end.onnx")
     logits_mlp(source, last="Relu")
-    out = run("import", source, "-o", os.path.join(folder, "relu_end.json")).stdout
     # The Relu folds into fc2 as its activation: a dense layer with one, not logits before.
-    expected = ("note: the graph ends in logits (layer 'fc2', dense); the import appends a "
-                "softmax_cross_entropy loss, as PyTorch's nn.CrossEntropyLoss applies it "
-                "outside the model\n")
-    if not out.endswith(expected):
-        sys.exit(f"a graph ending in a Relu of its classes: got {out!r}")
+    expect_logits_note(source, os.path.join(folder, "relu_end.json"), "fc2",
+                       "a graph ending in a Relu of its classes")
     print("logits: a graph ending in a Relu of its 10 classes takes the loss")
 
 
