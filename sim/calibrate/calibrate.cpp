@@ -26,16 +26,21 @@ constexpr double kTolerance = 1e-12;
 constexpr double kRankThreshold = 1e-9;
 
 // The unknowns' bounds: no negative cycles; an exchange no faster than the 1024 bytes per
-// tile-cycle the config accepts; efficiencies from 1e-6 to 1 (the unit's peak).
+// tile-cycle the config accepts; efficiencies from 1e-6 to 1 (the unit's peak); a plan scale
+// from 0.01 to the 100 the config accepts.
 double lower_bound(int parameter) {
   if (parameter == kComputeSetParameter)
     return 0;
+  if (parameter == kPlanScaleParameter)
+    return 0.01;
   return parameter == kExchangeParameter ? 1.0 / 1024 : 1;
 }
 
 double upper_bound(int parameter) {
   if (parameter == kComputeSetParameter)
     return double(std::int64_t{1} << 40);
+  if (parameter == kPlanScaleParameter)
+    return 100;
   return parameter == kExchangeParameter ? 1e9 : 1e6;
 }
 
@@ -236,9 +241,8 @@ void mark_clamped(const Problem& problem, const Iterate& end, const std::vector<
     auto& parameter = parameters[std::size_t(p)];
     parameter.status = FitStatus::kClamped;
     // An inverse at or below zero asks for operations that take no time, or less.
-    parameter.wanted = p != kComputeSetParameter && wanted[p] <= 0
-                           ? std::numeric_limits<double>::infinity()
-                           : config_value(p, wanted[p]);
+    parameter.wanted = is_inverse(p) && wanted[p] <= 0 ? std::numeric_limits<double>::infinity()
+                                                       : config_value(p, wanted[p]);
   }
 }
 
@@ -259,16 +263,6 @@ std::vector<bool> chosen_parameters(const std::vector<std::string>& names) {
   return chosen;
 }
 
-// Its parameters are the fitted formula's: under planned pricing most of them would not act.
-void refuse_planned_pricing(const RunSpec& spec) {
-  if (spec.hardware.operations.pricing != Pricing::kPlanned)
-    return;
-  const std::string pointer = "/hardware/operations/pricing";
-  throw core::ConfigError(spec.source_of(pointer), pointer,
-                          "calibrate fits the parameters of the \"fitted\" pricing, which do "
-                          "not act under \"planned\" pricing; it cannot yet fit plan_scale");
-}
-
 }  // namespace
 
 std::vector<std::string> fittable_parameters() {
@@ -284,7 +278,6 @@ Calibration calibrate(const core::ConfigDocument& config, const std::vector<Meas
                       const std::function<void(std::size_t, std::size_t)>& progress) {
   const std::vector<bool> chosen = chosen_parameters(chosen_names);
   const MeasuredVariants model(config, measured, notify, progress);
-  refuse_planned_pricing(model.config());
   Problem problem{model, Eigen::VectorXd(Eigen::Index(measured.size()))};
   for (std::size_t i = 0; i < measured.size(); ++i)
     problem.measured[Eigen::Index(i)] = measured[i].cycles;

@@ -2,12 +2,14 @@
 // `ipusim calibrate`: fits the per-operation cost model (sim/machine/op_cost.hpp) to cycles
 // measured on IPUs, and gives the fitted values as a config file to include.
 //
-// Fitted: compute_set_cycles, exchange_bytes_per_tile_cycle and each operation class's
-// efficiency, shared by every config variant measured. Kept: exchange_cycles, which multiplies
-// the same compute-set count as compute_set_cycles, so no measurement tells the two apart; and
-// each class's min_work_per_tile, which changes tile counts in whole steps that no derivative
-// sees. A parameter no measured operation depends on keeps the config's value, and so does one
-// the measurements cannot separate from the others.
+// Fitted: compute_set_cycles, exchange_bytes_per_tile_cycle, each operation class's efficiency
+// and, under planned pricing, plan_scale, shared by every config variant measured. Under planned
+// pricing the classes' efficiencies act only on the operations Poplar does not plan (gathers,
+// copies, pooling windows); under fitted pricing plan_scale acts on none. Kept: exchange_cycles,
+// which multiplies the same compute-set count as compute_set_cycles, so no measurement tells the
+// two apart; and each class's min_work_per_tile, which changes tile counts in whole steps that no
+// derivative sees. A parameter no measured operation depends on keeps the config's value, and so
+// does one the measurements cannot separate from the others.
 //
 // The fit is Levenberg-Marquardt on the relative errors of the predictions (every measurement
 // weighs alike whatever its size), with the unknowns of sim/calibrate/fit_model.hpp, a

@@ -97,8 +97,8 @@ std::string parameter_table(const Calibration& calibration) {
   if (any(calibration, FitStatus::kClamped))
     out +=
         "At its bound: the best fit lies past what is physical (an efficiency above 1 or at "
-        "most 0, negative cycles, an exchange faster than 1024 bytes per tile-cycle); the value "
-        "stays at the bound.\n";
+        "most 0, negative cycles, an exchange faster than 1024 bytes per tile-cycle, a plan "
+        "scale outside 0.01 to 100); the value stays at the bound.\n";
   if (any(calibration, FitStatus::kUnconstrained))
     out += "Unconstrained: no measured operation depends on it, so it keeps the config's value.\n";
   if (any(calibration, FitStatus::kNotChosen))

@@ -23,9 +23,9 @@ constexpr std::size_t kMaxVariants = 1'000;
 constexpr double kRelativeDifference = 0.01;
 
 double difference_step(int parameter, double unknown) {
-  const double floor = parameter == kComputeSetParameter ? 1.0
-                       : parameter == kExchangeParameter ? 1e-3
-                                                         : 1e-2;
+  const double floor = parameter == kComputeSetParameter                                     ? 1.0
+                       : parameter == kExchangeParameter || parameter == kPlanScaleParameter ? 1e-3
+                                                                                             : 1e-2;
   return std::max(kRelativeDifference * std::abs(unknown), floor);
 }
 
@@ -36,21 +36,36 @@ std::vector<core::Override> overrides_of(const std::vector<std::string>& set) {
   return out;
 }
 
+// An operation's pass adds its terms: a planned pass its plan's cycles (what plan_scale
+// multiplies, past the syncs), a pass of the formula its OpPassTerms.
+void add_pass_terms(const RunSpec& spec, const models::Operation& op, const OperationCost& cost,
+                    Measured what, Eigen::RowVectorXd& terms) {
+  if (!cost.plan.empty()) {
+    const auto& planned = what == Measured::kForward ? cost.forward : cost.backward;
+    terms[kPlanScaleParameter] +=
+        (planned.exchange + planned.compute) / spec.hardware.operations.plan_scale;
+    return;
+  }
+  const auto& pass = what == Measured::kForward ? op.forward : op.backward;
+  const auto t = pass_terms(spec.hardware, spec.pipeline.dtype, op.op_class, pass,
+                            spec.pipeline.micro_batch_size);
+  terms[kComputeSetParameter] += t.compute_sets;
+  terms[kExchangeParameter] += t.bytes_per_tile;
+  terms[parameter_of(op.op_class)] += t.peak_cycles;
+}
+
 // The derivatives of a stage's pass: the sum of its operations' terms. Layers with profiled
 // cycles add a constant.
 Eigen::RowVectorXd stage_terms(const RunSpec& spec, int stage, Measured what) {
   Eigen::RowVectorXd terms = Eigen::RowVectorXd::Zero(kParameterCount);
-  for (int layer : spec.pipeline.stages[std::size_t(stage)].substage_layers[0]) {
+  const auto& placed = spec.pipeline.stages[std::size_t(stage)];
+  for (int layer : placed.substage_layers[0]) {
     if (spec.model.layers[std::size_t(layer)].cycles)
       continue;
-    for (const auto& op : spec.model.info[std::size_t(layer)].operations) {
-      const auto& pass = what == Measured::kForward ? op.forward : op.backward;
-      const auto t = pass_terms(spec.hardware, spec.pipeline.dtype, op.op_class, pass,
-                                spec.pipeline.micro_batch_size);
-      terms[kComputeSetParameter] += t.compute_sets;
-      terms[kExchangeParameter] += t.bytes_per_tile;
-      terms[parameter_of(op.op_class)] += t.peak_cycles;
-    }
+    const auto& ops = spec.model.info[std::size_t(layer)].operations;
+    const auto costs = layer_operations(spec, layer, 0, placed.ipus[0]);
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      add_pass_terms(spec, ops[i], costs[i], what, terms);
   }
   return terms;
 }
@@ -86,6 +101,8 @@ std::string parameter_pointer(int parameter) {
     return "/compute_set_cycles";
   if (parameter == kExchangeParameter)
     return "/exchange_bytes_per_tile_cycle";
+  if (parameter == kPlanScaleParameter)
+    return "/plan_scale";
   return "/" + std::string(models::to_string(models::kOpClasses[std::size_t(parameter - 2)])) +
          "/efficiency";
 }
@@ -104,11 +121,16 @@ Eigen::VectorXd unknowns_of(const OperationCosts& costs) {
   unknowns[kExchangeParameter] = rate > 0 ? 1 / rate : 0;
   for (auto op_class : models::kOpClasses)
     unknowns[parameter_of(op_class)] = 1 / costs.of(op_class).efficiency;
+  unknowns[kPlanScaleParameter] = costs.plan_scale;
   return unknowns;
 }
 
+bool is_inverse(int parameter) {
+  return parameter != kComputeSetParameter && parameter != kPlanScaleParameter;
+}
+
 double config_value(int parameter, double unknown) {
-  return parameter == kComputeSetParameter ? unknown : 1 / unknown;
+  return is_inverse(parameter) ? 1 / unknown : unknown;
 }
 
 double parameter_value(const OperationCosts& costs, int parameter) {
@@ -116,6 +138,8 @@ double parameter_value(const OperationCosts& costs, int parameter) {
     return costs.compute_set_cycles;
   if (parameter == kExchangeParameter)
     return costs.exchange_bytes_per_tile_cycle;
+  if (parameter == kPlanScaleParameter)
+    return costs.plan_scale;
   return costs.of(models::kOpClasses[std::size_t(parameter - 2)]).efficiency;
 }
 
@@ -132,6 +156,8 @@ void apply_unknowns(const Eigen::VectorXd& unknowns, const std::vector<bool>& wh
     if (which[std::size_t(parameter)])
       costs.of(op_class).efficiency = config_value(parameter, unknowns[parameter]);
   }
+  if (which[kPlanScaleParameter])
+    costs.plan_scale = unknowns[kPlanScaleParameter];
 }
 
 namespace {

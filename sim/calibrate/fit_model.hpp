@@ -3,9 +3,10 @@
 // measurements: the cost model's parameters as one vector of unknowns, and each measurement's
 // prediction at given unknowns with its derivatives.
 //
-// The unknowns are compute_set_cycles, 1 / exchange_bytes_per_tile_cycle and 1 / efficiency of
-// each class (in models::kOpClasses order): the inverses because, at the tile counts the
-// operations keep, a pass's cycles before the ceiling are linear in them (OpPassTerms). A
+// The unknowns are compute_set_cycles, 1 / exchange_bytes_per_tile_cycle, 1 / efficiency of
+// each class (in models::kOpClasses order) and plan_scale: the inverses because, at the tile
+// counts the operations keep, a pass's cycles before the ceiling are linear in them
+// (OpPassTerms); a planned operation's are its syncs plus plan_scale times its plan's cycles. A
 // stage's derivatives are therefore sums of its operations' terms. A step goes through the
 // replay (sim::simulate), whose maxima over IPUs make it piecewise linear: its derivatives are
 // finite differences.
@@ -25,7 +26,10 @@ namespace ipusim::sim {
 
 inline constexpr int kComputeSetParameter = 0;
 inline constexpr int kExchangeParameter = 1;
-inline constexpr int kParameterCount = 2 + int(models::kOpClasses.size());
+// After the classes: planned pricing's plan_scale, which multiplies the cycles Poplar's plans
+// take besides their syncs.
+inline constexpr int kPlanScaleParameter = 2 + int(models::kOpClasses.size());
+inline constexpr int kParameterCount = kPlanScaleParameter + 1;
 
 // Called after each replay of a fit: (replays done, the least the fit needs, which grows as the
 // fit iterates).
@@ -39,6 +43,8 @@ std::string parameter_pointer(int parameter);
 std::string parameter_name(int parameter);
 
 Eigen::VectorXd unknowns_of(const OperationCosts& costs);
+// Whether the unknown is the inverse of the config's value (a rate or an efficiency).
+bool is_inverse(int parameter);
 // The value the config holds for an unknown: the unknown itself or its inverse.
 double config_value(int parameter, double unknown);
 // The value `costs` holds for a parameter (0 for a free exchange).

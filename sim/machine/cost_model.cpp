@@ -95,6 +95,8 @@ OperationCost price(const RunSpec& spec, const std::string& layer, const models:
   return cost;
 }
 
+}  // namespace
+
 // A layer's operations, or one "profiled" row when the config gives its cycles; its forward
 // recomputed `recomputations` times; on logical IPU `ipu`.
 std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int recomputations,
@@ -123,6 +125,8 @@ std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int 
   }
   return costs;
 }
+
+namespace {
 
 // Tensors produced at or before stage k (or the model input) and consumed after it cross the
 // boundary k -> k+1; labels travel with them to the loss.

@@ -93,6 +93,12 @@ struct CostModel {
 // For the spec and its schedule (spec.schedule).
 CostModel build_cost_model(const RunSpec& spec);
 
+// A layer's operations, aligned with spec.model.info[layer].operations (one "profiled" row when
+// the config gives its cycles), its forward recomputed `recomputations` times, on logical IPU
+// `ipu`. An operation Poplar plans (planned pricing) says so in its `plan`.
+std::vector<OperationCost> layer_operations(const RunSpec& spec, int layer, int recomputations,
+                                            int ipu);
+
 // What `layers` (of spec.model) would cost as one sub-stage on `ipu` stashing `stash`, whatever
 // stage the spec puts them in: the planner prices candidate splits with it without building a
 // spec for each. The final forward stage (a stash depth of 0) keeps the layers after its last

@@ -3,7 +3,9 @@
 // output positions among its workers (partitionConvPartialByWorker, ConvUtilInternal.cpp).
 
 #include <cstdint>
-#include <vector>
+
+#include <boost/container/small_vector.hpp>
+#include <boost/container/static_vector.hpp>
 
 namespace ipusim::sim::pricing {
 
@@ -14,9 +16,10 @@ struct RowRun {
   bool operator==(const RowRun&) const = default;
 };
 // Per worker, the rows it computes: at most a part row, whole rows and a part row, as runs, so
-// that a tile of a million rows costs three entries, not a million.
-using Worklist = std::vector<RowRun>;
-using Worklists = std::vector<Worklist>;
+// that a tile of a million rows costs three entries, not a million. Held in place: the planner
+// builds one set per candidate partition, and heap allocation was a third of its time.
+using Worklist = boost::container::static_vector<RowRun, 3>;
+using Worklists = boost::container::small_vector<Worklist, 6>;
 
 struct VertexWork {
   std::int64_t conv_groups = 1;  // conv groups on the tile, each a pass of the vertex

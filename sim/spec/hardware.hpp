@@ -32,7 +32,7 @@ enum class Pricing { kFitted, kPlanned };
 
 // The per-operation cost model's parameters (see sim/machine/op_cost.hpp).
 struct OperationCosts {
-  Pricing pricing = Pricing::kFitted;
+  Pricing pricing = Pricing::kFitted;  // every preset sets kPlanned
   // Planned pricing: the cycles a pass takes per cycle of poplibs' estimate of it, which leaves
   // out what happens around the plan (calibratable).
   double plan_scale = 1;

@@ -70,6 +70,9 @@ OperationCosts mk2_operations() {
   // --all): poplibs' estimate of a plan leaves out about a fifth of what the pass takes (the
   // syncs and exchange code around it, the estimators' optimism).
   ops.plan_scale = 1.25;
+  // Planned by default: a product's plan follows its shape and a norm its compute sets, where
+  // the efficiencies above are one a class, fitted on the largest, best-shaped products.
+  ops.pricing = Pricing::kPlanned;
   return ops;
 }
 

@@ -311,7 +311,7 @@ TEST_CASE("an IPU out of memory exits with the simulation-outcome code and write
   // encoders x (16·s·h + 2·a·s²) x 2 bytes = 293.6 MB, plus 3 dropout seeds of 8 bytes per
   // encoder.
   CHECK(result.err.rfind("out of memory on 4 IPUs, the worst first: IPU1 (physical IPU1) needs "
-                         "2.66 GB but has 941 MB at step 1 (cycle 0)",
+                         "2.65 GB but has 941 MB at step 1 (cycle 0)",
                          0) == 0);
   CHECK(result.err.find("\n  2.06 GB  stash of stage 1 (7 x 294 MB)\n") != std::string::npos);
   CHECK(result.err.find("\nIPU2 (physical IPU3) needs 2.07 GB but has 941 MB at step 1 (cycle ") <

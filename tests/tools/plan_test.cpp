@@ -90,7 +90,7 @@ TEST_CASE("plan says why nothing fits and exits with the simulation outcome code
         "no candidate fits in memory: 18 candidate(s) evaluated on the cost model (18 over "
         "capacity by the estimate, 0 refused by validation), 3 replayed");
   CHECK(text[1] ==
-        "the smallest peak found: IPU0 needs 11 MB of its 4 MB with splits=[\"dense128\"] "
+        "the smallest peak found: IPU0 needs 11.3 MB of its 4 MB with splits=[\"dense128\"] "
         "schedule=sequential gac=16 micro-batch=32 recomputation=none. Largest consumers there:");
   CHECK(text[2] == "  7 MB  control program");
   CHECK(text.back() ==

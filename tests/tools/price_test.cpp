@@ -60,7 +60,8 @@ TEST_CASE("run --ops shows each operation's plan under planned pricing, and only
   REQUIRE(planned.code == 0);
   CHECK_THAT(planned.out, Catch::Contains("Plan (g/f/i/o)"));
   CHECK_THAT(planned.out, Catch::Contains("AMP 1x1 "));
-  const auto fitted = run_ipusim({"run", "configs/tf1_mnist_2ipu.json", "--no-numeric", "--ops"});
+  const auto fitted = run_ipusim({"run", "configs/tf1_mnist_2ipu.json", "--no-numeric", "--ops",
+                                  "--set", "hardware.operations.pricing=fitted"});
   REQUIRE(fitted.code == 0);
   CHECK_THAT(fitted.out, !Catch::Contains("Plan (g/f/i/o)"));
 }

@@ -237,29 +237,31 @@ TEST_CASE("calibrate --progress lines counts its replays against the least the f
   const std::string measured = write("progress_measured.csv",
                                      "set,stage,forward_cycles,backward_cycles,step_cycles\n"
                                      "pipeline.gradient_accumulation_count=8,,,,900000\n");
-  const auto result = run_ipusim({"calibrate", kTf1Config, "--measured", measured, "--fit",
-                                  "compute_set_cycles", "--progress", "lines"});
+  const auto result =
+      run_ipusim({"calibrate", kTf1Config, "--measured", measured, "--fit", "compute_set_cycles",
+                  "--progress", "lines", "--set", "hardware.operations.pricing=fitted"});
   CHECK(result.code == 0);
-  // One variant, one parameter fitted of 9. At least 14: the variant once, then 13 more (the
-  // rank check's start and 9 differences, the fit's start, a trial, the configured
+  // One variant, one parameter fitted of 10. At least 15: the variant once, then 14 more (the
+  // rank check's start and 10 differences, the fit's start, a trial, the configured
   // predictions). Once the fit knows it moves one parameter: its start, a difference and a
   // trial per iteration, then the end point's difference and the configured predictions, so
-  // 16 after replay 11; each iteration (a difference and a trial) adds 2, and each further
-  // trial of an iteration whose steps fail (12 here, replays 16 to 27) adds one.
+  // 17 after replay 12; each iteration (a difference and a trial) adds 2, and each further
+  // trial of an iteration whose steps fail (12 here, replays 17 to 28) adds one.
   std::string expected;
-  for (std::size_t done = 1; done <= 29; ++done) {
-    const std::size_t least = done <= 11   ? 14
-                              : done <= 14 ? 16
-                              : done <= 16 ? 18
-                              : done <= 27 ? done + 2
-                                           : 29;
+  for (std::size_t done = 1; done <= 30; ++done) {
+    const std::size_t least = done <= 12   ? 15
+                              : done <= 15 ? 17
+                              : done <= 17 ? 19
+                              : done <= 28 ? done + 2
+                                           : 30;
     expected += "progress: " + std::to_string(done) + "/" + std::to_string(least) + " replays (" +
                 std::to_string(done * 100 / least) + "%) " +
-                (done == 29 ? "done in T\n" : "after T, at least T left\n");
+                (done == 30 ? "done in T\n" : "after T, at least T left\n");
   }
   CHECK(times_masked(result.err) == expected);
-  const auto quiet = run_ipusim({"calibrate", kTf1Config, "--measured", measured, "--fit",
-                                 "compute_set_cycles", "--progress", "lines", "--quiet"});
+  const auto quiet =
+      run_ipusim({"calibrate", kTf1Config, "--measured", measured, "--fit", "compute_set_cycles",
+                  "--progress", "lines", "--quiet", "--set", "hardware.operations.pricing=fitted"});
   CHECK(quiet.code == 0);
   CHECK(quiet.err.empty());
 }

@@ -20,12 +20,16 @@ using sim::FitStatus;
 const std::string kBert = "configs/bert_large_4ipu.json";
 const std::string kTf1 = "configs/tf1_mnist_2ipu.json";
 
+// Most cases fit the fitted formula's parameters: the chips' presets price as planned, where
+// the classes' efficiencies act only on what Poplar does not plan.
+const std::string kFittedPricing = "hardware.operations.pricing=\"fitted\"";
+
 // The IPUs the synthetic measurements come from: parameters far from every preset's.
 const std::map<std::string, double> kHidden = {
     {"compute_set_cycles", 173},     {"exchange_bytes_per_tile_cycle", 3.1},
     {"matmul.efficiency", 0.52},     {"elementwise.efficiency", 0.27},
     {"non_linear.efficiency", 0.15}, {"reduction.efficiency", 0.08},
-    {"gather.efficiency", 0.05}};
+    {"gather.efficiency", 0.05},     {"plan_scale", 1.7}};
 
 std::vector<core::Override> overrides_of(const std::vector<std::string>& set) {
   std::vector<core::Override> out;
@@ -62,10 +66,12 @@ std::vector<double> cycles_of(const sim::RunSpec& spec, const std::vector<sim::M
 // What IPUs with the hidden parameters measure for `config` with `set`: each stage's forward
 // and backward pass, and the step when `step`.
 void measure(const std::string& config, const std::vector<std::string>& set, bool step,
-             std::vector<sim::Measurement>& out) {
+             std::vector<sim::Measurement>& out, bool fitted = true) {
   auto with_hidden = set;
   for (const auto& entry : hidden_overrides())
     with_hidden.push_back(entry);
+  if (fitted)
+    with_hidden.push_back(kFittedPricing);
   const auto spec = sim::load_run_spec(config, overrides_of(with_hidden));
   std::vector<sim::Measurement> made;
   const sim::MeasurementSource source{"synthetic.csv", "", out.size() + 2};
@@ -111,9 +117,13 @@ std::vector<sim::Measurement> tf1_measurements() {
   return out;
 }
 
+core::ConfigDocument fitted_config(const std::string& config) {
+  return core::ConfigDocument::load(config, overrides_of({kFittedPricing}));
+}
+
 sim::Calibration calibrate(const std::string& config,
                            const std::vector<sim::Measurement>& measured) {
-  return sim::calibrate(core::ConfigDocument::load(config, {}), measured);
+  return sim::calibrate(fitted_config(config), measured);
 }
 
 const sim::CalibratedParameter& parameter(const sim::Calibration& calibration,
@@ -154,6 +164,16 @@ TEST_CASE("a fit to BERT-Large at four micro-batch sizes recovers the parameters
   CHECK(calibration.variants == 4);
 }
 
+TEST_CASE("under planned pricing a fit recovers plan_scale and what Poplar does not plan") {
+  std::vector<sim::Measurement> measured;
+  measure(kBert, {"pipeline.micro_batch_size=2"}, false, measured, false);
+  measure(kBert, {}, true, measured, false);
+  const auto calibration = sim::calibrate(core::ConfigDocument::load(kBert, {}), measured);
+  check_recovered(calibration, {"plan_scale"});
+  // Every product and norm is planned: the classes' efficiencies act on none of them.
+  CHECK(parameter(calibration, "matmul.efficiency").status == FitStatus::kUnconstrained);
+}
+
 TEST_CASE("a fit to the TF1 MLP recovers its parameters and leaves the classes it lacks alone") {
   const auto calibration = calibrate(kTf1, tf1_measurements());
   check_recovered(calibration,
@@ -190,9 +210,10 @@ TEST_CASE("the written preset, included after the config, reproduces the fit's p
   const nlohmann::json wrapper = {{"include", {fs::absolute(kTf1).string(), "calibrated.json"}}};
   std::ofstream(testing::scratch_path("calibrate_tests", "tf1_calibrated.json")) << wrapper.dump();
   for (const auto& fit : calibration.measurements) {
-    const auto spec =
-        sim::load_run_spec(testing::scratch_path("calibrate_tests", "tf1_calibrated.json"),
-                           overrides_of(fit.measurement.set));
+    auto sets = fit.measurement.set;
+    sets.push_back(kFittedPricing);
+    const auto spec = sim::load_run_spec(
+        testing::scratch_path("calibrate_tests", "tf1_calibrated.json"), overrides_of(sets));
     INFO(sim::describe(fit.measurement));
     CHECK(cycles_of(spec, {fit.measurement})[0] == fit.after);
   }
@@ -202,7 +223,9 @@ TEST_CASE("the predictions before the fit are the config's own") {
   const auto measured = tf1_measurements();
   const auto calibration = calibrate(kTf1, measured);
   for (const auto& fit : calibration.measurements) {
-    const auto spec = sim::load_run_spec(kTf1, overrides_of(fit.measurement.set));
+    auto sets = fit.measurement.set;
+    sets.push_back(kFittedPricing);
+    const auto spec = sim::load_run_spec(kTf1, overrides_of(sets));
     CHECK(cycles_of(spec, {fit.measurement})[0] == fit.before);
   }
 }
@@ -247,8 +270,7 @@ TEST_CASE("calibrate --fit moves only the parameters it names, the others keep t
   std::vector<sim::Measurement> measured;
   measure(kTf1, {}, true, measured);
   const auto step = measured.back();
-  const auto calibration =
-      sim::calibrate(core::ConfigDocument::load(kTf1, {}), {step}, {"matmul.efficiency"});
+  const auto calibration = sim::calibrate(fitted_config(kTf1), {step}, {"matmul.efficiency"});
   for (const auto& p : calibration.parameters) {
     INFO(p.name);
     CHECK(p.status == (p.name == "matmul.efficiency" ? FitStatus::kFitted : FitStatus::kNotChosen));
@@ -256,14 +278,13 @@ TEST_CASE("calibrate --fit moves only the parameters it names, the others keep t
       CHECK(p.fitted == p.preset);
   }
   CHECK(calibration.measurements[0].after == Approx(step.cycles).epsilon(0.001));
-  CHECK(testing::error_of<core::ConfigError>([&] {
-          sim::calibrate(core::ConfigDocument::load(kTf1, {}), {step}, {"matmul.eficiency"});
-        }) ==
+  CHECK(testing::error_of<core::ConfigError>(
+            [&] { sim::calibrate(fitted_config(kTf1), {step}, {"matmul.eficiency"}); }) ==
         "--fit: 'matmul.eficiency' is not a parameter calibrate fits; did you mean "
         "'matmul.efficiency'? (it fits 'compute_set_cycles', "
         "'exchange_bytes_per_tile_cycle', 'matmul.efficiency', 'conv.efficiency', "
         "'elementwise.efficiency', 'non_linear.efficiency', 'reduction.efficiency', "
-        "'gather.efficiency' or 'copy.efficiency')");
+        "'gather.efficiency', 'copy.efficiency' or 'plan_scale')");
 }
 
 TEST_CASE("measurements of other config files are fitted together with the command's config") {
@@ -275,8 +296,9 @@ TEST_CASE("measurements of other config files are fitted together with the comma
   measure(kBert, {}, true, bert);
   std::vector<sim::Measurement> steps = {tf1.back(), bert.back()};
   steps[1].config = kBert;
-  const auto calibration = sim::calibrate(core::ConfigDocument::load(kTf1, {}), steps,
-                                          {"matmul.efficiency", "compute_set_cycles"});
+  steps[1].set.push_back(kFittedPricing);
+  const auto calibration =
+      sim::calibrate(fitted_config(kTf1), steps, {"matmul.efficiency", "compute_set_cycles"});
   CHECK(calibration.variants == 2);
   for (const auto& fit : calibration.measurements)
     CHECK(fit.after == Approx(fit.measurement.cycles).epsilon(0.01));
@@ -348,7 +370,7 @@ TEST_CASE("a variant that does not fit in memory is refused: it cannot have been
   measured[1].source = {"m.json", "/measurements/1", 0};
   measured[1].set = {"hardware.memory_per_ipu=\"4MB\""};
   // What run says of the same variant: its out-of-memory outcome.
-  const auto spec = sim::load_run_spec(kTf1, {core::parse_set_argument(measured[1].set[0])});
+  const auto spec = sim::load_run_spec(kTf1, overrides_of({measured[1].set[0], kFittedPricing}));
   sim::SimulateOptions options;
   options.numeric = sim::NumericMode::kOff;
   std::string outcome =

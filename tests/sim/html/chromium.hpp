@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 
 inline const char* const kChromium = "/usr/bin/chromium";
 
-// Under the 12.46 MB that IPU0 of the tf1 config needs with a grouped schedule, over the
-// 12.05 MB of sequential.
-inline const char* const kTightMemory = "hardware.memory_per_ipu=\"12.3MB\"";
+// Under the 13.92 MB that IPU0 of the tf1 config needs with a grouped schedule in that memory
+// (its tiles' smaller share bounds the plans' temporaries), over the 13.51 MB of sequential.
+inline const char* const kTightMemory = "hardware.memory_per_ipu=\"13.64MB\"";
 
 inline std::size_t count(const std::string& text, const std::string& part) {
   std::size_t n = 0;

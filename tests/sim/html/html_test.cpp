@@ -128,7 +128,7 @@ TEST_CASE("the run page lists every metric column with its value and CSV key") {
     CHECK(html.find("<tr><td>" + column.heading + "</td>") != std::string::npos);
     CHECK(html.find("<td><code>" + column.key + "</code></td>") != std::string::npos);
   }
-  CHECK(html.find("<tr><td>Throughput per IPU</td><td>259,341 samples/s</td>") !=
+  CHECK(html.find("<tr><td>Throughput per IPU</td><td>277,476 samples/s</td>") !=
         std::string::npos);
 }
 
@@ -153,10 +153,10 @@ TEST_CASE("the zoomed views show only the phases a schedule has, each from its f
   CHECK(html.find("<svg id=\"zoom-main\"") != std::string::npos);
   const auto grouped = testing::record(kTf1Config);
   const auto page = sim::html_report(grouped->report, grouped->timeline());
-  CHECK(page.find("Ramp-up: cycles 0 \u2013 91,212 (91,212 cycles, 0.0686 ms)") !=
+  CHECK(page.find("Ramp-up: cycles 0 \u2013 83,052 (83,052 cycles, 0.0624 ms)") !=
         std::string::npos);
-  CHECK(page.find("One period of the main phase: cycles 91,212 \u2013 134,644 (43,432 cycles, "
-                  "0.0327 ms)") != std::string::npos);
+  CHECK(page.find("One period of the main phase: cycles 83,052 \u2013 121,473 (38,421 cycles, "
+                  "0.0289 ms)") != std::string::npos);
   // Each task of the windows is a box with its exact cycles, none aggregated.
   CHECK(svg_element(page, "zoom-main").find("class=\"agg ") == std::string::npos);
   CHECK(svg_element(page, "zoom-main").find("<title>F3 s1 on IPU1 \u00b7 cycles ") !=
@@ -343,8 +343,8 @@ TEST_CASE("the run page lists each stage's operations in an Operations Summary")
   CHECK(count(html, "<details><summary>Stage ") == 2);
   // Five dense layers, each a row whose operation and class are both "matmul".
   CHECK(count(html, "<td class=\"text\">matmul</td>") == 2 * 5);
-  CHECK(html.find("<details><summary>Stage 0 on IPU0: 9 operations, forward 12,598 cycles, "
-                  "backward 13,028 cycles</summary>") != std::string::npos);
+  CHECK(html.find("<details><summary>Stage 0 on IPU0: 9 operations, forward 9,878 cycles, "
+                  "backward 10,737 cycles</summary>") != std::string::npos);
 }
 
 TEST_CASE("the report names the overrides under the config's own description") {
@@ -375,7 +375,7 @@ TEST_CASE("an inference run's page speaks of one inference pass and shows no wei
   write_file(build_dir() / "html_report_inference.html", html);
   // No legend entry, band, phase row, utilisation column or note of a weight update.
   CHECK(lower_case(html).find("weight update") == std::string::npos);
-  CHECK(html.find("<div class=\"card\"><b>0.3788 ms</b><span>step (one inference pass), 503,762 "
+  CHECK(html.find("<div class=\"card\"><b>0.3426 ms</b><span>step (one inference pass), 455,616 "
                   "cycles</span></div>") != std::string::npos);
   CHECK(html.find("<dt>Micro-batches per pass (M)</dt><dd>16</dd>") != std::string::npos);
   CHECK(html.find("<dt>Samples per pass</dt><dd>512</dd>") != std::string::npos);
@@ -437,20 +437,20 @@ TEST_CASE("memory figures carry their unit and four figures beside the capacity"
   const auto sequential = testing::record_allowing_oom(
       kTf1Config, {kTightMemory, "pipeline.pipeline_schedule=sequential"});
   const auto run = sim::html_report(sequential->report, sequential->timeline());
-  CHECK(run.find("<div class=\"card\"><b>12.10 MB</b><span>peak memory of an IPU (98.4% of "
-                 "12.30 MB)</span></div>") != std::string::npos);
+  CHECK(run.find("<div class=\"card\"><b>13.51 MB</b><span>peak memory of an IPU (99.0% of "
+                 "13.64 MB)</span></div>") != std::string::npos);
   CHECK(run.find("<tr><th>IPU</th><th>Peak memory</th><th>Share of capacity</th><th>Peak "
                  "stash</th><th>In streaming memory</th><th>Fits</th></tr>\n<tr><td>IPU0</td><td>"
-                 "12.10 MB</td>") != std::string::npos);
-  // IPU1: 7,441,054 B allocated for the program, its micro-batch's 17,792 B between forward
+                 "13.51 MB</td>") != std::string::npos);
+  // IPU1: 8,260,204 B allocated for the program, its micro-batch's 17,792 B between forward
   // and backward, and the loss's one-hot, 10 logits x 32 samples x 4 B = 1,280 B.
-  CHECK(run.find("<td>IPU1</td><td>7.460 MB</td>") != std::string::npos);
+  CHECK(run.find("<td>IPU1</td><td>8.279 MB</td>") != std::string::npos);
   const auto compare =
       sim::compare_html({&grouped->report, &sequential->report},
                         {&grouped->timeline(), &sequential->timeline()}, {"grouped", "sequential"});
-  CHECK(compare.find("<tr><td>Peak memory (fullest IPU)</td><td>12.51 MB</td><td>12.10 MB</td>"
+  CHECK(compare.find("<tr><td>Peak memory (fullest IPU)</td><td>13.92 MB</td><td>13.51 MB</td>"
                      "</tr>") != std::string::npos);
-  CHECK(compare.find("<tr><td>Memory per IPU (capacity)</td><td>12.30 MB</td><td>12.30 MB</td>"
+  CHECK(compare.find("<tr><td>Memory per IPU (capacity)</td><td>13.64 MB</td><td>13.64 MB</td>"
                      "</tr>") != std::string::npos);
   CHECK(compare.find("<tr><td>Peak stash per IPU</td><td>") != std::string::npos);
   for (const auto* html : {&run, &compare})

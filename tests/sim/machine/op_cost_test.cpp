@@ -275,12 +275,16 @@ TEST_CASE("planned pricing lowers a layer norm into its compute sets, rows times
   CHECK(cost->backward.cycles == sim::pricing::total_cycles(plan.backward));
 }
 
-TEST_CASE("the fitted pricing, the default, leaves planned lowerings to the roofline") {
+TEST_CASE("fitted pricing leaves planned lowerings to the roofline, and the chips' presets plan") {
   models::Operation op{"layer_norm", OpClass::kReduction, {}, {}};
   op.lowering = models::VectorLowering::kLayerNorm;
   op.forward.work = 64;
   op.vector_width = 8;
-  CHECK_FALSE(sim::planned_cost(hardware({{"preset", "bow"}}), DType::kFp16, op, 1));
+  CHECK_FALSE(sim::planned_cost(
+      hardware({{"preset", "bow"}, {"operations", {{"pricing", "fitted"}}}}), DType::kFp16, op, 1));
+  // The ideal chip plans too, at poplibs' estimates as they are (plan_scale 1).
+  for (const char* preset : {"bow", "gc200", "gc2", "ideal"})
+    CHECK(sim::planned_cost(hardware({{"preset", preset}}), DType::kFp16, op, 1));
 }
 
 TEST_CASE("an unknown pricing names the choices and the nearest") {

@@ -44,8 +44,10 @@ TEST_CASE("a task holds its largest operation's temporaries beside its activatio
 }
 
 TEST_CASE("serialising adds a compute set's overhead a slice and leaves the work") {
-  const auto whole = gpt_tiny_last_stage({});
-  const auto both = gpt_tiny_last_stage({kLossChunk + "4", kHeadFactor + "4"});
+  // The fitted formula's closed form: a planned product plans each slice anew.
+  const std::string fitted = "hardware.operations.pricing=\"fitted\"";
+  const auto whole = gpt_tiny_last_stage({fitted});
+  const auto both = gpt_tiny_last_stage({fitted, kLossChunk + "4", kHeadFactor + "4"});
   CHECK(both.forward_flops == whole.forward_flops);
   CHECK(both.backward_flops == whole.backward_flops);
   // Each compute set costs its sync and its exchange's fixed cycles; the work, the tiles and the

@@ -242,7 +242,7 @@ TEST_CASE("the protobuf trace holds the tf1 run's tracks, slices and first task 
   CHECK(run->report.replay.tasks == 64 + 40 + 32 + 2);
 
   // F1 s0 starts on IPU0 after the infeed's 17,342 cycles (13,039 ns at 1.33 GHz) and runs
-  // stage 0's forward pass, 12,598 cycles.
+  // stage 0's forward pass, 9,878 cycles.
   auto first = std::find_if(trace.events.begin(), trace.events.end(), [](const DecodedEvent& e) {
     return e.type == 1 && e.category == "compute";
   });
@@ -251,14 +251,14 @@ TEST_CASE("the protobuf trace holds the tf1 run's tracks, slices and first task 
   CHECK(first->name == "F1 s0");
   CHECK(trace.track_names[first->track] == "IPU0 (physical IPU0)");
   CHECK(first->timestamp == 13039);
-  CHECK(args["cycles"] == 12598);
+  CHECK(args["cycles"] == 9878);
   CHECK(args["micro_batch"] == 1);
-  CHECK(sim::build_cost_model(run->spec).stages[0][0].forward_cycles == 12598);
+  CHECK(sim::build_cost_model(run->spec).stages[0][0].forward_cycles == 9878);
   // Its end, after the operations nested in it.
   const auto pairs = slice_pairs(trace.events, file_order(trace));
   const auto end =
       trace.events.begin() + std::ptrdiff_t(pairs.at(std::size_t(first - trace.events.begin())));
-  CHECK(std::int64_t(end->timestamp) == ns_of(17342 + 12598));
+  CHECK(std::int64_t(end->timestamp) == ns_of(17342 + 9878));
 }
 
 TEST_CASE("protobuf flows go from stage to stage through the copy and end at the next stage") {

@@ -59,10 +59,10 @@ TEST_CASE("the CSV streamed from the scratch file is every candidate ranked in m
   CHECK(streamed == in_memory);
   const auto rows = keep_test_rows(streamed);
   REQUIRE(rows.size() == 72);
-  // The best: split after dense64, grouped, GAC 16, micro-batch 32 on the config's 2 IPUs; the
+  // The best: split after dense128, grouped, GAC 16, micro-batch 32 on the config's 2 IPUs; the
   // worst: after dense256, sequential, GAC 8, micro-batch 16.
-  CHECK(rows.front().rfind("1,\"[\"\"dense64\"\"]\",2,1,\"[0,1]\",2,grouped,16,32,none,none,", 0) ==
-        0);
+  CHECK(rows.front().rfind("1,\"[\"\"dense128\"\"]\",2,1,\"[0,1]\",2,grouped,16,32,none,none,",
+                           0) == 0);
   CHECK(rows.back().rfind("72,\"[\"\"dense256\"\"]\",2,1,\"[0,1]\",2,sequential,8,16,none,none,",
                           0) == 0);
 }

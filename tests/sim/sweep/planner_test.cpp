@@ -409,22 +409,22 @@ TEST_CASE("a plan keeps the candidates nearest to fitting of those over capacity
   request.jobs = 2;
   const auto result = sim::plan(request);
   CHECK(result.evaluated == 54);
-  CHECK(result.over_capacity == 27);
-  // Every dense layer on IPU0 under sequential (one micro-batch held, no FIFO) overflows it by
-  // the least, 127,000 bytes, at every GAC; then the split after dense32 under grouped, whose
-  // IPU0 holds three micro-batches. The five kept follow the search's order.
+  CHECK(result.over_capacity == 45);
+  // The split after dense64 under sequential (one micro-batch held, no FIFO) overflows IPU0 by
+  // the least, 273,696 bytes, at every GAC; then the same split under interleaved, whose IPU0
+  // holds its FIFO's micro-batches besides. The five kept follow the search's order.
   REQUIRE(result.nearest_over_capacity.size() == 5);
   const auto& nearest = result.nearest_over_capacity.front();
   CHECK(nearest.key() ==
-        "splits=[\"cel\"] schedule=sequential gac=8 micro-batch=32 recomputation=none");
-  CHECK(nearest.estimated_peak_bytes.at(0) == 12'427'000);
+        "splits=[\"dense64\"] schedule=sequential gac=8 micro-batch=32 recomputation=none");
+  CHECK(nearest.estimated_peak_bytes.at(0) == 12'300'000 + 273'696);
   CHECK(result.nearest_over_capacity.back().key() ==
-        "splits=[\"dense32\"] schedule=grouped gac=16 micro-batch=32 recomputation=none");
+        "splits=[\"dense64\"] schedule=interleaved gac=16 micro-batch=32 recomputation=none");
   const auto html = sim::render_plan_html(result);
-  CHECK(html.find("<p>27 of the 54 candidates evaluated on the cost model were over capacity by "
+  CHECK(html.find("<p>45 of the 54 candidates evaluated on the cost model were over capacity by "
                   "the estimate") != std::string::npos);
   CHECK(html.find("schedule=sequential gac=8 micro-batch=32 recomputation=none</td><td "
-                  "class=\"text\">IPU0</td><td>12.43 MB of 12.30 MB</td><td>127,000</td></tr>") !=
+                  "class=\"text\">IPU0</td><td>12.57 MB of 12.30 MB</td><td>273,696</td></tr>") !=
         std::string::npos);
 }
 
