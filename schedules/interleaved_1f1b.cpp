@@ -47,6 +47,14 @@ void virtual_stages(const std::string&, const PipelineShape& shape) {
                    "but " +
                        std::to_string(n) + " stages do not divide evenly over " +
                        std::to_string(ipus) + " IPUs");
+  // One stage per IPU is 1F1B's order with a deeper warm-up: nothing to interleave.
+  if (n == ipus)
+    fail_placement(ScheduleOption::kDeviceMapping,
+                   "the interleaved_1f1b schedule interleaves two or more stages on each IPU "
+                   "(Megatron-LM's virtual stages), but these " +
+                       std::to_string(n) + " stages are one per IPU: split the model into " +
+                       std::to_string(2 * ipus) + " stages or more, stage k on IPU k mod " +
+                       std::to_string(ipus) + ", or run 1f1b");
   for (int stage = 0; stage < n; ++stage) {
     if (shape.device_mapping[stage].front() != stage % ipus)
       fail_placement(ScheduleOption::kDeviceMapping,

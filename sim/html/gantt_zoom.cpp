@@ -74,8 +74,8 @@ std::string zoomed_views_html(const GanttRun& run) {
   };
   const View views[] = {
       {"zoom-ramp-up", "Ramp-up", phase_window(timeline, schedules::Phase::kRampUp),
-       "The pipeline fills: later IPUs wait for their first micro-batch. With ramp-down, this "
-       "is the ramp overhead; it does not grow with M."},
+       "The pipeline fills: later IPUs wait for their first micro-batch. Their idle time here "
+       "and in ramp-down is the ramp overhead; it does not grow with M."},
       {"zoom-main", "One period of the main phase", main_period(timeline),
        "From a task to the same task of the next micro-batch: the pattern the main phase "
        "repeats once per micro-batch. Idle time here is the bubble that repeats M times."},

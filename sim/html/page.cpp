@@ -155,8 +155,10 @@ std::string overflow_list(const std::string& items) {
 std::string derived_figures_note(bool training) {
   return std::string(
              "<ul class=\"explain\">"
-             "<li><b>Ramp overhead</b>: the share of the step spent in ramp-up and "
-             "ramp-down, while the pipeline fills and drains; it shrinks as ") +
+             "<li><b>Ramp overhead</b>: the IPU time left idle in ramp-up and ramp-down, while "
+             "the pipeline fills and drains, as a share of all the IPUs' step (IPUs x step "
+             "cycles), one definition for every schedule; with equal stages, Graphcore's "
+             "schedules' bubble; it shrinks as ") +
          (training ? "the gradient accumulation count M" : "the number of micro-batches M") +
          " grows.</li>"
          "<li><b>Bubble</b>: the share of IPU time idle in ramp-up, main and ramp-down "

@@ -144,7 +144,7 @@ std::string headline(const RunReport& r) {
                                                     : "step (one inference pass), ") +
                   with_commas(r.replay.step_cycles) + " cycles");
   out += card(with_commas(std::llround(f.throughput)), "samples/s throughput");
-  out += card(percent(f.ramp_overhead), "ramp overhead (ramp-up + ramp-down)");
+  out += card(percent(f.ramp_overhead), "ramp overhead (idle in ramp-up and ramp-down)");
   out += card(percent(f.bubble_fraction), "bubble: idle IPU time in the pipeline");
   out += card(memory_figure(double(f.peak_memory_bytes_max)),
               "peak memory of an IPU (" + percent(f.peak_memory_capacity_share) + " of " +

@@ -103,7 +103,7 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
   const std::string name = table.varied[varied_index];
   std::string out;
   for (const SweepPlot& plot :
-       {SweepPlot{"ramp_overhead", "Ramp overhead", "ramp overhead (% of step)",
+       {SweepPlot{"ramp_overhead", "Ramp overhead", "ramp overhead (% of IPU time)",
                   [](const RunMetrics& m) { return m.ramp_overhead * 100; }},
         SweepPlot{"throughput", "Throughput", "throughput (samples/s)",
                   [](const RunMetrics& m) { return m.throughput; }},

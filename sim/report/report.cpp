@@ -84,7 +84,7 @@ std::string timing(const RunReport& r) {
   out += "\n" + render_table(rows, {false, true, true, true}) + weight_update_text(r) +
          host_input_text(r);
   out += "Ramp overhead: " + percent(r.figures.ramp_overhead) +
-         " of the step in ramp-up and ramp-down\n";
+         " of the IPUs' time in the step, idle in ramp-up and ramp-down\n";
   out += "Bubble: " + percent(r.figures.bubble_fraction) +
          " of IPU time idle in the pipeline phases (idle/busy " + fixed(r.figures.bubble_ratio, 4) +
          ")\n";

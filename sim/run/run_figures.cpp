@@ -57,6 +57,18 @@ void per_ipu(const RunSpec& spec, const ReplayResult& replay, RunFigures& f) {
   f.bubble_ratio = fraction(capacity - busy, busy);
 }
 
+// The IPU time the ramps leave idle, as a share of all the IPUs' step: one definition for every
+// schedule, with each family's phase boundaries. Grouped's ramps are long and partly busy,
+// 1F1B's short and mostly idle; with equal stages Graphcore's schedules come to the bubble.
+double ramp_idle_share(const ReplayResult& replay) {
+  double idle = 0;
+  for (const auto& ipu : replay.ipus) {
+    for (const std::size_t phase : {kRampUp, kRampDown})
+      idle += double(replay.phase_cycles[phase] - ipu.busy_in_phase[phase]);
+  }
+  return fraction(idle, double(replay.step_cycles) * double(replay.ipus.size()));
+}
+
 std::vector<std::vector<std::vector<OperationFigures>>> operation_figures(const CostModel& cost,
                                                                           double clock_hz) {
   std::vector<std::vector<std::vector<OperationFigures>>> out;
@@ -98,9 +110,8 @@ RunFigures run_figures(const RunSpec& spec, const CostModel& cost, const ReplayR
   }
   f.pipeline_cycles =
       replay.phase_cycles[kRampUp] + replay.phase_cycles[kMain] + replay.phase_cycles[kRampDown];
-  f.ramp_overhead =
-      fraction(double(replay.phase_cycles[kRampUp] + replay.phase_cycles[kRampDown]), step);
   per_ipu(spec, replay, f);
+  f.ramp_overhead = ramp_idle_share(replay);
   f.fits_in_memory = !replay.out_of_memory.has_value();
   const auto& w = replay.weight_update;
   f.collective_cycles = w.reduce_scatter + w.all_reduce + w.all_gather;

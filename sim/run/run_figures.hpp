@@ -37,11 +37,12 @@ struct RunFigures {
   double throughput = 0;  // samples per second
   // Sequences per second when samples are packs of sequences (data.sequences_per_sample).
   std::optional<double> sequence_throughput;
-  double throughput_per_ipu = 0;           // over every IPU of every replica
-  std::array<double, 4> phase_seconds{};   // by PhaseIndex
-  std::array<double, 4> phase_share{};     // of the step, by PhaseIndex
-  std::int64_t pipeline_cycles = 0;        // ramp-up + main + ramp-down
-  double ramp_overhead = 0;                // share of the step in ramp-up and ramp-down
+  double throughput_per_ipu = 0;          // over every IPU of every replica
+  std::array<double, 4> phase_seconds{};  // by PhaseIndex
+  std::array<double, 4> phase_share{};    // of the step, by PhaseIndex
+  std::int64_t pipeline_cycles = 0;       // ramp-up + main + ramp-down
+  // IPU time idle in ramp-up and ramp-down, as a share of the IPUs' step (IPUs x step).
+  double ramp_overhead = 0;
   double bubble_fraction = 0;              // idle share of IPU time in the pipeline phases
   double bubble_ratio = 0;                 // idle over busy IPU time in the pipeline phases
   double utilisation_mean = 0;             // of the IPUs' utilisations

@@ -167,6 +167,17 @@ TEST_CASE("interleaved_1f1b needs stage k on IPU k mod P and M a multiple of P")
         "using interleaved schedule (Megatron-LM's rule for interleaved_1f1b)");
 }
 
+TEST_CASE("interleaved_1f1b with one stage per IPU is refused: there is nothing to interleave") {
+  for (const auto& shape : {one_per_ipu(4, 8), one_per_ipu(1, 8)}) {
+    const ScheduleError error = error_of("interleaved_1f1b", shape);
+    CHECK(error.option() == ScheduleOption::kDeviceMapping);
+  }
+  CHECK(std::string(error_of("interleaved_1f1b", one_per_ipu(4, 8)).what()) ==
+        "the interleaved_1f1b schedule interleaves two or more stages on each IPU (Megatron-LM's "
+        "virtual stages), but these 4 stages are one per IPU: split the model into 8 stages or "
+        "more, stage k on IPU k mod 4, or run 1f1b");
+}
+
 TEST_CASE("device mapping mistakes name the stage") {
   PipelineShape shape = one_per_ipu(2, 4);
   shape.device_mapping = {{0}, {}};

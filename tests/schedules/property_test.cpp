@@ -110,8 +110,8 @@ TEST_CASE("every gpu schedule keeps its invariants for N up to 8 and M up to 64"
 }
 
 TEST_CASE("interleaved_1f1b keeps its invariants for every even split of stages over IPUs") {
-  for (int n = 1; n <= 8; ++n) {
-    for (int ipus = 1; ipus <= n; ++ipus) {
+  for (int n = 2; n <= 8; ++n) {
+    for (int ipus = 1; 2 * ipus <= n; ++ipus) {
       if (n % ipus != 0)
         continue;
       for (int m = ipus; m <= 64; m += ipus)
@@ -164,8 +164,8 @@ TEST_CASE("gpu schedule phases match the unit-time simulation for N up to 8 and 
 }
 
 TEST_CASE("interleaved_1f1b phases match the unit-time simulation for every even split") {
-  for (int n = 1; n <= 8; ++n) {
-    for (int ipus = 1; ipus <= n; ++ipus) {
+  for (int n = 2; n <= 8; ++n) {
+    for (int ipus = 1; 2 * ipus <= n; ++ipus) {
       if (n % ipus != 0)
         continue;
       for (int m = ipus; m <= 64; m += ipus)
@@ -180,7 +180,7 @@ TEST_CASE("gpu schedule phases match the unit-time simulation for longer pipelin
       for (const std::string name : {"gpipe", "1f1b", "zero_bubble_h1"})
         check_phases(name, one_per_ipu(n, m));
     }
-    for (int ipus : {n / 4, n / 2, n}) {
+    for (int ipus : {n / 4, n / 2}) {
       for (int m = ipus; m <= n + 6 * ipus; m += ipus)
         check_phases("interleaved_1f1b", round_robin(n, ipus, m));
     }

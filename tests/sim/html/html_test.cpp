@@ -234,7 +234,7 @@ TEST_CASE("a sweep plots ramp overhead and throughput with one line per schedule
   CHECK(count(speed, "<polyline") == 2);
   CHECK(count(ramp, "<circle") == 10);
   CHECK(count(speed, "<circle") == 10);
-  CHECK(html.find(">ramp overhead (% of step)</text>") != std::string::npos);
+  CHECK(html.find(">ramp overhead (% of IPU time)</text>") != std::string::npos);
   CHECK(html.find("pipeline.gradient_accumulation_count (log scale)") != std::string::npos);
   CHECK(html.find("<title>interleaved: 8 \u2192 20</title>") != std::string::npos);
   CHECK(!fetches_network(html));

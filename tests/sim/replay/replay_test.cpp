@@ -112,6 +112,25 @@ TEST_CASE("gpipe and 1f1b bubbles are (p-1)/(m+p-1) for equal stages") {
   }
 }
 
+TEST_CASE("ramp overhead is the IPU time idle in the ramps, whatever the schedule's phases") {
+  // 4 stages of 100 + 200 cycles, M = 32: the pipeline phases take (M + 3) x 300 cycles and
+  // the ideal chip's weight update 1, 4 IPUs x 10,501 IPU-cycles a step.
+  const double ipu_cycles = 4.0 * (35 * 300 + 1);
+  sim::RunSpec spec;
+  // Grouped: every idle IPU-cycle of the pipeline, 4 x 3 x 300, is in its ramps (its main phase
+  // is of full steps): the bubble.
+  const auto grouped = simulate(equal_stages(4, 32, "grouped", 100, 200), spec);
+  REQUIRE(grouped.replay.step_cycles == 35 * 300 + 1);
+  CHECK(grouped.figures.ramp_overhead == Approx(3600 / ipu_cycles));
+  CHECK(grouped.figures.bubble_fraction == Approx(3600 / (4.0 * 35 * 300)));
+  // GPipe: ramp-up lasts until IPU3 starts, 3 forwards, in which IPU k waits k of them; ramp-down
+  // from IPU3's end, 3 backwards, in which IPU 3 - k waits 3 - k of them.
+  const auto gpipe = simulate(equal_stages(4, 32, "gpipe", 100, 200), spec);
+  REQUIRE(gpipe.replay.step_cycles == 35 * 300 + 1);
+  CHECK(gpipe.figures.ramp_overhead == Approx((6 * 100 + 6 * 200) / ipu_cycles));
+  CHECK(simulate(equal_stages(4, 32, "sequential", 100, 200), spec).figures.ramp_overhead == 0);
+}
+
 TEST_CASE("interleaved 1f1b's bubble over busy time is (p-1)/(v m)") {
   for (int p : {2, 4}) {
     for (int v : {2, 3}) {
