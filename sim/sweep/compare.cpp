@@ -55,6 +55,22 @@ std::vector<core::Override> with_overrides(const std::string& text) {
   return out;
 }
 
+// --schedules sets every run's schedule; a --with that sets it too would run another schedule
+// under the label --schedules gives.
+void refuse_schedule_twice(const CompareRequest& request) {
+  if (request.schedules.empty())
+    return;
+  for (const auto& with : request.withs) {
+    for (const auto& override_ : with_overrides(with)) {
+      if (core::to_json_pointer(override_.path) == "/pipeline/pipeline_schedule")
+        throw core::ConfigError("--with " + with, "",
+                                "sets pipeline.pipeline_schedule, which --schedules sets for "
+                                "every run: give the schedules in one place, --schedules or a "
+                                "--with each");
+    }
+  }
+}
+
 std::vector<CompareRun> plan_runs(const CompareRequest& request) {
   const auto or_none = [](const std::vector<std::string>& given) {
     return given.empty() ? std::vector<std::string>{""} : given;
@@ -324,6 +340,7 @@ std::string comparison_html(const std::vector<CompareRun>& runs) {
 std::string compare(const CompareRequest& request, core::OutputSet& outputs) {
   for (const auto& config : request.configs)
     core::check_config_readable(config);
+  refuse_schedule_twice(request);
   auto runs = plan_runs(request);
   for (auto& run : runs)
     load_run(run, request);

@@ -81,6 +81,22 @@ TEST_CASE("with three or more runs compare names the next fastest and the slowes
         "1.25x the throughput of tf1_mnist sequential, the slowest)\n");
 }
 
+TEST_CASE("a --with that sets the schedule --schedules sets is refused, not run under its label") {
+  const auto result =
+      run_ipusim({"compare", kTf1Config, "--schedules", "grouped,1f1b", "--with",
+                  "pipeline.gradient_accumulation_count=32;pipeline.pipeline_schedule=\"gpipe\""});
+  CHECK(result.code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err ==
+        "error: --with pipeline.gradient_accumulation_count=32;pipeline.pipeline_schedule="
+        "\"gpipe\": sets pipeline.pipeline_schedule, which --schedules sets for every run: give "
+        "the schedules in one place, --schedules or a --with each\n");
+  // A --with of its own schedule, without --schedules, is a column like any other.
+  const auto alone = run_ipusim(
+      {"compare", kTf1Config, "--with", "pipeline.pipeline_schedule=\"gpipe\"", "--quiet"});
+  CHECK(alone.code == 0);
+}
+
 TEST_CASE("variants given with --with are columns labelled by their overrides") {
   const auto result = run_ipusim(
       {"compare", kTf1Config, "--with", "pipeline.gradient_accumulation_count=32", "--with",
