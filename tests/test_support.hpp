@@ -8,12 +8,18 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/scratch_folder.hpp"
 
 namespace ipusim::testing {
 
 inline const std::string kTf1Config = "configs/tf1_mnist_2ipu.json";
+// The tf1 MLP cut into four stages on IPUs 0, 1, 0, 1 (--set values): two stages an IPU, as
+// interleaved_1f1b needs.
+inline const std::vector<std::string> kTf1FourStages = {
+    "pipeline.splits=[\"dense128\", \"dense64\", \"dense32\"]",
+    "pipeline.device_mapping=[0, 1, 0, 1]"};
 
 // The whole file ("" when it cannot be read).
 inline std::string read_file(const std::filesystem::path& path) {

@@ -23,9 +23,11 @@ constexpr std::size_t kMaxVariants = 1'000;
 constexpr double kRelativeDifference = 0.01;
 
 double difference_step(int parameter, double unknown) {
-  const double floor = parameter == kComputeSetParameter                                     ? 1.0
-                       : parameter == kExchangeParameter || parameter == kPlanScaleParameter ? 1e-3
-                                                                                             : 1e-2;
+  double floor = 1e-2;  // an efficiency's inverse
+  if (parameter == kComputeSetParameter)
+    floor = 1.0;
+  else if (parameter == kExchangeParameter || parameter == kPlanScaleParameter)
+    floor = 1e-3;
   return std::max(kRelativeDifference * std::abs(unknown), floor);
 }
 

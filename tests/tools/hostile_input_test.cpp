@@ -279,8 +279,7 @@ TEST_CASE("every schedule validates at the largest accumulation count without wa
                                      "--gac",      "1099511627776"};
     // interleaved_1f1b interleaves two stages an IPU: the MLP cut into four.
     if (std::string(schedule) == "interleaved_1f1b") {
-      for (const char* set : {"pipeline.splits=[\"dense128\", \"dense64\", \"dense32\"]",
-                              "pipeline.device_mapping=[0, 1, 0, 1]"}) {
+      for (const auto& set : kTf1FourStages) {
         args.push_back("--set");
         args.push_back(set);
       }

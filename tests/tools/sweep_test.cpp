@@ -118,10 +118,7 @@ TEST_CASE("ramp overhead falls monotonically with gradient accumulation for ever
   }
   auto overhead = ramp_overheads(schedules, {}, "gac.csv");
   // interleaved_1f1b interleaves two stages an IPU: the MLP cut into four, on IPUs 0, 1, 0, 1.
-  overhead.merge(ramp_overheads("interleaved_1f1b",
-                                {"pipeline.splits=[\"dense128\", \"dense64\", \"dense32\"]",
-                                 "pipeline.device_mapping=[0, 1, 0, 1]"},
-                                "gac_interleaved_1f1b.csv"));
+  overhead.merge(ramp_overheads("interleaved_1f1b", kTf1FourStages, "gac_interleaved_1f1b.csv"));
   CHECK(overhead.size() == sim::schedule_names().size());
   for (const auto& [schedule, shares] : overhead) {
     INFO(schedule);

@@ -79,9 +79,10 @@ void add_calibrate_command(CLI::App& app, std::ostream& out, std::ostream& err) 
                    "config to add to the config's include list")
       ->check(non_empty_path());
   command
-      ->add_option("--fit", o->fit,
-                   "Fit only these parameters (comma separated, e.g. matmul.efficiency); the "
-                   "others keep the config's values (default: all)")
+      ->add_option(
+          "--fit", o->fit,
+          "Fit only these parameters (comma separated, e.g. plan_scale,gather.efficiency); the "
+          "others keep the config's values (default: all)")
       ->delimiter(',');
   add_progress_option(command, o->progress);
   command->add_flag("--quiet", o->quiet,

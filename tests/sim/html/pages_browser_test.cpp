@@ -16,10 +16,6 @@ using namespace ipusim::testing;
 
 namespace {
 
-const std::vector<std::string> kFourStages = {
-    "pipeline.splits=[\"dense128\", \"dense64\", \"dense32\"]",
-    "pipeline.device_mapping=[0, 1, 0, 1]"};
-
 const std::vector<std::string>& seven_schedules() {
   static const std::vector<std::string> names = {"grouped",       "interleaved", "sequential",
                                                  "1f1b",          "gpipe",       "interleaved_1f1b",
@@ -62,7 +58,7 @@ TEST_CASE("a comparison of seven schedules fits 1,400 px and draws the runs that
   require_chromium();
   // interleaved_1f1b interleaves two stages an IPU: the MLP cut into four, on IPUs 0, 1, 0, 1.
   auto runs = tf1_runs({"grouped", "interleaved", "sequential", "1f1b", "gpipe"});
-  runs.push_back(std::move(tf1_runs({"interleaved_1f1b"}, kFourStages).front()));
+  runs.push_back(std::move(tf1_runs({"interleaved_1f1b"}, kTf1FourStages).front()));
   runs.push_back(std::move(tf1_runs({"zero_bubble_h1"}).front()));
   std::vector<const sim::RunReport*> reports;
   std::vector<const sim::Timeline*> timelines;
