@@ -210,4 +210,23 @@ std::unique_ptr<Schedule> build_schedule(const std::string& name, const Pipeline
   return row.make(shape, mode, relaxed);
 }
 
+std::vector<int> relayout_mapping(const std::string& schedule, const PipelineShape& shape) {
+  check_known(schedule);
+  const ScheduleRow& row = row_of(schedule);
+  if (row.relayout_stages_per_ipu == 0)
+    return {};
+  try {
+    row.placement(schedule, shape);
+    return {};
+  } catch (const ScheduleError& error) {
+    if (error.option() != ScheduleOption::kDeviceMapping)
+      return {};
+  }
+  std::vector<int> mapping;
+  const int ipus = shape.ipus();
+  for (int stage = 0; stage < ipus * row.relayout_stages_per_ipu; ++stage)
+    mapping.push_back(stage % ipus);
+  return mapping;
+}
+
 }  // namespace ipusim::schedules

@@ -35,6 +35,12 @@ RecomputationMode resolve_recomputation(const std::string& schedule, Recomputati
 // Whether a known schedule takes `mode` (kNone and kAuto: always).
 bool supports_recomputation(const std::string& schedule, RecomputationMode mode);
 
+// The device_mapping `schedule` is relaid out to on `shape`'s N IPUs when it refuses shape's own
+// layout: stage k on IPU k mod N, one stage per IPU for interleaved, GPipe, 1F1B and ZB-H1, two
+// for interleaved_1f1b (2N stages). Empty when the schedule takes shape's layout, takes any, or
+// refuses shape for another reason than its layout.
+std::vector<int> relayout_mapping(const std::string& schedule, const PipelineShape& shape);
+
 // Graphcore's overlap length L for a step-based schedule: the micro-batches one pass of the
 // lanes starts (grouped 2N, interleaved N, sequential 1; N for grouped in inference). M must
 // be a multiple of L and at least L unless relaxed_divisibility is set. 0 for GPU schedules.

@@ -18,7 +18,7 @@ ScheduleRow gpipe_row() {
   return gpu_row<GPipeRule>(
       "GPU: all forwards, then all backwards. Simplest; stashes all M "
       "micro-batches.",
-      one_stage_per_ipu);
+      one_stage_per_ipu, 1);
 }
 
 }  // namespace ipusim::schedules

@@ -40,7 +40,8 @@ ScheduleRow interleaved_row() {
           .interleaved_recompute = false,
           .lanes = interleaved_lanes,
           .placement = interleaved_placement,
-          .make = make_stepped<InterleavedRule>};
+          .make = make_stepped<InterleavedRule>,
+          .relayout_stages_per_ipu = 1};
 }
 
 }  // namespace ipusim::schedules

@@ -78,7 +78,7 @@ ScheduleRow interleaved_1f1b_row() {
   return gpu_row<Interleaved1F1BRule>(
       "GPU, Megatron-LM interleaved: v stages per IPU (stage k on IPU k mod P) "
       "divide the bubble by v at the cost of more copies; M a multiple of P.",
-      virtual_stages);
+      virtual_stages, 2);
 }
 
 }  // namespace ipusim::schedules

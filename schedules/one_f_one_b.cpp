@@ -25,7 +25,7 @@ ScheduleRow one_f_one_b_row() {
       "GPU, PipeDream-flush / Megatron-LM: a warm-up of forwards, then one forward "
       "one backward. Gpipe's bubble with at most N-k micro-batches stashed on stage "
       "k.",
-      one_stage_per_ipu);
+      one_stage_per_ipu, 1);
 }
 
 }  // namespace ipusim::schedules

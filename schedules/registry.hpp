@@ -32,6 +32,10 @@ struct ScheduleRow {
   // Throws ScheduleError when the stage-to-IPU mapping does not suit the schedule.
   core::RowFn<PlacementCheck> placement;
   core::RowFn<MakeSchedule> make;
+  // The stages per IPU of the layout the schedule is relaid out to when it refuses a config's
+  // (stage k on IPU k mod N): 1 for one stage per IPU, 2 for Megatron-LM's virtual stages; 0 for
+  // the schedules that take any layout.
+  int relayout_stages_per_ipu = 0;
 };
 
 ScheduleRow grouped_row();
@@ -73,7 +77,8 @@ std::unique_ptr<Schedule> make_ordered(const PipelineShape& shape, Recomputation
 // A GPU-world schedule's row: no divisibility rule, and activation checkpointing
 // (recompute_and_backpropagate_interleaved, also its auto) as its one recomputation.
 template <class Rule>
-ScheduleRow gpu_row(std::string when_to_use, PlacementCheck* placement) {
+ScheduleRow gpu_row(std::string when_to_use, PlacementCheck* placement,
+                    int relayout_stages_per_ipu) {
   return {.info = {rule_instance<Rule>().name(), std::move(when_to_use)},
           .graphcore = false,
           .auto_recomputation = RecomputationMode::kRecomputeAndBackpropagateInterleaved,
@@ -81,7 +86,8 @@ ScheduleRow gpu_row(std::string when_to_use, PlacementCheck* placement) {
           .interleaved_recompute = true,
           .lanes = no_lanes,
           .placement = placement,
-          .make = make_ordered<Rule>};
+          .make = make_ordered<Rule>,
+          .relayout_stages_per_ipu = relayout_stages_per_ipu};
 }
 
 }  // namespace ipusim::schedules

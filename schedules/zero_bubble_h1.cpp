@@ -20,7 +20,7 @@ ScheduleRow zero_bubble_h1_row() {
       "GPU, ZB-H1 (Qi et al. 2023): backward split into input and weight gradients, "
       "the weight gradients filling the cool-down. 1f1b's peak memory, about a third "
       "of its bubble.",
-      one_stage_per_ipu);
+      one_stage_per_ipu, 1);
 }
 
 }  // namespace ipusim::schedules

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "schedules/build.hpp"
 #include "sim/core/config_file.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/format.hpp"
@@ -19,6 +20,7 @@
 #include "sim/report/report.hpp"
 #include "sim/report/run_metrics.hpp"
 #include "sim/run/replay_budget.hpp"
+#include "sim/sweep/planner.hpp"
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {
@@ -37,6 +39,8 @@ struct CompareRun {
   std::optional<RunMetrics> metrics;  // with the report
   std::string error;
   std::exception_ptr failure;  // why the run did not simulate
+  // With --relayout, the layout the run's schedule needed, as the flags that set it.
+  std::string relayout;
 };
 
 // "PATH=VALUE;PATH=VALUE" as overrides named "--with TEXT".
@@ -90,23 +94,82 @@ std::vector<CompareRun> plan_runs(const CompareRequest& request) {
   return runs;
 }
 
-// Reads and validates the run's config with its overrides; an invalid one is kept as the run's
-// error.
-void load_run(CompareRun& run, const CompareRequest& request) {
+// The what-if options and the run's --with, without its schedule.
+std::vector<core::Override> variant_overrides(const CompareRun& run,
+                                              const CompareRequest& request) {
   auto overrides = request.base_overrides;
-  if (!run.schedule.empty()) {
-    overrides.push_back(
-        {"/pipeline/pipeline_schedule", "\"" + run.schedule + "\"", "--schedules " + run.schedule});
-  }
   if (!run.with.empty()) {
     const auto extra = with_overrides(run.with);
     overrides.insert(overrides.end(), extra.begin(), extra.end());
   }
+  return overrides;
+}
+
+// The layout the run's schedule needs when it refuses its config's (the config as it stands,
+// under its own schedule), or empty.
+std::vector<int> needed_mapping(const CompareRun& run, const CompareRequest& request) {
+  if (run.schedule.empty())
+    return {};
   try {
-    run.spec = std::make_shared<const RunSpec>(load_run_spec(run.config, overrides));
+    const auto own = load_run_spec(run.config, variant_overrides(run, request));
+    return schedules::relayout_mapping(run.schedule, own.pipeline_shape());
+  } catch (const core::ConfigError&) {
+    return {};
+  }
+}
+
+// "--splits a,b,c --set 'pipeline.device_mapping=[0,1,2,3]'": the flags that give a layout.
+std::string layout_flags(const PlanCandidate& layout) {
+  std::string splits;
+  for (const auto& id : layout.splits)
+    splits += (splits.empty() ? "" : ",") + id;
+  std::vector<int> mapping;
+  for (const auto& stage : layout.spec->pipeline.stages)
+    mapping.push_back(stage.ipus.front());
+  return "--splits " + splits +
+         " --set 'pipeline.device_mapping=" + nlohmann::json(mapping).dump() + "'";
+}
+
+// --relayout: plan's best split of the layout the schedule needs, on the config's IPUs.
+void relay_out(CompareRun& run, const CompareRequest& request) {
+  PlanRequest search;
+  search.config_path = run.config;
+  search.base_overrides = variant_overrides(run, request);
+  search.schedules = {run.schedule};
+  search.relayout = true;
+  search.fastest_when_none_fits = true;
+  search.top = 1;
+  const auto found = plan(search);
+  if (found.ranked.empty())
+    throw core::ConfigError(run.config, "", "--relayout: " + found.replay_refusal);
+  const auto& best = found.ranked.front();
+  run.spec = best.spec;
+  run.relayout = layout_flags(best);
+}
+
+// Reads and validates the run's config with its overrides; an invalid one is kept as the run's
+// error. A schedule that refuses the config's layout runs on the one it needs with --relayout,
+// and says so without.
+void load_run(CompareRun& run, const CompareRequest& request) {
+  auto overrides = variant_overrides(run, request);
+  if (!run.schedule.empty()) {
+    overrides.push_back(
+        {"/pipeline/pipeline_schedule", "\"" + run.schedule + "\"", "--schedules " + run.schedule});
+  }
+  const auto mapping = needed_mapping(run, request);
+  try {
+    if (mapping.empty() || !request.relayout)
+      run.spec = std::make_shared<const RunSpec>(load_run_spec(run.config, overrides));
+    else
+      relay_out(run, request);
     run.model = run.spec->model.name;
   } catch (const core::ConfigError& error) {
     run.error = error.what();
+    if (!mapping.empty() && !request.relayout)
+      run.error += "; --relayout runs it on " + std::to_string(mapping.size()) +
+                   " stages, stage k on IPU k mod " +
+                   std::to_string(*std::max_element(mapping.begin(), mapping.end()) + 1) +
+                   ", split as plan finds best";
     run.failure = std::current_exception();
   }
 }
@@ -154,9 +217,9 @@ void simulate_runs(std::vector<CompareRun>& runs, const CompareRequest& request)
   }
 }
 
-// Labels name only what differs between runs: the model (or the file, when two configs hold
-// the same model or no run of a config got far enough to name its model), the schedule and the
-// --with text.
+// Labels name only what differs between runs: the model when there are several configs (or
+// the file, when two configs hold the same model or no run of a config got far enough to name
+// its model), the schedule and the --with text; a lone run is named by its model.
 void label_runs(std::vector<CompareRun>& runs, const CompareRequest& request) {
   std::map<std::string, std::string> model_of;  // config -> model name
   for (const auto& run : runs) {
@@ -167,12 +230,19 @@ void label_runs(std::vector<CompareRun>& runs, const CompareRequest& request) {
   bool by_file = model_of.size() < request.configs.size();
   for (const auto& [config, model] : model_of)
     by_file = by_file || !models.insert(model).second;
+  const bool name_config = request.configs.size() > 1 || runs.size() == 1;
   for (auto& run : runs) {
-    run.label = by_file ? std::filesystem::path(run.config).stem().string() : model_of[run.config];
+    std::vector<std::string> parts;
+    if (name_config)
+      parts.push_back(by_file ? std::filesystem::path(run.config).stem().string()
+                              : model_of[run.config]);
     if (!request.schedules.empty())
-      run.label += " " + run.schedule;
+      parts.push_back(run.schedule);
     if (!run.with.empty())
-      run.label += " " + run.with;
+      parts.push_back(run.with);
+    run.label.clear();
+    for (const auto& part : parts)
+      run.label += (run.label.empty() ? "" : " ") + part;
   }
 }
 
@@ -275,6 +345,10 @@ std::string comparison_text(const std::vector<CompareRun>& runs) {
     out += render_table(rows, right);
   }
   out += invalid;
+  for (const auto* run : ran) {
+    if (!run->relayout.empty())
+      out += "relaid out: " + run->label + ": " + run->relayout + "\n";
+  }
   if (ran.size() > 1)
     out += fastest_text(ran);
   return out;
@@ -310,6 +384,8 @@ nlohmann::json comparison_json(const std::vector<CompareRun>& runs) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& run : runs) {
     nlohmann::json entry = {{"label", run.label}, {"config", run.config}};
+    if (!run.relayout.empty())
+      entry["relayout"] = run.relayout;
     if (run.report) {
       entry["report"] = to_json(*run.report);
     } else {

@@ -23,7 +23,10 @@ struct CompareRequest {
   std::vector<core::Override> base_overrides;  // what-if options applied to every run
   std::vector<std::string> schedules;          // --schedules, each a run
   std::vector<std::string> withs;              // --with "PATH=VALUE;PATH=VALUE", each a run
-  std::string json_path;                       // each empty when not asked for
+  // A run whose schedule refuses its config's layout runs on the layout the schedule needs on
+  // the same IPUs (schedules::relayout_mapping), with plan's best split of it.
+  bool relayout = false;
+  std::string json_path;  // each empty when not asked for
   std::string csv_path;
   std::string html_path;
   // Told (tasks replayed, tasks to replay) over all the runs that load, as the replays go

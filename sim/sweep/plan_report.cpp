@@ -259,20 +259,40 @@ std::string counts(const PlanResult& result) {
          with_commas(std::int64_t(result.replayed)) + " replayed\n";
 }
 
-// What would lower the peak, leaving out what the winner already does.
-std::string advice(const PlanCandidate& c) {
+// What offloading the search did not try would lower the peak, as --offload values.
+std::vector<std::string> offload_advice(const PipelineSpec& p, const PlanResult& result) {
+  const auto& tried = result.searched.offloads;
+  if (tried.empty()) {
+    std::vector<std::string> help;
+    if (!p.offload_weight_update_variables)
+      help.push_back("--set pipeline.offload_weight_update_variables=true");
+    if (!p.offload_activations)
+      help.push_back("--set pipeline.offload_activations=true");
+    return help;
+  }
+  if (std::find(tried.begin(), tried.end(), "both") != tried.end())
+    return {};
+  return {"offloading both (--offload both)"};
+}
+
+// What would lower the peak, leaving out what the winner already does and what the search
+// tried (the values of its lists, which override the same --set).
+std::string advice(const PlanCandidate& c, const PlanResult& result) {
   const auto& p = c.spec->pipeline;
-  std::vector<std::string> help = {"more IPUs per replica (--ipus-per-replica " +
-                                   std::to_string(2 * p.ipus_per_replica()) + ")"};
-  if (p.recomputation == schedules::RecomputationMode::kNone)
+  const auto& searched = result.searched;
+  std::vector<std::string> help;
+  if (searched.most_ipus_per_replica < 2 * p.ipus_per_replica())
+    help.push_back("more IPUs per replica (--ipus-per-replica " +
+                   std::to_string(2 * p.ipus_per_replica()) + ")");
+  if (p.recomputation == schedules::RecomputationMode::kNone && !searched.recomputation)
     help.push_back("recomputation (--recomputation auto)");
-  if (!p.offload_weight_update_variables)
-    help.push_back("--set pipeline.offload_weight_update_variables=true");
-  if (!p.offload_activations)
-    help.push_back("--set pipeline.offload_activations=true");
-  if (p.micro_batch_size > 1)
-    help.push_back("a smaller micro-batch (--micro-batch " +
-                   std::to_string(std::max<std::int64_t>(1, p.micro_batch_size / 2)) + ")");
+  for (auto& h : offload_advice(p, result))
+    help.push_back(std::move(h));
+  const auto smaller = std::max<std::int64_t>(1, p.micro_batch_size / 2);
+  const bool smaller_searched =
+      searched.least_micro_batch > 0 && searched.least_micro_batch <= smaller;
+  if (p.micro_batch_size > 1 && !smaller_searched)
+    help.push_back("a smaller micro-batch (--micro-batch " + std::to_string(smaller) + ")");
   std::string out;
   for (const auto& h : help)
     out += (out.empty() ? "" : ", ") + h;
@@ -301,7 +321,8 @@ std::string advice(const PlanCandidate& c) {
           " with " + least->key() + ". Largest consumers there:";
   for (const auto& item : worst.largest)
     text += "\n  " + si(double(item.bytes), "B") + "  " + item.name;
-  text += "\nWhat would help: " + advice(*least);
+  const auto help = advice(*least, result);
+  text += "\nWhat would help: " + (help.empty() ? "nothing plan did not already try" : help);
   throw core::SimulationOutcome(text);
 }
 

@@ -110,6 +110,48 @@ void set_shape(const RunSpec& base, int ipus, int total, Setting& s) {
   s.overrides.push_back(override_of("/pipeline/splits", splits, s.label));
 }
 
+// The setting's stage-to-IPU mapping: what set_shape gave it, else the config's.
+std::vector<std::vector<int>> setting_mapping(const RunSpec& base, const Setting& s) {
+  std::vector<std::vector<int>> mapping;
+  for (const auto& o : s.overrides) {
+    if (o.path == "/pipeline/device_mapping") {
+      mapping.clear();
+      for (int ipu : nlohmann::json::parse(o.value).get<std::vector<int>>())
+        mapping.push_back({ipu});
+    }
+  }
+  if (mapping.empty())
+    for (const auto& stage : base.pipeline.stages)
+      mapping.push_back(stage.ipus);
+  return mapping;
+}
+
+// --relayout: when `schedule` refuses the setting's layout, the layout it runs on the same IPUs
+// (schedules::relayout_mapping) with an even split for the search to start from.
+void relay_out(const RunSpec& base, const std::string& schedule, Setting& s) {
+  auto shape = base.pipeline_shape();
+  shape.device_mapping = setting_mapping(base, s);
+  const auto mapping = schedules::relayout_mapping(schedule, shape);
+  if (mapping.empty())
+    return;
+  const int layers = int(base.model.layers.size());
+  if (int(mapping.size()) > layers) {
+    s.error = "--relayout: " + schedule + " runs " + std::to_string(mapping.size()) +
+              " stages on " + std::to_string(shape.ipus()) + " IPUs, but the model has " +
+              std::to_string(layers) + " layers";
+    return;
+  }
+  std::vector<std::string> splits;
+  for (int cut : even_cuts(layers, int(mapping.size())))
+    splits.push_back(base.model.layers[std::size_t(cut)].id);
+  s.relaid_mapping = mapping;
+  const std::string label = "--relayout";
+  s.overrides.push_back(override_of("/pipeline/device_mapping", mapping, label));
+  s.overrides.push_back(override_of("/pipeline/splits", splits, label));
+  s.label += " (relaid out: " + std::to_string(mapping.size()) + " stages on " +
+             std::to_string(shape.ipus()) + " IPUs)";
+}
+
 }  // namespace
 
 void set_offload(const std::string& name, Setting& s) {
@@ -209,10 +251,12 @@ SettingList::SettingList(const std::vector<std::string>& schedules, const PlanRe
   axes_.push_back({ipus, [this](const std::string& value, Setting& s) {
                      set_shape(base_, std::stoi(value), request_.total_ipus, s);
                    }});
-  axes_.push_back({schedules, [](const std::string& name, Setting& s) {
+  axes_.push_back({schedules, [this](const std::string& name, Setting& s) {
                      s.overrides.push_back(
                          override_of("/pipeline/pipeline_schedule", name, "--schedules " + name));
                      s.label += (s.label.empty() ? "" : " ") + std::string("--schedules ") + name;
+                     if (request_.relayout && s.error.empty())
+                       relay_out(base_, name, s);
                    }});
   axes_.push_back({request.gacs, set_value("/pipeline/gradient_accumulation_count", "--gac")});
   axes_.push_back({request.micro_batches, [](const std::string& value, Setting& s) {
@@ -348,6 +392,10 @@ void check_request(const PlanRequest& request, const RunSpec& base, bool fixed_s
            "the split is fixed (--splits or --set pipeline.splits), and with it the number of "
            "stages; leave the split free to try other IPU counts");
   }
+  if (request.relayout && fixed_splits)
+    fail("--relayout",
+         "re-splits the model into the stages a schedule needs, but the split is fixed "
+         "(--splits or --set pipeline.splits): drop one of them");
   if (request.total_ipus > 0 && overridden(request, "/pipeline/replication_factor"))
     fail("--ipus " + std::to_string(request.total_ipus),
          "--ipus sets the replicas (IPUs / IPUs per replica); drop --replicas or --ipus");

@@ -166,6 +166,9 @@ class SettingSearch {
     BestCandidates over(kept_per_setting(request_.top), [](const auto& a, const auto& b) {
       return a.estimated_peak_max() < b.estimated_peak_max();
     });
+    BestCandidates over_best(
+        kept_per_setting(request_.top),
+        [objective](const auto& a, const auto& b) { return better_estimate(a, b, objective); });
     // Millions of splits are priced into one scratch candidate; only those a list keeps are
     // copied and named.
     PlanCandidate priced;
@@ -174,13 +177,17 @@ class SettingSearch {
       ++result_.evaluated;
       const bool over_capacity = priced.estimated_peak_max() > result_.capacity_bytes;
       result_.over_capacity += over_capacity ? 1 : 0;
-      auto& list = over_capacity ? over : fit;
-      if (!list.would_keep(priced))
-        return;
-      PlanCandidate c = priced;
-      for (int cut : cuts)
-        c.splits.push_back(spec.model.layers[std::size_t(cut)].id);
-      list.push(std::move(c));
+      const auto keep = [&](BestCandidates& list) {
+        if (!list.would_keep(priced))
+          return;
+        PlanCandidate c = priced;
+        for (int cut : cuts)
+          c.splits.push_back(spec.model.layers[std::size_t(cut)].id);
+        list.push(std::move(c));
+      };
+      keep(over_capacity ? over : fit);
+      if (over_capacity && request_.fastest_when_none_fits)
+        keep(over_best);
     };
     if (request_.fixed_splits)
       visit(own_cuts(spec));
@@ -193,7 +200,12 @@ class SettingSearch {
     if (!finalists.empty())
       return finalists;
     // Nothing fits by the estimate: the split needing least memory is replayed all the same,
-    // so that the answer names real consumers rather than an estimate's.
+    // so that the answer names real consumers rather than an estimate's; or the best by the
+    // objective, when asked for the figures of the best split whatever it needs.
+    if (request_.fastest_when_none_fits) {
+      auto best = over_best.sorted();
+      return validated(best, 1);
+    }
     return validated(least, 1);
   }
 
@@ -220,6 +232,7 @@ class SettingSearch {
       if (out.size() == wanted)
         break;
       c.overrides = setting_.overrides;
+      c.relaid_mapping = setting_.relaid_mapping;
       c.overrides.push_back({"/pipeline/splits", nlohmann::json(c.splits).dump(),
                              "split " + nlohmann::json(c.splits).dump()});
       try {
@@ -257,6 +270,8 @@ std::string PlanCandidate::key() const {
            " replicas=" + std::to_string(replicas);
   if (show_offload)
     out += " offload=" + offload;
+  if (!relaid_mapping.empty())
+    out += " device_mapping=" + nlohmann::json(relaid_mapping).dump();
   return out;
 }
 
@@ -368,6 +383,16 @@ PlanResult empty_result(const PlanRequest& request, const RunSpec& base_spec) {
   result.shard = request.shard;
   result.varies_shape = !request.ipus_per_replica.empty() || request.total_ipus > 0;
   result.varies_offload = !request.offloads.empty();
+  for (int n : request.ipus_per_replica)
+    result.searched.most_ipus_per_replica = std::max(result.searched.most_ipus_per_replica, n);
+  result.searched.recomputation = !request.recomputations.empty();
+  result.searched.offloads = request.offloads;
+  for (const auto& text : request.micro_batches) {
+    const auto value = std::atoll(text.c_str());
+    auto& least = result.searched.least_micro_batch;
+    if (value > 0 && (least == 0 || value < least))
+      least = value;
+  }
   return result;
 }
 

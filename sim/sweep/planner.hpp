@@ -50,6 +50,12 @@ struct PlanRequest {
   std::vector<std::string> recomputations;
   std::vector<std::string> offloads;  // plan_offload_names()
   bool fixed_splits = false;          // only the config's split (also when base_overrides set it)
+  // A schedule that refuses the layout is searched on the one it needs on the same IPUs
+  // (schedules::relayout_mapping): one stage per IPU, or two for interleaved_1f1b.
+  bool relayout = false;
+  // When no split of a setting fits by the estimate, replay its best by the objective instead
+  // of the one needing least memory (compare --relayout shows a layout's figures).
+  bool fastest_when_none_fits = false;
   PlanObjective objective = PlanObjective::kThroughput;
   int top = 5;
   int jobs = 1;
@@ -80,6 +86,7 @@ struct PlanCandidate {
   int replicas = 0;
   bool show_shape = false;                // key() names the IPUs per replica and replicas
   bool show_offload = false;              // key() names the offload
+  std::vector<int> relaid_mapping;        // set by --relayout, and then named by key()
   std::vector<core::Override> overrides;  // the setting and the split, over the base
   std::int64_t bottleneck_cycles = 0;     // per micro-batch, on the busiest IPU
   // Per micro-batch by the schedule's own steps in the steady state: the sum over the steps of
@@ -95,7 +102,8 @@ struct PlanCandidate {
 
   std::int64_t estimated_peak_max() const;
   // "splits=[...] schedule=... gac=... micro-batch=... recomputation=...", then
-  // "ipus-per-replica=... replicas=..." and "offload=..." when the search varied them.
+  // "ipus-per-replica=... replicas=..." and "offload=..." when the search varied them, and
+  // "device_mapping=[...]" when --relayout set it.
   std::string key() const;
 };
 
@@ -147,6 +155,14 @@ struct PlanResult {
   SweepShard shard;
   bool varies_shape = false;    // IPUs per replica or replicas were searched
   bool varies_offload = false;  // --offload was given
+  // What the search tried, so that its advice does not suggest it again.
+  struct Searched {
+    int most_ipus_per_replica = 0;       // of --ipus-per-replica, 0 without it
+    bool recomputation = false;          // --recomputation was given
+    std::vector<std::string> offloads;   // --offload's values
+    std::int64_t least_micro_batch = 0;  // of --micro-batch, 0 without it
+  };
+  Searched searched;
   // The config has one stage and no --ipus-per-replica: 1, 2, 4 and 8 were searched.
   bool default_shapes = false;
   std::size_t merged_files = 0;  // set by merge_plan_shards

@@ -28,6 +28,7 @@ struct Setting {
   std::int64_t micro_batch = 0;
   std::string offload;
   std::string error;
+  std::vector<int> relaid_mapping;  // the layout --relayout gave it, or empty
 };
 
 core::Override override_of(const std::string& pointer, const nlohmann::json& value,

@@ -251,3 +251,23 @@ TEST_CASE("schedule options map to their config keys") {
   CHECK(option_key(ScheduleOption::kRecomputationMode) == "recomputation_mode");
   CHECK(option_key(ScheduleOption::kPipelineSchedule) == "pipeline_schedule");
 }
+
+TEST_CASE("a schedule that refuses a layout names the one it runs on the same IPUs") {
+  const auto head_back = round_robin(5, 4, 8);  // stages 0..3 on IPUs 0..3, stage 4 on IPU0
+  for (const std::string name : {"interleaved", "gpipe", "1f1b", "zero_bubble_h1"})
+    CHECK(relayout_mapping(name, head_back) == std::vector<int>{0, 1, 2, 3});
+  CHECK(relayout_mapping("interleaved_1f1b", head_back) ==
+        std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3});
+  // One stage per IPU is not interleaving either.
+  CHECK(relayout_mapping("interleaved_1f1b", one_per_ipu(4, 8)) ==
+        std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3});
+}
+
+TEST_CASE("a layout the schedule takes, or a refusal for another reason, is not relaid out") {
+  CHECK(relayout_mapping("grouped", round_robin(5, 4, 8)).empty());
+  CHECK(relayout_mapping("sequential", round_robin(5, 4, 8)).empty());
+  CHECK(relayout_mapping("1f1b", one_per_ipu(4, 8)).empty());
+  CHECK(relayout_mapping("interleaved_1f1b", round_robin(8, 4, 8)).empty());
+  // Megatron-LM's M rule, not the layout: M 6 is no multiple of 4 IPUs.
+  CHECK(relayout_mapping("interleaved_1f1b", round_robin(8, 4, 6)).empty());
+}

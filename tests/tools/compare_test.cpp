@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -34,30 +35,30 @@ TEST_CASE("compare puts the grouped and interleaved schedules side by side") {
   CHECK(result.code == 0);
   CHECK(result.err.empty());
   CHECK(result.out ==
-        "                              tf1_mnist grouped  tf1_mnist interleaved\n"
-        "Step                           1,227,062 cycles       1,257,226 cycles\n"
-        "Step time                             0.9226 ms              0.9453 ms\n"
-        "Throughput                    554,952 samples/s      541,637 samples/s\n"
-        "Ramp-up                           83,052 cycles          39,766 cycles\n"
-        "Main                             499,473 cycles         596,490 cycles\n"
-        "Ramp-down                         41,642 cycles          18,075 cycles\n"
-        "Weight update                    602,895 cycles         602,895 cycles\n"
-        "Ramp overhead                              6.2%                   3.3%\n"
-        "Bubble                                    58.6%                  60.5%\n"
-        "Utilisation (mean of IPUs)                21.2%                  20.7%\n"
-        "Utilisation (least busy IPU)              15.4%                  15.0%\n"
-        "Peak memory (fullest IPU)              13.84 MB               13.64 MB\n"
-        "Peak stash (fullest IPU)                0.62 MB                0.41 MB\n"
-        "Fits in memory                              yes                    yes\n"
-        "Throughput per IPU            277,476 samples/s      270,818 samples/s\n"
-        "Collectives                            0 cycles               0 cycles\n"
-        "Wait for host input                    0 cycles               0 cycles\n"
-        "Physical IPU of each IPU                   0, 1                   0, 1\n"
-        "IPU0 peak memory                       13.84 MB               13.64 MB\n"
-        "IPU0 peak stash                         0.62 MB                0.41 MB\n"
-        "IPU1 peak memory                        8.28 MB                8.28 MB\n"
-        "IPU1 peak stash                         0.02 MB                0.02 MB\n"
-        "fastest: tf1_mnist grouped (1.02x the throughput of tf1_mnist interleaved)\n");
+        "                                        grouped        interleaved\n"
+        "Step                           1,227,062 cycles   1,257,226 cycles\n"
+        "Step time                             0.9226 ms          0.9453 ms\n"
+        "Throughput                    554,952 samples/s  541,637 samples/s\n"
+        "Ramp-up                           83,052 cycles      39,766 cycles\n"
+        "Main                             499,473 cycles     596,490 cycles\n"
+        "Ramp-down                         41,642 cycles      18,075 cycles\n"
+        "Weight update                    602,895 cycles     602,895 cycles\n"
+        "Ramp overhead                              6.2%               3.3%\n"
+        "Bubble                                    58.6%              60.5%\n"
+        "Utilisation (mean of IPUs)                21.2%              20.7%\n"
+        "Utilisation (least busy IPU)              15.4%              15.0%\n"
+        "Peak memory (fullest IPU)              13.84 MB           13.64 MB\n"
+        "Peak stash (fullest IPU)                0.62 MB            0.41 MB\n"
+        "Fits in memory                              yes                yes\n"
+        "Throughput per IPU            277,476 samples/s  270,818 samples/s\n"
+        "Collectives                            0 cycles           0 cycles\n"
+        "Wait for host input                    0 cycles           0 cycles\n"
+        "Physical IPU of each IPU                   0, 1               0, 1\n"
+        "IPU0 peak memory                       13.84 MB           13.64 MB\n"
+        "IPU0 peak stash                         0.62 MB            0.41 MB\n"
+        "IPU1 peak memory                        8.28 MB            8.28 MB\n"
+        "IPU1 peak stash                         0.02 MB            0.02 MB\n"
+        "fastest: grouped (1.02x the throughput of interleaved)\n");
 }
 
 // A figure added to metric_table() needs no edit of compare: its heading starts a row.
@@ -77,8 +78,8 @@ TEST_CASE("with three or more runs compare names the next fastest and the slowes
       run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved,sequential,1f1b"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(result.out.rfind("fastest:")) ==
-        "fastest: tf1_mnist 1f1b (1.01x the throughput of tf1_mnist grouped, the next fastest; "
-        "1.25x the throughput of tf1_mnist sequential, the slowest)\n");
+        "fastest: 1f1b (1.01x the throughput of grouped, the next fastest; "
+        "1.25x the throughput of sequential, the slowest)\n");
 }
 
 TEST_CASE("a --with that sets the schedule --schedules sets is refused, not run under its label") {
@@ -103,8 +104,8 @@ TEST_CASE("variants given with --with are columns labelled by their overrides") 
        "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(0, result.out.find('\n')) ==
-        "                              tf1_mnist pipeline.gradient_accumulation_count=32  "
-        "tf1_mnist pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16");
+        "                              pipeline.gradient_accumulation_count=32  "
+        "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16");
   const auto step = result.out.find("\nStep ");
   CHECK(squeeze(result.out.substr(step + 1, result.out.find('\n', step + 1) - step - 1)) ==
         "Step 1,841,798 cycles 2,551,188 cycles");
@@ -131,8 +132,8 @@ TEST_CASE("a run invalid for its schedule is listed under the table and the othe
       run_ipusim({"compare", kTf1Config, "--schedules", "grouped,interleaved", "--gac", "2"});
   CHECK(result.code == 0);
   CHECK(result.out.substr(0, result.out.find('\n')) ==
-        "                              tf1_mnist interleaved");
-  CHECK(result.out.find("\ninvalid: tf1_mnist grouped: " + kGac2Error + "\n") != std::string::npos);
+        "                                    interleaved");
+  CHECK(result.out.find("\ninvalid: grouped: " + kGac2Error + "\n") != std::string::npos);
   CHECK(result.out.find("fastest") == std::string::npos);
 }
 
@@ -173,12 +174,12 @@ TEST_CASE("compare writes a CSV with the sweep's metric columns and a JSON repor
         "input_wait_cycles,utilisation_ipu0,utilisation_ipu1,peak_memory_bytes_ipu0,"
         "peak_memory_bytes_ipu1,error");
   CHECK(first ==
-        "tf1_mnist grouped,configs/tf1_mnist_2ipu.json,grouped,,1227062,0.000922603008,"
+        "grouped,configs/tf1_mnist_2ipu.json,grouped,,1227062,0.000922603008,"
         "554951.584,83052,499473,41642,602895,0.062165,0.586316,0.212465,0.153677,13843840,"
         "620544,true,277475.792,0,0,0.271254,0.153677,13843840,8279276,");
   const auto report = nlohmann::json::parse(std::ifstream(json));
   REQUIRE(report["runs"].size() == 2);
-  CHECK(report["runs"][1]["label"] == "tf1_mnist interleaved");
+  CHECK(report["runs"][1]["label"] == "interleaved");
   CHECK(report["runs"][1]["report"]["step_cycles"] == 1257226);
 }
 
@@ -197,7 +198,7 @@ TEST_CASE("compare --html stacks every run's pipeline chart on one time axis") {
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(page.find("<svg id=\"gantt\"") != std::string::npos);
   CHECK(page.find("<svg id=\"gantt\"", page.find("<svg id=\"gantt\"") + 1) == std::string::npos);
-  for (const char* label : {"tf1_mnist grouped", "tf1_mnist interleaved", "tf1_mnist 1f1b"})
+  for (const char* label : {"grouped", "interleaved", "1f1b"})
     CHECK(page.find(label) != std::string::npos);
   CHECK(page.find("src=\"http") == std::string::npos);
   // Its table of figures has a row per metric column, as the text table has.
@@ -216,4 +217,90 @@ TEST_CASE("compare refuses an unknown schedule with the nearest name, before any
         "'sequential', 'gpipe', '1f1b', 'interleaved_1f1b' or 'zero_bubble_h1'; did you mean "
         "'zero_bubble_h1'?\n");
   CHECK_FALSE(std::ifstream(csv).good());
+}
+
+namespace {
+
+const std::string kGptConfig = "configs/gpt_tiny_2ipu.json";
+
+// A run's JSON report in compare's --json file, by label.
+nlohmann::json compared_report(const std::string& json_path, const std::string& label) {
+  std::ifstream in(json_path);
+  const auto document = nlohmann::json::parse(in);
+  for (const auto& run : document.at("runs")) {
+    if (run.at("label") == label)
+      return run;
+  }
+  FAIL("no run labelled " << label);
+  return {};
+}
+
+// The step cycles `run --json` reports with these arguments after the config.
+std::int64_t run_step_cycles(const std::vector<std::string>& extra) {
+  const auto json = fresh_output("compare_test", "relayout_run.json");
+  std::vector<std::string> args = {"run", kGptConfig, "--no-numeric", "--quiet", "--json", json};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto result = run_ipusim(args);
+  REQUIRE(result.code == 0);
+  std::ifstream in(json);
+  return nlohmann::json::parse(in).at("step_cycles");
+}
+
+}  // namespace
+
+TEST_CASE("a schedule that refuses the config's layout is listed with the flag that relays it") {
+  const auto result = run_ipusim({"compare", kGptConfig, "--schedules", "grouped,1f1b"});
+  CHECK(result.code == 0);
+  CHECK(result.out.find(
+            "\ninvalid: 1f1b: " + kGptConfig +
+            ": at /pipeline/device_mapping: the 1f1b schedule runs one stage per IPU, but stages "
+            "0 and 2 are both on IPU 0 (grouped and sequential run several stages on one IPU, "
+            "and so does interleaved_1f1b with stage k on IPU k mod the IPU count); --relayout "
+            "runs it on 2 stages, stage k on IPU k mod 2, split as plan finds best\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("compare --relayout runs 1f1b on one stage per IPU, split as fast as any split of it") {
+  const auto json = fresh_output("compare_test", "relayout.json");
+  const auto result = run_ipusim(
+      {"compare", kGptConfig, "--schedules", "grouped,1f1b", "--relayout", "--json", json});
+  REQUIRE(result.code == 0);
+  const auto relaid = compared_report(json, "1f1b");
+  const std::string flags = relaid.at("relayout");
+  CHECK(result.out.find("\nrelaid out: 1f1b: " + flags + "\n") != std::string::npos);
+  CHECK(flags.find(" --set 'pipeline.device_mapping=[0,1]'") != std::string::npos);
+  CHECK(compared_report(json, "grouped").count("relayout") == 0);
+  // Every two-stage split, run one by one: none is faster than the one --relayout picked.
+  std::int64_t best = std::numeric_limits<std::int64_t>::max();
+  const auto layers = std::vector<std::string>{"embeddings",       "block1.ln1",
+                                               "block1.attention", "block1.residual1",
+                                               "block1.ln2",       "block1.mlp_up",
+                                               "block1.mlp_down",  "block1.residual2",
+                                               "block2.ln1",       "block2.attention",
+                                               "block2.residual1", "block2.ln2",
+                                               "block2.mlp_up",    "block2.mlp_down",
+                                               "block2.residual2", "ln_f",
+                                               "lm_head",          "loss"};
+  for (const auto& cut : layers)
+    best = std::min(best, run_step_cycles({"--schedule", "1f1b", "--splits", cut, "--set",
+                                           "pipeline.device_mapping=[0,1]"}));
+  CHECK(relaid.at("report").at("step_cycles").get<std::int64_t>() == best);
+}
+
+TEST_CASE("compare --relayout gives interleaved_1f1b two stages an IPU, stage k on IPU k mod 2") {
+  const auto json = fresh_output("compare_test", "relayout_v2.json");
+  const auto result = run_ipusim(
+      {"compare", kGptConfig, "--schedules", "interleaved_1f1b", "--relayout", "--json", json});
+  REQUIRE(result.code == 0);
+  const auto relaid = compared_report(json, "gpt_tiny interleaved_1f1b");
+  const std::string flags = relaid.at("relayout");
+  const auto set_at = flags.find(" --set 'pipeline.device_mapping=[0,1,0,1]'");
+  REQUIRE(set_at != std::string::npos);
+  // The flags it prints run the same program.
+  const std::string splits =
+      flags.substr(std::string("--splits ").size(), set_at - std::string("--splits ").size());
+  CHECK(std::count(splits.begin(), splits.end(), ',') == 2);
+  CHECK(run_step_cycles({"--schedule", "interleaved_1f1b", "--splits", splits, "--set",
+                         "pipeline.device_mapping=[0,1,0,1]"}) ==
+        relaid.at("report").at("step_cycles").get<std::int64_t>());
 }

@@ -304,3 +304,55 @@ TEST_CASE("plan names the operation that bounds each stage of the best") {
   }
   CHECK_THAT(plan.out, Catch::Contains(expected));
 }
+
+TEST_CASE("plan --relayout searches 1f1b on one stage per IPU and its -o config runs it") {
+  const auto best = fresh_output("plan_test", "relaid.json");
+  const auto plan = run_ipusim(
+      {"plan", "configs/gpt_tiny_2ipu.json", "--schedules", "1f1b", "--relayout", "-o", best});
+  REQUIRE(plan.code == 0);
+  // Without --relayout the config's head back on IPU0 rules 1f1b out.
+  CHECK(run_ipusim({"plan", "configs/gpt_tiny_2ipu.json", "--schedules", "1f1b"}).code == 2);
+  const auto best_line = lines(plan.out);
+  const auto line = std::find_if(best_line.begin(), best_line.end(),
+                                 [](const auto& l) { return l.rfind("best: ", 0) == 0; });
+  REQUIRE(line != best_line.end());
+  CHECK_THAT(*line, Catch::Matchers::EndsWith(" device_mapping=[0,1]"));
+  const auto written = nlohmann::json::parse(read_file(best));
+  CHECK(written.at("pipeline").at("device_mapping") == nlohmann::json::array({0, 1}));
+  CHECK(written.at("pipeline").at("splits").size() == 1);
+  CHECK(run_ipusim({"run", best, "--no-numeric", "--quiet"}).code == 0);
+}
+
+TEST_CASE("plan --relayout with a fixed split says the two cannot go together") {
+  const auto plan = run_ipusim({"plan", "configs/gpt_tiny_2ipu.json", "--schedules", "1f1b",
+                                "--relayout", "--splits", "block2.ln1,ln_f"});
+  CHECK(plan.code == 2);
+  CHECK(plan.err ==
+        "error: --relayout: re-splits the model into the stages a schedule needs, but the split "
+        "is fixed (--splits or --set pipeline.splits): drop one of them\n");
+}
+
+TEST_CASE("what would help suggests nothing plan searched, nor a --set its lists override") {
+  const std::vector<std::string> tight = {"plan",
+                                          "configs/tf1_mnist_2ipu.json",
+                                          "--set",
+                                          "hardware.memory_per_ipu=\"4MB\"",
+                                          "--ipus-per-replica",
+                                          "2,4",
+                                          "--recomputation",
+                                          "none,auto"};
+  auto args = tight;
+  args.insert(args.end(), {"--offload", "none,weight_update_variables", "--micro-batch", "32,16"});
+  auto result = run_ipusim(args);
+  CHECK(result.code == 3);
+  CHECK(lines(result.err).back() ==
+        "What would help: more IPUs per replica (--ipus-per-replica 8), offloading both "
+        "(--offload both), a smaller micro-batch (--micro-batch 8)");
+  args = tight;
+  args.insert(args.end(), {"--offload", "none,both", "--micro-batch", "32,8"});
+  result = run_ipusim(args);
+  CHECK(result.code == 3);
+  CHECK(lines(result.err).back() ==
+        "What would help: more IPUs per replica (--ipus-per-replica 8), a smaller micro-batch "
+        "(--micro-batch 4)");
+}

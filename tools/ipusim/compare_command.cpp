@@ -103,6 +103,10 @@ void add_compare_command(CLI::App& app, std::ostream& out, std::ostream& err) {
                    "column each")
       ->type_name("PATH=VALUE[;...]")
       ->allow_extra_args(false);
+  command->add_flag("--relayout", a->request.relayout,
+                    "Run a schedule that refuses a config's layout on the one it needs on the "
+                    "same IPUs, split as plan finds best: one stage per IPU (interleaved, gpipe, "
+                    "1f1b, zero_bubble_h1) or two (interleaved_1f1b)");
   command->add_option("--json", a->request.json_path, "Also write every run's report as JSON")
       ->check(non_empty_path());
   command

@@ -62,6 +62,8 @@ std::vector<std::string> list_values(const std::string& flag,
   return out;
 }
 
+void add_plan_outputs(CLI::App* command, PlanArgs& a);
+
 void add_plan_options(CLI::App* command, PlanArgs& a) {
   add_list(command, "--schedules", a.request.schedules,
            "Schedules to try (comma separated), or 'all'; default Graphcore's step-based ones");
@@ -89,12 +91,23 @@ void add_plan_options(CLI::App* command, PlanArgs& a) {
            "Offload options to try: none, weight_update_variables (optimizer state), stash_fifos, "
            "both (default: the "
            "config's)");
+  command->add_flag(
+      "--relayout", a.request.relayout,
+      "Search a schedule that refuses the config's layout on the one it needs on "
+      "the same IPUs: one stage per IPU (interleaved, gpipe, 1f1b, zero_bubble_h1) or "
+      "two "
+      "(interleaved_1f1b)");
   command->add_option("--objective", a.objective, "What ranks the replayed candidates")
       ->check(CLI::IsMember(kPlanObjectives));
   command->add_option("--top", a.request.top, "Candidates shown (4x as many replayed per setting)")
       ->check(integer_in(1, 1000));
   command->add_option("--jobs", a.request.jobs, "Replays run at once (default: the cores)")
       ->check(integer_in(1, 4096));
+  add_plan_outputs(command, a);
+}
+
+// Where plan writes, how it shows its progress, and the shards it joins.
+void add_plan_outputs(CLI::App* command, PlanArgs& a) {
   command->add_option("-o,--output", a.best_path, "Write the best candidate as a runnable config")
       ->check(non_empty_path());
   command->add_option("--csv", a.csv_path, "Write one row per replayed candidate")
