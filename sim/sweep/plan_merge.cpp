@@ -223,6 +223,7 @@ PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::
   rank(best, request.objective);
   result.replayed = best.size();
   result.ranked = std::move(best);
+  result.baseline = baseline_of(base, request, result);
   return result;
 }
 

@@ -16,72 +16,15 @@
 #include "sim/sweep/sweep_csv.hpp"
 
 namespace ipusim::sim {
+
+using plan_detail::counted_header;
+using plan_detail::group_splits_line;
+using plan_detail::layers_per_ipu;
+using plan_detail::row_groups;
 namespace {
 
 std::int64_t peak_max(const PlanCandidate& c) {
   return c.report->figures.peak_memory_bytes_max;
-}
-
-// The layer types the per-IPU column counts: the one the model repeats most (BERT's encoders,
-// an MLP's dense layers), which says how a split balances the model; for a model of encoder
-// halves both halves apart, so that a split between an attention half and its feed-forward
-// half shows.
-std::vector<std::string> counted_types(const RunSpec& spec) {
-  std::map<std::string, int> count;
-  for (const auto& layer : spec.model.layers)
-    ++count[models::layer_type_name(layer.type)];
-  const std::string most =
-      std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
-        return a.second < b.second;
-      })->first;
-  const std::string attention = models::layer_type_name(models::LayerType::kTransformerAttention);
-  const std::string feed_forward =
-      models::layer_type_name(models::LayerType::kTransformerFeedForward);
-  if ((most == attention || most == feed_forward) && count[attention] > 0 &&
-      count[feed_forward] > 0)
-    return {attention, feed_forward};
-  return {most};
-}
-
-std::string counted_header(const RunSpec& spec) {
-  const auto types = counted_types(spec);
-  return types.size() == 1 ? types.front() + " layers per IPU" : "attention/FFN halves per IPU";
-}
-
-// A stage's count of each counted type, joined by '/'; `none` says whether all are 0.
-std::string stage_count(const RunSpec& spec, const std::vector<std::string>& types,
-                        const std::vector<int>& layers, bool& none) {
-  std::string out;
-  none = true;
-  for (const auto& type : types) {
-    int n = 0;
-    for (int layer : layers)
-      n += models::layer_type_name(spec.model.layers[std::size_t(layer)].type) == type ? 1 : 0;
-    none = none && n == 0;
-    out += (out.empty() ? "" : "/") + std::to_string(n);
-  }
-  return out;
-}
-
-// "3,7,7,7+head" (or "3/3,7/7,7/7,7/7+head" for halves): per IPU its stages' counts of the
-// counted types, a later stage on an IPU joined with '+'; a last stage without any is the
-// model's head.
-std::string layers_per_ipu(const PlanCandidate& c) {
-  const auto& spec = *c.spec;
-  const auto types = counted_types(spec);
-  std::vector<std::string> per_ipu(std::size_t(spec.pipeline.ipus_per_replica()));
-  const auto& stages = spec.pipeline.stages;
-  for (std::size_t k = 0; k < stages.size(); ++k) {
-    bool none = true;
-    const std::string n = stage_count(spec, types, stages[k].layers(), none);
-    const bool head = none && k + 1 == stages.size() && k > 0;
-    auto& cell = per_ipu[std::size_t(stages[k].ipus.front())];
-    cell += (cell.empty() ? "" : "+") + (head ? std::string("head") : n);
-  }
-  std::string out;
-  for (const auto& cell : per_ipu)
-    out += (out.empty() ? "" : ",") + cell;
-  return out;
 }
 
 // How a table writes bytes: the terminal's three figures, or the pages' memory_figure.
@@ -357,6 +300,27 @@ std::string nearest_legal_gac_table(const PlanResult& result) {
   return out + render_table(rows, layout.right_aligned());
 }
 
+// The rank column of the config's own row.
+constexpr const char* kBaselineRank = "config";
+
+// How the best compares with the config as it stands.
+std::string baseline_line(const PlanResult& result) {
+  if (!result.baseline)
+    return "";
+  const auto& own = *result.baseline->report;
+  const std::string intro = "config: the config as it stands, its split and setting";
+  if (!own.figures.fits_in_memory)
+    return intro + ", does not fit: peak memory " +
+           percent(double(peak_max(*result.baseline)) / double(result.capacity_bytes)) +
+           " of capacity\n";
+  const auto& best = *result.ranked.front().report;
+  const double peak_change =
+      double(peak_max(result.ranked.front())) / double(peak_max(*result.baseline)) - 1.0;
+  return intro + "; the best runs " + fixed(best.figures.throughput / own.figures.throughput, 2) +
+         "x its throughput with " + percent(std::abs(peak_change)) +
+         (peak_change > 0 ? " more" : " less") + " peak memory\n";
+}
+
 }  // namespace
 
 std::string render_plan(const PlanResult& result) {
@@ -364,17 +328,27 @@ std::string render_plan(const PlanResult& result) {
     throw_nothing_fits(result);
   const std::size_t shown = std::min(result.ranked.size(), std::size_t(std::max(1, result.top)));
   const TableLayout layout(result);
+  const auto groups = row_groups(result, shown);
   std::vector<std::vector<std::string>> rows = {layout.header(result)};
-  for (std::size_t i = 0; i < shown; ++i)
-    rows.push_back(
-        layout.row("#" + std::to_string(i + 1), result.ranked[i], result.capacity_bytes));
+  if (result.baseline)
+    rows.push_back(layout.row(kBaselineRank, *result.baseline, result.capacity_bytes));
+  for (const auto& g : groups) {
+    rows.push_back(layout.row(g.rank_text(), result.ranked[g.first], result.capacity_bytes));
+    if (g.size() > 1)
+      rows.back()[1] += " (" + std::to_string(g.size()) + " splits)";
+  }
   std::string out = "ipusim plan: " + result.config_path + ", best by " +
                     (result.objective == PlanObjective::kMemory ? "peak memory" : "throughput") +
                     " (replayed figures)\n";
   out += render_table(rows, layout.right_aligned());
-  for (std::size_t i = 0; i + 1 < shown; ++i)
-    out += "why #" + std::to_string(i + 2) +
-           " lost: " + why_lost(result.ranked[i], result.ranked[i + 1], result) + "\n";
+  out += baseline_line(result);
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    out += group_splits_line(result, groups[k]);
+    if (k > 0)
+      out += "why " + groups[k].rank_text() + " lost: " +
+             why_lost(result.ranked[groups[k - 1].first], result.ranked[groups[k].first], result) +
+             "\n";
+  }
   out += "best: " + result.ranked.front().key() + "\n";
   out += bounding_operations(*result.ranked.front().report->cost);
   out += counts(result);
@@ -423,6 +397,9 @@ std::string render_plan_html(const PlanResult& result) {
   const TableLayout layout(result);
   plot.table.push_back(layout.header(result));
   plot.right_aligned = layout.right_aligned();
+  if (result.baseline)
+    plot.table.push_back(
+        layout.row(kBaselineRank, *result.baseline, result.capacity_bytes, memory_figure));
   const bool drawn = result.ledger && !result.ledger->drawn.empty();
   if (drawn)
     draw_ledger(*result.ledger, result, plot);

@@ -488,6 +488,7 @@ PlanResult plan(const PlanRequest& request) {
   }
   keep.finish(result);
   search_nearest_legal(base, state.ruled_out, settings, search, result);
+  result.baseline = baseline_of(base, search, result);
   show_columns(result.ranked, result);
   show_columns(result.nearest_over_capacity, result);
   show_columns(result.nearest_legal_gac, result);

@@ -150,6 +150,10 @@ struct PlanResult {
   // Of those ruled out by the schedule's divisibility rule alone, the same setting at the
   // nearest legal GAC below and above: the best split of each, replayed, not in `ranked`.
   std::vector<PlanCandidate> nearest_legal_gac;
+  // The config as it stands (its split, schedule, GAC, micro-batch and recomputation),
+  // replayed: the first row of the tables. None when the config alone is invalid, or for a
+  // merge of shards.
+  std::optional<PlanCandidate> baseline;
   std::int64_t capacity_bytes = 0;
   std::size_t settings = 0;  // searched by this process (its shard's)
   SweepShard shard;

@@ -180,6 +180,37 @@ struct GacRuledOut {
 std::optional<GacRuledOut> ruled_out_by_gac(const core::ConfigDocument& base,
                                             const Setting& setting);
 
+// The heading of the table's per-IPU column: "transformer_encoder layers per IPU", or
+// "attention/FFN halves per IPU" for a model of encoder halves.
+std::string counted_header(const RunSpec& spec);
+// "3,7,7,7+head" (or "3/3,7/7,7/7,7/7+head" for halves): per IPU its stages' counts of the
+// counted types, a later stage on an IPU joined with '+'; a last stage without any is the
+// model's head.
+std::string layers_per_ipu(const PlanCandidate& c);
+
+// Ranked candidates the table shows as one row: the same layers per IPU and setting, and the
+// same samples/s to the unit.
+struct RowGroup {
+  std::size_t first = 0;
+  std::size_t last = 0;
+  std::size_t size() const { return last - first + 1; }
+  // "#4", or "#4-#5" for two.
+  std::string rank_text() const {
+    return "#" + std::to_string(first + 1) +
+           (size() > 1 ? "-#" + std::to_string(last + 1) : std::string());
+  }
+};
+// The rows of the first `shown` ranked candidates.
+std::vector<RowGroup> row_groups(const PlanResult& result, std::size_t shown);
+// "#4-#5: 2 splits of the same row, the first's memory shown: [...] (peak 932 MB), [...]", or
+// empty for a row of one candidate.
+std::string group_splits_line(const PlanResult& result, const RowGroup& g);
+
+// The config as it stands, its own split and setting, replayed: the tables' baseline. None
+// when the config alone is invalid (a --gac list may be what makes it valid).
+std::optional<PlanCandidate> baseline_of(const core::ConfigDocument& base,
+                                         const PlanRequest& request, const PlanResult& result);
+
 // Searches each ruled-out setting again at each of its nearest legal GAC values (once per
 // distinct setting, none of `settings` that request.shard searched) and keeps the best candidate of
 // each, replayed, in result.nearest_legal_gac.

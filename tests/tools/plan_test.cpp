@@ -70,8 +70,14 @@ TEST_CASE("plan writes a best config that run accepts with the planner's through
   };
   CHECK(cell("peak_memory_bytes_max") ==
         std::max(cell("peak_memory_bytes_ipu0"), cell("peak_memory_bytes_ipu1")));
-  // The table's figure is the run's, to the sample per second.
-  const auto table_row = lines(plan.out)[2];
+  // The table's figure is the run's, to the sample per second; the config's own row is first.
+  CHECK(lines(plan.out)[2].rfind("config  ", 0) == 0);
+  const auto own = run_ipusim({"run", "configs/tf1_mnist_2ipu.json", "--no-numeric"});
+  const auto own_line = lines(own.out)[5];
+  CHECK_THAT(
+      lines(plan.out)[2],
+      Catch::Matchers::Contains(" " + own_line.substr(12, own_line.find(" samples/s") - 12) + " "));
+  const auto table_row = lines(plan.out)[3];
   const auto throughput_line = lines(run.out)[5];
   const auto figure = throughput_line.substr(12, throughput_line.find(" samples/s") - 12);
   CHECK_THAT(table_row, Catch::Matchers::Contains(" " + figure + " "));
@@ -355,4 +361,35 @@ TEST_CASE("what would help suggests nothing plan searched, nor a --set its lists
   CHECK(lines(result.err).back() ==
         "What would help: more IPUs per replica (--ipus-per-replica 8), a smaller micro-batch "
         "(--micro-batch 4)");
+}
+
+TEST_CASE("plan shows candidates of the same row once, with each one's split") {
+  const auto plan = run_ipusim({"plan", "configs/bert_large_4ipu.json", "--top", "5"});
+  REQUIRE(plan.code == 0);
+  const auto text = lines(plan.out);
+  const auto row = std::find_if(text.begin(), text.end(),
+                                [](const auto& l) { return l.rfind("#4-#5 ", 0) == 0; });
+  REQUIRE(row != text.end());
+  CHECK(row->rfind("#4-#5   6+head,6,6,6 (2 splits) ", 0) == 0);
+  CHECK(
+      std::none_of(text.begin(), text.end(), [](const auto& l) { return l.rfind("#5 ", 0) == 0; }));
+  const std::string prefix = "#4-#5: 2 splits of the same row, the first's memory shown: ";
+  const auto listed = std::find_if(text.begin(), text.end(),
+                                   [&](const auto& l) { return l.rfind(prefix, 0) == 0; });
+  REQUIRE(listed != text.end());
+  // Each split listed, run on its own: the same samples/s, as the one row says.
+  std::vector<std::string> throughputs;
+  for (std::size_t at = listed->find('['); at != std::string::npos;
+       at = listed->find('[', at + 1)) {
+    const auto splits = nlohmann::json::parse(listed->substr(at, listed->find(']', at) - at + 1));
+    std::string flag;
+    for (const auto& id : splits)
+      flag += (flag.empty() ? "" : ",") + id.get<std::string>();
+    const auto run =
+        run_ipusim({"run", "configs/bert_large_4ipu.json", "--no-numeric", "--splits", flag});
+    REQUIRE(run.code == 0);
+    throughputs.push_back(lines(run.out)[5]);
+  }
+  REQUIRE(throughputs.size() == 2);
+  CHECK(throughputs[0] == throughputs[1]);
 }

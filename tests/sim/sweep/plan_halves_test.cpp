@@ -18,7 +18,7 @@ TEST_CASE("plan searches the splits between encoder halves and counts each half 
   // 20 layers, five stages: every choice of 4 of the 19 places between two layers.
   CHECK(result.evaluated == 3876);
   const std::string table = sim::render_plan(result);
-  CHECK(table.find("Rank  attention/FFN halves per IPU") != std::string::npos);
+  CHECK(table.find("Rank    attention/FFN halves per IPU") != std::string::npos);
 
   request.base_overrides = {core::parse_set_argument(
       R"(pipeline.splits=["encoder2_ffn","encoder3_ffn","encoder4_ffn","mlm_transform"])")};
@@ -29,5 +29,5 @@ TEST_CASE("plan searches the splits between encoder halves and counts each half 
             R"(splits=["encoder2_ffn","encoder3_ffn","encoder4_ffn","mlm_transform"])", 0) == 0);
   // IPU0: embeddings, encoder1 and encoder2's attention half, then the head; IPUs 1-3 each an
   // FFN half and the next attention half, the last FFN half alone.
-  CHECK(sim::render_plan(fixed).find("#1    2/1+head,1/1,1/1,0/1") != std::string::npos);
+  CHECK(sim::render_plan(fixed).find("#1      2/1+head,1/1,1/1,0/1") != std::string::npos);
 }
