@@ -1,5 +1,5 @@
-// The planner's baseline: the config as it stands, replayed for the first row of its tables
-// (sim/sweep/planner_internal.hpp).
+// The planner's two reference points: the baseline, the config as it stands replayed for the
+// first row of its tables, and the best the user can run (sim/sweep/planner.hpp).
 
 #include "sim/core/error.hpp"
 #include "sim/sweep/planner_internal.hpp"
@@ -29,3 +29,24 @@ std::optional<PlanCandidate> baseline_of(const core::ConfigDocument& base,
 }
 
 }  // namespace ipusim::sim::plan_detail
+
+namespace ipusim::sim {
+
+using plan_detail::rank_key;
+using plan_detail::ranks_before;
+
+bool PlanResult::any_fits() const {
+  return !ranked.empty() && ranked.front().report->figures.fits_in_memory;
+}
+
+const PlanCandidate& PlanResult::best() const {
+  const PlanCandidate* out = &ranked.front();
+  for (const auto& c : nearest_legal_gac) {
+    // The ranked one keeps a tie: it runs at the GAC asked for.
+    if (ranks_before(rank_key(c, 0), rank_key(*out, 1), objective))
+      out = &c;
+  }
+  return *out;
+}
+
+}  // namespace ipusim::sim

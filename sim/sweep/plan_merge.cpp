@@ -39,6 +39,7 @@ struct ShardRows {
   std::vector<ShardRowAt> rows;
   bool varies_shape = false;  // the rows' IPUs per replica or replicas are not all the same
   bool varies_offload = false;
+  bool varies_batch = false;  // the rows' GAC, micro-batch or replicas are not all the same
 };
 
 // Plan's columns followed by the per-IPU columns of some number of IPUs.
@@ -68,6 +69,8 @@ ShardRows read_shard_rows(const std::vector<std::string>& paths) {
   std::vector<std::string> first;  // the first row's cells that say whether the shape varies
   const std::size_t shape[] = {column_of("ipus_per_replica"), column_of("replicas")};
   const std::size_t offload = column_of("offload");
+  const std::size_t batch[] = {column_of("gradient_accumulation_count"),
+                               column_of("micro_batch_size"), column_of("replicas")};
   for (std::size_t f = 0; f < paths.size(); ++f) {
     const auto& path = paths[f];
     if (!std::filesystem::is_regular_file(path))
@@ -98,6 +101,8 @@ ShardRows read_shard_rows(const std::vector<std::string>& paths) {
           for (const auto column : shape)
             out.varies_shape = out.varies_shape || cells[column] != first[column];
           out.varies_offload = out.varies_offload || cells[offload] != first[offload];
+          for (const auto column : batch)
+            out.varies_batch = out.varies_batch || cells[column] != first[column];
         });
   }
   return out;
@@ -212,6 +217,7 @@ PlanResult merge_plan_shards(const PlanRequest& request, const std::vector<std::
   result.merged_rows = rows.size();
   result.varies_shape = shards.varies_shape;
   result.varies_offload = shards.varies_offload;
+  result.varies_batch = shards.varies_batch;
   std::vector<PlanCandidate> best;
   for (std::size_t i = 0; i < rows.size() && i < std::size_t(std::max(1, request.top)); ++i)
     best.push_back(candidate_of(base, base_spec, row_at(paths, rows[i])));

@@ -46,9 +46,10 @@ std::string memory_cell(const PlanCandidate& c, std::int64_t capacity, BytesText
 struct TableLayout {
   bool shape = false;
   bool offload = false;
+  bool batch = false;
 
   explicit TableLayout(const PlanResult& result)
-      : shape(result.varies_shape), offload(result.varies_offload) {}
+      : shape(result.varies_shape), offload(result.varies_offload), batch(result.varies_batch) {}
 
   std::vector<std::string> header(const PlanResult& result,
                                   const std::string& first = "Rank") const {
@@ -57,6 +58,8 @@ struct TableLayout {
       out.push_back("IPUs x replicas");
     for (const char* name : {"Schedule", "GAC", "Micro-batch", "Recomputation"})
       out.emplace_back(name);
+    if (batch)
+      out.emplace_back("Global batch");
     if (offload)
       out.emplace_back("Offload");
     for (const char* name : {"Samples/s", "Step ms", "Peak memory per IPU", "Fits"})
@@ -70,6 +73,8 @@ struct TableLayout {
       out.push_back(false);
     for (bool right : {false, true, true, false})
       out.push_back(right);
+    if (batch)
+      out.push_back(true);
     if (offload)
       out.push_back(false);
     for (bool right : {true, true, false, false})
@@ -86,6 +91,8 @@ struct TableLayout {
     for (auto cell :
          {c.schedule, std::to_string(c.gac), std::to_string(c.micro_batch), c.recomputation})
       out.push_back(std::move(cell));
+    if (batch)
+      out.push_back(with_commas(c.gac * c.micro_batch * std::int64_t(c.replicas)));
     if (offload)
       out.push_back(c.offload);
     for (auto cell : {with_commas(std::int64_t(r.figures.throughput + 0.5)),
@@ -286,12 +293,17 @@ std::string skipped_lines(const PlanResult& result) {
   return out;
 }
 
+// The rank column of the config's own row.
+constexpr const char* kBaselineRank = "config";
+
 // The settings skipped for their GAC, at the nearest GAC values their schedule accepts.
 std::string nearest_legal_gac_table(const PlanResult& result) {
   if (result.nearest_legal_gac.empty())
     return "";
   const TableLayout layout(result);
   std::vector<std::vector<std::string>> rows = {layout.header(result, "Instead of")};
+  if (result.baseline)
+    rows.push_back(layout.row(kBaselineRank, *result.baseline, result.capacity_bytes));
   for (const auto& c : result.nearest_legal_gac)
     rows.push_back(layout.row("GAC " + std::to_string(c.instead_of_gac), c, result.capacity_bytes));
   std::string out =
@@ -299,9 +311,6 @@ std::string nearest_legal_gac_table(const PlanResult& result) {
       "not ranked above, plan at one with --gac):\n";
   return out + render_table(rows, layout.right_aligned());
 }
-
-// The rank column of the config's own row.
-constexpr const char* kBaselineRank = "config";
 
 // How the best compares with the config as it stands.
 std::string baseline_line(const PlanResult& result) {
@@ -313,9 +322,9 @@ std::string baseline_line(const PlanResult& result) {
     return intro + ", does not fit: peak memory " +
            percent(double(peak_max(*result.baseline)) / double(result.capacity_bytes)) +
            " of capacity\n";
-  const auto& best = *result.ranked.front().report;
+  const auto& best = *result.best().report;
   const double peak_change =
-      double(peak_max(result.ranked.front())) / double(peak_max(*result.baseline)) - 1.0;
+      double(peak_max(result.best())) / double(peak_max(*result.baseline)) - 1.0;
   return intro + "; the best runs " + fixed(best.figures.throughput / own.figures.throughput, 2) +
          "x its throughput with " + percent(std::abs(peak_change)) +
          (peak_change > 0 ? " more" : " less") + " peak memory\n";
@@ -349,8 +358,12 @@ std::string render_plan(const PlanResult& result) {
              why_lost(result.ranked[groups[k - 1].first], result.ranked[groups[k].first], result) +
              "\n";
   }
-  out += "best: " + result.ranked.front().key() + "\n";
-  out += bounding_operations(*result.ranked.front().report->cost);
+  const auto& best = result.best();
+  out += "best: " + best.key();
+  if (best.instead_of_gac > 0)
+    out += " (at the nearest GAC its schedule accepts instead of " +
+           std::to_string(best.instead_of_gac) + ", which it rules out; faster than #1)";
+  out += "\n" + bounding_operations(*best.report->cost);
   out += counts(result);
   out += skipped_lines(result);
   out += nearest_legal_gac_table(result);

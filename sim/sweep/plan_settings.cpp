@@ -204,19 +204,21 @@ bool overridden(const PlanRequest& request, const std::string& pointer) {
 namespace {
 
 // --global-batch: the GAC that makes micro-batch x GAC x replicas the global batch.
-void set_global_batch(const RunSpec& base, std::int64_t global_batch, Setting& s) {
+// Without --global-batch, a --micro-batch list keeps the config's global batch.
+void set_global_batch(const RunSpec& base, std::int64_t global_batch, bool kept, Setting& s) {
   const auto micro_batch = s.micro_batch > 0 ? s.micro_batch : base.pipeline.micro_batch_size;
   const std::int64_t replicas = s.replicas > 0 ? s.replicas : base.pipeline.replication_factor;
   const auto per_accumulation = micro_batch * replicas;
+  const std::string named = kept ? "the config's global batch " + std::to_string(global_batch) +
+                                       " (kept as --micro-batch varies; --gac sets the GAC instead)"
+                                 : "--global-batch " + std::to_string(global_batch);
   if (global_batch % per_accumulation != 0) {
-    s.error = "--global-batch " + std::to_string(global_batch) +
-              " is not a multiple of micro-batch " + std::to_string(micro_batch) + " x " +
+    s.error = named + " is not a multiple of micro-batch " + std::to_string(micro_batch) + " x " +
               std::to_string(replicas) + " replica(s)";
     return;
   }
   const auto gac = global_batch / per_accumulation;
-  s.overrides.push_back(override_of("/pipeline/gradient_accumulation_count", gac,
-                                    "--global-batch " + std::to_string(global_batch)));
+  s.overrides.push_back(override_of("/pipeline/gradient_accumulation_count", gac, named));
   s.label += " (GAC " + std::to_string(gac) + ")";
 }
 
@@ -283,7 +285,7 @@ Setting SettingList::at(std::size_t index) const {
   for (std::size_t a = 0; a < axes_.size(); ++a)
     axes_[a].apply(axes_[a].values[digit[a]], s);
   if (request_.global_batch > 0 && s.error.empty())
-    set_global_batch(base_, request_.global_batch, s);
+    set_global_batch(base_, request_.global_batch, request_.keeps_global_batch, s);
   return s;
 }
 
@@ -412,6 +414,18 @@ std::vector<std::string> schedules_searched(const PlanRequest& request, const Ru
   if (overridden(request, "/pipeline/pipeline_schedule"))
     return {base.pipeline.schedule};
   return default_schedules(base);
+}
+
+// A --micro-batch list without --gac or --global-batch keeps the config's global batch, so that
+// each micro-batch is compared on the same samples per weight update.
+PlanRequest keeping_global_batch(PlanRequest search, const RunSpec& base) {
+  if (search.micro_batches.empty() || !search.gacs.empty() || search.global_batch > 0)
+    return search;
+  const auto& p = base.pipeline;
+  search.global_batch =
+      p.micro_batch_size * p.gradient_accumulation_count * std::int64_t(p.replication_factor);
+  search.keeps_global_batch = true;
+  return search;
 }
 
 }  // namespace ipusim::sim::plan_detail

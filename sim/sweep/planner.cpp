@@ -275,10 +275,6 @@ std::string PlanCandidate::key() const {
   return out;
 }
 
-bool PlanResult::any_fits() const {
-  return !ranked.empty() && ranked.front().report->figures.fits_in_memory;
-}
-
 void PlanResult::add_skipped(const std::string& label, const std::string& why) {
   const auto same = std::find_if(skipped.begin(), skipped.end(),
                                  [&](const SkippedSettings& group) { return group.why == why; });
@@ -383,6 +379,8 @@ PlanResult empty_result(const PlanRequest& request, const RunSpec& base_spec) {
   result.shard = request.shard;
   result.varies_shape = !request.ipus_per_replica.empty() || request.total_ipus > 0;
   result.varies_offload = !request.offloads.empty();
+  result.varies_batch = !request.micro_batches.empty() || !request.gacs.empty() ||
+                        request.global_batch > 0 || result.varies_shape;
   for (int n : request.ipus_per_replica)
     result.searched.most_ipus_per_replica = std::max(result.searched.most_ipus_per_replica, n);
   result.searched.recomputation = !request.recomputations.empty();
@@ -469,6 +467,7 @@ PlanResult plan(const PlanRequest& request) {
   search.fixed_splits = request.fixed_splits || overridden(request, "/pipeline/splits");
   check_request(request, base_spec, search.fixed_splits);
   search = with_default_shapes(search, base_spec);
+  search = plan_detail::keeping_global_batch(search, base_spec);
   PlanResult result = empty_result(search, base_spec);
   result.default_shapes = request.ipus_per_replica != search.ipus_per_replica;
   const SettingList settings(schedules_searched(search, base_spec), search, base_spec);

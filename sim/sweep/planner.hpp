@@ -46,6 +46,9 @@ struct PlanRequest {
   std::vector<std::string> gacs;  // as typed, read like --set values
   // When set, the GAC of each setting is global_batch / (micro-batch x replicas).
   std::int64_t global_batch = 0;
+  // Set by plan itself: global_batch is the config's, kept because --micro-batch varies while
+  // neither --gac nor --global-batch was given.
+  bool keeps_global_batch = false;
   std::vector<std::string> micro_batches;
   std::vector<std::string> recomputations;
   std::vector<std::string> offloads;  // plan_offload_names()
@@ -159,6 +162,8 @@ struct PlanResult {
   SweepShard shard;
   bool varies_shape = false;    // IPUs per replica or replicas were searched
   bool varies_offload = false;  // --offload was given
+  // The GAC, micro-batch or replicas were searched: the table shows each row's global batch.
+  bool varies_batch = false;
   // What the search tried, so that its advice does not suggest it again.
   struct Searched {
     int most_ipus_per_replica = 0;       // of --ipus-per-replica, 0 without it
@@ -173,6 +178,10 @@ struct PlanResult {
   std::size_t merged_rows = 0;
 
   bool any_fits() const;
+  // What the user can run fastest (or smallest): the best ranked, unless a setting its GAC ruled
+  // out does better at a nearest legal GAC (nearest_legal_gac), which it then is. Requires a
+  // ranked candidate.
+  const PlanCandidate& best() const;
 };
 
 // Runs the search. Throws core::ConfigError for an invalid base config, a config with explicit

@@ -206,6 +206,10 @@ std::vector<RowGroup> row_groups(const PlanResult& result, std::size_t shown);
 // empty for a row of one candidate.
 std::string group_splits_line(const PlanResult& result, const RowGroup& g);
 
+// A --micro-batch list without --gac or --global-batch keeps the config's global batch:
+// `search` with global_batch set to it and keeps_global_batch true; else `search` as it is.
+PlanRequest keeping_global_batch(PlanRequest search, const RunSpec& base);
+
 // The config as it stands, its own split and setting, replayed: the tables' baseline. None
 // when the config alone is invalid (a --gac list may be what makes it valid).
 std::optional<PlanCandidate> baseline_of(const core::ConfigDocument& base,

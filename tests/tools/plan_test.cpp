@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "tests/tools/cli_support.hpp"
@@ -110,12 +112,13 @@ TEST_CASE("plan lists each setting it skipped with the error that rules it out")
   const auto result = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--gac", "6"});
   CHECK(result.code == 0);
   const auto text = lines(result.out);
-  // Then the grouped setting at the nearest GAC values it accepts: a title, a header, two rows.
-  REQUIRE(text.size() >= 6);
-  CHECK(text[text.size() - 6] ==
+  // Then the grouped setting at the nearest GAC values it accepts: a title, a header, the
+  // config's row and two rows.
+  REQUIRE(text.size() >= 7);
+  CHECK(text[text.size() - 7] ==
         "12 candidate(s) evaluated on the cost model (0 over capacity by the estimate, 0 refused "
         "by validation), 12 replayed");
-  CHECK(text[text.size() - 5] ==
+  CHECK(text[text.size() - 6] ==
         "skipped: --schedules grouped --gac 6: --gac 6: at "
         "/pipeline/gradient_accumulation_count: The number of iterations of the pipeline must be "
         "a multiple of 4, but it is 6. This number is gradient_accumulation_count; the grouped "
@@ -238,11 +241,13 @@ TEST_CASE("plan shows a schedule its GAC rules out at the nearest GAC values it 
                                 "at the nearest GAC values their schedule accepts (the best split "
                                 "of each, replayed; not ranked above, plan at one with --gac):");
   REQUIRE(header != out.end());
-  REQUIRE(out.end() - header == 4);
+  REQUIRE(out.end() - header == 5);
   CHECK(header[1].rfind("Instead of  dense layers per IPU  Schedule  GAC  Micro-batch", 0) == 0);
-  CHECK(header[2].rfind("GAC 6       2,3                   grouped     4           32  none", 0) ==
+  CHECK(header[2].rfind("config      3,2                   grouped    16           32  none", 0) ==
         0);
-  CHECK(header[3].rfind("GAC 6       2,3                   grouped     8           32  none", 0) ==
+  CHECK(header[3].rfind("GAC 6       2,3                   grouped     4           32  none", 0) ==
+        0);
+  CHECK(header[4].rfind("GAC 6       2,3                   grouped     8           32  none", 0) ==
         0);
 }
 
@@ -392,4 +397,64 @@ TEST_CASE("plan shows candidates of the same row once, with each one's split") {
   }
   REQUIRE(throughputs.size() == 2);
   CHECK(throughputs[0] == throughputs[1]);
+}
+
+TEST_CASE("a micro-batch list keeps the config's global batch and the table shows it") {
+  // tf1: micro-batch 32 x GAC 16 x 1 replica = 512 samples a weight update.
+  const auto plan = run_ipusim({"plan", "configs/tf1_mnist_2ipu.json", "--micro-batch",
+                                "16,32,64,48", "--schedules", "grouped", "--top", "18"});
+  REQUIRE(plan.code == 0);
+  const auto text = lines(plan.out);
+  CHECK(text[1].find("  Micro-batch  Recomputation  Global batch  ") != std::string::npos);
+  std::map<std::string, std::set<std::string>> gacs;  // micro-batch -> GAC
+  for (std::size_t i = 2; i < text.size() && text[i].rfind("config:", 0) != 0; ++i) {
+    std::istringstream row(text[i]);
+    std::string rank, layers, schedule, gac, micro_batch, recomputation, global;
+    row >> rank >> layers >> schedule >> gac >> micro_batch >> recomputation >> global;
+    CHECK(global == "512");
+    gacs[micro_batch].insert(gac);
+  }
+  CHECK(gacs == std::map<std::string, std::set<std::string>>{
+                    {"16", {"32"}}, {"32", {"16"}}, {"64", {"8"}}});
+  CHECK(text.back() ==
+        "skipped: --schedules grouped --micro-batch 48: the config's global batch 512 (kept as "
+        "--micro-batch varies; --gac sets the GAC instead) is not a multiple of micro-batch 48 x 1 "
+        "replica(s)");
+}
+
+TEST_CASE("plan's best is at the nearest legal GAC when that runs faster than every ranked one") {
+  // BERT-Large's global batch 65,600 at micro-batch 16 is GAC 1,025, which grouped with 5
+  // stages rules out (a multiple of 10); 1,020 and 1,030 are replayed beside the table.
+  const auto best = fresh_output("plan_test", "nearest_best.json");
+  const auto plan = run_ipusim(
+      {"plan", "configs/bert_large_4ipu.json", "--micro-batch", "8,16", "--top", "2", "-o", best});
+  REQUIRE(plan.code == 0);
+  const auto text = lines(plan.out);
+  const auto line = std::find_if(text.begin(), text.end(),
+                                 [](const auto& l) { return l.rfind("best: ", 0) == 0; });
+  REQUIRE(line != text.end());
+  CHECK_THAT(*line, Catch::Matchers::EndsWith(
+                        " micro-batch=16 recomputation=recompute_and_backpropagate_interleaved "
+                        "(at the nearest GAC its schedule accepts instead of 1025, which it rules "
+                        "out; faster than #1)"));
+  const auto written = nlohmann::json::parse(read_file(best));
+  const auto gac = written.at("pipeline").at("gradient_accumulation_count").get<int>();
+  CHECK((gac == 1020 || gac == 1030));
+  // It runs, and faster than #1 of the table.
+  const auto run = run_ipusim({"run", best, "--no-numeric"});
+  REQUIRE(run.code == 0);
+  const auto samples = [](const std::string& s) {
+    std::string digits;
+    for (char c : s)
+      if (std::isdigit(static_cast<unsigned char>(c)))
+        digits += c;
+    return std::stoll(digits);
+  };
+  const auto run_lines = lines(run.out);
+  const auto throughput = *std::find_if(run_lines.begin(), run_lines.end(), [](const auto& l) {
+    return l.rfind("Throughput: ", 0) == 0;
+  });
+  std::istringstream first(text[3]);
+  std::vector<std::string> cells{std::istream_iterator<std::string>(first), {}};
+  CHECK(samples(throughput.substr(12, throughput.find(" samples/s") - 12)) > samples(cells.at(7)));
 }

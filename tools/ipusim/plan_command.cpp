@@ -175,8 +175,7 @@ void refuse_search_options(const CLI::App& command) {
 void write_outputs(const PlanArgs& a, const sim::PlanResult& result, bool fits,
                    core::OutputSet& outputs) {
   if (!a.best_path.empty() && fits)
-    outputs.write(a.best_path,
-                  sim::planned_config(result.ranked.front(), a.best_path).dump(2) + "\n");
+    outputs.write(a.best_path, sim::planned_config(result.best(), a.best_path).dump(2) + "\n");
   if (!a.csv_path.empty())
     outputs.write_streamed(a.csv_path, [&](const auto& put) { sim::write_plan_csv(result, put); });
   if (!a.html_path.empty())
