@@ -77,9 +77,13 @@ std::string timing(const RunReport& r) {
   std::vector<std::vector<std::string>> rows = {{"Phase", "Cycles", "Time", "Share of step"}};
   for (const auto phase : schedules::phases_of_run(p.training)) {
     const auto cycles = r.replay.phase_cycles[schedules::index(phase)];
-    rows.push_back({std::string(schedules::to_string(phase)), with_commas(cycles),
-                    fixed(r.figures.phase_seconds[schedules::index(phase)] * 1e3, 4) + " ms",
-                    percent(r.figures.phase_share[schedules::index(phase)])});
+    // A schedule without this phase (sequential has no ramps) shows a dash, not zeros.
+    if (cycles == 0)
+      rows.push_back({std::string(schedules::to_string(phase)), "-", "-", "-"});
+    else
+      rows.push_back({std::string(schedules::to_string(phase)), with_commas(cycles),
+                      fixed(r.figures.phase_seconds[schedules::index(phase)] * 1e3, 4) + " ms",
+                      percent(r.figures.phase_share[schedules::index(phase)])});
   }
   out += "\n" + render_table(rows, {false, true, true, true}) + weight_update_text(r) +
          host_input_text(r);
@@ -102,7 +106,9 @@ std::string utilisation(const RunReport& r) {
     const auto& figures = r.figures.ipus[i];
     std::vector<std::string> row = {std::to_string(i), percent(figures.utilisation)};
     for (const auto phase : phases)
-      row.push_back(percent(figures.utilisation_by_phase[schedules::index(phase)]));
+      row.push_back(r.replay.phase_cycles[schedules::index(phase)] == 0
+                        ? "-"
+                        : percent(figures.utilisation_by_phase[schedules::index(phase)]));
     row.push_back(with_commas(r.replay.ipus[i].busy_cycles));
     row.push_back(percent(figures.host_link_utilisation));
     rows.push_back(row);
@@ -171,7 +177,12 @@ std::string memory(const RunReport& r) {
   for (std::size_t k = 0; k < r.stash_depth.size(); ++k) {
     depths += (k ? ", " : "") + std::to_string(r.stash_depth[k]);
   }
-  out += "Stash FIFO depth per stage (micro-batches): " + depths +
+  // Graphcore's schedules keep a FIFO per stage; the GPU ones hold the micro-batches in flight.
+  const auto& p = r.spec->pipeline;
+  const bool fifo = schedules::graphcore_lanes(p.schedule, r.spec->pipeline_shape()) > 0;
+  out += (fifo ? "Stash FIFO depth per stage (micro-batches): "
+               : "Micro-batches in flight per stage (their activations kept for the backward): ") +
+         depths +
          (r.spec->pipeline.offload_activations
               ? "; the FIFOs are in streaming memory (offload_activations)"
               : "") +

@@ -574,3 +574,24 @@ TEST_CASE("run says what auto recomputation resolved to, in its text and its JSO
   CHECK(bert.out.find("\nrecomputation: recompute_and_backpropagate_interleaved, a checkpoint at "
                       "every layer\n") != std::string::npos);
 }
+
+TEST_CASE("run shows a dash for a phase its schedule does not have") {
+  const auto result = run_ipusim({"run", kTf1Config, "--no-numeric", "--schedule", "sequential"});
+  REQUIRE(result.code == 0);
+  CHECK(result.out.find("\nramp-up              -          -              -\n") !=
+        std::string::npos);
+  CHECK(result.out.find("\nramp-down            -          -              -\n") !=
+        std::string::npos);
+  CHECK(result.out.find("\n  0        21.9%        -  36.0%          -           0.5%") !=
+        std::string::npos);
+}
+
+TEST_CASE("run counts a GPU schedule's micro-batches in flight, Graphcore's FIFO depths") {
+  // 1F1B on N = 2 stages keeps N - k micro-batches on stage k; grouped 2(N - 1 - k).
+  const auto gpu = run_ipusim({"run", kTf1Config, "--no-numeric", "--schedule", "1f1b"});
+  CHECK(gpu.out.find("\nMicro-batches in flight per stage (their activations kept for the "
+                     "backward): 2, 1\n") != std::string::npos);
+  const auto grouped = run_ipusim({"run", kTf1Config, "--no-numeric"});
+  CHECK(grouped.out.find("\nStash FIFO depth per stage (micro-batches): 2, 0\n") !=
+        std::string::npos);
+}
