@@ -107,6 +107,14 @@ std::string sweep_plots(const SweepPlotTable& table, std::size_t varied_index) {
                   [](const RunMetrics& m) { return m.ramp_overhead * 100; }},
         SweepPlot{"throughput", "Throughput", "throughput (samples/s)",
                   [](const RunMetrics& m) { return m.throughput; }},
+        SweepPlot{"bubble_fraction", "Bubble", "bubble (% of IPU time in the pipeline phases)",
+                  [](const RunMetrics& m) { return m.bubble_fraction * 100; }},
+        SweepPlot{"weight_update_share", "Weight update", "weight update (% of the step)",
+                  [](const RunMetrics& m) {
+                    const auto update =
+                        m.phase_cycles[schedules::index(schedules::Phase::kWeightUpdate)];
+                    return m.step_cycles > 0 ? 100.0 * double(update) / double(m.step_cycles) : 0.0;
+                  }},
         SweepPlot{"peak_memory_bytes_max", "Peak memory", "peak memory of the fullest IPU (MB)",
                   [](const RunMetrics& m) { return double(m.peak_memory_bytes_max); }, 1e6}}) {
     svg::LineChart chart{"sweep-" + plot.id + "-" + std::to_string(varied_index),

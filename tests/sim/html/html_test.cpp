@@ -249,14 +249,16 @@ TEST_CASE("a sweep draws runs that do not fit as rings and plots peak memory in 
   // The ramp overhead chart draws the 32 run as a ring too.
   CHECK(count(svg_element(html, "sweep-ramp_overhead-0"), "<circle class=\"ring\"") == 1);
   CHECK(html.find("<svg id=\"sweep-peak_memory_bytes_max-0\"") != std::string::npos);
-  // The throughput, the memory and the Pareto chart each draw the 32 run as a ring, the
-  // others as dots.
-  CHECK(count(html, "<circle class=\"ring\"") == 4);
-  CHECK(count(html, "<circle") == 12);
+  CHECK(html.find(">bubble (% of IPU time in the pipeline phases)</text>") != std::string::npos);
+  CHECK(html.find(">weight update (% of the step)</text>") != std::string::npos);
+  // The five line charts (ramp overhead, throughput, bubble, weight update, memory) and the
+  // Pareto chart each draw the 32 run as a ring, the others as dots.
+  CHECK(count(html, "<circle class=\"ring\"") == 6);
+  CHECK(count(html, "<circle") == 18);
   CHECK(html.find("<title>Peak memory: 32 \u2192 1,700 (does not fit in memory)</title>") !=
         std::string::npos);
   CHECK(html.find("<title>Throughput: 16 \u2192 150</title>") != std::string::npos);
-  CHECK(count(html, "<i class=\"ring\"></i>does not fit in memory") == 3);
+  CHECK(count(html, "<i class=\"ring\"></i>does not fit in memory") == 5);
 }
 
 TEST_CASE("a sweep draws each IPU's peak memory of each run against the capacity") {
