@@ -1,7 +1,10 @@
-// ONNX's ConvTranspose as conv2d_transpose, and Clip(x, 0, 6) (PyTorch's ReLU6) as relu6
+// ONNX's ConvTranspose as conv2d_transpose, and the clipped activations: Clip(x, 0, 6)
+// (PyTorch's ReLU6) as relu6, HardSigmoid and HardSwish (MobileNetV3's) as hard_sigmoid and
+// hard_swish
 // (models/import/onnx_converter.hpp).
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "models/import/onnx_converter.hpp"
@@ -120,6 +123,41 @@ void OnnxConverter::clip(const onnx::NodeProto& node) {
   if (bound(1, "min", -1) != 0 || bound(2, "max", -1) != 6)
     return problem(node, "a Clip other than to [0, 6] (PyTorch's ReLU6, ipusim's relu6)");
   add_layer({{"id", id_of(node)}, {"type", "relu6"}}, node.output(0), *in, {in->layer});
+}
+
+// PyTorch's Hardsigmoid writes alpha 1/6 and beta 1/2 (ONNX's defaults are 0.2 and 0.5); before
+// opset 14 its Hardswish is x times that HardSigmoid of x, one hard_swish layer here.
+void OnnxConverter::hard_sigmoid(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  const float alpha = float_attribute(node, "alpha", 0.2f);
+  const float beta = float_attribute(node, "beta", 0.5f);
+  if (std::abs(double(alpha) - 1.0 / 6.0) > 1e-6 || beta != 0.5f)
+    return problem(node, "a HardSigmoid with alpha " + std::to_string(alpha) + " and beta " +
+                             std::to_string(beta) +
+                             " (ipusim's hard_sigmoid is PyTorch's: alpha 1/6, beta 0.5)");
+  const std::string& x = node.input(0);
+  const std::string& s = node.output(0);
+  const onnx::NodeProto* mul = index_.sole_consumer(s);
+  const bool swish =
+      mul != nullptr && mul->op_type() == "Mul" && mul->input_size() == 2 &&
+      ((mul->input(0) == x && mul->input(1) == s) || (mul->input(0) == s && mul->input(1) == x));
+  if (!swish) {
+    add_layer({{"id", id_of(node)}, {"type", "hard_sigmoid"}}, s, *in, {in->layer});
+    return;
+  }
+  skipped_.insert(index_.index_of(*mul));  // the Mul comes later and is this layer's
+  add_layer({{"id", unique_id(module_id(node.name(), "HardSigmoid", "hard_swish"))},
+             {"type", "hard_swish"}},
+            mul->output(0), *in, {in->layer});
+}
+
+void OnnxConverter::hard_swish(const onnx::NodeProto& node) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  add_layer({{"id", id_of(node)}, {"type", "hard_swish"}}, node.output(0), *in, {in->layer});
 }
 
 }  // namespace ipusim::models::onnx_detail

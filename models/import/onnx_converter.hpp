@@ -159,9 +159,13 @@ class OnnxConverter {
   // `channels`, or "". `kernel` is the kernel's shape in ONNX's layout.
   std::string kernel_problem(const onnx::NodeProto& node, const Shape& kernel,
                              std::int64_t channels, int in_axis) const;
-  // onnx_conv_transpose.cpp: ConvTranspose as conv2d_transpose; Clip(x, 0, 6) as relu6.
+  // onnx_conv_transpose.cpp: ConvTranspose as conv2d_transpose; Clip(x, 0, 6) as relu6;
+  // PyTorch's HardSigmoid as hard_sigmoid (and x times it as hard_swish), HardSwish as
+  // hard_swish.
   void conv_transpose(const onnx::NodeProto& node);
   void clip(const onnx::NodeProto& node);
+  void hard_sigmoid(const onnx::NodeProto& node);
+  void hard_swish(const onnx::NodeProto& node);
 
   void pool(const onnx::NodeProto& node);
   void global_average_pool(const onnx::NodeProto& node);

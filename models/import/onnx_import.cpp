@@ -201,6 +201,8 @@ const std::map<std::string, OnnxConverter::Handler>& OnnxConverter::handlers() {
       {"Conv", &OnnxConverter::conv},
       {"ConvTranspose", &OnnxConverter::conv_transpose},
       {"Clip", &OnnxConverter::clip},
+      {"HardSigmoid", &OnnxConverter::hard_sigmoid},
+      {"HardSwish", &OnnxConverter::hard_swish},
       {"MaxPool", &OnnxConverter::pool},
       {"AveragePool", &OnnxConverter::pool},
       {"Pad", &OnnxConverter::pad},

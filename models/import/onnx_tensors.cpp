@@ -41,6 +41,8 @@ int fewest_inputs(const std::string& op) {
       {"Tanh", 1},
       {"Sigmoid", 1},
       {"Clip", 1},
+      {"HardSigmoid", 1},
+      {"HardSwish", 1},
       {"Split", 1},
       {"Gelu", 1},
       {"Erf", 1},
@@ -54,8 +56,12 @@ int fewest_inputs(const std::string& op) {
   return found == table.end() ? 0 : found->second;
 }
 
-const std::set<std::string> kFloatAttributesRead = {"Gemm", "Dropout", "LayerNormalization",
-                                                    "BatchNormalization", "InstanceNormalization"};
+const std::set<std::string> kFloatAttributesRead = {"Gemm",
+                                                    "Dropout",
+                                                    "LayerNormalization",
+                                                    "HardSigmoid",
+                                                    "BatchNormalization",
+                                                    "InstanceNormalization"};
 
 std::string node_text(const onnx::NodeProto& node) {
   return "node '" + node.name() + "' (" + node.op_type() + ")";

@@ -49,6 +49,8 @@ namespace ipusim::models {
   ROW(conv2d_transpose)         \
   ROW(crop2d)                   \
   ROW(relu6)                    \
+  ROW(hard_sigmoid)             \
+  ROW(hard_swish)               \
   /* a new type's line goes above this one, so that adding it edits no other line */
 
 #define IPUSIM_DECLARE_ROW(name) LayerTypeDef name##_type();

@@ -247,3 +247,35 @@ TEST_CASE("the new types keep what their cost declares, in fp32 and fp16") {
     }
   }
 }
+
+TEST_CASE("hard_sigmoid is torch's Hardsigmoid, relu6(x + 3) / 6, its gradient 1/6 inside") {
+  const Layer layer = typed("hard_sigmoid");
+  // torch.nn.functional.hardsigmoid(torch.tensor([-4.0, -3.0, -1.5, 0.0, 1.5, 3.0, 4.0]))
+  check_close(forward_values(layer, {7}, {-4.0f, -3.0f, -1.5f, 0.0f, 1.5f, 3.0f, 4.0f}),
+              {0, 0, 0.25, 0.5, 0.75, 1, 1});
+  // Away from the kinks at -3 and 3, where central differences straddle them.
+  const Tensor x({2, 4}, std::vector<float>{-5.0f, -2.5f, -1.0f, 0.2f, 1.7f, 2.9f, 3.5f, 8.0f});
+  check_gradients(layer, {x});
+  // At either bound the gradient is zero, as torch's hardsigmoid_backward gives it.
+  const auto kernel = kernel_for(layer, {{2}});
+  const Tensor bounds({1, 2}, std::vector<float>{-3.0f, 3.0f});
+  const ForwardResult result = kernel->forward({&bounds}, {}, {});
+  CHECK(values_of(kernel->backward(Tensor({1, 2}, 1.0f), result.saved, {}, {}).at(0)) ==
+        std::vector<float>{0, 0});
+}
+
+TEST_CASE("hard_swish is torch's Hardswish, x relu6(x + 3) / 6, with torch's gradient") {
+  const Layer layer = typed("hard_swish");
+  // torch.nn.functional.hardswish(torch.tensor([-4.0, -3.0, -1.5, 0.0, 1.5, 3.0, 4.0]))
+  check_close(forward_values(layer, {7}, {-4.0f, -3.0f, -1.5f, 0.0f, 1.5f, 3.0f, 4.0f}),
+              {0, 0, -0.375, 0, 1.125, 3, 4});
+  const Tensor x({2, 4}, std::vector<float>{-5.0f, -2.5f, -1.0f, 0.2f, 1.7f, 2.9f, 3.5f, 8.0f});
+  check_gradients(layer, {x});
+  check_gradients(layer, {random_tensor({2, 6}, 4)}, {}, SIZE_MAX, DType::kFp16);
+  // At the bounds torch's hardswish_backward gives x / 3 + 1/2: -1/2 at -3 and 3/2 at 3.
+  const auto kernel = kernel_for(layer, {{2}});
+  const Tensor bounds({1, 2}, std::vector<float>{-3.0f, 3.0f});
+  const ForwardResult result = kernel->forward({&bounds}, {}, {});
+  CHECK(values_of(kernel->backward(Tensor({1, 2}, 1.0f), result.saved, {}, {}).at(0)) ==
+        std::vector<float>{-0.5f, 1.5f});
+}

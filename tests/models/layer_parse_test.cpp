@@ -160,7 +160,8 @@ TEST_CASE("a layer type unlike any known type lists the types") {
         "'batch_norm', 'softmax', 'tanh', 'attention', 'transformer_attention', "
         "'transformer_feed_forward', 'avgpool2d', 'token_mean', 'token_select', "
         "'position_table', 'class_token', 'relative_attention', 'sigmoid', 'swish', "
-        "'multiply', 'glu', 'group_norm', 'conv1d', 'conv2d_transpose', 'crop2d' or 'relu6'");
+        "'multiply', 'glu', 'group_norm', 'conv1d', 'conv2d_transpose', 'crop2d', 'relu6', "
+        "'hard_sigmoid' or 'hard_swish'");
 }
 
 TEST_CASE("a key another layer type would take is unknown, with the closest key suggested") {

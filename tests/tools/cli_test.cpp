@@ -488,7 +488,7 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
       text += (text.empty() ? "" : " ") + word;
     squeezed.push_back(text);
   }
-  REQUIRE(squeezed.size() == 38 + 2);  // a header, the 38 types, a closing line
+  REQUIRE(squeezed.size() == 40 + 2);  // a header, the 40 types, a closing line
   CHECK(squeezed[0] == "type inputs keys");
   CHECK(std::count(squeezed.begin(), squeezed.end(),
                    "dense one units, activation, bias, tied_to, serialization_factor") == 1);
@@ -501,6 +501,8 @@ TEST_CASE("layers lists every layer type with the inputs it takes and its keys")
   CHECK(std::count(squeezed.begin(), squeezed.end(), "sigmoid one") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "swish one") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "relu6 one") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(), "hard_sigmoid one") == 1);
+  CHECK(std::count(squeezed.begin(), squeezed.end(), "hard_swish one") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "multiply two") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "glu one axis") == 1);
   CHECK(std::count(squeezed.begin(), squeezed.end(), "group_norm one groups, epsilon") == 1);

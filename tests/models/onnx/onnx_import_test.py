@@ -512,8 +512,26 @@ def check_mul_refusals(folder):
                 "not an image, then a Mul of a by the Sigmoid of b)\n")
     if expected not in err or os.path.exists(config):
         sys.exit(f"Split refusal: got {err!r}")
+    nodes = [
+        helper.make_node("HardSigmoid", ["x"], ["h"], name="keras_hard_sigmoid", alpha=0.2),
+        helper.make_node("Gemm", ["h", "w", "c"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_hard_sigmoid",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
+        [weight("w", 4, 8), weight("c", 4)])
+    source = os.path.join(folder, "hard_sigmoid.onnx")
+    save(graph, source)
+    err = run("import", source, "-o", config, expect=2).stderr
+    expected = ("  HardSigmoid x1: a HardSigmoid with alpha 0.200000 and beta 0.500000 (ipusim's "
+                "hard_sigmoid is PyTorch's: alpha 1/6, beta 0.5)\n")
+    if expected not in err or os.path.exists(config):
+        sys.exit(f"HardSigmoid refusal: got {err!r}")
     print("refusals: a Mul by a constant, one of shapes that do not broadcast, an "
-          "InstanceNormalization that is no GroupNorm and a Split that is no GLU, named")
+          "InstanceNormalization that is no GroupNorm, a Split that is no GLU and a HardSigmoid "
+          "that is not PyTorch's, named")
 
 
 def refused_graph(nodes, weights, inputs):

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """ipusim import of models exported by PyTorch's own exporter (Debian's python3-torch), as a user
 exports them, with no edit of the file: torchvision's ResNet-18, ResNet-50, ResNeXt-50 32x4d,
-MobileNetV2 and EfficientNet-B0, grouped, depthwise and transposed convolutions with ReLU6,
+MobileNetV2, MobileNetV3-Small (Hardswish and Hardsigmoid: HardSwish at opset 17, the Mul of x
+by its HardSigmoid at 13) and EfficientNet-B0, grouped, depthwise and transposed convolutions with ReLU6,
 dilated convolutions as DeepLab's atrous pyramid has them, a classifier over
 nn.TransformerEncoder (post- and pre-norm, batch first or sequence first), GPT-style causal decoders (nn.MultiheadAttention with
 a causal mask, and attention written by hand with masked_fill), torchvision's
@@ -12,7 +13,7 @@ without a Linear, Inception-v3's padded average pool (a Pad, then an AveragePool
 convolution's image flattened then read by each of eleven operations before a Linear (the
 features in PyTorch's channel-by-channel order), at opsets 14 and 17, with a static and a dynamic
 batch. The batch-norm nets export in training mode (their batch norms
-batch-normalise); MobileNetV2's and EfficientNet-B0's dropout and stochastic depth are off.
+batch-normalise); the MobileNets' and EfficientNet-B0's dropout and stochastic depth are off.
 A dilated or grouped ConvTranspose, a Clip other than ReLU6's and a Pad before a Conv are
 refused.
 
@@ -336,6 +337,8 @@ MODELS = {
                         lambda b: torch.randn(b, 3, 64, 64), True, 8),
     "mobilenet_v2": (lambda: without_dropout(torchvision.models.mobilenet_v2(num_classes=10)),
                      lambda b: torch.randn(b, 3, 64, 64), True, 8),
+    "mobilenet_v3_small": (lambda: without_dropout(torchvision.models.mobilenet_v3_small(
+        num_classes=10)), lambda b: torch.randn(b, 3, 64, 64), True, 8),
     "efficientnet_b0": (lambda: without_dropout(torchvision.models.efficientnet_b0(
         num_classes=10, stochastic_depth_prob=0.0)), lambda b: torch.randn(b, 3, 64, 64), True, 8),
     "grouped_conv": (GroupedConvolutions, lambda b: torch.randn(b, 3, 16, 16), False, 2),
@@ -363,6 +366,7 @@ MODELS.update({f"flatten_{kind}": ((lambda kind=kind: FlattenThen(kind)),
 # (model, opset, dynamic batch)
 CASES = [("resnet18", 14, False), ("resnet18", 17, True), ("resnet50", 17, False),
          ("resnext50_32x4d", 17, False), ("mobilenet_v2", 17, True),
+         ("mobilenet_v3_small", 13, False), ("mobilenet_v3_small", 17, True),
          ("efficientnet_b0", 17, False), ("grouped_conv", 14, False), ("grouped_conv", 17, True),
          ("dilated_conv", 14, False), ("dilated_conv", 17, True),
          ("encoder_post_norm", 14, False), ("encoder_post_norm", 17, True),
