@@ -304,7 +304,9 @@ std::vector<Row> per_ipu_rows(const std::vector<const CompareRun*>& ran) {
   return rows;
 }
 
-std::string fastest_text(const std::vector<const CompareRun*>& ran) {
+// `names` are the runs' names in the table: their labels, or their numbers.
+std::string fastest_text(const std::vector<const CompareRun*>& ran,
+                         const std::vector<std::string>& names) {
   std::vector<const RunMetrics*> metrics;
   for (const auto* run : ran)
     metrics.push_back(&*run->metrics);
@@ -313,15 +315,19 @@ std::string fastest_text(const std::vector<const CompareRun*>& ran) {
     return "fastest: none (no run fits in memory)\n";
   const double best = metrics[order.front()]->throughput;
   auto times = [&](std::size_t other) {
-    return fixed(best / metrics[other]->throughput, 2) + "x the throughput of " + ran[other]->label;
+    return fixed(best / metrics[other]->throughput, 2) + "x the throughput of " + names[other];
   };
-  std::string out = "fastest: " + ran[order.front()]->label;
+  std::string out = "fastest: " + names[order.front()];
   if (order.size() == 2)
     out += " (" + times(order[1]) + ")";
   if (order.size() > 2)
     out += " (" + times(order[1]) + ", the next fastest; " + times(order.back()) + ", the slowest)";
   return out + "\n";
 }
+
+// The longest label a column of the table is headed by; a figure such as "1,227,062 cycles"
+// or "554,952 samples/s" is about as wide.
+constexpr std::size_t kLongestColumnLabel = 24;
 
 std::string comparison_text(const std::vector<CompareRun>& runs) {
   std::vector<const CompareRun*> ran;
@@ -334,8 +340,21 @@ std::string comparison_text(const std::vector<CompareRun>& runs) {
     }
   }
   std::string out;
+  std::vector<std::string> headings;
   if (!ran.empty()) {
-    std::vector<Row> rows = {table_row("", ran, [](const CompareRun& r) { return r.label; })};
+    // Labels longer than a figure's column (a --with's overrides) become run numbers, each
+    // named in a legend above the table.
+    const bool numbered = std::any_of(ran.begin(), ran.end(), [](const CompareRun* r) {
+      return r->label.size() > kLongestColumnLabel;
+    });
+    for (std::size_t i = 0; i < ran.size(); ++i) {
+      headings.push_back(numbered ? "run " + std::to_string(i + 1) : ran[i]->label);
+      if (numbered)
+        out += headings.back() + ": " + ran[i]->label + "\n";
+    }
+    Row heading = {""};
+    heading.insert(heading.end(), headings.begin(), headings.end());
+    std::vector<Row> rows = {heading};
     for (auto& row : metric_rows(ran))
       rows.push_back(std::move(row));
     for (auto& row : per_ipu_rows(ran))
@@ -350,7 +369,7 @@ std::string comparison_text(const std::vector<CompareRun>& runs) {
       out += "relaid out: " + run->label + ": " + run->relayout + "\n";
   }
   if (ran.size() > 1)
-    out += fastest_text(ran);
+    out += fastest_text(ran, headings);
   return out;
 }
 

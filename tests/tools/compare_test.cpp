@@ -12,6 +12,14 @@ namespace {
 
 using namespace ipusim::testing;
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
 // The line with each run of spaces made one space.
 std::string squeeze(const std::string& line) {
   std::string out;
@@ -98,14 +106,17 @@ TEST_CASE("a --with that sets the schedule --schedules sets is refused, not run 
   CHECK(alone.code == 0);
 }
 
-TEST_CASE("variants given with --with are columns labelled by their overrides") {
+TEST_CASE("variants given with --with are numbered columns, their overrides in a legend") {
   const auto result = run_ipusim(
       {"compare", kTf1Config, "--with", "pipeline.gradient_accumulation_count=32", "--with",
        "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16"});
   CHECK(result.code == 0);
-  CHECK(result.out.substr(0, result.out.find('\n')) ==
-        "                              pipeline.gradient_accumulation_count=32  "
-        "pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16");
+  const auto text = lines_of(result.out);
+  REQUIRE(text.size() > 3);
+  CHECK(text[0] == "run 1: pipeline.gradient_accumulation_count=32");
+  CHECK(text[1] == "run 2: pipeline.gradient_accumulation_count=64;pipeline.micro_batch_size=16");
+  CHECK(squeeze(text[2]) == " run 1 run 2");
+  CHECK(text.back() == "fastest: run 1 (1.39x the throughput of run 2)");
   const auto step = result.out.find("\nStep ");
   CHECK(squeeze(result.out.substr(step + 1, result.out.find('\n', step + 1) - step - 1)) ==
         "Step 1,841,798 cycles 2,551,188 cycles");
