@@ -187,6 +187,18 @@ std::string why_lost(const PlanCandidate& winner, const PlanCandidate& loser,
   return out;
 }
 
+// How the settings with too many splits to price were searched.
+std::string coarse_text(const PlanResult& result) {
+  if (result.coarse_settings == 0)
+    return "";
+  const std::string every =
+      result.coarse_step == 2 ? std::string("second") : std::to_string(result.coarse_step) + "th";
+  return with_commas(std::int64_t(result.coarse_settings)) + " setting(s) had more than " +
+         with_commas(plan_detail::kMaxSplits) + " splits: searched with cuts on every " + every +
+         " layer boundary (or nearer), then their best " +
+         std::to_string(plan_detail::kRefinedSeeds) + " splits improved one cut at a time\n";
+}
+
 std::string counts(const PlanResult& result) {
   const std::string shard = result.shard.count > 1
                                 ? "shard " + std::to_string(result.shard.index) + "/" +
@@ -206,7 +218,7 @@ std::string counts(const PlanResult& result) {
          " candidate(s) evaluated on the cost model (" +
          with_commas(std::int64_t(result.over_capacity)) + " over capacity by the estimate, " +
          with_commas(std::int64_t(result.invalid)) + " refused by validation), " +
-         with_commas(std::int64_t(result.replayed)) + " replayed\n";
+         with_commas(std::int64_t(result.replayed)) + " replayed\n" + coarse_text(result);
 }
 
 // What offloading the search did not try would lower the peak, as --offload values.

@@ -22,57 +22,6 @@ using namespace plan_detail;
 
 namespace {
 
-// Calls `visit` with every increasing choice of `count` cuts from 1 .. layers-1.
-void for_each_split(int layers, int count,
-                    const std::function<void(const std::vector<int>&)>& visit) {
-  std::vector<int> cuts(static_cast<std::size_t>(count));
-  std::function<void(int, int)> place = [&](int index, int first) {
-    if (index == count) {
-      visit(cuts);
-      return;
-    }
-    for (int c = first; c <= layers - (count - index); ++c) {
-      cuts[std::size_t(index)] = c;
-      place(index + 1, c + 1);
-    }
-  };
-  place(0, 1);
-}
-
-// Splits one setting may price: BERT-Large has 20,475; far more would take minutes.
-constexpr std::int64_t kMaxSplits = 5'000'000;
-
-// C(n, k), or kMaxSplits + 1 once it passes kMaxSplits.
-std::int64_t splits_count(int n, int k) {
-  std::int64_t count = 1;
-  for (int i = 1; i <= k; ++i) {
-    count = count * (n - k + i) / i;  // exact: a product of i consecutive integers over i!
-    if (count > kMaxSplits)
-      return kMaxSplits + 1;
-  }
-  return count;
-}
-
-// Why plan will not price every split of `spec`, or empty when it will.
-std::string too_many_splits(const RunSpec& spec) {
-  const int layers = int(spec.model.layers.size());
-  const int stages = int(spec.pipeline.stages.size());
-  if (splits_count(layers - 1, stages - 1) <= kMaxSplits)
-    return "";
-  return std::to_string(layers) + " layers in " + std::to_string(stages) +
-         " stages make more than " + std::to_string(kMaxSplits) +
-         " splits, more than plan prices; fix the split with --splits and search the other "
-         "values";
-}
-
-// The cuts of the spec's own split.
-std::vector<int> own_cuts(const RunSpec& spec) {
-  std::vector<int> cuts;
-  for (std::size_t k = 1; k < spec.pipeline.stages.size(); ++k)
-    cuts.push_back(spec.pipeline.stages[k].layers().front());
-  return cuts;
-}
-
 // By the schedule's cycles per micro-batch, then the bottleneck IPU (which also sets the
 // weight update, run on every IPU at once: of sequential splits of equal sum the balanced win),
 // then the estimated peak; for the memory objective the peak first.
@@ -105,6 +54,18 @@ class BestCandidates {
       std::pop_heap(entries_.begin(), entries_.end(), worse_last());
       entries_.pop_back();
     }
+  }
+
+  bool empty() const { return entries_.empty(); }
+
+  // Copies of the best `n`, best first; the list keeps them.
+  std::vector<PlanCandidate> best(std::size_t n) const {
+    auto entries = entries_;
+    std::sort_heap(entries.begin(), entries.end(), worse_last());
+    std::vector<PlanCandidate> out;
+    for (std::size_t i = 0; i < entries.size() && i < n; ++i)
+      out.push_back(entries[i].candidate);
+    return out;
   }
 
   std::vector<PlanCandidate> sorted() {
@@ -189,10 +150,17 @@ class SettingSearch {
       if (over_capacity && request_.fastest_when_none_fits)
         keep(over_best);
     };
-    if (request_.fixed_splits)
+    const int step = coarse_step(pricer.layers(), pricer.stages());
+    if (request_.fixed_splits) {
       visit(own_cuts(spec));
-    else
+    } else if (step == 1) {
       for_each_split(pricer.layers(), pricer.stages() - 1, visit);
+    } else {
+      for_each_coarse_split(pricer.layers(), pricer.stages(), step, visit);
+      refine_best(spec, fit.empty() ? over : fit, priced, visit, pricer.layers());
+      ++result_.coarse_settings;
+      result_.coarse_step = std::max(result_.coarse_step, step);
+    }
     auto fitting = fit.sorted();
     auto least = over.sorted();
     keep_nearest(least, spec);
@@ -245,6 +213,39 @@ class SettingSearch {
       out.push_back(std::move(c));
     }
     return out;
+  }
+
+  // A coarse walk's best few splits, each improved one cut at a time: every split the moves
+  // reach is visited, and a move is kept when it ranks above the split it came from.
+  void refine_best(const RunSpec& spec, const BestCandidates& list, const PlanCandidate& priced,
+                   const std::function<void(const std::vector<int>&)>& visit, int layers) {
+    std::map<std::string, int> index;
+    for (std::size_t i = 0; i < spec.model.layers.size(); ++i)
+      index[spec.model.layers[i].id] = int(i);
+    for (const auto& seed : list.best(kRefinedSeeds)) {
+      std::vector<int> cuts;
+      for (const auto& id : seed.splits)
+        cuts.push_back(index.at(id));
+      PlanCandidate best = seed;
+      refine_split(cuts, layers, [&](const std::vector<int>& trial) {
+        visit(trial);
+        if (!ranks_above(priced, best))
+          return false;
+        best = priced;
+        return true;
+      });
+    }
+  }
+
+  // Fitting by the estimate first, then by the objective; of two over capacity the smaller.
+  bool ranks_above(const PlanCandidate& a, const PlanCandidate& b) const {
+    const bool a_fits = a.estimated_peak_max() <= result_.capacity_bytes;
+    const bool b_fits = b.estimated_peak_max() <= result_.capacity_bytes;
+    if (a_fits != b_fits)
+      return a_fits;
+    if (!a_fits)
+      return a.estimated_peak_max() < b.estimated_peak_max();
+    return better_estimate(a, b, request_.objective);
   }
 
   const core::ConfigDocument& base_;
@@ -332,11 +333,6 @@ std::vector<PlanCandidate> search_setting(const core::ConfigDocument& base, cons
   if (spec->pipeline.stages.size() == 1 &&
       !state.one_stage.insert(without_schedule(setting)).second)
     return {};
-  const auto too_many = search.fixed_splits ? std::string() : too_many_splits(*spec);
-  if (!too_many.empty()) {
-    result.add_skipped(setting.label, too_many);
-    return {};
-  }
   return SettingSearch(base, setting, search, result).run(*spec);
 }
 
@@ -361,8 +357,6 @@ namespace plan_detail {
 std::vector<PlanCandidate> search_splits(const core::ConfigDocument& base, const Setting& setting,
                                          const PlanRequest& request, PlanResult& result,
                                          const RunSpec& spec) {
-  if (!request.fixed_splits && !too_many_splits(spec).empty())
-    return {};  // as search_setting: a setting past the bound is never walked
   return SettingSearch(base, setting, request, result).run(spec);
 }
 

@@ -135,6 +135,10 @@ struct PlanResult {
   std::size_t refused_replays = 0;
   std::string replay_refusal;
   std::size_t over_capacity = 0;  // pruned: estimated peak over the capacity
+  // Settings with more splits than plan prices in full, walked coarsely (cuts on every k-th
+  // layer boundary, k at most coarse_step) and the best refined one cut at a time.
+  std::size_t coarse_settings = 0;
+  int coarse_step = 0;
   // The few pruned ones nearest to fitting (least estimated peak first), never replayed.
   std::vector<PlanCandidate> nearest_over_capacity;
   // Settings whose config is invalid whatever the split, grouped by why, first seen first. Only

@@ -210,6 +210,29 @@ std::string group_splits_line(const PlanResult& result, const RowGroup& g);
 // `search` with global_batch set to it and keeps_global_batch true; else `search` as it is.
 PlanRequest keeping_global_batch(PlanRequest search, const RunSpec& base);
 
+// Calls `visit` with every increasing choice of `count` cuts from 1 .. layers-1.
+void for_each_split(int layers, int count,
+                    const std::function<void(const std::vector<int>&)>& visit);
+// The cuts of the spec's own split: the first layer of each stage after the first.
+std::vector<int> own_cuts(const RunSpec& spec);
+
+// Splits one setting prices in full: BERT-Large has 20,475; far more would take minutes.
+inline constexpr std::int64_t kMaxSplits = 5'000'000;
+// The splits of `layers` layers into `stages` stages, or kMaxSplits + 1 when more.
+std::int64_t splits_count(int layers, int stages);
+// The best splits of a coarse walk that are refined one cut at a time.
+inline constexpr std::size_t kRefinedSeeds = 4;
+// 1 when every split is priced; else the k of a coarse walk that cuts only on every k-th layer
+// boundary, the least that keeps it within half of kMaxSplits.
+int coarse_step(int layers, int stages);
+// Visits the splits whose cuts are at positions 1, 1 + step, 1 + 2 step, ...
+void for_each_coarse_split(int layers, int stages, int step,
+                           const std::function<void(const std::vector<int>&)>& visit);
+// From `cuts`, moves one cut at a time over every position between its neighbours, keeping a
+// move when `improves` says so, until a round moves none (at most 16 rounds).
+void refine_split(std::vector<int> cuts, int layers,
+                  const std::function<bool(const std::vector<int>&)>& improves);
+
 // The config as it stands, its own split and setting, replayed: the tables' baseline. None
 // when the config alone is invalid (a --gac list may be what makes it valid).
 std::optional<PlanCandidate> baseline_of(const core::ConfigDocument& base,

@@ -458,3 +458,14 @@ TEST_CASE("plan's best is at the nearest legal GAC when that runs faster than ev
   std::vector<std::string> cells{std::istream_iterator<std::string>(first), {}};
   CHECK(samples(throughput.substr(12, throughput.find(" samples/s") - 12)) > samples(cells.at(7)));
 }
+
+TEST_CASE("plan searches ResNet-50 on 8 IPUs coarsely instead of skipping it, and says how") {
+  const auto result =
+      run_ipusim({"plan", "configs/resnet50_1ipu.json", "--ipus-per-replica", "8", "--schedules",
+                  "sequential", "--recomputation", "auto", "--top", "2"});
+  REQUIRE(result.code == 0);
+  CHECK(result.out.find("\n1 setting(s) had more than 5,000,000 splits: searched with cuts on "
+                        "every 6th layer boundary (or nearer), then their best 4 splits improved "
+                        "one cut at a time\n") != std::string::npos);
+  CHECK(result.out.find("skipped:") == std::string::npos);
+}
