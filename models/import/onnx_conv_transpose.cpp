@@ -128,29 +128,13 @@ void OnnxConverter::clip(const onnx::NodeProto& node) {
 // PyTorch's Hardsigmoid writes alpha 1/6 and beta 1/2 (ONNX's defaults are 0.2 and 0.5); before
 // opset 14 its Hardswish is x times that HardSigmoid of x, one hard_swish layer here.
 void OnnxConverter::hard_sigmoid(const onnx::NodeProto& node) {
-  const Activation* in = value(node);
-  if (!in)
-    return;
   const float alpha = float_attribute(node, "alpha", 0.2f);
   const float beta = float_attribute(node, "beta", 0.5f);
   if (std::abs(double(alpha) - 1.0 / 6.0) > 1e-6 || beta != 0.5f)
     return problem(node, "a HardSigmoid with alpha " + std::to_string(alpha) + " and beta " +
                              std::to_string(beta) +
                              " (ipusim's hard_sigmoid is PyTorch's: alpha 1/6, beta 0.5)");
-  const std::string& x = node.input(0);
-  const std::string& s = node.output(0);
-  const onnx::NodeProto* mul = index_.sole_consumer(s);
-  const bool swish =
-      mul != nullptr && mul->op_type() == "Mul" && mul->input_size() == 2 &&
-      ((mul->input(0) == x && mul->input(1) == s) || (mul->input(0) == s && mul->input(1) == x));
-  if (!swish) {
-    add_layer({{"id", id_of(node)}, {"type", "hard_sigmoid"}}, s, *in, {in->layer});
-    return;
-  }
-  skipped_.insert(index_.index_of(*mul));  // the Mul comes later and is this layer's
-  add_layer({{"id", unique_id(module_id(node.name(), "HardSigmoid", "hard_swish"))},
-             {"type", "hard_swish"}},
-            mul->output(0), *in, {in->layer});
+  gate_or_activation(node, "hard_sigmoid", "hard_swish");
 }
 
 void OnnxConverter::hard_swish(const onnx::NodeProto& node) {

@@ -227,6 +227,11 @@ class OnnxConverter {
   // onnx_gates.cpp: a Sigmoid, or with the Mul by its input that reads it alone a swish; a Mul
   // of two layers' outputs, the one that broadcasts to the other second.
   void sigmoid(const onnx::NodeProto& node);
+  // The Mul that multiplies the node's one input by its output (x * sigmoid(x)), or null.
+  const onnx::NodeProto* times_own_input(const onnx::NodeProto& node) const;
+  // The node as an `alone` layer, or with that Mul as one `gated` layer (swish, hard_swish).
+  void gate_or_activation(const onnx::NodeProto& node, const std::string& alone,
+                          const std::string& gated);
   void mul(const onnx::NodeProto& node);
   void split(const onnx::NodeProto& node);
   // A Conv of a global average pool's [C, 1, 1] (onnx_gates.cpp): true when it took the node.

@@ -60,23 +60,33 @@ bool OnnxConverter::pooled_conv(const onnx::NodeProto& node, const Activation& i
   return true;
 }
 
-void OnnxConverter::sigmoid(const onnx::NodeProto& node) {
-  const Activation* in = value(node);
-  if (!in)
-    return;
+const onnx::NodeProto* OnnxConverter::times_own_input(const onnx::NodeProto& node) const {
   const std::string& x = node.input(0);
   const std::string& s = node.output(0);
   const onnx::NodeProto* mul = index_.sole_consumer(s);
-  const bool swish =
+  const bool gated =
       mul != nullptr && mul->op_type() == "Mul" && mul->input_size() == 2 &&
       ((mul->input(0) == x && mul->input(1) == s) || (mul->input(0) == s && mul->input(1) == x));
-  if (!swish) {
-    add_layer({{"id", id_of(node)}, {"type", "sigmoid"}}, s, *in, {in->layer});
+  return gated ? mul : nullptr;
+}
+
+void OnnxConverter::gate_or_activation(const onnx::NodeProto& node, const std::string& alone,
+                                       const std::string& gated) {
+  const Activation* in = value(node);
+  if (!in)
+    return;
+  const onnx::NodeProto* mul = times_own_input(node);
+  if (!mul) {
+    add_layer({{"id", id_of(node)}, {"type", alone}}, node.output(0), *in, {in->layer});
     return;
   }
   skipped_.insert(index_.index_of(*mul));  // the Mul comes later and is this layer's
-  add_layer({{"id", unique_id(module_id(node.name(), "Sigmoid", "swish"))}, {"type", "swish"}},
+  add_layer({{"id", unique_id(module_id(node.name(), node.op_type(), gated))}, {"type", gated}},
             mul->output(0), *in, {in->layer});
+}
+
+void OnnxConverter::sigmoid(const onnx::NodeProto& node) {
+  gate_or_activation(node, "sigmoid", "swish");
 }
 
 // The halves a and b of an equal Split, b's Sigmoid, and their Mul: PyTorch's GLU as one glu
