@@ -37,8 +37,8 @@ bool supports_recomputation(const std::string& schedule, RecomputationMode mode)
 
 // The device_mapping `schedule` is relaid out to on `shape`'s N IPUs when it refuses shape's own
 // layout: stage k on IPU k mod N, one stage per IPU for interleaved, GPipe, 1F1B and ZB-H1, two
-// for interleaved_1f1b (2N stages). Empty when the schedule takes shape's layout, takes any, or
-// refuses shape for another reason than its layout.
+// for interleaved_1f1b (2N stages). Empty when the schedule takes shape's layout, takes any, is
+// not a schedule, or refuses shape for another reason than its layout.
 std::vector<int> relayout_mapping(const std::string& schedule, const PipelineShape& shape);
 
 // Graphcore's overlap length L for a step-based schedule: the micro-batches one pass of the

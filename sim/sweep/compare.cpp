@@ -147,6 +147,22 @@ void relay_out(CompareRun& run, const CompareRequest& request) {
   run.relayout = layout_flags(best);
 }
 
+// "; --relayout runs it on 4 stages, stage k on IPU k mod 4, ...": what --relayout would do
+// with a run its schedule refuses for its layout, or empty.
+std::string relayout_hint(const std::vector<int>& mapping) {
+  if (mapping.empty())
+    return "";
+  const int ipus = *std::max_element(mapping.begin(), mapping.end()) + 1;
+  return "; --relayout runs it on " + std::to_string(mapping.size()) +
+         " stages, stage k on IPU k mod " + std::to_string(ipus) + ", split as plan finds best";
+}
+
+// Keeps the error being handled as the run's, with `text` as what it says.
+void fail_run(CompareRun& run, const std::string& text) {
+  run.error = text;
+  run.failure = std::current_exception();
+}
+
 // Reads and validates the run's config with its overrides; an invalid one is kept as the run's
 // error. A schedule that refuses the config's layout runs on the one it needs with --relayout,
 // and says so without.
@@ -156,22 +172,19 @@ void load_run(CompareRun& run, const CompareRequest& request) {
     overrides.push_back(
         {"/pipeline/pipeline_schedule", "\"" + run.schedule + "\"", "--schedules " + run.schedule});
   }
-  const auto mapping = needed_mapping(run, request);
   try {
-    if (mapping.empty() || !request.relayout)
-      run.spec = std::make_shared<const RunSpec>(load_run_spec(run.config, overrides));
-    else
-      relay_out(run, request);
-    run.model = run.spec->model.name;
+    run.spec = std::make_shared<const RunSpec>(load_run_spec(run.config, overrides));
   } catch (const core::ConfigError& error) {
-    run.error = error.what();
-    if (!mapping.empty() && !request.relayout)
-      run.error += "; --relayout runs it on " + std::to_string(mapping.size()) +
-                   " stages, stage k on IPU k mod " +
-                   std::to_string(*std::max_element(mapping.begin(), mapping.end()) + 1) +
-                   ", split as plan finds best";
-    run.failure = std::current_exception();
+    const auto mapping = needed_mapping(run, request);
+    if (mapping.empty() || !request.relayout)
+      return fail_run(run, error.what() + relayout_hint(mapping));
+    try {
+      relay_out(run, request);
+    } catch (const core::ConfigError& refused) {
+      return fail_run(run, refused.what());
+    }
   }
+  run.model = run.spec->model.name;
 }
 
 // Replays a run that loaded, telling `progress` of its tasks replayed.
@@ -364,9 +377,9 @@ std::string comparison_text(const std::vector<CompareRun>& runs) {
     out += render_table(rows, right);
   }
   out += invalid;
-  for (const auto* run : ran) {
-    if (!run->relayout.empty())
-      out += "relaid out: " + run->label + ": " + run->relayout + "\n";
+  for (std::size_t i = 0; i < ran.size(); ++i) {
+    if (!ran[i]->relayout.empty())
+      out += "relaid out: " + headings[i] + ": " + ran[i]->relayout + "\n";
   }
   if (ran.size() > 1)
     out += fastest_text(ran, headings);

@@ -270,4 +270,6 @@ TEST_CASE("a layout the schedule takes, or a refusal for another reason, is not 
   CHECK(relayout_mapping("interleaved_1f1b", round_robin(8, 4, 8)).empty());
   // Megatron-LM's M rule, not the layout: M 6 is no multiple of 4 IPUs.
   CHECK(relayout_mapping("interleaved_1f1b", round_robin(8, 4, 6)).empty());
+  // An unknown name is the spec's to refuse, with did-you-mean.
+  CHECK(relayout_mapping("1fb1", round_robin(5, 4, 8)).empty());
 }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "sim/report/run_metrics.hpp"
 #include "tests/tools/cli_support.hpp"
@@ -257,6 +258,15 @@ std::int64_t run_step_cycles(const std::vector<std::string>& extra) {
   return nlohmann::json::parse(in).at("step_cycles");
 }
 
+// compare --relayout of gpt_tiny with `schedules`: its text, and its --json file.
+std::pair<std::string, std::string> relaid_run(const std::string& schedules) {
+  const auto json = fresh_output("compare_test", "relayout.json");
+  const auto result =
+      run_ipusim({"compare", kGptConfig, "--schedules", schedules, "--relayout", "--json", json});
+  REQUIRE(result.code == 0);
+  return {result.out, json};
+}
+
 }  // namespace
 
 TEST_CASE("a schedule that refuses the config's layout is listed with the flag that relays it") {
@@ -272,13 +282,10 @@ TEST_CASE("a schedule that refuses the config's layout is listed with the flag t
 }
 
 TEST_CASE("compare --relayout runs 1f1b on one stage per IPU, split as fast as any split of it") {
-  const auto json = fresh_output("compare_test", "relayout.json");
-  const auto result = run_ipusim(
-      {"compare", kGptConfig, "--schedules", "grouped,1f1b", "--relayout", "--json", json});
-  REQUIRE(result.code == 0);
+  const auto [out, json] = relaid_run("grouped,1f1b");
   const auto relaid = compared_report(json, "1f1b");
   const std::string flags = relaid.at("relayout");
-  CHECK(result.out.find("\nrelaid out: 1f1b: " + flags + "\n") != std::string::npos);
+  CHECK(out.find("\nrelaid out: 1f1b: " + flags + "\n") != std::string::npos);
   CHECK(flags.find(" --set 'pipeline.device_mapping=[0,1]'") != std::string::npos);
   CHECK(compared_report(json, "grouped").count("relayout") == 0);
   // Every two-stage split, run one by one: none is faster than the one --relayout picked.
@@ -299,11 +306,8 @@ TEST_CASE("compare --relayout runs 1f1b on one stage per IPU, split as fast as a
 }
 
 TEST_CASE("compare --relayout gives interleaved_1f1b two stages an IPU, stage k on IPU k mod 2") {
-  const auto json = fresh_output("compare_test", "relayout_v2.json");
-  const auto result = run_ipusim(
-      {"compare", kGptConfig, "--schedules", "interleaved_1f1b", "--relayout", "--json", json});
-  REQUIRE(result.code == 0);
-  const auto relaid = compared_report(json, "gpt_tiny interleaved_1f1b");
+  const auto relaid =
+      compared_report(relaid_run("interleaved_1f1b").second, "gpt_tiny interleaved_1f1b");
   const std::string flags = relaid.at("relayout");
   const auto set_at = flags.find(" --set 'pipeline.device_mapping=[0,1,0,1]'");
   REQUIRE(set_at != std::string::npos);

@@ -469,3 +469,13 @@ TEST_CASE("plan searches ResNet-50 on 8 IPUs coarsely instead of skipping it, an
                         "one cut at a time\n") != std::string::npos);
   CHECK(result.out.find("skipped:") == std::string::npos);
 }
+
+TEST_CASE("plan --relayout names an unknown schedule with the nearest, as plan without it does") {
+  const auto plan =
+      run_ipusim({"plan", "configs/gpt_tiny_2ipu.json", "--schedules", "1fb1", "--relayout"});
+  CHECK(plan.code == 2);
+  CHECK(plan.err ==
+        "error: configs/gpt_tiny_2ipu.json: no combination of the values asked for is a valid "
+        "config; the first: --schedules 1fb1: --schedules 1fb1: at "
+        "/pipeline/pipeline_schedule: unknown value '1fb1'; did you mean '1f1b'?\n");
+}

@@ -445,10 +445,27 @@ def check_refusals(folder):
           "written")
 
 
+def check_refused(folder, name, nodes, graph_input, weights, expected):
+    """`nodes` read `graph_input` and end in a value 'f' that a Gemm of 'w' and 'c' and a Softmax
+    turn into 4 probabilities: the import refuses the file with `expected`, writing nothing."""
+    nodes = nodes + [
+        helper.make_node("Gemm", ["f", "w", "c"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1)]
+    graph = helper.make_graph(
+        nodes, f"onnx_{name}", [graph_input],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])], weights)
+    source = os.path.join(folder, f"{name}.onnx")
+    config = os.path.join(folder, f"{name}.json")
+    save(graph, source)
+    err = run("import", source, "-o", config, expect=2).stderr
+    if expected not in err or os.path.exists(config):
+        sys.exit(f"{name} refusal: got {err!r}")
+
+
 def check_mul_refusals(folder):
     """A Mul ipusim's multiply cannot take is named (by a constant, or of shapes neither of which
-    broadcasts to the other), and so are an InstanceNormalization outside PyTorch's GroupNorm and
-    a Split outside a GLU."""
+    broadcasts to the other), and so are an InstanceNormalization outside PyTorch's GroupNorm, a
+    Split outside a GLU and a HardSigmoid other than PyTorch's."""
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
         helper.make_node("Gemm", ["x", "w2", "b2"], ["h2"], name="fc2", transB=1),
@@ -475,60 +492,26 @@ def check_mul_refusals(folder):
             "    first: node 'scaled'"]:
         if expected not in err or os.path.exists(config):
             sys.exit(f"Mul refusals: got {err!r}")
-    nodes = [
+    image = helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 2, 4, 4])
+    features = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])
+    check_refused(folder, "instance_norm", [
         helper.make_node("InstanceNormalization", ["image", "s", "b"], ["n"], name="instance"),
-        helper.make_node("Flatten", ["n"], ["f"], name="flatten"),
-        helper.make_node("Gemm", ["f", "w", "c"], ["logits"], name="fc", transB=1),
-        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
-    ]
-    graph = helper.make_graph(
-        nodes, "onnx_instance_norm",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 2, 4, 4])],
-        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
-        [weight("s", 2), weight("b", 2), weight("w", 4, 32), weight("c", 4)])
-    source = os.path.join(folder, "instance_norm.onnx")
-    save(graph, source)
-    err = run("import", source, "-o", config, expect=2).stderr
-    expected = ("  InstanceNormalization x1: an InstanceNormalization other than PyTorch's GroupNorm "
-                "(a Reshape to [batch, groups, -1], scale 1 and bias 0, a Reshape back, then a Mul "
-                "by a constant scale and an Add of a constant bias)\n")
-    if expected not in err or os.path.exists(config):
-        sys.exit(f"InstanceNormalization refusal: got {err!r}")
-    nodes = [
+        helper.make_node("Flatten", ["n"], ["f"], name="flatten")],
+        image, [weight("s", 2), weight("b", 2), weight("w", 4, 32), weight("c", 4)],
+        "  InstanceNormalization x1: an InstanceNormalization other than PyTorch's GroupNorm "
+        "(a Reshape to [batch, groups, -1], scale 1 and bias 0, a Reshape back, then a Mul "
+        "by a constant scale and an Add of a constant bias)\n")
+    check_refused(folder, "split", [
         helper.make_node("Split", ["x"], ["a", "b"], name="halves", axis=1),
-        helper.make_node("Add", ["a", "b"], ["s"], name="sum"),
-        helper.make_node("Gemm", ["s", "w", "c"], ["logits"], name="fc", transB=1),
-        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
-    ]
-    graph = helper.make_graph(
-        nodes, "onnx_split",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
-        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
-        [weight("w", 4, 4), weight("c", 4)])
-    source = os.path.join(folder, "split.onnx")
-    save(graph, source)
-    err = run("import", source, "-o", config, expect=2).stderr
-    expected = ("  Split x1: a Split other than a GLU's (two equal halves a and b of a value that is "
-                "not an image, then a Mul of a by the Sigmoid of b)\n")
-    if expected not in err or os.path.exists(config):
-        sys.exit(f"Split refusal: got {err!r}")
-    nodes = [
-        helper.make_node("HardSigmoid", ["x"], ["h"], name="keras_hard_sigmoid", alpha=0.2),
-        helper.make_node("Gemm", ["h", "w", "c"], ["logits"], name="fc", transB=1),
-        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
-    ]
-    graph = helper.make_graph(
-        nodes, "onnx_hard_sigmoid",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
-        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 4])],
-        [weight("w", 4, 8), weight("c", 4)])
-    source = os.path.join(folder, "hard_sigmoid.onnx")
-    save(graph, source)
-    err = run("import", source, "-o", config, expect=2).stderr
-    expected = ("  HardSigmoid x1: a HardSigmoid with alpha 0.200000 and beta 0.500000 (ipusim's "
-                "hard_sigmoid is PyTorch's: alpha 1/6, beta 0.5)\n")
-    if expected not in err or os.path.exists(config):
-        sys.exit(f"HardSigmoid refusal: got {err!r}")
+        helper.make_node("Add", ["a", "b"], ["f"], name="sum")],
+        features, [weight("w", 4, 4), weight("c", 4)],
+        "  Split x1: a Split other than a GLU's (two equal halves a and b of a value that is "
+        "not an image, then a Mul of a by the Sigmoid of b)\n")
+    check_refused(folder, "hard_sigmoid", [
+        helper.make_node("HardSigmoid", ["x"], ["f"], name="keras_hard_sigmoid", alpha=0.2)],
+        features, [weight("w", 4, 8), weight("c", 4)],
+        "  HardSigmoid x1: a HardSigmoid with alpha 0.200000 and beta 0.500000 (ipusim's "
+        "hard_sigmoid is PyTorch's: alpha 1/6, beta 0.5)\n")
     print("refusals: a Mul by a constant, one of shapes that do not broadcast, an "
           "InstanceNormalization that is no GroupNorm, a Split that is no GLU and a HardSigmoid "
           "that is not PyTorch's, named")
