@@ -1,7 +1,8 @@
 #pragma once
 // The benchmarks' pipeline: N equal stages of a 16-unit dense layer with fixed cycles (1,000
 // forward, 2,000 backward) and a loss, micro-batch 8, on gc200 with 64 IPUs, at any GAC
-// (relaxed divisibility), so that a replay's size is set by N and M alone.
+// (relaxed divisibility), so that a replay's size is set by N and M alone. interleaved_1f1b
+// runs them two an IPU.
 
 #include <cstdint>
 #include <string>
@@ -24,13 +25,20 @@ inline nlohmann::json equal_stages(int stages, std::int64_t microbatches,
       splits.push_back(id);
   }
   layers.push_back({{"id", "loss"}, {"type", "softmax_cross_entropy"}});
+  nlohmann::json pipeline = {{"splits", splits},
+                             {"pipeline_schedule", schedule},
+                             {"gradient_accumulation_count", microbatches},
+                             {"relaxed_divisibility", true},
+                             {"micro_batch_size", 8}};
+  // interleaved_1f1b interleaves two stages on each IPU: stage k on IPU k mod N/2.
+  if (schedule == "interleaved_1f1b" && stages >= 2) {
+    nlohmann::json mapping = nlohmann::json::array();
+    for (int k = 0; k < stages; ++k)
+      mapping.push_back(k % (stages / 2));
+    pipeline["device_mapping"] = mapping;
+  }
   return {{"model", {{"name", "bench"}, {"input", {{"shape", {16}}}}, {"layers", layers}}},
-          {"pipeline",
-           {{"splits", splits},
-            {"pipeline_schedule", schedule},
-            {"gradient_accumulation_count", microbatches},
-            {"relaxed_divisibility", true},
-            {"micro_batch_size", 8}}},
+          {"pipeline", pipeline},
           {"hardware", {{"preset", "gc200"}, {"ipus", 64}}}};
 }
 
