@@ -2,12 +2,14 @@
 // The benchmarks' pipeline: N equal stages of a 16-unit dense layer with fixed cycles (1,000
 // forward, 2,000 backward) and a loss, micro-batch 8, on gc200 with 64 IPUs, at any GAC
 // (relaxed divisibility), so that a replay's size is set by N and M alone. interleaved_1f1b
-// runs them two an IPU.
+// runs them two an IPU (the layout it is relaid out to).
 
 #include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "schedules/build.hpp"
 
 namespace ipusim::bench {
 
@@ -30,11 +32,18 @@ inline nlohmann::json equal_stages(int stages, std::int64_t microbatches,
                              {"gradient_accumulation_count", microbatches},
                              {"relaxed_divisibility", true},
                              {"micro_batch_size", 8}};
-  // interleaved_1f1b interleaves two stages on each IPU: stage k on IPU k mod N/2.
-  if (schedule == "interleaved_1f1b" && stages >= 2) {
+  // A schedule that refuses one stage per IPU (interleaved_1f1b) gets the stages per IPU it is
+  // relaid out to, stage k on IPU k mod the IPUs that leaves.
+  schedules::PipelineShape shape;
+  for (int k = 0; k < stages; ++k)
+    shape.device_mapping.push_back({k});
+  shape.microbatches = microbatches;
+  const auto relaid = schedules::relayout_mapping(schedule, shape);
+  if (!relaid.empty()) {
+    const int ipus = stages / int(relaid.size() / std::size_t(stages));
     nlohmann::json mapping = nlohmann::json::array();
     for (int k = 0; k < stages; ++k)
-      mapping.push_back(k % (stages / 2));
+      mapping.push_back(k % ipus);
     pipeline["device_mapping"] = mapping;
   }
   return {{"model", {{"name", "bench"}, {"input", {{"shape", {16}}}}, {"layers", layers}}},
